@@ -1,0 +1,58 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+// streams are the command's standard input and outputs: data to out,
+// status and errors to err.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// version is set with -ldflags "-X main.version=…"; otherwise it comes from
+// the module's build information.
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+func newRootCmd(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "kubegate",
+		Short:         "Cluster PKI, kube-apiserver-exact authentication, and a small control plane",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.AddCommand(
+		newVersionCmd(s),
+	)
+	return root
+}
+
+func newVersionCmd(s streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the kubegate version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintf(s.out, "kubegate %s\n", buildVersion())
+			return err
+		},
+	}
+}
