@@ -90,3 +90,8 @@ func UserFrom(ctx context.Context) (User, bool) {
 	}
 	return r.User, true
 }
+
+var (
+	_ Request = RequestFunc(nil)
+	_ Token   = TokenFunc(nil)
+)

@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -42,7 +43,7 @@ type Options struct {
 	ExtraNames []pkix.AttributeTypeAndValue
 }
 
-var serial int64
+var serial atomic.Int64
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
 	t.Helper()
@@ -62,9 +63,8 @@ func build(t testing.TB, o Options, parent *Cert) *Cert {
 	if o.NotAfter.IsZero() {
 		o.NotAfter = o.NotBefore.AddDate(1, 0, 0)
 	}
-	serial++
 	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano() + serial),
+		SerialNumber: big.NewInt(time.Now().UnixNano() + serial.Add(1)),
 		Subject:      pkix.Name{CommonName: o.CN, Organization: o.Orgs, ExtraNames: o.ExtraNames},
 		NotBefore:    o.NotBefore,
 		NotAfter:     o.NotAfter,

@@ -1,0 +1,23 @@
+package authn
+
+import "net/http"
+
+// AnonymousName is the Response.Authenticator of the anonymous user.
+const AnonymousName = "anonymous"
+
+// NewAnonymous returns a Request that authenticates every request as the
+// anonymous user, in the unauthenticated group. Put it last, behind
+// FailOnError, so that a request carrying a bad credential is refused
+// instead of becoming anonymous.
+func NewAnonymous() Request {
+	return RequestFunc(func(*http.Request) (*Response, bool, error) {
+		// A fresh response per request, the caller's to change, made in
+		// one allocation.
+		a := &struct {
+			resp   Response
+			groups [1]string
+		}{groups: [1]string{AllUnauthenticated}}
+		a.resp = Response{User: User{Name: Anonymous, Groups: a.groups[:]}, Authenticator: AnonymousName}
+		return &a.resp, true, nil
+	})
+}

@@ -1,0 +1,89 @@
+package authn
+
+import (
+	"context"
+	"net/http"
+	"slices"
+)
+
+type audiencesKey struct{}
+
+// WithAudiences returns a copy of ctx carrying the audiences a token must
+// be issued for.
+func WithAudiences(ctx context.Context, auds []string) context.Context {
+	return context.WithValue(ctx, audiencesKey{}, auds)
+}
+
+// AudiencesFrom returns the audiences stored in ctx by WithAudiences.
+func AudiencesFrom(ctx context.Context) ([]string, bool) {
+	auds, ok := ctx.Value(audiencesKey{}).([]string)
+	return auds, ok
+}
+
+// withTokenAudiences gives every token lookup the API audiences, unless
+// the caller already chose others.
+type withTokenAudiences struct {
+	t    Token
+	auds any // []string, boxed once rather than on every request
+}
+
+func newTokenAudiences(t Token, auds []string) Token {
+	return withTokenAudiences{t: t, auds: auds}
+}
+
+var _ Token = withTokenAudiences{}
+
+func (w withTokenAudiences) AuthenticateToken(ctx context.Context, token string) (*Response, bool, error) {
+	if _, ok := AudiencesFrom(ctx); !ok {
+		ctx = context.WithValue(ctx, audiencesKey{}, w.auds)
+	}
+	return w.t.AuthenticateToken(ctx, token)
+}
+
+// checkAudiences refuses a response whose audiences, when it names any, do
+// not include one of the API audiences.
+type checkAudiences struct {
+	a    Request
+	auds []string
+}
+
+var _ Request = checkAudiences{}
+
+// audienceError names the audiences that did not match; audiences are
+// not secret.
+type audienceError struct{ got, want []string }
+
+func (e audienceError) Error() string {
+	return "response audiences " + quoteList(e.got) + " do not match the API audiences " + quoteList(e.want)
+}
+
+func (c checkAudiences) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
+	resp, ok, err := c.a.AuthenticateRequest(r)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if len(resp.Audiences) > 0 && !intersects(resp.Audiences, c.auds) {
+		return nil, false, audienceError{got: resp.Audiences, want: c.auds}
+	}
+	return resp, true, nil
+}
+
+func intersects(a, b []string) bool {
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(l []string) string {
+	s := "["
+	for i, x := range l {
+		if i > 0 {
+			s += ", "
+		}
+		s += `"` + x + `"`
+	}
+	return s + "]"
+}

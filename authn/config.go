@@ -1,0 +1,100 @@
+package authn
+
+import (
+	"net/http"
+	"slices"
+)
+
+// Config lists the authenticators to combine. A nil or empty field turns
+// that authenticator off.
+type Config struct {
+	// RequestHeader authenticates requests from a front proxy; it runs
+	// first. If it implements IdentityHeaders, its headers are removed
+	// after every successful authentication.
+	RequestHeader Request
+	// X509 authenticates client certificates; it runs second.
+	X509 Request
+	// StaticTokens are tried first, in order, and never cached: a lookup
+	// in a static token file is cheaper than a cache hit, and a token
+	// removed from the file must stop working as soon as the file is
+	// reloaded, not when a cache entry expires.
+	StaticTokens []Token
+	// Tokens are tried after StaticTokens, in order, as one cached token
+	// union. All tokens are read from the Authorization header and from the
+	// WebSocket bearer sub-protocol.
+	Tokens []Token
+	// TokenCache caches the Tokens union when either TTL is positive.
+	TokenCache CacheOptions
+	// APIAudiences, when set, are the audiences tokens are checked against,
+	// and a response naming other audiences only is refused.
+	APIAudiences []string
+	// IdentityHeaders name further headers to remove after every
+	// successful authentication, for example the identity headers an
+	// upstream server trusts under non-standard names.
+	IdentityHeaders []IdentityHeaders
+	// Anonymous makes a request without any credential the anonymous user.
+	// A request with a bad credential is refused all the same.
+	Anonymous bool
+}
+
+// New assembles kube-apiserver's authentication chain from c:
+//
+//	strip credentials and identity headers on success (
+//	  fail on error (
+//	    authenticated group (
+//	      union (request-header, x509, bearer(tokens), websocket(tokens))),
+//	    anonymous))
+//
+// where tokens is the union of the static tokens and the cached union of
+// the other tokens, given the API audiences.
+// With nothing configured and anonymous off, no request authenticates.
+func New(c Config) Request {
+	var rs []Request
+	if c.RequestHeader != nil {
+		rs = append(rs, c.RequestHeader)
+	}
+	if c.X509 != nil {
+		rs = append(rs, c.X509)
+	}
+	if len(c.StaticTokens)+len(c.Tokens) > 0 {
+		var t Token
+		if len(c.Tokens) > 0 {
+			t = UnionTokens(c.Tokens...)
+			if c.TokenCache.SuccessTTL > 0 || c.TokenCache.FailureTTL > 0 {
+				t = CacheTokens(t, c.TokenCache)
+			}
+		}
+		if len(c.StaticTokens) > 0 {
+			ts := slices.Clone(c.StaticTokens)
+			if t != nil {
+				ts = append(ts, t)
+			}
+			t = UnionTokens(ts...)
+		}
+		if len(c.APIAudiences) > 0 {
+			t = newTokenAudiences(t, slices.Clone(c.APIAudiences))
+		}
+		rs = append(rs, Bearer(t), WebSocketBearer(t))
+	}
+
+	var a Request
+	switch {
+	case len(rs) == 0 && !c.Anonymous:
+		return RequestFunc(func(*http.Request) (*Response, bool, error) { return nil, false, nil })
+	case len(rs) == 0:
+		a = NewAnonymous()
+	default:
+		a = WithAuthenticatedGroup(Union(rs...))
+		if c.Anonymous {
+			a = FailOnError(a, NewAnonymous())
+		}
+	}
+	if len(c.APIAudiences) > 0 {
+		a = checkAudiences{a: a, auds: slices.Clone(c.APIAudiences)}
+	}
+	ids := slices.Clone(c.IdentityHeaders)
+	if id, ok := c.RequestHeader.(IdentityHeaders); ok {
+		ids = append(ids, id)
+	}
+	return StripCredentials(a, ids...)
+}

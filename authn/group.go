@@ -1,0 +1,35 @@
+package authn
+
+import (
+	"net/http"
+	"slices"
+)
+
+// WithAuthenticatedGroup returns a Request that adds AllAuthenticated to
+// the groups of every user a authenticates, except the anonymous user and
+// users that already carry AllAuthenticated or AllUnauthenticated. The
+// response is copied, never modified in place, because it may be shared
+// with a cache.
+func WithAuthenticatedGroup(a Request) Request { return groupAdder{a} }
+
+type groupAdder struct{ a Request }
+
+var _ Request = groupAdder{}
+
+func (g groupAdder) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
+	resp, ok, err := g.a.AuthenticateRequest(r)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if resp.User.Name == Anonymous {
+		return resp, true, nil
+	}
+	for _, group := range resp.User.Groups {
+		if group == AllAuthenticated || group == AllUnauthenticated {
+			return resp, true, nil
+		}
+	}
+	out := *resp
+	out.User.Groups = append(slices.Clip(resp.User.Groups), AllAuthenticated)
+	return &out, true, nil
+}

@@ -1,0 +1,82 @@
+package authn
+
+import (
+	"net/http"
+	"strings"
+)
+
+// IdentityHeaders is implemented by authenticators that read identity
+// headers, such as a request-header authenticator with configured names,
+// so that those headers can be removed from every authenticated request.
+type IdentityHeaders interface {
+	// IsIdentityHeader reports whether the header named name (in any
+	// case) carries identity this authenticator would believe.
+	IsIdentityHeader(name string) bool
+}
+
+// IdentityHeadersFunc adapts a function to IdentityHeaders.
+type IdentityHeadersFunc func(name string) bool
+
+// IsIdentityHeader calls f(name).
+func (f IdentityHeadersFunc) IsIdentityHeader(name string) bool { return f(name) }
+
+var _ IdentityHeaders = IdentityHeadersFunc(nil)
+
+// The identity headers a front proxy sets, removed after every successful
+// authentication whatever the configuration.
+const (
+	remoteUser        = "X-Remote-User"
+	remoteUID         = "X-Remote-Uid"
+	remoteGroup       = "X-Remote-Group"
+	remoteExtraPrefix = "X-Remote-Extra-"
+)
+
+// StripCredentials returns a Request that, when a authenticates a request,
+// deletes the Authorization header, the standard X-Remote-User,
+// X-Remote-Uid, X-Remote-Group and X-Remote-Extra-* headers, and every
+// header one of ids names. Nothing downstream then sees a credential or an
+// identity header the client sent.
+func StripCredentials(a Request, ids ...IdentityHeaders) Request {
+	return stripCredentials{a: a, ids: ids}
+}
+
+type stripCredentials struct {
+	a   Request
+	ids []IdentityHeaders
+}
+
+var _ Request = stripCredentials{}
+
+func (s stripCredentials) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
+	resp, ok, err := s.a.AuthenticateRequest(r)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	// One pass over the headers, names compared in any case, so that a
+	// header map built by hand with non-canonical keys is cleared too.
+	for name := range r.Header {
+		if IsStandardIdentityHeader(name) || s.identity(name) {
+			delete(r.Header, name)
+		}
+	}
+	return resp, true, nil
+}
+
+func (s stripCredentials) identity(name string) bool {
+	for _, id := range s.ids {
+		if id.IsIdentityHeader(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// IsStandardIdentityHeader reports whether name, in any case, is
+// Authorization or one of the standard front-proxy identity headers.
+func IsStandardIdentityHeader(name string) bool {
+	return strings.EqualFold(name, "Authorization") ||
+		strings.EqualFold(name, remoteUser) ||
+		strings.EqualFold(name, remoteUID) ||
+		strings.EqualFold(name, remoteGroup) ||
+		len(name) >= len(remoteExtraPrefix) && strings.EqualFold(name[:len(remoteExtraPrefix)], remoteExtraPrefix)
+}
