@@ -1,0 +1,401 @@
+package bootstrap_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/authz/bootstrap"
+	"github.com/kubegate/kubegate/authz/rbac"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// cluster is the apiserver's authorizer chain over the bootstrap policy.
+type cluster struct {
+	mem   *rbac.Memory
+	rbac  *rbac.Authorizer
+	az    authz.Authorizer
+	guard *rbac.Guard
+}
+
+func newCluster() *cluster {
+	mem := rbac.NewMemory(bootstrap.Policy())
+	r := rbac.New(mem)
+	az := authz.Union(authz.PrivilegedGroups(authz.SystemMasters), r)
+	return &cluster{mem: mem, rbac: r, az: az, guard: rbac.NewGuard(r, az)}
+}
+
+// can answers as the apiserver would for u sending method path.
+func (c *cluster) can(t *testing.T, u authn.User, method, path string) (bool, string) {
+	t.Helper()
+	ri, err := authz.NewRequestInfo(httptest.NewRequest(method, path, nil))
+	if err != nil {
+		t.Fatalf("NewRequestInfo(%s %s): %v", method, path, err)
+	}
+	a := ri.Attributes(u)
+	d, reason, err := c.az.Authorize(context.Background(), a)
+	if err != nil {
+		t.Fatalf("Authorize(%s %s): %v", method, path, err)
+	}
+	if d == authz.Allow {
+		return true, ""
+	}
+	return false, authz.Forbidden(a, reason).ErrStatus.Message
+}
+
+var (
+	anonymous = authn.User{Name: authn.Anonymous, Groups: []string{authn.AllUnauthenticated}}
+	fresh     = authn.User{Name: "jane", Groups: []string{authn.AllAuthenticated}}
+	admin     = authn.User{Name: "kubernetes-admin", Groups: []string{bootstrap.KubeadmClusterAdmins, authn.AllAuthenticated}}
+	master    = authn.User{Name: "kubernetes-super-admin", Groups: []string{authz.SystemMasters, authn.AllAuthenticated}}
+	scheduler = authn.User{Name: bootstrap.SchedulerUser, Groups: []string{authn.AllAuthenticated}}
+	ctrlMgr   = authn.User{Name: bootstrap.ControllerManagerUser, Groups: []string{authn.AllAuthenticated}}
+)
+
+type step struct {
+	method, path string
+	want         bool
+}
+
+func TestBootstrapPolicy(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	tests := []struct {
+		name  string
+		user  authn.User
+		steps []step
+	}{
+		{"C.4 system:masters is cluster-admin", master, []step{
+			{"DELETE", "/api/v1/nodes/n1", true},
+			{"POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", true},
+			{"GET", "/metrics", true},
+			{"GET", "/anything/at/all", true},
+		}},
+		{"C.4 kubeadm:cluster-admins is cluster-admin", admin, []step{
+			{"DELETE", "/api/v1/namespaces/kube-system/secrets/s", true},
+			{"PATCH", "/apis/apps/v1/namespaces/default/deployments/d/scale", true},
+			{"GET", "/debug/pprof/", true},
+		}},
+		{"C.4 system:basic-user lets any authenticated user ask about itself", fresh, []step{
+			{"POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", true},
+			{"POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", true},
+			{"POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", true},
+			{"POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", false},
+		}},
+		{"C.4 system:discovery for authenticated users", fresh, []step{
+			{"GET", "/api", true},
+			{"GET", "/api/v1", true},
+			{"GET", "/apis", true},
+			{"GET", "/apis/apps/v1", true},
+			{"GET", "/openapi/v3", true},
+			{"GET", "/openapi/v3/apis/apps/v1", true},
+			{"GET", "/version", true},
+			{"GET", "/healthz", true},
+			{"GET", "/metrics", false},
+			{"POST", "/api", false},
+		}},
+		{"C.4 anonymous gets only system:public-info-viewer", anonymous, []step{
+			{"GET", "/version", true},
+			{"GET", "/version/", true},
+			{"GET", "/healthz", true},
+			{"GET", "/livez", true},
+			{"GET", "/readyz", true},
+			{"GET", "/api", false},
+			{"GET", "/apis", false},
+			{"GET", "/openapi/v3", false},
+			{"POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", false},
+			{"GET", "/api/v1/namespaces/default/pods", false},
+		}},
+		{"C.4 fresh user can read nothing", fresh, []step{
+			{"GET", "/api/v1/namespaces/default/pods", false},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+			{"GET", "/api/v1/nodes", false},
+		}},
+		{"C.3 scheduler rules", scheduler, []step{
+			{"POST", "/api/v1/namespaces/default/pods/app/binding", true},
+			{"POST", "/api/v1/namespaces/default/bindings", true},
+			{"PATCH", "/api/v1/namespaces/default/pods/app/status", true},
+			{"PUT", "/api/v1/namespaces/default/pods/app/status", true},
+			{"POST", "/api/v1/namespaces/default/events", true},
+			{"PATCH", "/api/v1/namespaces/default/events/e", true},
+			{"POST", "/apis/events.k8s.io/v1/namespaces/default/events", true},
+			{"PATCH", "/apis/events.k8s.io/v1/namespaces/default/events/e", true},
+			{"GET", "/api/v1/nodes", true},
+			{"GET", "/api/v1/nodes?watch=true", true},
+			{"GET", "/api/v1/nodes/n1", true},
+			{"GET", "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded", true},
+			{"GET", "/api/v1/namespaces/default/pods/app", true},
+			{"DELETE", "/api/v1/namespaces/default/pods/app", true},
+			{"POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", true},
+			{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", true},
+			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", true},
+			{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?fieldSelector=metadata.name%3Dkube-scheduler&watch=1", true},
+			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", false},
+			{"GET", "/api/v1/persistentvolumes", true},
+			{"PATCH", "/api/v1/persistentvolumes/pv1", true},
+			{"POST", "/apis/authentication.k8s.io/v1/tokenreviews", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+			{"PUT", "/api/v1/namespaces/default/pods/app", false},
+			{"DELETE", "/api/v1/nodes/n1", false},
+			{"GET", "/api/v1/namespaces/default/secrets/s", false},
+		}},
+		{"C.4 controller manager basics", ctrlMgr, []step{
+			{"GET", "/apis/apps/v1/deployments?watch=true", true},
+			{"POST", "/api/v1/namespaces/default/serviceaccounts/default/token", true},
+			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", true},
+			{"DELETE", "/api/v1/namespaces/default/pods/p", false},
+		}},
+		{"C.4 system:node binding has no subjects", authn.User{Name: "system:node:n1", Groups: []string{"system:nodes", authn.AllAuthenticated}}, []step{
+			{"PATCH", "/api/v1/nodes/n1/status", false},
+		}},
+		{"C.4 kube-proxy", authn.User{Name: bootstrap.KubeProxyUser, Groups: []string{authn.AllAuthenticated}}, []step{
+			{"GET", "/apis/discovery.k8s.io/v1/endpointslices?watch=1", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+		}},
+		{"C.4 kube-dns service account", authn.User{Name: "system:serviceaccount:kube-system:kube-dns", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", authn.AllAuthenticated}}, []step{
+			{"GET", "/api/v1/services", true},
+			{"GET", "/.well-known/openid-configuration", true},
+		}},
+		{"C.4 system:monitoring group", authn.User{Name: "prom", Groups: []string{"system:monitoring", authn.AllAuthenticated}}, []step{
+			{"GET", "/metrics", true},
+			{"GET", "/healthz/etcd", true},
+			{"GET", "/readyz/ping", true},
+			{"GET", "/debug/pprof/", false},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, s := range tt.steps {
+				if got, msg := c.can(t, tt.user, s.method, s.path); got != s.want {
+					t.Errorf("%s %s %s: allowed = %v, want %v (%s)", tt.user.Name, s.method, s.path, got, s.want, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestSystemMastersWithoutRBACObjects(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	c.mem.Replace(rbac.Objects{})
+	if ok, msg := c.can(t, master, "DELETE", "/api/v1/nodes/n1"); !ok {
+		t.Errorf("C.2 system:masters with RBAC deleted: forbidden (%s), want allowed", msg)
+	}
+	if ok, _ := c.can(t, admin, "DELETE", "/api/v1/nodes/n1"); ok {
+		t.Error("kubeadm:cluster-admins with RBAC deleted: allowed, want forbidden")
+	}
+}
+
+// TestCanIFlow follows kubectl auth can-i: yes for the admin, no for a
+// fresh user, yes after a RoleBinding to edit, with the escalation check
+// on the way.
+func TestCanIFlow(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	ctx := context.Background()
+	const createPods = "/api/v1/namespaces/default/pods"
+
+	if ok, _ := c.can(t, admin, "POST", createPods); !ok {
+		t.Fatal("C.3 admin: can-i create pods = no, want yes")
+	}
+	ok, msg := c.can(t, fresh, "POST", createPods)
+	if ok {
+		t.Fatal("C.3 fresh user: can-i create pods = yes, want no")
+	}
+	if want := `pods is forbidden: User "jane" cannot create resource "pods" in API group "" in the namespace "default"`; msg != want {
+		t.Errorf("C.5 403 message\n got %s\nwant %s", msg, want)
+	}
+
+	// The admin creates the RoleBinding: authorized, and not escalation.
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "jane-edit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "jane"}},
+	}
+	if ok, msg := c.can(t, admin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"); !ok {
+		t.Fatalf("admin create rolebindings: %s", msg)
+	}
+	if err := c.guard.CanBind(ctx, admin, binding.RoleRef, "default"); err != nil {
+		t.Fatalf("admin binding edit: %v", err)
+	}
+	c.mem.SetRoleBinding(binding)
+
+	for _, s := range []step{
+		{"POST", createPods, true},
+		{"POST", "/api/v1/namespaces/default/serviceaccounts/default/token", true},
+		{"GET", "/api/v1/namespaces/default/secrets/s", true},
+		{"POST", "/api/v1/namespaces/other/pods", false},
+		{"POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", false},
+		{"GET", "/api/v1/namespaces/default/resourcequotas", true},
+		{"POST", "/api/v1/namespaces/default/resourcequotas", false},
+	} {
+		if got, msg := c.can(t, fresh, s.method, s.path); got != s.want {
+			t.Errorf("C.3 after RoleBinding to edit: jane %s %s allowed = %v, want %v (%s)", s.method, s.path, got, s.want, msg)
+		}
+	}
+}
+
+func TestEscalationWithBootstrapRoles(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	ctx := context.Background()
+	lead := authn.User{Name: "lead", Groups: []string{authn.AllAuthenticated}}
+	c.mem.SetRoleBinding(&rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "lead-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, Name: "lead"}},
+	})
+	ref := func(name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+	}
+	if ok, msg := c.can(t, lead, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings"); !ok {
+		t.Fatalf("namespace admin may create rolebindings in its namespace: %s", msg)
+	}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		wantErr bool
+	}{
+		{"C.4 admin may bind edit in its namespace", c.guard.CanBind(ctx, lead, ref("edit"), "team"), false},
+		{"C.4 admin may bind view in its namespace", c.guard.CanBind(ctx, lead, ref("view"), "team"), false},
+		{"C.4 admin may bind admin in its namespace", c.guard.CanBind(ctx, lead, ref("admin"), "team"), false},
+		{"C.4 admin may not bind cluster-admin", c.guard.CanBind(ctx, lead, ref("cluster-admin"), "team"), true},
+		{"C.4 admin may not bind edit in another namespace", c.guard.CanBind(ctx, lead, ref("edit"), "other"), true},
+		{"C.4 admin may not bind edit cluster-wide", c.guard.CanBind(ctx, lead, ref("edit"), ""), true},
+		{"C.4 admin may write a role within its rights", c.guard.ConfirmRoleWrite(ctx, lead, "team", "r",
+			[]rbacv1.PolicyRule{{Verbs: []string{"get", "list"}, APIGroups: []string{""}, Resources: []string{"pods", "secrets"}}}, false), false},
+		{"C.4 admin may not write a role granting everything", c.guard.ConfirmRoleWrite(ctx, lead, "team", "r",
+			[]rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, false), true},
+		{"C.4 admin may not write a role granting node access", c.guard.ConfirmRoleWrite(ctx, lead, "team", "r",
+			[]rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"nodes"}}}, false), true},
+		{"C.4 kubeadm admin may bind cluster-admin", c.guard.CanBind(ctx, admin, ref("cluster-admin"), ""), false},
+	} {
+		if (tc.err != nil) != tc.wantErr {
+			t.Errorf("%s: error = %v, want error %v", tc.name, tc.err, tc.wantErr)
+		}
+	}
+}
+
+func TestAggregatedRoles(t *testing.T) {
+	t.Parallel()
+	mem := rbac.NewMemory(bootstrap.Policy())
+	rules := func(name string) []rbacv1.PolicyRule {
+		r, err := mem.GetClusterRole(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Rules
+	}
+	has := func(rules []rbacv1.PolicyRule, verb, group, resource string) bool {
+		a := authz.Attributes{Verb: verb, APIGroup: group, Resource: resource, ResourceRequest: true, Namespace: "ns"}
+		for i := range rules {
+			if rbac.RuleAllows(&a, &rules[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct {
+		role, verb, group, resource string
+		want                        bool
+	}{
+		{"view", "get", "", "pods", true},
+		{"view", "list", "apps", "deployments", true},
+		{"view", "get", "", "secrets", false},
+		{"view", "create", "", "pods", false},
+		{"edit", "create", "", "pods", true},
+		{"edit", "get", "", "secrets", true},
+		{"edit", "list", "", "pods", true},
+		{"edit", "create", "rbac.authorization.k8s.io", "rolebindings", false},
+		{"admin", "create", "rbac.authorization.k8s.io", "rolebindings", true},
+		{"admin", "create", "", "pods", true},
+		{"admin", "get", "", "configmaps", true},
+		{"admin", "get", "", "nodes", false},
+	}
+	for _, tt := range tests {
+		if got := has(rules(tt.role), tt.verb, tt.group, tt.resource); got != tt.want {
+			t.Errorf("C.4 %s allows %s %s/%s = %v, want %v", tt.role, tt.verb, tt.group, tt.resource, got, tt.want)
+		}
+	}
+}
+
+func TestPolicyObjects(t *testing.T) {
+	t.Parallel()
+	p := bootstrap.Policy()
+	roles := map[string]*rbacv1.ClusterRole{}
+	for _, r := range p.ClusterRoles {
+		if roles[r.Name] != nil {
+			t.Errorf("cluster role %s twice", r.Name)
+		}
+		roles[r.Name] = r
+		if r.Kind != "ClusterRole" || r.APIVersion != "rbac.authorization.k8s.io/v1" {
+			t.Errorf("%s: type %s %s", r.Name, r.APIVersion, r.Kind)
+		}
+		if r.Labels[bootstrap.BootstrappingLabel] != bootstrap.BootstrappingValue || r.Annotations[bootstrap.AutoupdateAnnotation] != "true" {
+			t.Errorf("%s: labels %v annotations %v, want the bootstrapping label and autoupdate", r.Name, r.Labels, r.Annotations)
+		}
+	}
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery",
+		"system:public-info-viewer", "system:kube-scheduler", "system:kube-controller-manager", "system:node"} {
+		if roles[name] == nil {
+			t.Errorf("C.4 cluster role %s missing", name)
+		}
+	}
+	for _, name := range []string{"admin", "edit", "view"} {
+		if roles[name].AggregationRule == nil || roles[name].Rules != nil {
+			t.Errorf("C.4 %s: want an aggregationRule and no rules of its own", name)
+		}
+	}
+	if roles["edit"].Labels[bootstrap.AggregateToAdminLabel] != "true" || roles["view"].Labels[bootstrap.AggregateToEditLabel] != "true" {
+		t.Error("C.4 edit must aggregate to admin and view to edit")
+	}
+
+	subjects := map[string][]string{}
+	for _, b := range p.ClusterRoleBindings {
+		if roles[b.RoleRef.Name] == nil || b.RoleRef.Kind != "ClusterRole" || b.RoleRef.APIGroup != rbacv1.GroupName {
+			t.Errorf("binding %s references %+v, not a default cluster role", b.Name, b.RoleRef)
+		}
+		for _, s := range b.Subjects {
+			subjects[b.Name] = append(subjects[b.Name], s.Kind+":"+s.Name)
+		}
+		if _, ok := subjects[b.Name]; !ok {
+			subjects[b.Name] = nil
+		}
+	}
+	want := map[string][]string{
+		"cluster-admin":             {"Group:system:masters"},
+		"kubeadm:cluster-admins":    {"Group:kubeadm:cluster-admins"},
+		"system:basic-user":         {"Group:system:authenticated"},
+		"system:discovery":          {"Group:system:authenticated"},
+		"system:public-info-viewer": {"Group:system:authenticated", "Group:system:unauthenticated"},
+		"system:kube-scheduler":     {"User:system:kube-scheduler"},
+		"system:volume-scheduler":   {"User:system:kube-scheduler"},
+		"system:node":               nil,
+	}
+	for name, w := range want {
+		got, ok := subjects[name]
+		if !ok || !slices.Equal(got, w) {
+			t.Errorf("C.4 binding %s subjects = %v (present %v), want %v", name, got, ok, w)
+		}
+	}
+
+	// Fresh objects every call.
+	p.ClusterRoles[0].Rules[0].Verbs[0] = "mutated"
+	if again := bootstrap.ClusterRoles(); again[0].Rules[0].Verbs[0] == "mutated" {
+		t.Error("ClusterRoles() shares state between calls")
+	}
+	sched := roles["system:kube-scheduler"]
+	sched.Rules[4].Verbs[0] = "mutated"
+	for _, r := range bootstrap.ClusterRoles() {
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Verbs, "mutated") {
+				t.Fatalf("%s shares a verb slice with an earlier call", r.Name)
+			}
+		}
+	}
+}

@@ -1,0 +1,7 @@
+package authz
+
+import "github.com/kubegate/kubegate/authn"
+
+func testUser(name string, groups ...string) authn.User {
+	return authn.User{Name: name, Groups: append(groups, authn.AllAuthenticated)}
+}

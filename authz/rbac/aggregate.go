@@ -1,0 +1,86 @@
+package rbac
+
+import (
+	"cmp"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Aggregate returns roles with each cluster role that has an
+// aggregationRule replaced by a copy whose Rules are gathered from the
+// other cluster roles its selectors match, as kube-controller-manager's
+// aggregation controller writes them: selector by selector, matching roles
+// in name order, a role never gathering from itself, each distinct rule
+// once. Gathering is transitive (admin gathers edit, which gathers view);
+// a cycle is cut where it closes, the role met again contributing the
+// rules it was given. A selector that
+// does not parse matches nothing. Roles without an aggregationRule are
+// returned as they are; the input is not modified.
+func Aggregate(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
+	byName := make(map[string]*rbacv1.ClusterRole, len(roles))
+	sorted := make([]*rbacv1.ClusterRole, 0, len(roles))
+	for _, r := range roles {
+		if _, dup := byName[r.Name]; !dup {
+			sorted = append(sorted, r)
+		}
+		byName[r.Name] = r
+	}
+	for i, r := range sorted {
+		sorted[i] = byName[r.Name]
+	}
+	slices.SortFunc(sorted, func(a, b *rbacv1.ClusterRole) int { return cmp.Compare(a.Name, b.Name) })
+
+	g := aggregator{sorted: sorted, done: map[string][]rbacv1.PolicyRule{}, busy: map[string]bool{}}
+	out := make([]*rbacv1.ClusterRole, len(roles))
+	for i, r := range roles {
+		if r.AggregationRule == nil {
+			out[i] = r
+			continue
+		}
+		c := r.DeepCopy()
+		c.Rules = g.rules(r)
+		out[i] = c
+	}
+	return out
+}
+
+type aggregator struct {
+	sorted []*rbacv1.ClusterRole
+	done   map[string][]rbacv1.PolicyRule
+	busy   map[string]bool
+}
+
+// rules returns the effective rules of r.
+func (g *aggregator) rules(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
+	if r.AggregationRule == nil || g.busy[r.Name] {
+		return r.Rules
+	}
+	if rules, ok := g.done[r.Name]; ok {
+		return rules
+	}
+	g.busy[r.Name] = true
+	var rules []rbacv1.PolicyRule
+	for i := range r.AggregationRule.ClusterRoleSelectors {
+		sel, err := metav1.LabelSelectorAsSelector(&r.AggregationRule.ClusterRoleSelectors[i])
+		if err != nil {
+			continue
+		}
+		for _, other := range g.sorted {
+			if other.Name == r.Name || !sel.Matches(labels.Set(other.Labels)) {
+				continue
+			}
+			for _, rule := range g.rules(other) {
+				if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+					rules = append(rules, rule)
+				}
+			}
+		}
+	}
+	delete(g.busy, r.Name)
+	g.done[r.Name] = rules
+	return rules
+}
