@@ -41,6 +41,10 @@ func newRootCmd(s streams) *cobra.Command {
 	root.SetErr(s.err)
 	root.AddCommand(
 		newVersionCmd(s),
+		newPKICmd(s),
+		newCertCmd(s),
+		newKubeconfigCmd(s),
+		newTokenCmd(s),
 	)
 	return root
 }

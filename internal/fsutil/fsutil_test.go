@@ -65,3 +65,55 @@ func TestCheckWritableDir(t *testing.T) {
 		t.Fatalf("CheckWritableDir(new dir): %v", err)
 	}
 }
+
+func TestWriteFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := []File{
+		{Path: filepath.Join(dir, "a", "x.key"), Data: []byte("key"), Mode: ModeKey},
+		{Path: filepath.Join(dir, "a", "x.crt"), Data: []byte("crt"), Mode: ModePublic},
+		{Path: filepath.Join(dir, "b", "y.crt"), Data: []byte("y"), Mode: ModePublic},
+	}
+	if err := WriteFiles(files); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != f.Mode {
+			t.Errorf("%s mode = %v, want %v", f.Path, fi.Mode().Perm(), f.Mode)
+		}
+		if b, _ := os.ReadFile(f.Path); string(b) != string(f.Data) {
+			t.Errorf("%s = %q, want %q", f.Path, b, f.Data)
+		}
+	}
+
+	// One existing file without Overwrite refuses the whole batch.
+	again := []File{
+		{Path: filepath.Join(dir, "a", "new.crt"), Data: []byte("new"), Mode: ModePublic},
+		{Path: files[0].Path, Data: []byte("other"), Mode: ModeKey},
+	}
+	if err := WriteFiles(again); !errors.Is(err, ErrExists) {
+		t.Fatalf("batch over an existing file: err = %v, want ErrExists", err)
+	}
+	if _, err := os.Stat(again[0].Path); err == nil {
+		t.Error("a refused batch wrote a file")
+	}
+	again[1].Overwrite = true
+	if err := WriteFiles(again); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(files[0].Path); string(b) != "other" {
+		t.Errorf("overwritten file = %q", b)
+	}
+	for _, d := range []string{"a", "b"} {
+		entries, _ := os.ReadDir(filepath.Join(dir, d))
+		for _, e := range entries {
+			if filepath.Ext(e.Name()) != ".crt" && filepath.Ext(e.Name()) != ".key" {
+				t.Errorf("left behind %s", e.Name())
+			}
+		}
+	}
+}

@@ -1,0 +1,320 @@
+package ca
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cloudflare/cfssl/config"
+	"github.com/cloudflare/cfssl/csr"
+	"github.com/cloudflare/cfssl/helpers"
+)
+
+var (
+	oidCommonName       = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidOrganization     = asn1.ObjectIdentifier{2, 5, 4, 10}
+	oidBasicConstraints = asn1.ObjectIdentifier{2, 5, 29, 19}
+)
+
+// Request describes a certificate to issue with a new key.
+type Request struct {
+	CN   string   // required
+	Orgs []string // O values, each its own RDN, in this order
+	// Hosts are DNS names and IP addresses for the SAN extension; server
+	// and peer profiles need at least one.
+	Hosts   []string
+	Profile string // client, server or peer; "" means client
+	// Validity is the lifetime; 0 means the profile's (DefaultValidity).
+	Validity time.Duration
+	// KeyAlgorithm of the new key; "" means ECDSAP256.
+	KeyAlgorithm KeyAlgorithm
+}
+
+// Validate checks r without issuing anything.
+func (r *Request) Validate() error {
+	if strings.TrimSpace(r.CN) == "" {
+		return errors.New("common name is empty")
+	}
+	if !utf8.ValidString(r.CN) {
+		return fmt.Errorf("common name %q is not valid UTF-8", r.CN)
+	}
+	for _, o := range r.Orgs {
+		if strings.TrimSpace(o) == "" {
+			return fmt.Errorf("organization (group) for %q is empty", r.CN)
+		}
+		if !utf8.ValidString(o) {
+			return fmt.Errorf("organization %q is not valid UTF-8", o)
+		}
+	}
+	name := r.profileName()
+	if _, err := lookupProfile(name); err != nil {
+		return err
+	}
+	if needsSANs(name) && len(r.Hosts) == 0 {
+		return fmt.Errorf("profile %s needs at least one SAN (--san)", name)
+	}
+	if _, _, err := SplitHosts(r.Hosts); err != nil {
+		return err
+	}
+	if r.Validity < 0 {
+		return fmt.Errorf("validity %s is negative", r.Validity)
+	}
+	if r.KeyAlgorithm != "" {
+		if _, err := ParseKeyAlgorithm(string(r.KeyAlgorithm)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Request) profileName() string {
+	if r.Profile == "" {
+		return ProfileClient
+	}
+	return r.Profile
+}
+
+// SplitHosts sorts SAN values into DNS names and IP addresses, rejecting
+// anything that is neither.
+func SplitHosts(hosts []string) (dns []string, ips []net.IP, err error) {
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+			continue
+		}
+		if !validDNSName(h) {
+			return nil, nil, fmt.Errorf("SAN %q is neither an IP address nor a DNS name", h)
+		}
+		dns = append(dns, h)
+	}
+	return dns, ips, nil
+}
+
+func validDNSName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimPrefix(s, "*."), ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// EncodeSubject returns the DER of a subject with one RDN per O value, in
+// order, followed by the CN, all as UTF8String. openssl prints it as
+// "O = a, O = b, CN = name"; Go reads Organization [a b].
+func EncodeSubject(cn string, orgs []string) ([]byte, error) {
+	seq := make(pkix.RDNSequence, 0, len(orgs)+1)
+	attr := func(oid asn1.ObjectIdentifier, v string) pkix.RelativeDistinguishedNameSET {
+		return pkix.RelativeDistinguishedNameSET{{Type: oid, Value: asn1.RawValue{Tag: asn1.TagUTF8String, Bytes: []byte(v)}}}
+	}
+	for _, o := range orgs {
+		seq = append(seq, attr(oidOrganization, o))
+	}
+	if cn != "" {
+		seq = append(seq, attr(oidCommonName, cn))
+	}
+	return asn1.Marshal(seq)
+}
+
+// Issue generates a key and a certificate for r.
+func (a *Authority) Issue(r *Request) (*Issued, error) {
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	alg := r.KeyAlgorithm
+	if alg == "" {
+		alg = ECDSAP256
+	}
+	key, keyPEM, err := GenerateKey(alg)
+	if err != nil {
+		return nil, err
+	}
+	subject, err := EncodeSubject(r.CN, r.Orgs)
+	if err != nil {
+		return nil, fmt.Errorf("encode subject of %q: %w", r.CN, err)
+	}
+	dns, ips, _ := SplitHosts(r.Hosts)
+	tmpl := &x509.Certificate{RawSubject: subject, DNSNames: dns, IPAddresses: ips}
+	p, _ := lookupProfile(r.profileName())
+	iss, err := a.sign(tmpl, key.Public(), p, r.Validity)
+	if err != nil {
+		return nil, fmt.Errorf("issue %q: %w", r.CN, err)
+	}
+	iss.KeyPEM = keyPEM
+	return iss, nil
+}
+
+// ParseCSR reads a PEM (or DER) PKCS #10 request and checks its
+// signature, with errors that say which of empty, unparsable or
+// badly signed the input is. name is used in errors.
+func ParseCSR(name string, data []byte) (*x509.CertificateRequest, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, fmt.Errorf("CSR %s is empty", name)
+	}
+	der := data
+	if block, _ := pem.Decode(bytes.TrimSpace(data)); block != nil {
+		if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
+			return nil, fmt.Errorf("CSR %s holds a %s PEM block, not a CERTIFICATE REQUEST", name, block.Type)
+		}
+		der = block.Bytes
+	}
+	req, _, err := helpers.ParseCSR(data)
+	if err == nil {
+		return req, nil
+	}
+	// helpers.ParseCSR also fails on a bad signature; parse without the
+	// check to tell the two apart.
+	if _, perr := x509.ParseCertificateRequest(der); perr == nil {
+		return nil, fmt.Errorf("CSR %s: signature does not verify with the CSR's own public key", name)
+	}
+	return nil, fmt.Errorf("CSR %s is not a PEM or DER certificate request", name)
+}
+
+// SignCSR signs a parsed, signature-checked CSR under profile, keeping its
+// subject byte for byte and its SANs. It refuses CSRs that ask for CA:TRUE.
+func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validity time.Duration) (*Issued, error) {
+	p, err := lookupProfile(profile)
+	if err != nil {
+		return nil, err
+	}
+	for _, ext := range req.Extensions {
+		if !ext.Id.Equal(oidBasicConstraints) {
+			continue
+		}
+		var bc csr.BasicConstraints
+		if _, err := asn1.Unmarshal(ext.Value, &bc); err != nil {
+			return nil, fmt.Errorf("CSR basicConstraints extension is malformed: %w", err)
+		}
+		if bc.IsCA {
+			return nil, errors.New("CSR requests a CA certificate (CA:TRUE); only leaf certificates are signed")
+		}
+	}
+	if needsSANs(profile) && len(req.DNSNames)+len(req.IPAddresses) == 0 {
+		return nil, fmt.Errorf("profile %s needs a CSR with at least one DNS or IP SAN", profile)
+	}
+	if validity < 0 {
+		return nil, fmt.Errorf("validity %s is negative", validity)
+	}
+	tmpl := &x509.Certificate{
+		RawSubject:     req.RawSubject,
+		DNSNames:       req.DNSNames,
+		IPAddresses:    req.IPAddresses,
+		EmailAddresses: req.EmailAddresses,
+		URIs:           req.URIs,
+	}
+	return a.sign(tmpl, req.PublicKey, p, validity)
+}
+
+// sign completes tmpl under profile p (usages, CA constraint, lifetime)
+// and signs it with the CA key. A nil p keeps tmpl's usages (renewal).
+func (a *Authority) sign(tmpl *x509.Certificate, pub crypto.PublicKey, p *config.SigningProfile, validity time.Duration) (*Issued, error) {
+	if p == nil {
+		p = &config.SigningProfile{}
+	} else {
+		ku, eku, unknown := p.Usages()
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("profile has unknown usages %v", unknown)
+		}
+		tmpl.KeyUsage, tmpl.ExtKeyUsage = ku, eku
+	}
+	if validity == 0 {
+		validity = p.Expiry
+	}
+	serial, err := rand.Int(rand.Reader, serialLimit)
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	now := a.now()
+	tmpl.SerialNumber = serial
+	tmpl.NotBefore = now.Add(-Backdate).UTC().Truncate(time.Second)
+	tmpl.NotAfter = now.Add(validity).UTC().Truncate(time.Second)
+	if tmpl.NotAfter.After(a.Cert.NotAfter) {
+		// A leaf cannot verify after its CA expires; stop at the CA's end.
+		tmpl.NotAfter = a.Cert.NotAfter
+	}
+	tmpl.BasicConstraintsValid = true
+	tmpl.IsCA = p.CAConstraint.IsCA
+	tmpl.MaxPathLen = p.CAConstraint.MaxPathLen
+	tmpl.MaxPathLenZero = p.CAConstraint.MaxPathLenZero
+	tmpl.SignatureAlgorithm = a.sigAlg
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
+}
+
+// serialLimit bounds serial numbers to 128 random bits: unpredictable (so
+// a chosen-prefix collision is infeasible) and within RFC 5280's 20 octets.
+var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
+
+// reissue signs a new certificate for pub with the identity of old: same
+// subject bytes, SANs, key usages and EKUs. validity 0 means DefaultValidity.
+func (a *Authority) reissue(old *x509.Certificate, pub crypto.PublicKey, validity time.Duration) (*Issued, error) {
+	if validity == 0 {
+		validity = DefaultValidity
+	}
+	tmpl := &x509.Certificate{
+		RawSubject:     old.RawSubject,
+		DNSNames:       old.DNSNames,
+		IPAddresses:    old.IPAddresses,
+		EmailAddresses: old.EmailAddresses,
+		URIs:           old.URIs,
+		KeyUsage:       old.KeyUsage,
+		ExtKeyUsage:    old.ExtKeyUsage,
+	}
+	return a.sign(tmpl, pub, nil, validity)
+}
+
+// SubjectString formats a DER subject in its encoded order, the way
+// openssl prints it: "O=devops, O=devs, CN=nakam", with " + " inside a
+// multi-valued RDN. Go's pkix.Name.String merges and reorders values, so
+// it cannot show what was actually issued.
+func SubjectString(raw []byte) string {
+	var seq pkix.RDNSequence
+	if rest, err := asn1.Unmarshal(raw, &seq); err != nil || len(rest) > 0 {
+		return "<malformed subject>"
+	}
+	names := map[string]string{"2.5.4.3": "CN", "2.5.4.10": "O", "2.5.4.11": "OU", "2.5.4.6": "C",
+		"2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.5": "SERIALNUMBER"}
+	var b strings.Builder
+	for i, rdn := range seq {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		for j, atv := range rdn {
+			if j > 0 {
+				b.WriteString(" + ")
+			}
+			t := atv.Type.String()
+			if n, ok := names[t]; ok {
+				t = n
+			}
+			fmt.Fprintf(&b, "%s=%v", t, atv.Value)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/internal/fsutil"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+func newCertCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cert",
+		Short: "Issue, sign, renew and report on certificates",
+	}
+	cmd.AddCommand(
+		newCertIssueCmd(s),
+		newCertSignCmd(s),
+		newCertExpiryCmd(s),
+		newCertRenewCmd(s),
+		newCertInspectCmd(s),
+	)
+	return cmd
+}
+
+// caNames are the CAs --ca accepts.
+var caNames = []string{ca.ClusterCA, ca.FrontProxyCA, ca.EtcdCA}
+
+// loadCA loads DIR/pki/NAME.crt and .key.
+func loadCA(dir, name string) (*ca.Authority, error) {
+	if !slices.Contains(caNames, name) {
+		return nil, fmt.Errorf("--ca %q: want ca, front-proxy-ca or etcd/ca", name)
+	}
+	base := filepath.Join(dir, ca.PKIDir, filepath.FromSlash(name))
+	return ca.LoadAuthority(name, base+".crt", base+".key")
+}
+
+// mustNotExist fails, naming the first file, when any of paths exists.
+func mustNotExist(paths ...string) error {
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil {
+			return fmt.Errorf("%s already exists; use --force to replace it", p)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+type certIssueOptions struct {
+	dir, cn, profile, caName, out, keyAlgorithm, validity, fromFile string
+	orgs, sans                                                      []string
+	force                                                           bool
+	workers                                                         int
+}
+
+func newCertIssueCmd(s streams) *cobra.Command {
+	o := &certIssueOptions{}
+	cmd := &cobra.Command{
+		Use:   "issue --dir DIR --cn NAME [--org GROUP]... | --from-file users.csv",
+		Short: "Issue a key and certificate for any identity",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return runCertIssue(o, s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.dir, "dir", "", "directory of the cluster tree")
+	fs.StringVar(&o.cn, "cn", "", "common name (the Kubernetes user name)")
+	fs.StringArrayVar(&o.orgs, "org", nil, "organization (a Kubernetes group), repeatable; each its own RDN, in order")
+	fs.StringVar(&o.profile, "profile", ca.ProfileClient, "client, server or peer")
+	fs.StringSliceVar(&o.sans, "san", nil, "subject alternative name (DNS name or IP), repeatable")
+	fs.StringVar(&o.caName, "ca", ca.ClusterCA, "issuing CA: ca, front-proxy-ca or etcd/ca")
+	fs.StringVar(&o.out, "out", "", "write PREFIX.crt and PREFIX.key (default DIR/pki/users/CN); with --from-file a directory")
+	fs.StringVar(&o.keyAlgorithm, "key-algorithm", string(ca.ECDSAP256), "ecdsa-p256, rsa-2048, rsa-3072 or rsa-4096")
+	fs.StringVar(&o.validity, "validity", "", "lifetime, for example 90d (default 365d)")
+	fs.StringVar(&o.fromFile, "from-file", "", "CSV of identities: CN,GROUP,GROUP... per line")
+	fs.IntVar(&o.workers, "workers", 0, "signing workers for --from-file (default: one per CPU)")
+	fs.BoolVar(&o.force, "force", false, "replace existing files")
+	return cmd
+}
+
+func runCertIssue(o *certIssueOptions, s streams) error {
+	if o.dir == "" {
+		return errors.New("--dir is required")
+	}
+	alg, err := ca.ParseKeyAlgorithm(o.keyAlgorithm)
+	if err != nil {
+		return err
+	}
+	validity, err := lifetime("validity", o.validity, ca.DefaultValidity, func(m string) { fmt.Fprintln(s.err, m) })
+	if err != nil {
+		return err
+	}
+	if o.fromFile != "" {
+		if o.cn != "" || len(o.orgs) > 0 {
+			return errors.New("--from-file cannot be combined with --cn or --org")
+		}
+		return runCertIssueFile(o, alg, validity, s)
+	}
+	req := &ca.Request{CN: o.cn, Orgs: o.orgs, Hosts: o.sans, Profile: o.profile, Validity: validity, KeyAlgorithm: alg}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	prefix := o.out
+	if prefix == "" {
+		prefix = filepath.Join(o.dir, ca.PKIDir, "users", ca.FileStem(o.cn))
+	}
+	if !o.force {
+		if err := mustNotExist(prefix+".crt", prefix+".key"); err != nil {
+			return err
+		}
+	}
+	a, err := loadCA(o.dir, o.caName)
+	if err != nil {
+		return err
+	}
+	iss, err := a.Issue(req)
+	if err != nil {
+		return err
+	}
+	if err := writePair(prefix, iss, o.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.err, "wrote %s.crt and %s.key (%s, expires %s)\n", prefix, prefix,
+		ca.SubjectString(iss.Cert.RawSubject), iss.Cert.NotAfter.Format(time.DateOnly))
+	return nil
+}
+
+func runCertIssueFile(o *certIssueOptions, alg ca.KeyAlgorithm, validity time.Duration, s streams) error {
+	f, err := os.Open(o.fromFile)
+	if err != nil {
+		return fmt.Errorf("read users file: %w", err)
+	}
+	reqs, err := ca.ParseUsers(o.fromFile, f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for i := range reqs {
+		reqs[i].Hosts, reqs[i].Profile, reqs[i].Validity, reqs[i].KeyAlgorithm = o.sans, o.profile, validity, alg
+		if err := reqs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	outDir := o.out
+	if outDir == "" {
+		outDir = filepath.Join(o.dir, ca.PKIDir, "users")
+	}
+	prefixes, err := ca.Prefixes(outDir, reqs)
+	if err != nil {
+		return err
+	}
+	if !o.force {
+		for _, p := range prefixes {
+			if err := mustNotExist(p+".crt", p+".key"); err != nil {
+				return err
+			}
+		}
+	}
+	a, err := loadCA(o.dir, o.caName)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.CheckWritableDir(outDir); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := a.IssueFiles(context.Background(), reqs, prefixes, ca.BatchOptions{Workers: o.workers, Overwrite: o.force}); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	fmt.Fprintf(s.err, "issued %d certificates into %s in %s (%.0f certs/s)\n",
+		len(reqs), outDir, took.Round(time.Millisecond), float64(len(reqs))/took.Seconds())
+	return nil
+}
+
+// writePair writes PREFIX.key and PREFIX.crt in one durable batch: each
+// file atomic, both made durable by a single flush.
+func writePair(prefix string, iss *ca.Issued, overwrite bool) error {
+	return fsutil.WriteFiles([]fsutil.File{
+		{Path: prefix + ".key", Data: iss.KeyPEM, Mode: fsutil.ModeKey, Overwrite: overwrite},
+		{Path: prefix + ".crt", Data: iss.CertPEM, Mode: fsutil.ModePublic, Overwrite: overwrite},
+	})
+}
+
+type certSignOptions struct {
+	dir, csr, profile, caName, out, validity string
+	force                                    bool
+}
+
+func newCertSignCmd(s streams) *cobra.Command {
+	o := &certSignOptions{}
+	cmd := &cobra.Command{
+		Use:   "sign --dir DIR --csr FILE",
+		Short: "Sign a CSR made elsewhere, keeping its subject byte for byte",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return runCertSign(o, s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.dir, "dir", "", "directory of the cluster tree")
+	fs.StringVar(&o.csr, "csr", "", "PEM or DER certificate request; - for standard input")
+	fs.StringVar(&o.profile, "profile", ca.ProfileClient, "client, server or peer")
+	fs.StringVar(&o.caName, "ca", ca.ClusterCA, "issuing CA: ca, front-proxy-ca or etcd/ca")
+	fs.StringVar(&o.out, "out", "", "certificate file to write (default: standard output)")
+	fs.StringVar(&o.validity, "validity", "", "lifetime, for example 90d (default 365d)")
+	fs.BoolVar(&o.force, "force", false, "replace an existing --out file")
+	return cmd
+}
+
+func runCertSign(o *certSignOptions, s streams) error {
+	if o.dir == "" || o.csr == "" {
+		return errors.New("--dir and --csr are required")
+	}
+	if !slices.Contains(ca.Profiles, o.profile) {
+		return fmt.Errorf("%w %q (want client, server or peer)", ca.ErrUnknownProfile, o.profile)
+	}
+	validity, err := lifetime("validity", o.validity, ca.DefaultValidity, func(m string) { fmt.Fprintln(s.err, m) })
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if o.csr == "-" {
+		data, err = io.ReadAll(s.in)
+	} else {
+		data, err = os.ReadFile(o.csr)
+	}
+	if err != nil {
+		return fmt.Errorf("read CSR: %w", err)
+	}
+	req, err := ca.ParseCSR(o.csr, data)
+	if err != nil {
+		return err
+	}
+	if o.out != "" && !o.force {
+		if err := mustNotExist(o.out); err != nil {
+			return err
+		}
+	}
+	a, err := loadCA(o.dir, o.caName)
+	if err != nil {
+		return err
+	}
+	iss, err := a.SignCSR(req, o.profile, validity)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		_, err = s.out.Write(iss.CertPEM)
+		return err
+	}
+	if err := fsutil.WriteFile(o.out, iss.CertPEM, fsutil.ModePublic, o.force); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.err, "wrote %s (%s, expires %s)\n", o.out, ca.SubjectString(iss.Cert.RawSubject), iss.Cert.NotAfter.Format(time.DateOnly))
+	return nil
+}
+
+type certExpiryOptions struct {
+	dir, output, failWithin string
+	now                     func() time.Time
+}
+
+func newCertExpiryCmd(s streams) *cobra.Command {
+	o := &certExpiryOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "expiry --dir DIR",
+		Short: "Report when every CA, leaf and kubeconfig cert expires",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return runCertExpiry(o, s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.dir, "dir", "", "directory of the cluster tree")
+	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
+	fs.StringVar(&o.failWithin, "fail-within", "", "exit 1 when anything expires within this time, for example 30d")
+	return cmd
+}
+
+func runCertExpiry(o *certExpiryOptions, s streams) error {
+	if o.dir == "" {
+		return errors.New("--dir is required")
+	}
+	if o.output != "table" && o.output != "json" {
+		return fmt.Errorf("--output %q: want table or json", o.output)
+	}
+	var within time.Duration
+	if o.failWithin != "" {
+		d, err := ca.ParseDuration(o.failWithin)
+		if err != nil {
+			return fmt.Errorf("--fail-within: %w", err)
+		}
+		within = d
+	}
+	emb, err := kubeconfig.ScanDir(o.dir)
+	if err != nil {
+		return err
+	}
+	found, err := ca.Scan(o.dir, emb)
+	if err != nil {
+		return err
+	}
+	if len(found) == 0 {
+		return fmt.Errorf("no certificates found in %s", filepath.Join(o.dir, ca.PKIDir))
+	}
+	entries := ca.Expiry(found, o.now())
+	if o.output == "json" {
+		err = ca.WriteExpiryJSON(s.out, entries)
+	} else {
+		err = ca.WriteExpiryTable(s.out, entries)
+	}
+	if err != nil {
+		return err
+	}
+	if within > 0 {
+		if soon := ca.ExpiringWithin(entries, within); len(soon) > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("%d certificates expire within %s, first %s (%s)",
+				len(soon), o.failWithin, soon[0].Name, soon[0].Residual)}
+		}
+	}
+	return nil
+}
+
+type certRenewOptions struct {
+	dir, validity string
+	now           func() time.Time
+}
+
+func newCertRenewCmd(s streams) *cobra.Command {
+	o := &certRenewOptions{now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "renew --dir DIR NAME|all",
+		Short: "Re-issue a certificate with the same identity and rewrite kubeconfigs that embed it",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return runCertRenew(o, args[0], s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.dir, "dir", "", "directory of the cluster tree")
+	fs.StringVar(&o.validity, "validity", "", "new lifetime, for example 365d (default 365d)")
+	return cmd
+}
+
+func runCertRenew(o *certRenewOptions, target string, s streams) error {
+	if o.dir == "" {
+		return errors.New("--dir is required")
+	}
+	validity, err := lifetime("validity", o.validity, ca.DefaultValidity, func(m string) { fmt.Fprintln(s.err, m) })
+	if err != nil {
+		return err
+	}
+	emb, err := kubeconfig.ScanDir(o.dir)
+	if err != nil {
+		return err
+	}
+	renewals, err := ca.PlanRenew(o.dir, target, emb, validity, o.now)
+	if err != nil {
+		return err
+	}
+	if err := fsutil.CheckWritableDir(o.dir); err != nil {
+		return err
+	}
+	for _, r := range renewals {
+		if err := ca.WriteFiles(o.dir, r.Files); err != nil {
+			return err
+		}
+		var confs []string
+		for _, k := range r.Kubeconfigs {
+			if err := kubeconfig.ReplaceClientCert(filepath.Join(o.dir, k.Kubeconfig), k.User, k.CertPEM, k.KeyPEM); err != nil {
+				return err
+			}
+			confs = append(confs, k.Kubeconfig)
+		}
+		also := ""
+		if len(confs) > 0 && len(r.Files) > 0 {
+			also = "; rewrote " + strings.Join(confs, ", ")
+		}
+		fmt.Fprintf(s.err, "renewed %s (expires %s)%s\n", r.Name, r.NotAfter.Format(time.DateOnly), also)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+func initTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "", "pki", "init", "--dir", dir); code != 0 {
+		t.Fatalf("pki init: %s", errOut)
+	}
+	return dir
+}
+
+func TestCertIssue(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	code, _, errOut := runCLI(t, "", "cert", "issue", "--dir", dir, "--cn", "nakam", "--org", "devops", "--org", "devs")
+	if code != 0 {
+		t.Fatalf("cert issue: %s", errOut)
+	}
+	if !strings.Contains(errOut, "O=devops, O=devs, CN=nakam") {
+		t.Errorf("stderr %q does not show the subject as issued", errOut)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "pki", "users", "nakam.crt"))
+	c, err := ca.ParseCertPEM("nakam", data)
+	if err != nil || strings.Join(c.Subject.Organization, ",") != "devops,devs" {
+		t.Fatalf("issued cert O = %v (err %v)", c.Subject.Organization, err)
+	}
+	code, _, errOut = runCLI(t, "", "cert", "issue", "--dir", dir, "--cn", "nakam")
+	if code == 0 || !strings.Contains(errOut, "already exists; use --force") {
+		t.Errorf("re-issue without --force: code %d, stderr %q", code, errOut)
+	}
+	out := filepath.Join(t.TempDir(), "etcd-probe")
+	code, _, errOut = runCLI(t, "", "cert", "issue", "--dir", dir, "--cn", "probe", "--ca", "etcd/ca", "--profile", "peer", "--san", "localhost", "--out", out)
+	if code != 0 {
+		t.Fatalf("issue from etcd/ca: %s", errOut)
+	}
+	data, _ = os.ReadFile(out + ".crt")
+	c, _ = ca.ParseCertPEM("probe", data)
+	if c.Issuer.CommonName != "etcd-ca" || len(c.ExtKeyUsage) != 2 {
+		t.Errorf("issuer %q EKU %v, want etcd-ca and server+client", c.Issuer.CommonName, c.ExtKeyUsage)
+	}
+}
+
+func TestCertIssueFromFile(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	csv := filepath.Join(t.TempDir(), "users.csv")
+	os.WriteFile(csv, []byte("alice,dev\nbob,dev,ops\nsystem:node:w1,system:nodes\n"), 0o644)
+	code, _, errOut := runCLI(t, "", "cert", "issue", "--dir", dir, "--from-file", csv)
+	if code != 0 || !strings.Contains(errOut, "issued 3 certificates") {
+		t.Fatalf("from-file: code %d, stderr %q", code, errOut)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "pki", "users", "system_node_w1.crt"))
+	c, err := ca.ParseCertPEM("w1", data)
+	if err != nil || c.Subject.CommonName != "system:node:w1" {
+		t.Errorf("w1 cert CN %q (err %v)", c.Subject.CommonName, err)
+	}
+	os.WriteFile(csv, []byte("carol\n,nogroup\n"), 0o644)
+	code, _, errOut = runCLI(t, "", "cert", "issue", "--dir", dir, "--from-file", csv)
+	if code == 0 || !strings.Contains(errOut, "line 2: common name is empty") {
+		t.Errorf("bad users file: code %d, stderr %q", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pki", "users", "carol.crt")); err == nil {
+		t.Error("a bad users file still wrote carol.crt")
+	}
+}
+
+func TestCertSignFromStdin(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	subject, _ := ca.EncodeSubject("nakam", []string{"devops"})
+	der, _ := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: subject}, key)
+	csr := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	code, out, errOut := runCLI(t, string(csr), "cert", "sign", "--dir", dir, "--csr", "-")
+	if code != 0 {
+		t.Fatalf("cert sign: %s", errOut)
+	}
+	c, err := ca.ParseCertPEM("stdout", []byte(out))
+	if err != nil || !bytes.Equal(c.RawSubject, subject) {
+		t.Errorf("signed cert subject %v (err %v), want the CSR's bytes", c.Subject, err)
+	}
+	code, _, errOut = runCLI(t, string(csr), "cert", "sign", "--dir", dir, "--csr", "-", "--profile", "admin")
+	if code == 0 || !strings.Contains(errOut, `unknown profile "admin"`) {
+		t.Errorf("unknown profile: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestCertExpiry(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	var out, errb bytes.Buffer
+	s := streams{out: &out, err: &errb}
+	o := &certExpiryOptions{dir: dir, output: "table", failWithin: "30d", now: time.Now}
+	if err := runCertExpiry(o, s); err != nil {
+		t.Fatalf("expiry now: %v", err)
+	}
+	for _, row := range []string{"admin.conf:kubernetes-admin", "pki/etcd/ca.crt", "pki/front-proxy-client.crt   ", "364d"} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("table lacks %q:\n%s", row, out.String())
+		}
+	}
+	out.Reset()
+	o.now = func() time.Time { return time.Now().Add(350 * 24 * time.Hour) }
+	err := runCertExpiry(o, s)
+	var ee *exitError
+	if !asExit(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "certificates expire within 30d") {
+		t.Errorf("expiry in 350 days with --fail-within 30d = %v, want exit 1", err)
+	}
+	out.Reset()
+	o.output, o.failWithin = "json", ""
+	if err := runCertExpiry(o, s); err != nil || !strings.Contains(out.String(), `"residual": "14d"`) {
+		t.Errorf("json: err %v, output %s", err, out.String())
+	}
+}
+
+func asExit(err error, target **exitError) bool {
+	e, ok := err.(*exitError)
+	*target = e
+	return ok
+}
+
+func TestCertRenew(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	before, _ := kubeconfig.EmbeddedCerts(filepath.Join(dir, "admin.conf"), "admin.conf")
+	apiBefore, _ := os.ReadFile(filepath.Join(dir, "pki", "apiserver.crt"))
+	code, _, errOut := runCLI(t, "", "cert", "renew", "--dir", dir, "admin.conf")
+	if code != 0 || !strings.Contains(errOut, "renewed admin.conf:kubernetes-admin") {
+		t.Fatalf("renew admin.conf: code %d, stderr %q", code, errOut)
+	}
+	after, _ := kubeconfig.EmbeddedCerts(filepath.Join(dir, "admin.conf"), "admin.conf")
+	if bytes.Equal(before[0].CertPEM, after[0].CertPEM) {
+		t.Error("admin.conf still embeds the old cert")
+	}
+	old, _ := ca.ParseCertPEM("old", before[0].CertPEM)
+	renewed, _ := ca.ParseCertPEM("new", after[0].CertPEM)
+	if !bytes.Equal(old.RawSubject, renewed.RawSubject) {
+		t.Errorf("renewed subject %v, want %v", renewed.Subject, old.Subject)
+	}
+	if apiAfter, _ := os.ReadFile(filepath.Join(dir, "pki", "apiserver.crt")); !bytes.Equal(apiBefore, apiAfter) {
+		t.Error("renewing admin.conf changed apiserver.crt")
+	}
+	if code, _, _ := runCLI(t, "", "pki", "check", "--dir", dir); code != 0 {
+		t.Error("tree fails pki check after renewal")
+	}
+	code, _, errOut = runCLI(t, "", "cert", "renew", "--dir", dir, "all")
+	if code != 0 || strings.Count(errOut, "renewed ") != 11 {
+		t.Errorf("renew all: code %d, stderr %q, want 11 renewals", code, errOut)
+	}
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+func TestKubeconfigCreate(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	caPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		stdin     string
+		path      string // the kubeconfig written; "" means stdout
+		user, ctx string
+		orgs      []string // for certificate users
+		token     string   // for token users
+	}{
+		{name: "certificate user", args: []string{"--user", "nakam", "--org", "devops", "--org", "devs"},
+			path: "nakam.conf", user: "nakam", ctx: "nakam@kubernetes", orgs: []string{"devops", "devs"}},
+		{name: "node user with names", args: []string{"--user", "system:node:w1", "--org", "system:nodes", "--cluster-name", "lab", "--context", "w1", "--validity", "30d"},
+			path: "system_node_w1.conf", user: "system:node:w1", ctx: "w1", orgs: []string{"system:nodes"}},
+		{name: "token user", args: []string{"--user", "bot", "--token", "abc.def", "--out", "DIR/custom/bot.conf"},
+			path: "custom/bot.conf", user: "bot", ctx: "bot@kubernetes", token: "abc.def"},
+		{name: "token from stdin", args: []string{"--user", "bot2", "--token", "-", "--out", "DIR/bot2.conf"}, stdin: "s3cr3t\n",
+			path: "bot2.conf", user: "bot2", ctx: "bot2@kubernetes", token: "s3cr3t"},
+		{name: "stdout", args: []string{"--user", "printed", "--out", "-"}, user: "printed", ctx: "printed@kubernetes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := []string{"kubeconfig", "create", "--dir", dir, "--server", "https://10.0.0.1:6443"}
+			for _, a := range tt.args {
+				if rest, ok := strings.CutPrefix(a, "DIR/"); ok {
+					a = filepath.Join(dir, rest)
+				}
+				args = append(args, a)
+			}
+			code, out, errOut := runCLI(t, tt.stdin, args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var cfg *clientcmdapi.Config
+			if tt.path == "" {
+				cfg, err = clientcmd.Load([]byte(out))
+			} else {
+				path := filepath.Join(dir, tt.path)
+				if !strings.Contains(errOut, "wrote "+path) {
+					t.Errorf("stderr = %q, want it to name %s", errOut, path)
+				}
+				fi, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Mode().Perm() != 0o600 {
+					t.Errorf("mode = %v, want 0600", fi.Mode().Perm())
+				}
+				cfg, err = kubeconfig.Load(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.CurrentContext != tt.ctx || cfg.Contexts[tt.ctx] == nil || cfg.Contexts[tt.ctx].AuthInfo != tt.user {
+				t.Fatalf("current context = %q, contexts %v; want %q for user %q", cfg.CurrentContext, cfg.Contexts, tt.ctx, tt.user)
+			}
+			cluster := cfg.Clusters[cfg.Contexts[tt.ctx].Cluster]
+			if cluster.Server != "https://10.0.0.1:6443" || string(cluster.CertificateAuthorityData) != string(caPEM) {
+				t.Errorf("cluster = %s with %d bytes of CA, want the server and DIR/pki/ca.crt", cluster.Server, len(cluster.CertificateAuthorityData))
+			}
+			u := cfg.AuthInfos[tt.user]
+			if tt.token != "" {
+				if u.Token != tt.token || len(u.ClientCertificateData) != 0 {
+					t.Errorf("user = %+v, want only token %q", u, tt.token)
+				}
+				return
+			}
+			c, err := ca.ParseCertPEM("client", u.ClientCertificateData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Subject.CommonName != tt.user || !slices.Equal(c.Subject.Organization, tt.orgs) {
+				t.Errorf("subject = %v, want CN=%s O=%v", c.Subject, tt.user, tt.orgs)
+			}
+			if len(u.ClientKeyData) == 0 {
+				t.Error("no client-key-data")
+			}
+		})
+	}
+}
+
+func TestKubeconfigCreateRefuses(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	existing := filepath.Join(dir, "admin.conf")
+	before, err := os.ReadFile(existing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCA := t.TempDir()
+	base := []string{"kubeconfig", "create", "--dir", dir, "--server", "https://k:6443"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "no user", args: base, want: "--user is required"},
+		{name: "no server", args: []string{"kubeconfig", "create", "--dir", dir, "--user", "u"}, want: "--server is required"},
+		{name: "http server", args: []string{"kubeconfig", "create", "--dir", dir, "--user", "u", "--server", "http://k:6443"}, want: "want an https URL"},
+		{name: "merge and out", args: append(base, "--user", "u", "--merge", "--out", "x.conf"), want: "--merge and --out cannot be used together"},
+		{name: "org with token", args: append(base, "--user", "u", "--token", "t", "--org", "g"), want: "--org applies to certificate users"},
+		{name: "bad validity", args: append(base, "--user", "u", "--validity", "soon"), want: `--validity "soon"`},
+		{name: "existing file", args: append(base, "--user", "u", "--out", existing), want: existing + " already exists; use --force"},
+		{name: "no CA", args: []string{"kubeconfig", "create", "--dir", noCA, "--user", "u", "--server", "https://k:6443"}, want: "ca.crt"},
+		{name: "empty token on stdin", args: append(base, "--user", "u", "--token", "-"), want: "standard input holds no token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := runCLI(t, "", tt.args...)
+			checkOneLineFailure(t, code, out, errOut, tt.want)
+		})
+	}
+	t.Run("nothing written", func(t *testing.T) {
+		after, _ := os.ReadFile(existing)
+		if string(after) != string(before) {
+			t.Error("admin.conf changed")
+		}
+		if m, _ := filepath.Glob(filepath.Join(dir, "u.conf")); len(m) != 0 {
+			t.Errorf("wrote %v", m)
+		}
+		if entries, _ := os.ReadDir(noCA); len(entries) != 0 {
+			t.Errorf("wrote into a directory without a CA: %v", entries)
+		}
+	})
+	t.Run("force replaces", func(t *testing.T) {
+		code, _, errOut := runCLI(t, "", append(base, "--user", "replaced", "--out", filepath.Join(dir, "force.conf"))...)
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		code, _, errOut = runCLI(t, "", append(base, "--user", "again", "--out", filepath.Join(dir, "force.conf"), "--force")...)
+		if code != 0 {
+			t.Fatal(errOut)
+		}
+		cfg, err := kubeconfig.Load(filepath.Join(dir, "force.conf"))
+		if err != nil || cfg.AuthInfos["again"] == nil || cfg.AuthInfos["replaced"] != nil {
+			t.Errorf("after --force: %v, users %v", err, cfg.AuthInfos)
+		}
+	})
+}
+
+// Not parallel: sets KUBECONFIG.
+func TestKubeconfigCreateMerge(t *testing.T) {
+	dir := initTreeWith(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	target := filepath.Join(t.TempDir(), "merged.conf")
+	missing := filepath.Join(t.TempDir(), "missing.conf")
+	// The existing file: kubectl's own admin context plus a second one.
+	if _, err := kubeconfig.Merge(target, mustLoad(t, filepath.Join(dir, "admin.conf"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubeconfig.Merge(target, mustLoad(t, filepath.Join(dir, "scheduler.conf"))); err != nil {
+		t.Fatal(err)
+	}
+	before := mustLoad(t, target)
+	// KUBECONFIG lists a missing file first: kubectl writes to the first
+	// file that exists.
+	t.Setenv(clientcmd.RecommendedConfigPathEnvVar, missing+string(os.PathListSeparator)+target)
+
+	code, _, errOut := runCLI(t, "", "kubeconfig", "create", "--dir", dir, "--server", "https://k:6443", "--user", "nakam", "--org", "devs", "--merge")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if !strings.Contains(errOut, "merged into "+target) || !strings.Contains(errOut, "replaced cluster \"kubernetes\"") {
+		t.Errorf("stderr = %q", errOut)
+	}
+	after := mustLoad(t, target)
+	for _, ctx := range []string{"kubernetes-admin@kubernetes", "system:kube-scheduler@kubernetes"} {
+		user := before.Contexts[ctx].AuthInfo
+		if !reflect.DeepEqual(after.Contexts[ctx], before.Contexts[ctx]) {
+			t.Errorf("context %s changed", ctx)
+		}
+		if !reflect.DeepEqual(after.AuthInfos[user], before.AuthInfos[user]) {
+			t.Errorf("user %s changed", user)
+		}
+	}
+	if after.CurrentContext != before.CurrentContext {
+		t.Errorf("current context = %q, want %q kept", after.CurrentContext, before.CurrentContext)
+	}
+	if after.Contexts["nakam@kubernetes"] == nil || after.AuthInfos["nakam"] == nil {
+		t.Errorf("merged file lacks the new context or user")
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Errorf("created %s; want the merge to go to the first existing file", missing)
+	}
+
+	t.Run("home when KUBECONFIG is unset", func(t *testing.T) {
+		t.Setenv(clientcmd.RecommendedConfigPathEnvVar, "")
+		code, _, errOut := runCLI(t, "", "kubeconfig", "create", "--dir", dir, "--server", "https://k:6443", "--user", "bot", "--token", "t", "--merge")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		cfg := mustLoad(t, filepath.Join(home, ".kube", "config"))
+		if cfg.AuthInfos["bot"] == nil || cfg.CurrentContext != "bot@kubernetes" {
+			t.Errorf("~/.kube/config = %+v", cfg)
+		}
+	})
+	t.Run("explicit --kubeconfig wins", func(t *testing.T) {
+		explicit := filepath.Join(t.TempDir(), "explicit.conf")
+		code, _, errOut := runCLI(t, "", "kubeconfig", "create", "--dir", dir, "--server", "https://k:6443", "--user", "x", "--token", "t", "--merge", "--kubeconfig", explicit)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if mustLoad(t, explicit).AuthInfos["x"] == nil || mustLoad(t, target).AuthInfos["x"] != nil {
+			t.Error("--kubeconfig did not take precedence over KUBECONFIG")
+		}
+	})
+}
+
+func mustLoad(t *testing.T, path string) *clientcmdapi.Config {
+	t.Helper()
+	cfg, err := kubeconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+func TestPKIInitThenCheck(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	code, _, errOut := runCLI(t, "", "pki", "init", "--dir", dir, "--node", "n1", "--cluster-name", "prod", "--server", "https://10.0.0.1:6443")
+	if code != 0 {
+		t.Fatalf("pki init: code %d, stderr %q", code, errOut)
+	}
+	for _, f := range []string{"admin.conf", "super-admin.conf", "scheduler.conf", "controller-manager.conf", "kubelet-n1.conf", "pki/sa.pub", "pki/etcd/peer.key"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	cfg, err := kubeconfig.Load(filepath.Join(dir, "kubelet-n1.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CurrentContext != "system:node:n1@prod" || cfg.Clusters["prod"].Server != "https://10.0.0.1:6443" {
+		t.Errorf("kubelet-n1.conf context %q server %q", cfg.CurrentContext, cfg.Clusters["prod"].Server)
+	}
+	emb, _ := kubeconfig.EmbeddedCerts(filepath.Join(dir, "super-admin.conf"), "super-admin.conf")
+	c, err := ca.ParseCertPEM("super-admin", emb[0].CertPEM)
+	if err != nil || c.Subject.CommonName != "kubernetes-super-admin" || strings.Join(c.Subject.Organization, ",") != "system:masters" {
+		t.Errorf("super-admin cert subject %v (err %v)", c.Subject, err)
+	}
+
+	code, out, errOut := runCLI(t, "", "pki", "check", "--dir", dir)
+	if code != 0 || !strings.Contains(out, "no problems") {
+		t.Errorf("pki check on a fresh tree: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "pki", "init", "--dir", dir, "--node", "n1")
+	if code != 0 || !strings.Contains(errOut, "nothing to write") {
+		t.Errorf("second init: code %d, stderr %q, want a no-op", code, errOut)
+	}
+	code, out, _ = runCLI(t, "", "pki", "plan", "--dir", dir, "--node", "n1", "--node", "n2")
+	if code != 0 || !strings.Contains(out, "create   kubelet-n2.conf") || !strings.Contains(out, "keep     pki/ca.crt") {
+		t.Errorf("pki plan: code %d, stdout:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kubelet-n2.conf")); err == nil {
+		t.Error("pki plan wrote kubelet-n2.conf")
+	}
+}
+
+func TestPKICheckReportsProblems(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if code, _, errOut := runCLI(t, "", "pki", "init", "--dir", dir, "--service-cidr", "10.200.0.0/16"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := runCLI(t, "", "pki", "check", "--dir", dir)
+	if code != 1 || !strings.Contains(out, "pki/apiserver.crt: SANs lack the service IP 10.96.0.1") ||
+		strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, "1 problems found") {
+		t.Errorf("check with default service CIDR: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "", "pki", "check", "--dir", dir, "--service-cidr", "10.200.0.0/16"); code != 0 {
+		t.Errorf("check with the right service CIDR: code %d, stdout %q", code, out)
+	}
+}
+
+func TestPKIInitConfigFileAndWarnings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "cluster.yaml")
+	os.WriteFile(cfg, []byte("clusterName: lab\nnodes: [w1, w2]\nkeyAlgorithm: rsa-2048\nvalidity: 400d\napiServerSANs: [api.lab.example]\n"), 0o644)
+	tree := filepath.Join(dir, "tree")
+	code, _, errOut := runCLI(t, "", "pki", "init", "--dir", tree, "--config", cfg, "--node", "w9")
+	if code != 0 {
+		t.Fatalf("init --config: code %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "warning: --validity 400d is longer than the default 365d") {
+		t.Errorf("stderr %q lacks the validity warning", errOut)
+	}
+	// --node given explicitly replaces the file's nodes.
+	if _, err := os.Stat(filepath.Join(tree, "kubelet-w9.conf")); err != nil {
+		t.Error("flag --node did not apply")
+	}
+	if _, err := os.Stat(filepath.Join(tree, "kubelet-w1.conf")); err == nil {
+		t.Error("file nodes applied although --node was given")
+	}
+	data, _ := os.ReadFile(filepath.Join(tree, "pki", "apiserver.crt"))
+	c, _ := ca.ParseCertPEM("apiserver", data)
+	if !strings.Contains(strings.Join(c.DNSNames, ","), "api.lab.example") || c.PublicKeyAlgorithm.String() != "RSA" {
+		t.Errorf("apiserver SANs %v key %v, want the file's SAN and RSA", c.DNSNames, c.PublicKeyAlgorithm)
+	}
+	os.WriteFile(cfg, []byte("clusterName: lab\nnodez: [w1]\n"), 0o644)
+	code, _, errOut = runCLI(t, "", "pki", "plan", "--dir", tree, "--config", cfg)
+	if code == 0 || !strings.Contains(errOut, "nodez") {
+		t.Errorf("unknown field in spec: code %d, stderr %q", code, errOut)
+	}
+}
+
+func TestPKIInitBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad key algorithm", []string{"--key-algorithm", "ed448"}, `unknown key algorithm "ed448"`},
+		{"bad server", []string{"--server", "http://x"}, "not an https:// URL"},
+		{"bad validity", []string{"--validity", "1y"}, "invalid duration"},
+		{"bad node", []string{"--node", "Bad_Node"}, "node name"},
+		{"missing config", []string{"--config", "/nonexistent.yaml"}, "read cluster spec"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), "tree")
+			code, _, errOut := runCLI(t, "", append([]string{"pki", "init", "--dir", dir}, tt.args...)...)
+			if code == 0 || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("code %d, stderr %q, want one line containing %q", code, errOut, tt.want)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Errorf("%s was created", dir)
+			}
+		})
+	}
+}

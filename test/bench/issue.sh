@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Times one ECDSA P-256 client certificate (CN=nakam, O=devops) issued by
+# three tools against the same CA, alternating them in one run so that
+# load on the machine affects all three alike:
+#   kubegate cert issue
+#   openssl genpkey + req + x509 -req
+#   cfssl gencert | cfssljson -bare
+# Prints the median and mean per-cert time of each and kubegate's ratios.
+# Usage: test/bench/issue.sh [ROUNDS]   (default 40)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+rounds=${1:-40}
+for t in openssl cfssl cfssljson go; do
+  command -v "$t" >/dev/null || { echo "issue.sh: $t is not installed" >&2; exit 1; }
+done
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/kubegate" ./cmd/kubegate
+kg=$work/kubegate
+"$kg" pki init --dir "$work/tree" 2>/dev/null
+ca=$work/tree/pki/ca.crt cakey=$work/tree/pki/ca.key
+
+cat >"$work/csr.json" <<'JSON'
+{"CN":"nakam","key":{"algo":"ecdsa","size":256},"names":[{"O":"devops"}]}
+JSON
+cat >"$work/cfssl.json" <<'JSON'
+{"signing":{"default":{"expiry":"8760h","usages":["digital signature","client auth"]}}}
+JSON
+printf 'keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$work/ext.cnf"
+
+run_kubegate() {
+  "$kg" cert issue --dir "$work/tree" --cn nakam --org devops --out "$work/kg-$1" 2>/dev/null
+}
+run_openssl() {
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/os-$1.key" 2>/dev/null
+  openssl req -new -key "$work/os-$1.key" -subj "/O=devops/CN=nakam" -out "$work/os-$1.csr"
+  openssl x509 -req -in "$work/os-$1.csr" -CA "$ca" -CAkey "$cakey" -CAcreateserial \
+    -days 365 -extfile "$work/ext.cnf" -out "$work/os-$1.crt" 2>/dev/null
+}
+run_cfssl() {
+  cfssl gencert -ca "$ca" -ca-key "$cakey" -config "$work/cfssl.json" "$work/csr.json" 2>/dev/null |
+    cfssljson -bare "$work/cf-$1"
+}
+
+now_ns() { date +%s%N; }
+declare -A times
+tools=(kubegate openssl cfssl)
+for ((i = 0; i < rounds; i++)); do
+  for t in "${tools[@]}"; do
+    s=$(now_ns)
+    "run_$t" "$i"
+    e=$(now_ns)
+    times[$t]+="$(((e - s) / 1000)) "
+  done
+done
+
+# Every tool must have produced a cert that verifies against the CA.
+openssl verify -CAfile "$ca" "$work/kg-0.crt" "$work/os-0.crt" "$work/cf-0.pem" >/dev/null
+
+stats() { # prints "median mean" in ms of the microsecond list $1
+  tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -n |
+    awk '{a[NR]=$1; s+=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.2f %.2f", m/1000, s/NR/1000}'
+}
+echo "ECDSA P-256 client cert, $rounds alternating rounds, $(nproc) CPUs"
+printf '%-10s %12s %12s\n' tool "median ms" "mean ms"
+declare -A med
+for t in "${tools[@]}"; do
+  read -r m a <<<"$(stats "${times[$t]}")"
+  med[$t]=$m
+  printf '%-10s %12s %12s\n' "$t" "$m" "$a"
+done
+awk -v k="${med[kubegate]}" -v o="${med[openssl]}" -v c="${med[cfssl]}" 'BEGIN {
+  printf "ratio kubegate/openssl pipeline: %.2f\n", k/o
+  printf "ratio kubegate/cfssl pipeline:   %.2f (target <= 1.0)\n", k/c }'
