@@ -45,6 +45,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newCertCmd(s),
 		newKubeconfigCmd(s),
 		newTokenCmd(s),
+		newGatewayCmd(s),
 	)
 	return root
 }

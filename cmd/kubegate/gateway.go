@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubegate/kubegate/gateway"
+)
+
+// gatewayOptions are `kubegate gateway`'s flags.
+type gatewayOptions struct {
+	gateway.Options
+	identity string
+	verbose  bool
+}
+
+// AddFlags registers the flags, named as kube-apiserver names them.
+func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address to listen on")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port to serve HTTPS on")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded on change)")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "serving key (reloaded on change)")
+	fs.StringSliceVar(&o.TLSCurves, "tls-curve-preferences", nil, "key-exchange groups offered, in order (X25519, X25519MLKEM768, P256, P384, P521); default Go's")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", "", "CA bundle for x509 client certificates: CN is the user, O the groups")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "static tokens, CSV: token,user,uid,\"group1,group2\"")
+	fs.StringArrayVar(&o.SAKeyFiles, "service-account-key-file", nil, "PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable")
+	fs.StringArrayVar(&o.SAIssuers, "service-account-issuer", o.SAIssuers, "accepted service-account token issuers; repeatable")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "audiences a token must carry one of; default the issuers")
+	fs.BoolVar(&o.SALookup, "service-account-lookup", o.SALookup, "check through the upstream that a token's service account (and pod, secret) still exist")
+	fs.StringVar(&o.RequestHeaderCAFile, "requestheader-client-ca-file", "", "front-proxy CA: only proxies with a cert from it may assert identities in headers")
+	fs.StringSliceVar(&o.RequestHeaderAllowedNames, "requestheader-allowed-names", nil, "front-proxy cert CNs allowed; empty means any")
+	fs.StringSliceVar(&o.RequestHeaderUsernameHeaders, "requestheader-username-headers", o.RequestHeaderUsernameHeaders, "headers carrying the user name")
+	fs.StringSliceVar(&o.RequestHeaderUIDHeaders, "requestheader-uid-headers", o.RequestHeaderUIDHeaders, "headers carrying the UID")
+	fs.StringSliceVar(&o.RequestHeaderGroupHeaders, "requestheader-group-headers", o.RequestHeaderGroupHeaders, "headers carrying groups")
+	fs.StringSliceVar(&o.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", o.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "treat requests without credentials as system:anonymous")
+	fs.StringVar(&o.Upstream, "upstream", "", "API server to forward to, e.g. https://127.0.0.1:6444")
+	fs.StringVar(&o.UpstreamCAFile, "upstream-ca-file", "", "CA that verifies the upstream's serving certificate")
+	fs.StringVar(&o.ProxyCertFile, "proxy-client-cert-file", "", "the gateway's client certificate to the upstream (front-proxy-client)")
+	fs.StringVar(&o.ProxyKeyFile, "proxy-client-key-file", "", "key of --proxy-client-cert-file")
+	fs.StringVar(&o.identity, "upstream-identity", string(o.UpstreamIdentity), "how the identity is forwarded: requestheader (X-Remote-*) or impersonate (Impersonate-*)")
+	fs.StringVar(&o.RevokedCertsFile, "revoked-certs", "", "refused client certificates: a CRL, or hex serials and sha256:<fingerprint> lines (reloaded on change)")
+	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "write one JSON line per request here (- for standard output)")
+	fs.Int64Var(&o.MaxBodyBytes, "max-request-body-bytes", o.MaxBodyBytes, "largest request body accepted, except for streams")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every refused request")
+}
+
+func newGatewayCmd(s streams) *cobra.Command {
+	o := &gatewayOptions{Options: gateway.Defaults()}
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Authenticate requests as kube-apiserver does and forward them to an upstream API server",
+		Long: `Serve HTTPS, authenticate each request with x509 client certificates, static
+tokens, service-account tokens or a front proxy's headers, exactly as kube-apiserver
+does, and forward it with the verified identity to --upstream.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.UpstreamIdentity = gateway.UpstreamIdentity(o.identity)
+			if err := o.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runGateway(ctx, o, s)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runGateway(ctx context.Context, o *gatewayOptions, s streams) error {
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	srv, err := gateway.NewServer(ctx, o.Options, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.err, "kubegate gateway serving on https://%s, forwarding to %s as %s\n", srv.Listener.Addr(), o.Upstream, o.UpstreamIdentity)
+	return srv.Serve(ctx)
+}

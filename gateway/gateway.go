@@ -1,0 +1,464 @@
+// Package gateway is kubegate's authenticating reverse proxy. It
+// authenticates each request exactly as kube-apiserver would (see package
+// authn), removes every credential and identity header the client sent, and
+// forwards the request to an upstream API server with the verified identity:
+// as request-header identity headers (X-Remote-User, X-Remote-Group, …)
+// over the gateway's front-proxy client certificate, or as Impersonate-*
+// headers for upstreams without request-header authentication.
+//
+// Streams pass through unbuffered: watches are flushed per event, and
+// protocol upgrades (SPDY and WebSocket, for exec, attach and port-forward)
+// are spliced in both directions.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kubegate/kubegate/authn"
+)
+
+// UpstreamIdentity says how the gateway tells the upstream who the user is.
+type UpstreamIdentity string
+
+const (
+	// RequestHeaderIdentity sends X-Remote-User, X-Remote-Uid,
+	// X-Remote-Group and X-Remote-Extra-* over the gateway's front-proxy
+	// client certificate. The upstream must trust the front-proxy CA.
+	RequestHeaderIdentity UpstreamIdentity = "requestheader"
+	// ImpersonateIdentity sends Impersonate-* headers on the gateway's own
+	// credential, which the upstream must allow to impersonate.
+	ImpersonateIdentity UpstreamIdentity = "impersonate"
+)
+
+// DefaultMaxBodyBytes bounds request bodies that are not streams; it is
+// kube-apiserver's limit for a single object request (3 MiB).
+const DefaultMaxBodyBytes = 3 << 20
+
+// Config configures a Gateway.
+type Config struct {
+	// Upstream is the API server's base URL. Required.
+	Upstream *url.URL
+	// Transport carries requests to the upstream; nil means
+	// http.DefaultTransport (tests only: it has no client certificate and
+	// a small idle pool). See NewUpstreamTransport.
+	Transport http.RoundTripper
+	// Authenticator decides who each request comes from. Required.
+	Authenticator authn.Request
+	// Identity is how the identity is forwarded; zero means
+	// RequestHeaderIdentity.
+	Identity UpstreamIdentity
+	// ClearHeaders and ClearHeaderPrefixes are removed from every client
+	// request in addition to Authorization and X-Remote-*: the configured
+	// request-header names, so that custom names cannot be spoofed either.
+	ClearHeaders        []string
+	ClearHeaderPrefixes []string
+	// Impersonation authorizes a client's own Impersonate-* headers in
+	// ImpersonateIdentity mode; nil refuses them with 403.
+	Impersonation ImpersonationAuthorizer
+	// Revoked lists refused client certificates; nil refuses none.
+	Revoked *Revocation
+	// Registry receives the gateway's metrics, served at /metrics; nil
+	// means a new registry of the gateway's own.
+	Registry *prometheus.Registry
+	// AuditLog receives one JSON line per request; nil means no audit log.
+	AuditLog io.Writer
+	// Logger logs errors and refusals; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies that are not upgrades; zero means
+	// DefaultMaxBodyBytes, negative means no limit.
+	MaxBodyBytes int64
+}
+
+// Gateway is an http.Handler that authenticates and forwards requests.
+type Gateway struct {
+	cfg     Config
+	router  http.Handler
+	proxy   *httputil.ReverseProxy
+	scrub   scrubber
+	metrics *metrics
+	audit   *auditLog
+	log     *slog.Logger
+	ready   readiness
+	ridBase string
+	ridSeq  atomic.Uint64
+}
+
+var _ http.Handler = (*Gateway)(nil)
+
+// New returns a Gateway for c.
+func New(c Config) (*Gateway, error) {
+	if c.Upstream == nil || c.Upstream.Scheme == "" || c.Upstream.Host == "" {
+		return nil, errors.New("gateway: upstream URL must be absolute, like https://127.0.0.1:6443")
+	}
+	if c.Authenticator == nil {
+		return nil, errors.New("gateway: no authenticator configured")
+	}
+	switch c.Identity {
+	case "":
+		c.Identity = RequestHeaderIdentity
+	case RequestHeaderIdentity, ImpersonateIdentity:
+	default:
+		return nil, fmt.Errorf("gateway: upstream identity %q is not one of requestheader, impersonate", c.Identity)
+	}
+	if c.Transport == nil {
+		c.Transport = http.DefaultTransport
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	var rid [6]byte
+	_, _ = rand.Read(rid[:])
+	g := &Gateway{
+		cfg:     c,
+		scrub:   newScrubber(c.ClearHeaders, c.ClearHeaderPrefixes),
+		metrics: newMetrics(c.Registry),
+		log:     c.Logger,
+		ridBase: hex.EncodeToString(rid[:]) + "-",
+	}
+	if c.AuditLog != nil {
+		g.audit = newAuditLog(c.AuditLog)
+	}
+	g.ready = readiness{url: c.Upstream.JoinPath("/readyz").String(), rt: c.Transport}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite:        g.rewrite,
+		Transport:      c.Transport,
+		ModifyResponse: g.upstreamResponded,
+		ErrorHandler:   g.upstreamFailed,
+		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
+		BufferPool:     bufferPool{},
+	}
+
+	r := chi.NewRouter()
+	r.Get("/healthz", ok)
+	r.Get("/livez", ok)
+	r.Get("/readyz", g.serveReadyz)
+	r.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	r.Get("/kubegate/whoami", g.authenticated(g.serveWhoami))
+	r.NotFound(g.authenticated(g.forward))
+	r.MethodNotAllowed(g.authenticated(g.forward))
+	g.router = r
+	return g, nil
+}
+
+// ServeHTTP routes r.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.ServeHTTP(w, r) }
+
+// Flush writes out buffered audit lines. Call it periodically and on
+// shutdown; Run does both.
+func (g *Gateway) Flush() error {
+	if g.audit == nil {
+		return nil
+	}
+	return g.audit.flush()
+}
+
+func ok(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok")
+}
+
+// reqState follows one request through the gateway, for metrics and audit.
+type reqState struct {
+	id             string
+	start          time.Time
+	resp           *authn.Response
+	target         *authn.User // the identity forwarded upstream
+	upstreamStatus int
+	upstreamStart  time.Time
+	err            error
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *reqState {
+	s, _ := ctx.Value(stateKey{}).(*reqState)
+	return s
+}
+
+// authenticated wraps next with authentication, revocation, the request
+// ID, metrics and the audit line. Unauthenticated requests get 401.
+func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *reqState)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		st := &reqState{start: time.Now(), id: r.Header.Get("X-Request-Id")}
+		if st.id == "" || len(st.id) > 128 {
+			st.id = g.ridBase + strconv.FormatUint(g.ridSeq.Add(1), 36)
+		}
+		w.Header()["X-Request-Id"] = []string{st.id}
+		rec := &statusRecorder{ResponseWriter: w}
+		defer g.finish(rec, r, st)
+
+		resp, ok, err := g.authenticate(r)
+		g.metrics.authnLatency.Observe(time.Since(st.start).Seconds())
+		if !ok {
+			if err != nil {
+				st.err = err
+				g.log.Info("request not authenticated", "requestID", st.id, "remote", r.RemoteAddr, "error", err)
+			}
+			writeStatus(rec, http.StatusUnauthorized, unauthorizedBody)
+			return
+		}
+		st.resp = resp
+		st.target = &resp.User
+		next(rec, r, st)
+	}
+}
+
+// authenticate runs the revocation check and the authenticator.
+func (g *Gateway) authenticate(r *http.Request) (*authn.Response, bool, error) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		leaf := r.TLS.PeerCertificates[0]
+		g.metrics.certTimeLeft.Observe(time.Until(leaf.NotAfter).Seconds())
+		if err := g.cfg.Revoked.Check(leaf); err != nil {
+			return nil, false, err
+		}
+	}
+	return g.cfg.Authenticator.AuthenticateRequest(r)
+}
+
+// finish records metrics and the audit line for a finished request.
+func (g *Gateway) finish(rec *statusRecorder, r *http.Request, st *reqState) {
+	code := rec.code
+	if code == 0 {
+		code = http.StatusOK
+	}
+	authenticator := ""
+	if st.resp != nil {
+		authenticator = st.resp.Authenticator
+	}
+	g.metrics.requests.WithLabelValues(strconv.Itoa(code), r.Method, authenticator).Inc()
+	if g.audit == nil {
+		return
+	}
+	ev := &auditEvent{
+		Time:           st.start.UTC(),
+		RequestID:      st.id,
+		Authenticator:  authenticator,
+		Method:         r.Method,
+		Path:           r.URL.Path,
+		Status:         code,
+		UpstreamStatus: st.upstreamStatus,
+		LatencySeconds: time.Since(st.start).Seconds(),
+	}
+	if st.resp != nil {
+		u := st.resp.User
+		ev.User, ev.UID, ev.Groups = u.Name, u.UID, u.Groups
+		if ids := u.Extra[authn.CredentialIDKey]; len(ids) > 0 {
+			ev.CredentialID = ids[0]
+		}
+	}
+	if st.err != nil {
+		ev.Error = st.err.Error()
+	}
+	g.audit.write(ev)
+}
+
+// forward sends an authenticated request upstream.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) {
+	if hasImpersonation(r.Header) && g.cfg.Identity == ImpersonateIdentity {
+		target, status, msg := g.authorizeImpersonation(r, &st.resp.User)
+		if target == nil {
+			st.err = errors.New(msg)
+			switch status {
+			case http.StatusBadRequest:
+				badRequest(w, msg)
+			default:
+				forbidden(w, msg)
+			}
+			return
+		}
+		st.target = target
+	}
+	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Header.Get("Upgrade") == "" {
+		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes)
+	}
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+}
+
+// rewrite builds the upstream request: the client's identity headers and
+// credentials go, the verified identity comes in.
+func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
+	pr.SetURL(g.cfg.Upstream)
+	pr.SetXForwarded()
+	h := pr.Out.Header
+	g.scrub.scrub(h)
+	st := stateFrom(pr.In.Context())
+	h["X-Request-Id"] = []string{st.id}
+	switch g.cfg.Identity {
+	case ImpersonateIdentity:
+		deleteImpersonation(h)
+		setImpersonation(h, st.target)
+	default:
+		// The client's own Impersonate-* headers pass through: the
+		// upstream authorizes them for the user named here.
+		setRemoteIdentity(h, st.target)
+	}
+	st.upstreamStart = time.Now()
+}
+
+func (g *Gateway) upstreamResponded(resp *http.Response) error {
+	if st := stateFrom(resp.Request.Context()); st != nil {
+		st.upstreamStatus = resp.StatusCode
+		g.metrics.upstreamLatency.WithLabelValues(strconv.Itoa(resp.StatusCode)).Observe(time.Since(st.upstreamStart).Seconds())
+	}
+	return nil
+}
+
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	if st != nil {
+		st.err = err
+	}
+	if errors.Is(err, context.Canceled) {
+		// The client went away; there is nobody to answer.
+		w.WriteHeader(499)
+		return
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeStatus(w, http.StatusRequestEntityTooLarge, statusBody(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+			fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)))
+		return
+	}
+	id := ""
+	if st != nil {
+		id = st.id
+	}
+	g.log.Error("upstream request failed", "requestID", id, "method", r.Method, "path", r.URL.Path, "error", err)
+	writeStatus(w, http.StatusBadGateway, badGatewayBody)
+}
+
+// whoami is what /kubegate/whoami returns.
+type whoami struct {
+	Authenticator string              `json:"authenticator"`
+	Username      string              `json:"username"`
+	UID           string              `json:"uid,omitempty"`
+	Groups        []string            `json:"groups,omitempty"`
+	Extra         map[string][]string `json:"extra,omitempty"`
+	Forwarded     http.Header         `json:"forwardedHeaders"`
+}
+
+func (g *Gateway) serveWhoami(w http.ResponseWriter, _ *http.Request, st *reqState) {
+	u := st.resp.User
+	fwd := http.Header{}
+	if g.cfg.Identity == ImpersonateIdentity {
+		setImpersonation(fwd, &u)
+	} else {
+		setRemoteIdentity(fwd, &u)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(whoami{
+		Authenticator: st.resp.Authenticator,
+		Username:      u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra,
+		Forwarded: fwd,
+	})
+}
+
+// readiness checks the upstream's /readyz at most once a second.
+type readiness struct {
+	url string
+	rt  http.RoundTripper
+
+	mu      sync.Mutex
+	checked time.Time
+	err     error
+}
+
+func (rd *readiness) check(ctx context.Context) error {
+	rd.mu.Lock()
+	defer rd.mu.Unlock()
+	if time.Since(rd.checked) < time.Second {
+		return rd.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rd.url, nil)
+	resp, err := rd.rt.RoundTrip(req)
+	switch {
+	case err != nil:
+		rd.err = fmt.Errorf("upstream unreachable: %w", err)
+	default:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		rd.err = nil
+		if resp.StatusCode != http.StatusOK {
+			rd.err = fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
+		}
+	}
+	rd.checked = time.Now()
+	return rd.err
+}
+
+func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if err := g.ready.check(r.Context()); err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "not ready: %v\n", err)
+		return
+	}
+	ok(w, r)
+}
+
+// statusRecorder remembers the status code written. It unwraps, so that
+// http.ResponseController (used by the reverse proxy for flushing and for
+// upgrades) reaches the real writer.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush lets the reverse proxy flush watch events through the recorder.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// bufferPool reuses the reverse proxy's copy buffers.
+type bufferPool struct{}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }

@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/kubegate/kubegate/authn"
+)
+
+// Identity header names, as kube-apiserver's --requestheader-* flags are
+// conventionally set and as the impersonation API defines them.
+const (
+	remoteUser        = "X-Remote-User"
+	remoteUID         = "X-Remote-Uid"
+	remoteGroup       = "X-Remote-Group"
+	remoteExtraPrefix = "X-Remote-Extra-"
+	remotePrefix      = "X-Remote-"
+
+	impersonateUser        = "Impersonate-User"
+	impersonateUID         = "Impersonate-Uid"
+	impersonateGroup       = "Impersonate-Group"
+	impersonateExtraPrefix = "Impersonate-Extra-"
+	impersonatePrefix      = "Impersonate-"
+)
+
+// scrubber removes every header through which a client could claim an
+// identity: Authorization, the whole X-Remote-* family, and the header
+// names and prefixes configured for request-header authentication. Names
+// are matched case-insensitively, so odd spellings cannot slip through.
+type scrubber struct {
+	names    []string // exact names, any case
+	prefixes []string // name prefixes, any case
+}
+
+func newScrubber(names, prefixes []string) scrubber {
+	s := scrubber{prefixes: []string{remotePrefix}}
+	s.names = append(s.names, "Authorization")
+	for _, n := range names {
+		if n != "" && !hasPrefixFold(n, remotePrefix) {
+			s.names = append(s.names, n)
+		}
+	}
+	for _, p := range prefixes {
+		if p != "" && !hasPrefixFold(p, remotePrefix) {
+			s.prefixes = append(s.prefixes, p)
+		}
+	}
+	return s
+}
+
+// scrub deletes the identity headers from h.
+func (s scrubber) scrub(h http.Header) {
+	for k := range h {
+		if s.matches(k) {
+			delete(h, k)
+		}
+	}
+}
+
+func (s scrubber) matches(k string) bool {
+	for _, n := range s.names {
+		if strings.EqualFold(k, n) {
+			return true
+		}
+	}
+	for _, p := range s.prefixes {
+		if hasPrefixFold(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteImpersonation removes every Impersonate-* header from h.
+func deleteImpersonation(h http.Header) {
+	for k := range h {
+		if hasPrefixFold(k, impersonatePrefix) {
+			delete(h, k)
+		}
+	}
+}
+
+// hasImpersonation reports whether h asks to impersonate anyone.
+func hasImpersonation(h http.Header) bool {
+	for k := range h {
+		if hasPrefixFold(k, impersonatePrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// setRemoteIdentity sets u as request-header identity headers on h: one
+// X-Remote-Group line per group and X-Remote-Extra-<escaped key> per extra
+// value. h must already be scrubbed.
+func setRemoteIdentity(h http.Header, u *authn.User) {
+	h[remoteUser] = []string{u.Name}
+	if u.UID != "" {
+		h[remoteUID] = []string{u.UID}
+	}
+	if len(u.Groups) > 0 {
+		h[remoteGroup] = append([]string(nil), u.Groups...)
+	}
+	for k, vs := range u.Extra {
+		h[remoteExtraPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
+	}
+}
+
+// setImpersonation sets u as Impersonate-* headers on h. The group
+// system:authenticated is left out: the upstream adds it to every
+// impersonated user that is not anonymous.
+func setImpersonation(h http.Header, u *authn.User) {
+	h[impersonateUser] = []string{u.Name}
+	if u.UID != "" {
+		h[impersonateUID] = []string{u.UID}
+	}
+	for _, g := range u.Groups {
+		if g != authn.AllAuthenticated {
+			h[impersonateGroup] = append(h[impersonateGroup], g)
+		}
+	}
+	for k, vs := range u.Extra {
+		h[impersonateExtraPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
+	}
+}
+
+// escapeHeaderKey percent-encodes every byte of an extra key that may not
+// appear in a header name, and '%' itself, so that the receiver's
+// lower-case-then-unescape recovers the key exactly. Go canonicalises
+// header names, which is why receivers lower-case keys; upper-case letters
+// are escaped for the same reason.
+func escapeHeaderKey(k string) string {
+	need := false
+	for i := 0; i < len(k); i++ {
+		if !plainKeyByte(k[i]) {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return k
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(k) + 8)
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if plainKeyByte(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+// plainKeyByte reports whether c is a header-name character that survives
+// canonicalisation and lower-casing unchanged.
+func plainKeyByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-!#$&'*+.^_`|~", c) >= 0
+}

@@ -1,0 +1,297 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/requestheader"
+	"github.com/kubegate/kubegate/authn/serviceaccount"
+	"github.com/kubegate/kubegate/authn/tokenfile"
+	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/internal/filewatch"
+)
+
+// DefaultIssuer is the service-account issuer kubeadm configures, and the
+// default of --service-account-issuer.
+const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// Options are the gateway's command-line settings, named after
+// kube-apiserver's flags where one exists. Every file is reloaded when it
+// changes.
+type Options struct {
+	BindAddress                  string // default 0.0.0.0
+	SecurePort                   int    // default 6443
+	TLSCertFile                  string // required
+	TLSKeyFile                   string // required
+	TLSCurves                    []string
+	ClientCAFile                 string
+	TokenAuthFile                string
+	SAKeyFiles                   []string
+	SAIssuers                    []string // default DefaultIssuer
+	APIAudiences                 []string // default: the issuers
+	SALookup                     bool
+	RequestHeaderCAFile          string
+	RequestHeaderAllowedNames    []string
+	RequestHeaderUsernameHeaders []string
+	RequestHeaderUIDHeaders      []string
+	RequestHeaderGroupHeaders    []string
+	RequestHeaderExtraPrefixes   []string
+	AnonymousAuth                bool
+	Upstream                     string // required
+	UpstreamCAFile               string
+	ProxyCertFile                string
+	ProxyKeyFile                 string
+	UpstreamIdentity             UpstreamIdentity
+	RevokedCertsFile             string
+	AuditLogPath                 string // "-" is standard output; empty is none
+	MaxBodyBytes                 int64
+	ReloadInterval               time.Duration // default 1 s
+}
+
+// Defaults returns the options' defaults.
+func Defaults() Options {
+	return Options{
+		BindAddress:                  "0.0.0.0",
+		SecurePort:                   6443,
+		SAIssuers:                    []string{DefaultIssuer},
+		SALookup:                     true,
+		RequestHeaderUsernameHeaders: []string{"X-Remote-User"},
+		RequestHeaderUIDHeaders:      []string{"X-Remote-Uid"},
+		RequestHeaderGroupHeaders:    []string{"X-Remote-Group"},
+		RequestHeaderExtraPrefixes:   []string{"X-Remote-Extra-"},
+		UpstreamIdentity:             RequestHeaderIdentity,
+		MaxBodyBytes:                 DefaultMaxBodyBytes,
+		ReloadInterval:               filewatch.DefaultInterval,
+	}
+}
+
+// Validate names the first option that is wrong.
+func (o *Options) Validate() error {
+	switch {
+	case o.TLSCertFile == "" || o.TLSKeyFile == "":
+		return errors.New("--tls-cert-file and --tls-private-key-file are required")
+	case o.Upstream == "":
+		return errors.New("--upstream is required")
+	case o.SecurePort <= 0 || o.SecurePort > 65535:
+		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
+	case o.ClientCAFile == "" && o.TokenAuthFile == "" && len(o.SAKeyFiles) == 0 && o.RequestHeaderCAFile == "" && !o.AnonymousAuth:
+		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
+	case (o.ProxyCertFile == "") != (o.ProxyKeyFile == ""):
+		return errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
+	}
+	u, err := url.Parse(o.Upstream)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("--upstream %q is not an http(s) URL", o.Upstream)
+	}
+	if o.UpstreamIdentity != RequestHeaderIdentity && o.UpstreamIdentity != ImpersonateIdentity {
+		return fmt.Errorf("--upstream-identity %q is not one of requestheader, impersonate", o.UpstreamIdentity)
+	}
+	if _, err := ParseCurves(o.TLSCurves); err != nil {
+		return fmt.Errorf("--tls-curve-preferences: %w", err)
+	}
+	return nil
+}
+
+// Server is a configured gateway ready to serve.
+type Server struct {
+	Gateway  *Gateway
+	HTTP     *http.Server
+	Listener net.Listener
+	closers  []io.Closer
+}
+
+// NewServer loads every file named in o, starts reloading them until ctx
+// is done, and listens on the secure port. Serve it with Serve.
+func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	s := &Server{}
+	serving, err := LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
+		return nil, err
+	}
+	up, _ := url.Parse(o.Upstream)
+	var upCA []byte
+	if o.UpstreamCAFile != "" {
+		if upCA, err = os.ReadFile(o.UpstreamCAFile); err != nil {
+			return nil, fmt.Errorf("--upstream-ca-file: %w", err)
+		}
+	}
+	tro := UpstreamTransportOptions{CAPEM: upCA}
+	if o.ProxyCertFile != "" {
+		if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
+			return nil, err
+		}
+		if err := tro.ClientCert.Watch(ctx, o.ReloadInterval, logger); err != nil {
+			return nil, err
+		}
+	}
+	rt, err := NewUpstreamTransport(tro)
+	if err != nil {
+		return nil, err
+	}
+
+	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.APIAudiences}
+	watch := func(path string, load filewatch.LoadFunc) error {
+		return filewatch.Watch(ctx, path, o.ReloadInterval, load, logger)
+	}
+	readFile := func(flag, path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return b, nil
+	}
+	if o.RequestHeaderCAFile != "" {
+		caPEM, err := readFile("--requestheader-client-ca-file", o.RequestHeaderCAFile)
+		if err != nil {
+			return nil, err
+		}
+		rh, err := requestheader.New(caPEM, requestheader.Options{
+			AllowedNames:        o.RequestHeaderAllowedNames,
+			UsernameHeaders:     o.RequestHeaderUsernameHeaders,
+			UIDHeaders:          o.RequestHeaderUIDHeaders,
+			GroupHeaders:        o.RequestHeaderGroupHeaders,
+			ExtraHeaderPrefixes: o.RequestHeaderExtraPrefixes,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--requestheader-*: %w", err)
+		}
+		if err := watch(o.RequestHeaderCAFile, rh.Load); err != nil {
+			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		ac.RequestHeader = rh
+	}
+	if o.ClientCAFile != "" {
+		caPEM, err := readFile("--client-ca-file", o.ClientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		x, err := authx509.New(caPEM, authx509.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		if err := watch(o.ClientCAFile, x.Load); err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		ac.X509 = x
+	}
+	if o.TokenAuthFile != "" {
+		tf, err := tokenfile.NewFromFile(o.TokenAuthFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-auth-file: %w", err)
+		}
+		if err := watch(o.TokenAuthFile, tf.Load); err != nil {
+			return nil, fmt.Errorf("--token-auth-file: %w", err)
+		}
+		ac.StaticTokens = append(ac.StaticTokens, tf)
+	}
+	if len(o.SAKeyFiles) > 0 {
+		sao := serviceaccount.Options{Issuers: o.SAIssuers, Audiences: o.APIAudiences}
+		if o.SALookup {
+			sao.Getter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+		}
+		sa, err := serviceaccount.NewFromFiles(sao, o.SAKeyFiles...)
+		if err != nil {
+			return nil, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+		for _, f := range o.SAKeyFiles {
+			if err := watch(f, func([]byte) error { return sa.LoadFiles(o.SAKeyFiles...) }); err != nil {
+				return nil, fmt.Errorf("--service-account-key-file: %w", err)
+			}
+		}
+		ac.Tokens = append(ac.Tokens, sa)
+	}
+	var revoked *Revocation
+	if o.RevokedCertsFile != "" {
+		revoked = &Revocation{}
+		if err := watch(o.RevokedCertsFile, revoked.Load); err != nil {
+			return nil, fmt.Errorf("--revoked-certs: %w", err)
+		}
+	}
+	var audit io.Writer
+	switch o.AuditLogPath {
+	case "":
+	case "-":
+		audit = os.Stdout
+	default:
+		f, err := os.OpenFile(o.AuditLogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-log-path: %w", err)
+		}
+		audit = f
+		s.closers = append(s.closers, f)
+	}
+	cfg := Config{
+		Upstream:            up,
+		Transport:           rt,
+		Authenticator:       authn.New(ac),
+		Identity:            o.UpstreamIdentity,
+		ClearHeaders:        append(append(append([]string(nil), o.RequestHeaderUsernameHeaders...), o.RequestHeaderUIDHeaders...), o.RequestHeaderGroupHeaders...),
+		ClearHeaderPrefixes: o.RequestHeaderExtraPrefixes,
+		Revoked:             revoked,
+		AuditLog:            audit,
+		Logger:              logger,
+		MaxBodyBytes:        o.MaxBodyBytes,
+	}
+	if o.UpstreamIdentity == ImpersonateIdentity {
+		cfg.Impersonation = &SubjectAccessReviewer{Upstream: up, Transport: rt}
+	}
+	if s.Gateway, err = New(cfg); err != nil {
+		return nil, err
+	}
+	curves, _ := ParseCurves(o.TLSCurves)
+	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
+	s.HTTP = NewHTTPServer(s.Gateway, ServerTLSConfig(serving, requestCerts, curves), logger)
+	addr := net.JoinHostPort(o.BindAddress, fmt.Sprint(o.SecurePort))
+	if s.Listener, err = net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s, nil
+}
+
+// Serve serves until ctx is done, then shuts down gracefully, flushing
+// the audit log.
+func (s *Server) Serve(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	defer func() {
+		_ = s.Gateway.Flush()
+		for _, c := range s.closers {
+			_ = c.Close()
+		}
+	}()
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-tick.C:
+			_ = s.Gateway.Flush()
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.HTTP.Shutdown(sctx); err != nil {
+				return err
+			}
+			return nil
+		}
+	}
+}

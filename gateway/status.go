@@ -1,0 +1,51 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// statusBody returns a metav1.Status JSON body shaped like kube-apiserver's.
+func statusBody(code int32, reason metav1.StatusReason, message string) []byte {
+	b, err := json.Marshal(metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure,
+		Message:  message,
+		Reason:   reason,
+		Code:     code,
+	})
+	if err != nil {
+		panic(err) // a fixed struct always encodes
+	}
+	return b
+}
+
+// Bodies of the responses the gateway itself produces. 401 always says
+// "Unauthorized", as kube-apiserver does; the reason is only logged.
+var (
+	unauthorizedBody = statusBody(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
+	badGatewayBody   = statusBody(http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, "the upstream API server is unreachable")
+)
+
+// writeStatus writes a ready-made Status body with code.
+func writeStatus(w http.ResponseWriter, code int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	if h.Get("Cache-Control") == "" {
+		h["Cache-Control"] = []string{"no-cache, private"}
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// forbidden writes a 403 Status with message.
+func forbidden(w http.ResponseWriter, message string) {
+	writeStatus(w, http.StatusForbidden, statusBody(http.StatusForbidden, metav1.StatusReasonForbidden, message))
+}
+
+// badRequest writes a 400 Status with message.
+func badRequest(w http.ResponseWriter, message string) {
+	writeStatus(w, http.StatusBadRequest, statusBody(http.StatusBadRequest, metav1.StatusReasonBadRequest, message))
+}

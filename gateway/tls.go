@@ -1,0 +1,175 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/kubegate/kubegate/internal/filewatch"
+)
+
+// KeyPair is a certificate and key loaded from two files and replaced
+// atomically when either file changes (Watch). It serves as the gateway's
+// serving certificate and as its client certificate to the upstream.
+type KeyPair struct {
+	certFile, keyFile string
+	cur               atomic.Pointer[tls.Certificate]
+}
+
+// LoadKeyPair reads certFile and keyFile.
+func LoadKeyPair(certFile, keyFile string) (*KeyPair, error) {
+	kp := &KeyPair{certFile: certFile, keyFile: keyFile}
+	if err := kp.reload(); err != nil {
+		return nil, err
+	}
+	return kp, nil
+}
+
+func (kp *KeyPair) reload() error {
+	certPEM, err := os.ReadFile(kp.certFile)
+	if err != nil {
+		return fmt.Errorf("read certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(kp.keyFile)
+	if err != nil {
+		return fmt.Errorf("read key: %w", err)
+	}
+	c, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("certificate %s and key %s: %w", kp.certFile, kp.keyFile, err)
+	}
+	kp.cur.Store(&c)
+	return nil
+}
+
+// Watch reloads the pair whenever either file changes, until ctx is done.
+// A pair that does not load (for example while only one of the two files
+// has been replaced) is logged and the previous pair stays in force.
+func (kp *KeyPair) Watch(ctx context.Context, interval time.Duration, logger *slog.Logger) error {
+	load := func([]byte) error { return kp.reload() }
+	if err := filewatch.Watch(ctx, kp.certFile, interval, load, logger); err != nil {
+		return err
+	}
+	return filewatch.Watch(ctx, kp.keyFile, interval, load, logger)
+}
+
+// Certificate returns the current pair.
+func (kp *KeyPair) Certificate() *tls.Certificate { return kp.cur.Load() }
+
+// GetCertificate is for tls.Config.GetCertificate.
+func (kp *KeyPair) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return kp.cur.Load(), nil
+}
+
+// GetClientCertificate is for tls.Config.GetClientCertificate.
+func (kp *KeyPair) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return kp.cur.Load(), nil
+}
+
+// ServerTLSConfig returns the gateway's serving TLS configuration: TLS 1.2
+// or later, HTTP/2 and HTTP/1.1, and, when requestClientCerts is set,
+// client certificates requested but neither required nor verified during
+// the handshake, as kube-apiserver does (they are verified per request by
+// the authenticators). curves, when non-empty, sets the key-exchange
+// groups offered. Session tickets stay on for resumption.
+func ServerTLSConfig(serving *KeyPair, requestClientCerts bool, curves []tls.CurveID) *tls.Config {
+	c := &tls.Config{
+		MinVersion:       tls.VersionTLS12,
+		GetCertificate:   serving.GetCertificate,
+		NextProtos:       []string{"h2", "http/1.1"},
+		CurvePreferences: curves,
+	}
+	if requestClientCerts {
+		c.ClientAuth = tls.RequestClientCert
+	}
+	return c
+}
+
+// ParseCurves maps key-exchange group names (X25519, X25519MLKEM768,
+// P256, P384, P521; any case, also secp256r1 style) to Go's IDs.
+func ParseCurves(names []string) ([]tls.CurveID, error) {
+	var ids []tls.CurveID
+	for _, n := range names {
+		switch n {
+		case "X25519", "x25519":
+			ids = append(ids, tls.X25519)
+		case "X25519MLKEM768", "x25519mlkem768":
+			ids = append(ids, tls.X25519MLKEM768)
+		case "P256", "P-256", "p256", "secp256r1", "prime256v1":
+			ids = append(ids, tls.CurveP256)
+		case "P384", "P-384", "p384", "secp384r1":
+			ids = append(ids, tls.CurveP384)
+		case "P521", "P-521", "p521", "secp521r1":
+			ids = append(ids, tls.CurveP521)
+		default:
+			return nil, fmt.Errorf("key-exchange group %q is not one of X25519, X25519MLKEM768, P256, P384, P521", n)
+		}
+	}
+	return ids, nil
+}
+
+// UpstreamTransportOptions configure NewUpstreamTransport.
+type UpstreamTransportOptions struct {
+	// CAPEM verifies the upstream's serving certificate; nil means the
+	// system roots.
+	CAPEM []byte
+	// ClientCert is the gateway's client certificate to the upstream (the
+	// front-proxy client in request-header mode); nil sends none.
+	ClientCert *KeyPair
+	// MaxIdleConns is the idle pool size kept to the upstream; zero means
+	// 1024, enough for every connection a busy gateway keeps open.
+	MaxIdleConns int
+}
+
+// NewUpstreamTransport returns the HTTP/1.1 transport the gateway uses to
+// reach its upstream. HTTP/1.1 is what lets SPDY and WebSocket upgrades
+// (exec, attach, port-forward) pass through; the idle pool is sized so
+// that keep-alive traffic never waits to open a new upstream connection.
+func NewUpstreamTransport(o UpstreamTransportOptions) (*http.Transport, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CAPEM != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(o.CAPEM) {
+			return nil, fmt.Errorf("upstream CA: no PEM certificates found")
+		}
+		tc.RootCAs = pool
+	}
+	if o.ClientCert != nil {
+		tc.GetClientCertificate = o.ClientCert.GetClientCertificate
+	}
+	if o.MaxIdleConns == 0 {
+		o.MaxIdleConns = 1024
+	}
+	return &http.Transport{
+		Proxy:                 nil, // never send cluster traffic through an environment proxy
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       tc,
+		TLSHandshakeTimeout:   10 * time.Second,
+		MaxIdleConns:          o.MaxIdleConns,
+		MaxIdleConnsPerHost:   o.MaxIdleConns,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     false,
+	}, nil
+}
+
+// NewHTTPServer returns an http.Server for h with the gateway's limits: headers
+// must arrive within 10 s (slowloris), at most 1 MiB of them, and idle
+// keep-alive connections close after 2 minutes.
+func NewHTTPServer(h http.Handler, tlsConfig *tls.Config, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		TLSConfig:         tlsConfig,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
+	}
+}
