@@ -1,0 +1,390 @@
+#!/usr/bin/env bash
+# gateway.sh compares kubegate's gateway with HAProxy, nginx and a plain Go
+# httputil.ReverseProxy doing the same job, side by side in one run with one
+# load generator: verify the client certificate against the CA, forward CN
+# and O as X-Remote-User and X-Remote-Group lines, strip client-supplied
+# X-Remote-* headers, and proxy over keep-alive to a plain-HTTP backend.
+#
+# Usage: test/bench/gateway.sh        (from anywhere; see test/bench/README.md)
+#
+# Environment (defaults in brackets):
+#   BENCH_ROUNDS [3]          rounds; each runs every scenario on every system
+#   BENCH_DURATION [10]       measured seconds per run
+#   BENCH_WARMUP [1]          warm-up seconds before each run (errors still count)
+#   BENCH_SYSTEMS ["kubegate haproxy nginx plainproxy"]
+#   BENCH_SCENARIOS ["ka64 ka1 hs16"]  also: hs16-x25519, ka64-h2
+#   BENCH_HANDSHAKE_CURVES [""]  groups the client offers in hs16 ("" = Go's defaults)
+#   BENCH_BUSY_MAX [25]       CPU busy % above which a run waits for quiet
+#   BENCH_QUIET_WAIT [10]     seconds to wait for quiet before running anyway
+#   BENCH_OUT [a new /tmp/kubegate-bench.XXXXXX]  configs, logs and results.jsonl
+#   BENCH_MAX_SECONDS [from the above]  hard bound on the whole script
+#   KUBEGATE_GATEWAY_CMD      command that starts the gateway; it may use
+#                             $BENCH_PORT, $BENCH_UPSTREAM and $BENCH_PKI (ca.crt,
+#                             server.crt, server.key). Unset: `kubegate gateway`
+#                             built from ./cmd/kubegate, if it exists.
+#
+# Exits non-zero if a system fails the identity checks, any request fails, or
+# a spoofed X-Remote-* header reaches the backend.
+set -euo pipefail
+
+ROUNDS=${BENCH_ROUNDS:-3}
+DURATION=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-1}
+SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy nginx plainproxy"}
+SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16"}
+HS_CURVES=${BENCH_HANDSHAKE_CURVES:-}
+BUSY_MAX=${BENCH_BUSY_MAX:-25}
+QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
+NGINX_MODULES=${NGINX_MODULES:-/usr/lib/nginx/modules}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+URL_PATH=/api/v1/namespaces/default/pods/bench
+
+read -ra SYSTEM_LIST <<<"$SYSTEMS"
+read -ra SCENARIO_LIST <<<"$SCENARIOS"
+for n in "$ROUNDS" "$DURATION" "$WARMUP" "$BUSY_MAX" "$QUIET_WAIT"; do
+	[[ $n =~ ^[0-9]+$ ]] || { echo "gateway.sh: BENCH_* numbers must be whole numbers, got '$n'" >&2; exit 2; }
+done
+RUNS=$((ROUNDS * ${#SCENARIO_LIST[@]} * ${#SYSTEM_LIST[@]}))
+MAX_SECONDS=${BENCH_MAX_SECONDS:-$((RUNS * (DURATION + WARMUP + QUIET_WAIT / 2 + 4) + 600))}
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "gateway.sh: $*"; exit 1; }
+
+# --- tools --------------------------------------------------------------
+missing=()
+command -v go >/dev/null || missing+=("go (https://go.dev/dl)")
+command -v curl >/dev/null || missing+=("curl")
+for sys in "${SYSTEM_LIST[@]}"; do
+	case $sys in
+	haproxy) command -v haproxy >/dev/null || missing+=("haproxy") ;;
+	nginx)
+		command -v nginx >/dev/null || missing+=("nginx")
+		[[ -f $NGINX_MODULES/ngx_http_headers_more_filter_module.so ]] ||
+			missing+=("libnginx-mod-http-headers-more-filter (looked in NGINX_MODULES=$NGINX_MODULES)")
+		;;
+	kubegate | plainproxy) ;;
+	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, haproxy, nginx, plainproxy)" ;;
+	esac
+done
+for sc in "${SCENARIO_LIST[@]}"; do
+	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
+done
+if ((${#missing[@]} > 0)); then
+	say "gateway.sh: missing: ${missing[*]}"
+	say "  on Debian/Ubuntu: apt-get install -y haproxy nginx libnginx-mod-http-headers-more-filter curl"
+	say "  or leave the system out: BENCH_SYSTEMS=\"kubegate plainproxy\" $0"
+	exit 1
+fi
+
+# --- process bookkeeping --------------------------------------------------
+OUT=${BENCH_OUT:-$(mktemp -d /tmp/kubegate-bench.XXXXXX)}
+mkdir -p "$OUT"
+PIDS=()     # every long-running process this script started
+WATCHDOG=""
+LOADGEN=""  # the load generator while it runs
+cleanup() {
+	local rc=$? pid i
+	trap - EXIT INT TERM
+	set +e
+	[[ -n $WATCHDOG ]] && kill -TERM "$WATCHDOG" 2>/dev/null
+	[[ -n $LOADGEN ]] && kill -TERM "$LOADGEN" 2>/dev/null
+	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do
+		for ((i = 0; i < 30; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+	done
+	wait 2>/dev/null
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'say "gateway.sh: interrupted"; exit 130' INT
+trap 'say "gateway.sh: stopped after the ${MAX_SECONDS}s bound (BENCH_MAX_SECONDS)"; exit 124' TERM
+(
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	sleep "$MAX_SECONDS" &
+	s=$!
+	wait "$s" && kill -TERM $$
+) &
+WATCHDOG=$!
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# start NAME CMD...: runs CMD in the background, logging to $OUT/NAME.log.
+start() {
+	local name=$1
+	shift
+	"$@" >"$OUT/$name.log" 2>&1 &
+	PIDS+=($!)
+	LAST_PID=$!
+}
+
+# wait_port PORT PID NAME: until something accepts on 127.0.0.1:PORT.
+wait_port() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$2" 2>/dev/null || { tail -n 20 "$OUT/$3.log" >&2; return 1; }
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	say "$3: nothing listening on 127.0.0.1:$1 after 10s"
+	return 1
+}
+
+# free_port: a random loopback port nothing listens on and not yet handed out.
+USED_PORTS=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		[[ $USED_PORTS == *" $p "* ]] && continue
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
+		USED_PORTS+="$p "
+		echo "$p"
+		return
+	done
+}
+
+# cpu_busy: percent of all CPU time that was busy over half a second.
+cpu_busy() {
+	local _ u n s i w q sq st t1 i1 t2 i2
+	read -r _ u n s i w q sq st _ </proc/stat
+	t1=$((u + n + s + i + w + q + sq + st)) i1=$((i + w))
+	sleep 0.5
+	read -r _ u n s i w q sq st _ </proc/stat
+	t2=$((u + n + s + i + w + q + sq + st)) i2=$((i + w))
+	echo $((100 * ((t2 - t1) - (i2 - i1)) / (t2 - t1 > 0 ? t2 - t1 : 1)))
+}
+
+# wait_quiet: waits up to QUIET_WAIT seconds for the CPU to be idle and sets
+# BUSY to the busy percentage seen last.
+NOISY=0
+wait_quiet() {
+	local waited=0
+	BUSY=$(cpu_busy)
+	while ((BUSY > BUSY_MAX && waited < QUIET_WAIT)); do
+		sleep 0.5
+		waited=$((waited + 1))
+		BUSY=$(cpu_busy)
+	done
+	if ((BUSY > BUSY_MAX)); then
+		say "  warning: CPU ${BUSY}% busy before this run (something else is running); its figures are noisy"
+		NOISY=$((NOISY + 1))
+	fi
+}
+
+# --- build and PKI --------------------------------------------------------
+BIN=$OUT/bin
+PKI=$OUT/pki
+mkdir -p "$BIN" "$PKI"
+say "building test/bench programs into $BIN"
+(cd "$ROOT" && for p in loadgen backend plainproxy mkpki; do go build -o "$BIN/$p" "./test/bench/$p" || exit 1; done) ||
+	die "go build failed"
+"$BIN/mkpki" -dir "$PKI"
+
+BACKEND_PORT=$(free_port)
+start backend "$BIN/backend" -listen "127.0.0.1:$BACKEND_PORT"
+wait_port "$BACKEND_PORT" "$LAST_PID" backend || die "backend did not start"
+BACKEND=127.0.0.1:$BACKEND_PORT
+
+# read_stats: sets SPOOFED and NOUSER from the backend's /stats.
+read_stats() {
+	local json
+	json=$(curl -fsS --max-time 5 "http://$BACKEND/stats") || die "cannot read http://$BACKEND/stats (see $OUT/backend.log)"
+	SPOOFED=$(sed -n 's/.*"spoofed":\([0-9]*\).*/\1/p' <<<"$json")
+	NOUSER=$(sed -n 's/.*"no_user":\([0-9]*\).*/\1/p' <<<"$json")
+	[[ -n $SPOOFED && -n $NOUSER ]] || die "unexpected /stats answer: $json"
+}
+
+# --- systems --------------------------------------------------------------
+declare -A PORT
+ACTIVE=()
+FAILED=()
+
+kubegate_cmd() { # prints the gateway command, or nothing with a note
+	if [[ -n ${KUBEGATE_GATEWAY_CMD:-} ]]; then
+		echo "$KUBEGATE_GATEWAY_CMD"
+		return
+	fi
+	if ! (cd "$ROOT" && go build -o "$BIN/kubegate" ./cmd/kubegate) >"$OUT/kubegate-build.log" 2>&1; then
+		say "note: skipping kubegate: ./cmd/kubegate does not build (see $OUT/kubegate-build.log)"
+		return
+	fi
+	local help
+	if ! help=$("$BIN/kubegate" gateway --help 2>&1); then
+		say "note: skipping kubegate: this build has no 'kubegate gateway' command; set KUBEGATE_GATEWAY_CMD to benchmark another build"
+		return
+	fi
+	if [[ $help != *--bind-address* ]]; then
+		say "note: skipping kubegate: 'kubegate gateway' has no --bind-address to keep it on 127.0.0.1; set KUBEGATE_GATEWAY_CMD"
+		return
+	fi
+	# shellcheck disable=SC2016 # expanded by the bash -c below
+	echo '"$BENCH_BIN/kubegate" gateway --bind-address 127.0.0.1 --secure-port "$BENCH_PORT" --tls-cert-file "$BENCH_PKI/server.crt" --tls-private-key-file "$BENCH_PKI/server.key" --client-ca-file "$BENCH_PKI/ca.crt" --upstream "$BENCH_UPSTREAM"'
+}
+
+# launch SYS: starts SYS on a fresh port; returns non-zero to skip it.
+launch() {
+	local sys=$1 port cmd
+	port=$(free_port)
+	case $sys in
+	kubegate)
+		cmd=$(kubegate_cmd)
+		[[ -n $cmd ]] || return 1
+		say "kubegate: $cmd"
+		start kubegate env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$BIN" \
+			bash -c "exec $cmd"
+		;;
+	haproxy)
+		sed -e "s|@LISTEN@|127.0.0.1:$port|g; s|@BACKEND@|$BACKEND|g; s|@PKI@|$PKI|g" \
+			"$HERE/peers/haproxy.cfg" >"$OUT/haproxy.cfg"
+		haproxy -c -q -f "$OUT/haproxy.cfg" || die "haproxy rejected $OUT/haproxy.cfg"
+		start haproxy haproxy -db -f "$OUT/haproxy.cfg"
+		;;
+	nginx)
+		mkdir -p "$OUT/nginx"
+		sed -e "s|@LISTEN@|127.0.0.1:$port|g; s|@BACKEND@|$BACKEND|g; s|@PKI@|$PKI|g; s|@RUNDIR@|$OUT/nginx|g; s|@MODULES@|$NGINX_MODULES|g" \
+			"$HERE/peers/nginx.conf" >"$OUT/nginx.conf"
+		nginx -t -q -p "$OUT/nginx" -e "$OUT/nginx/error.log" -c "$OUT/nginx.conf" || die "nginx rejected $OUT/nginx.conf"
+		start nginx nginx -p "$OUT/nginx" -e "$OUT/nginx/error.log" -c "$OUT/nginx.conf"
+		;;
+	plainproxy)
+		start plainproxy "$BIN/plainproxy" -listen "127.0.0.1:$port" -upstream "http://$BACKEND" \
+			-cert "$PKI/server.crt" -key "$PKI/server.key" -cacert "$PKI/ca.crt"
+		;;
+	esac
+	wait_port "$port" "$LAST_PID" "$sys" || return 2
+	PORT[$sys]=$port
+}
+
+# get SYS CERT: one curl request with spoofed identity headers; sets CODE,
+# SEEN_USER and SEEN_GROUP. CERT "" sends no client certificate.
+get() {
+	local hdr=$OUT/$1-$2.headers
+	local args=(-sS --http1.1 -o /dev/null -D "$hdr" -w '%{http_code}' --max-time 5 --cacert "$PKI/ca.crt"
+		-H 'X-Remote-User: spoofed' -H 'X-Remote-Group: spoofed' -H 'x-remote-extra-scopes: spoofed')
+	[[ -n $2 ]] && args+=(--cert "$PKI/$2.crt" --key "$PKI/$2.key")
+	: >"$hdr"
+	CODE=$(curl "${args[@]}" "https://127.0.0.1:${PORT[$1]}$URL_PATH" 2>/dev/null) || CODE=000
+	SEEN_USER=$(sed -n 's/^[Xx]-[Ss]een-[Uu]ser: *//p' "$hdr" | tr -d '\r')
+	SEEN_GROUP=$(sed -n 's/^[Xx]-[Ss]een-[Gg]roup: *//p' "$hdr" | tr -d '\r')
+}
+
+# verify SYS: the identity contract, checked with curl before any load.
+# The groups must be the cert's O values, one line each, in order; a system
+# may append system:authenticated, as kube-apiserver's authenticators do.
+# WANT_GROUPS[SYS] is set to what every answer under load must then echo.
+declare -A WANT_GROUPS
+verify() {
+	local sys=$1 c ok=0 g
+	WANT_GROUPS[$sys]=""
+	for c in client client-rdns; do
+		get "$sys" "$c"
+		if [[ $CODE != 200 || $SEEN_USER != bench-user ||
+			($SEEN_GROUP != "devs|devops" && $SEEN_GROUP != "devs|devops|system:authenticated") ||
+			(-n ${WANT_GROUPS[$sys]} && $SEEN_GROUP != "${WANT_GROUPS[$sys]}") ]]; then
+			say "$sys: cert $c: got status $CODE, user '$SEEN_USER', groups '$SEEN_GROUP'; want 200, 'bench-user', 'devs|devops' (two lines, optionally then system:authenticated)"
+			ok=1
+		fi
+		WANT_GROUPS[$sys]=$SEEN_GROUP
+	done
+	get "$sys" client-tricky
+	IFS='|' read -ra groups <<<"$SEEN_GROUP"
+	for g in "${groups[@]}"; do
+		[[ $g == system:masters ]] && { say "$sys: cert client-tricky: escaped ',' or '+' split into group system:masters"; ok=1; }
+	done
+	[[ $CODE == 200 && -n $SEEN_USER ]] || { say "$sys: cert client-tricky: got status $CODE, user '$SEEN_USER'"; ok=1; }
+	say "$sys: escaped subject forwarded as user '$SEEN_USER', groups '$SEEN_GROUP'"
+	for c in untrusted ""; do
+		get "$sys" "$c"
+		[[ $CODE == 200 ]] && { say "$sys: cert '${c:-none}': got status 200, want the request refused"; ok=1; }
+	done
+	return $ok
+}
+
+read_stats
+spoofed_before=$SPOOFED
+for sys in "${SYSTEM_LIST[@]}"; do
+	launch "$sys" || {
+		rc=$?
+		((rc == 1)) && continue
+		FAILED+=("$sys: did not start (see $OUT/$sys.log)")
+		continue
+	}
+	if verify "$sys"; then
+		say "$sys: identity checks passed on 127.0.0.1:${PORT[$sys]}; groups forwarded: ${WANT_GROUPS[$sys]}"
+		ACTIVE+=("$sys")
+	else
+		FAILED+=("$sys: identity checks failed")
+	fi
+done
+read_stats
+((SPOOFED == spoofed_before)) || FAILED+=("a spoofed X-Remote-* header reached the backend during the checks")
+((${#ACTIVE[@]} > 0)) || die "no system to benchmark; ${FAILED[*]:-}"
+
+# --- runs -------------------------------------------------------------------
+# scenario_args NAME: the loadgen flags of a scenario.
+scenario_args() {
+	case $1 in
+	ka64) echo "-mode keepalive -conns 64" ;;
+	ka1) echo "-mode keepalive -conns 1" ;;
+	hs16) echo "-mode newconn -conns 16${HS_CURVES:+ -curves $HS_CURVES}" ;;
+	hs16-x25519) echo "-mode newconn -conns 16 -curves X25519" ;;
+	ka64-h2) echo "-mode keepalive -conns 64 -http2" ;;
+	esac
+}
+
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+n=${#ACTIVE[@]}
+say "running $ROUNDS round(s) of ${SCENARIO_LIST[*]} on ${ACTIVE[*]}, ${DURATION}s each after ${WARMUP}s warm-up (bound ${MAX_SECONDS}s); results in $RESULTS"
+for ((r = 0; r < ROUNDS; r++)); do
+	for sc in "${SCENARIO_LIST[@]}"; do
+		for ((k = 0; k < n; k++)); do
+			sys=${ACTIVE[$(((k + r) % n))]}
+			wait_quiet
+			read_stats
+			spoofed0=$SPOOFED nouser0=$NOUSER
+			# shellcheck disable=SC2046 # scenario_args is a list of flags
+			timeout $((DURATION + WARMUP + 30)) "$BIN/loadgen" \
+				-url "https://127.0.0.1:${PORT[$sys]}$URL_PATH" $(scenario_args "$sc") \
+				-duration "${DURATION}s" -warmup "${WARMUP}s" \
+				-cert "$PKI/client.crt" -key "$PKI/client.key" -cacert "$PKI/ca.crt" \
+				-header X-Remote-User=spoofed -header X-Remote-Group=spoofed -header X-Remote-Extra-Scopes=spoofed \
+				-check-header X-Seen-User=bench-user -check-header "X-Seen-Group=${WANT_GROUPS[$sys]}" \
+				-label "$sys" -scenario "$sc" -tag "busy_pct=$BUSY" -tag "round=$((r + 1))" \
+				>"$OUT/run.json" 2>"$OUT/run.err" &
+			LOADGEN=$!
+			wait "$LOADGEN" || true
+			LOADGEN=""
+			cat "$OUT/run.json" >>"$RESULTS"
+			sed 's/^/  /' "$OUT/run.err" >&2
+			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")
+			line=$(sed -n 's/.*"rps":\([0-9.]*\).*"p50_us":\([0-9.]*\).*"p99_us":\([0-9.]*\).*/\1 \2 \3/p' "$OUT/run.json")
+			read -r rps p50 p99 <<<"${line:-0 0 0}"
+			errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
+			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  errors %s  busy %s%%\n' \
+				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "${errs:-?}" "$BUSY" >&2
+			read_stats
+			d=$((SPOOFED - spoofed0))
+			((d == 0)) || FAILED+=("round $((r + 1)) $sc $sys: $d requests reached the backend with a spoofed X-Remote-* header")
+			d=$((NOUSER - nouser0))
+			((d == 0)) || FAILED+=("round $((r + 1)) $sc $sys: $d requests reached the backend without X-Remote-User")
+		done
+	done
+done
+
+# --- report -----------------------------------------------------------------
+echo "kubegate gateway benchmark: $ROUNDS round(s) x ${DURATION}s, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "haproxy: $(haproxy -v 2>/dev/null | head -n1 | cut -d' ' -f3 || true)  nginx: $(nginx -v 2>&1 | cut -d/ -f2 || true)  $(go version | cut -d' ' -f3)"
+report_rc=0
+"$BIN/loadgen" -report "$RESULTS" -ref haproxy,nginx || report_rc=$?
+((report_rc == 0)) || FAILED+=("requests failed (errors column above)")
+read_stats
+echo "spoofed X-Remote-* headers that reached the backend: $((SPOOFED - spoofed_before))"
+((NOISY == 0)) || echo "warning: $NOISY run(s) started with the CPU over ${BUSY_MAX}% busy; rerun on a quiet machine for figures to quote"
+echo "results: $RESULTS"
+if ((${#FAILED[@]} > 0)); then
+	printf 'FAIL: %s\n' "${FAILED[@]}"
+	exit 1
+fi
+echo "PASS: no errors, no spoofed header reached the backend"

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"encoding/json"
+	"io"
+	"log"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/test/bench/internal/bench"
+)
+
+func TestBucketBounds(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	values := []uint64{0, 1, subCount - 1, subCount, subCount + 1, 255, 256, 257, 1 << 20, 1<<40 - 1}
+	for range 10000 {
+		values = append(values, rng.Uint64N(1<<40))
+	}
+	for _, v := range values {
+		lo, hi := bucketRange(bucketOf(v))
+		if v < lo || v > hi {
+			t.Fatalf("value %d: bucket %d holds [%d, %d]", v, bucketOf(v), lo, hi)
+		}
+		if width := hi - lo; width > v/subCount {
+			t.Fatalf("value %d: bucket width %d, want at most %d", v, width, v/subCount)
+		}
+	}
+	if got := bucketOf(math.MaxUint64); got != numBuckets-1 {
+		t.Errorf("bucketOf(max): got %d, want the last bucket %d", got, numBuckets-1)
+	}
+}
+
+// exactQuantile is the nearest-rank quantile of sorted.
+func exactQuantile(sorted []time.Duration, q float64) time.Duration {
+	rank := int(math.Ceil(q * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	tests := []struct {
+		name string
+		gen  func(i int) time.Duration
+	}{
+		{"constant", func(int) time.Duration { return 285 * time.Microsecond }},
+		{"uniform 100µs-10ms", func(int) time.Duration {
+			return 100*time.Microsecond + time.Duration(rng.Int64N(int64(9900*time.Microsecond)))
+		}},
+		{"exponential tail", func(int) time.Duration { return time.Duration(rng.ExpFloat64() * float64(2*time.Millisecond)) }},
+		{"bimodal 1% slow", func(i int) time.Duration {
+			if i%100 == 0 {
+				return 40 * time.Millisecond
+			}
+			return 300 * time.Microsecond
+		}},
+		{"sub-microsecond", func(i int) time.Duration { return time.Duration(i % 100) }},
+	}
+	for _, tt := range tests {
+		samples := make([]time.Duration, 20000)
+		for i := range samples {
+			samples[i] = tt.gen(i)
+		}
+		t.Run(tt.name, func(t *testing.T) {
+			// Two halves merged must equal one histogram of everything.
+			var a, b histogram
+			for i, d := range samples {
+				if i%2 == 0 {
+					a.record(d)
+				} else {
+					b.record(d)
+				}
+			}
+			a.merge(&b)
+			sorted := slices.Clone(samples)
+			slices.Sort(sorted)
+			for _, q := range []float64{0.5, 0.9, 0.99, 0.999, 1} {
+				got, want := a.quantile(q), exactQuantile(sorted, q)
+				if diff := math.Abs(float64(got - want)); diff > float64(want)/200+1 {
+					t.Errorf("quantile %v: got %v, want %v ±0.5%%", q, got, want)
+				}
+			}
+			if a.n != uint64(len(samples)) || time.Duration(a.max) != sorted[len(sorted)-1] || time.Duration(a.min) != sorted[0] {
+				t.Errorf("got n=%d min=%d max=%d, want %d, %v, %v", a.n, a.min, a.max, len(samples), sorted[0], sorted[len(sorted)-1])
+			}
+		})
+	}
+	t.Run("empty", func(t *testing.T) {
+		var h histogram
+		if got := h.quantile(0.99); got != 0 {
+			t.Errorf("quantile of empty histogram: got %v, want 0", got)
+		}
+	})
+}
+
+func TestTallyAccounting(t *testing.T) {
+	t.Parallel()
+	var w1, w2, total tally
+	w1.add(true, time.Second, "")          // warm-up success: discarded
+	w1.add(true, time.Second, "timeout")   // warm-up failure: counted
+	w1.add(false, 1*time.Millisecond, "")  // measured
+	w1.add(false, 3*time.Millisecond, "")  // measured
+	w2.add(false, 2*time.Millisecond, "")  // measured
+	w2.add(false, time.Millisecond, "tls") // measured failure
+	w2.add(false, time.Millisecond, "tls") // measured failure
+	w2.add(false, time.Millisecond, "eof") // measured failure
+	w2.add(false, 4*time.Millisecond, "")  // measured
+	total.merge(&w1)
+	total.merge(&w2)
+	got := total.result(2 * time.Second)
+	want := result{
+		Seconds: 2, Requests: 7, OK: 4, Errors: 3, WarmupRequests: 2, WarmupErrors: 1,
+		RPS: 2, P50us: 2000, P90us: 4000, P99us: 4000, MaxUs: 4000, MeanUs: 2500,
+		ErrorKinds: map[string]uint64{"timeout": 1, "tls": 2, "eof": 1},
+	}
+	// Latencies are bucket midpoints, within 0.4%.
+	for _, p := range []*float64{&got.P50us, &got.P90us, &got.P99us} {
+		*p = math.Round(*p/100) * 100
+	}
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("got  %s\nwant %s", gotJSON, wantJSON)
+	}
+	if got.Requests != got.OK+got.Errors {
+		t.Errorf("requests %d != ok %d + errors %d", got.Requests, got.OK, got.Errors)
+	}
+}
+
+func TestReport(t *testing.T) {
+	t.Parallel()
+	run := func(label string, rps, p50, p99 float64, errs uint64) result {
+		return result{Label: label, Scenario: "ka64", Mode: "keepalive", Conns: 64, OK: 100,
+			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3"}}
+	}
+	tests := []struct {
+		name      string
+		results   []result
+		wantLines []string
+		wantErr   string
+	}{
+		{
+			name: "medians and ratios",
+			results: []result{
+				run("haproxy", 20000, 300, 8000, 0), run("plainproxy", 9000, 400, 17000, 0),
+				run("haproxy", 19000, 280, 9000, 0), run("plainproxy", 9500, 380, 16000, 0),
+				run("haproxy", 10, 290, 8500, 0), run("plainproxy", 9300, 390, 18000, 0),
+			},
+			// plainproxy: median 9300 req/s, p99 17ms; haproxy: 19000, 8.5ms.
+			wantLines: []string{
+				"haproxy     3  19000  290µs  8.50ms       0      3             1.00           1.00",
+				"plainproxy     3   9300  390µs  17.00ms       0      3             0.49           2.00",
+			},
+		},
+		{
+			name:    "errors fail the report",
+			results: []result{run("haproxy", 20000, 300, 8000, 0), run("nginx", 18000, 300, 9000, 2)},
+			wantErr: "ka64/nginx: 2 errors",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			err := writeReport(&out, tt.results, []string{"haproxy", "nginx"})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range tt.wantLines {
+				if !strings.Contains(squeeze(out.String()), squeeze(line)) {
+					t.Errorf("report lacks %q; got:\n%s", line, out.String())
+				}
+			}
+		})
+	}
+}
+
+// squeeze collapses runs of spaces so column widths do not matter.
+func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func TestBadFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"no url", nil, "-url"},
+		{"ftp url", []string{"-url", "ftp://h/"}, "-url"},
+		{"bad mode", []string{"-url", "https://h/", "-mode", "pipelined"}, "-mode"},
+		{"no conns", []string{"-url", "https://h/", "-conns", "0"}, "-conns"},
+		{"header without value", []string{"-url", "https://h/", "-header", "X-A"}, "want name=value"},
+		{"unknown curve", []string{"-url", "https://h/", "-curves", "X448"}, "X448"},
+		{"cert without key", []string{"-url", "https://h/", "-cert", "c.pem"}, "-cert and -key"},
+		{"cert on http", []string{"-url", "http://h/", "-cacert", "ca.pem"}, "https://"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			if code := realMain(tt.args, &stdout, &stderr); code != 2 {
+				t.Errorf("exit code: got %d, want 2", code)
+			}
+			if stdout.Len() != 0 || !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("got stdout %q, stderr %q; want nothing and an error naming %q", stdout.String(), stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
+
+// serve runs h on a loopback port, over TLS when cfg is not nil, and
+// returns its address.
+func serve(t *testing.T, h http.Handler, cfg *tls.Config) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, TLSConfig: cfg, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() {
+		if cfg != nil {
+			srv.ServeTLS(ln, "", "")
+		} else {
+			srv.Serve(ln)
+		}
+	}()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+type backendStats struct {
+	Requests, Spoofed uint64
+	NoUser            uint64 `json:"no_user"`
+}
+
+func getStats(t *testing.T, backend string) backendStats {
+	t.Helper()
+	resp, err := http.Get("http://" + backend + "/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s backendStats
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runLoad runs the load generator in-process and decodes its JSON line.
+func runLoad(t *testing.T, args ...string) (result, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := realMain(args, &stdout, &stderr)
+	var r result
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("loadgen %v: exit %d, output %q, stderr %q: %v", args, code, stdout.String(), stderr.String(), err)
+	}
+	return r, code
+}
+
+// TestLoopback runs the backend and the plain proxy on loopback and checks,
+// through the load generator, what reaches the backend.
+func TestLoopback(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "bench-ca")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serverCrt, serverKey := ca.Issue(t, testpki.Options{
+		CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}).WriteFiles(t, dir, "server")
+	multiCrt, multiKey := ca.Issue(t, testpki.Options{CN: "bench-user", Orgs: []string{"devs", "devops"}}).WriteFiles(t, dir, "multi")
+	oid := asn1.ObjectIdentifier{2, 5, 4, 10}
+	rdnsCrt, rdnsKey := ca.Issue(t, testpki.Options{CN: "bench-user", ExtraNames: []pkix.AttributeTypeAndValue{
+		{Type: oid, Value: "devs"}, {Type: oid, Value: "devops"},
+	}}).WriteFiles(t, dir, "rdns")
+	badCrt, badKey := testpki.NewCA(t, "other-ca").Issue(t, testpki.Options{CN: "bench-user", Orgs: []string{"system:masters"}}).WriteFiles(t, dir, "untrusted")
+
+	backend := serve(t, bench.NewBackend("spoofed"), nil)
+	tlsConfig, err := bench.ServerTLSConfig(serverCrt, serverKey, caFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := serve(t, bench.NewPlainProxy(&url.URL{Scheme: "http", Host: backend}, 16, log.New(io.Discard, "", 0)), tlsConfig)
+
+	t.Run("backend echoes identity lines and counts spoofing", func(t *testing.T) {
+		before := getStats(t, backend)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+backend+"/api/v1/namespaces/default/pods/bench", nil)
+		req.Header.Add("X-Remote-User", "alice")
+		req.Header.Add("X-Remote-Group", "a,b") // one line holding a comma
+		req.Header.Add("X-Remote-Group", "c")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body bytes.Buffer
+		body.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if got, want := resp.Header.Get("X-Seen-User"), "alice"; got != want {
+			t.Errorf("X-Seen-User: got %q, want %q", got, want)
+		}
+		if got, want := resp.Header.Get("X-Seen-Group"), "a,b|c"; got != want {
+			t.Errorf("X-Seen-Group: got %q, want %q", got, want)
+		}
+		var pod struct{ Kind, APIVersion string }
+		if err := json.Unmarshal(body.Bytes(), &pod); err != nil || pod.Kind != "Pod" || body.Len() != 470 || body.String() != bench.PodJSON {
+			t.Errorf("body: got %d bytes, kind %q (%v); want a 470-byte Pod", body.Len(), pod.Kind, err)
+		}
+		req.Header.Set("X-Remote-Extra-Scopes", "spoofed")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		after := getStats(t, backend)
+		if got := after.Spoofed - before.Spoofed; got != 1 {
+			t.Errorf("spoofed: got %d more, want 1", got)
+		}
+		if got := after.Requests - before.Requests; got != 2 {
+			t.Errorf("requests: got %d more, want 2", got)
+		}
+	})
+
+	common := []string{"-url", "https://" + proxy + "/api/v1/namespaces/default/pods/bench", "-cacert", caFile,
+		"-header", "X-Remote-User=spoofed", "-header", "X-Remote-Group=spoofed", "-header", "x-remote-extra-scopes=spoofed"}
+	checks := []string{"-check-header", "X-Seen-User=bench-user", "-check-header", "X-Seen-Group=devs|devops"}
+	tests := []struct {
+		name      string
+		args      []string
+		wantOK    bool              // requests succeed and reach the backend
+		wantKinds map[string]uint64 // with wantOK false: every request fails with this kind
+	}{
+		{name: "keep-alive, multi-valued RDN", wantOK: true,
+			args: slices.Concat(checks, []string{"-cert", multiCrt, "-key", multiKey, "-conns", "4", "-warmup", "50ms"})},
+		{name: "new handshake per request, X25519", wantOK: true,
+			args: slices.Concat(checks, []string{"-cert", multiCrt, "-key", multiKey, "-conns", "2", "-mode", "newconn", "-curves", "X25519"})},
+		{name: "HTTP/2, one RDN per O", wantOK: true,
+			args: slices.Concat(checks, []string{"-cert", rdnsCrt, "-key", rdnsKey, "-conns", "2", "-http2"})},
+		{name: "wrong expected user is an error",
+			args:      []string{"-cert", multiCrt, "-key", multiKey, "-check-header", "X-Seen-User=someone-else"},
+			wantKinds: map[string]uint64{"check_X-Seen-User": 0}},
+		{name: "untrusted client cert is refused",
+			args:      []string{"-cert", badCrt, "-key", badKey},
+			wantKinds: map[string]uint64{"tls": 0}},
+		{name: "no client cert is refused",
+			wantKinds: map[string]uint64{"tls": 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := getStats(t, backend)
+			r, code := runLoad(t, slices.Concat(common, tt.args, []string{"-duration", "150ms"})...)
+			after := getStats(t, backend)
+			if got := after.Spoofed - before.Spoofed; got != 0 {
+				t.Errorf("%d requests reached the backend with a spoofed header, want 0", got)
+			}
+			if got := after.NoUser - before.NoUser; got != 0 {
+				t.Errorf("%d requests reached the backend without X-Remote-User, want 0", got)
+			}
+			if tt.wantOK {
+				if code != 0 || r.Errors+r.WarmupErrors != 0 || r.OK == 0 || r.OK != r.Requests || r.P50us <= 0 {
+					t.Errorf("got exit %d, %+v; want 0 and only successes", code, r)
+				}
+				// Every attempt, warm-up included, reached the backend once.
+				if got, want := after.Requests-before.Requests, r.Requests+r.WarmupRequests; got != want {
+					t.Errorf("backend saw %d requests, load generator accounted %d", got, want)
+				}
+				return
+			}
+			if code != 1 || r.OK != 0 || r.Errors == 0 || r.Errors != r.Requests {
+				t.Errorf("got exit %d, %+v; want 1 and every request an error", code, r)
+			}
+			for kind := range tt.wantKinds {
+				tt.wantKinds[kind] = r.Errors
+			}
+			if !maps.Equal(r.ErrorKinds, tt.wantKinds) {
+				t.Errorf("error kinds: got %v, want %v", r.ErrorKinds, tt.wantKinds)
+			}
+		})
+	}
+}

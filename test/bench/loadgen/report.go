@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+)
+
+// cell is every run of one system in one scenario.
+type cell struct {
+	label string
+	runs  []result
+}
+
+// summary is the medians of a cell's runs.
+type summary struct {
+	label              string
+	runs               int
+	rps, p50, p99      float64 // medians; latencies in µs
+	errors             uint64  // every failed attempt, warm-up included
+	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
+	hasBusy, emptyRuns bool
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func summarise(c *cell) summary {
+	s := summary{label: c.label, runs: len(c.runs)}
+	var rps, p50, p99 []float64
+	for _, r := range c.runs {
+		rps = append(rps, r.RPS)
+		p50 = append(p50, r.P50us)
+		p99 = append(p99, r.P99us)
+		s.errors += r.Errors + r.WarmupErrors
+		if r.OK == 0 {
+			s.emptyRuns = true
+		}
+		if v, err := strconv.ParseFloat(r.Tags["busy_pct"], 64); err == nil {
+			s.hasBusy = true
+			s.busyPct = max(s.busyPct, v)
+		}
+	}
+	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
+	return s
+}
+
+func fmtUs(us float64) string {
+	switch {
+	case us < 1000:
+		return fmt.Sprintf("%.0fµs", us)
+	case us < 1e6:
+		return fmt.Sprintf("%.2fms", us/1000)
+	}
+	return fmt.Sprintf("%.2fs", us/1e6)
+}
+
+// runReport prints, per scenario, each system's median req/s, p50 and p99
+// over its runs, its total errors, and its ratios against refs. It returns
+// 1 when any run had an error or no successful request.
+func runReport(path string, refs []string, stdout, stderr io.Writer) int {
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return 2
+	}
+	defer f.Close()
+	results, err := readResults(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: read %s: %v\n", path, err)
+		return 2
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(stderr, "loadgen: read %s: no results\n", path)
+		return 1
+	}
+	if err := writeReport(stdout, results, refs); err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func readResults(r io.Reader) ([]result, error) {
+	var out []result
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var res result
+		if err := json.Unmarshal(sc.Bytes(), &res); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		out = append(out, res)
+	}
+	return out, sc.Err()
+}
+
+// writeReport writes the tables and returns an error naming the systems and
+// scenarios that had errors or empty runs.
+func writeReport(w io.Writer, results []result, refs []string) error {
+	var scenarios []string
+	cells := map[string][]*cell{}
+	for _, r := range results {
+		if _, ok := cells[r.Scenario]; !ok {
+			scenarios = append(scenarios, r.Scenario)
+		}
+		i := slices.IndexFunc(cells[r.Scenario], func(c *cell) bool { return c.label == r.Label })
+		if i < 0 {
+			cells[r.Scenario] = append(cells[r.Scenario], &cell{label: r.Label})
+			i = len(cells[r.Scenario]) - 1
+		}
+		cells[r.Scenario][i].runs = append(cells[r.Scenario][i].runs, r)
+	}
+	var failures []string
+	for _, sc := range scenarios {
+		first := cells[sc][0].runs[0]
+		fmt.Fprintf(w, "\n%s: %s, %d conns (medians of runs)\n", sc, first.Mode, first.Conns)
+		sums := map[string]summary{}
+		for _, c := range cells[sc] {
+			sums[c.label] = summarise(c)
+		}
+		var present []string
+		for _, ref := range refs {
+			if _, ok := sums[ref]; ok {
+				present = append(present, ref)
+			}
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		header := "system\truns\treq/s\tp50\tp99\terrors\tbusy%\t"
+		for _, ref := range present {
+			header += "req/s ÷ " + ref + "\t"
+		}
+		for _, ref := range present {
+			header += "p99 ÷ " + ref + "\t"
+		}
+		fmt.Fprintln(tw, header)
+		for _, c := range cells[sc] {
+			s := sums[c.label]
+			busy := "-"
+			if s.hasBusy {
+				busy = fmt.Sprintf("%.0f", s.busyPct)
+			}
+			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), s.errors, busy)
+			for _, ref := range present {
+				line += ratio(s.rps, sums[ref].rps) + "\t"
+			}
+			for _, ref := range present {
+				line += ratio(s.p99, sums[ref].p99) + "\t"
+			}
+			fmt.Fprintln(tw, line)
+			if s.errors > 0 || s.emptyRuns {
+				failures = append(failures, fmt.Sprintf("%s/%s: %d errors", sc, s.label, s.errors))
+			}
+		}
+		tw.Flush()
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("runs with errors or no successful request: %v", failures)
+	}
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
