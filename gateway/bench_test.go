@@ -22,6 +22,11 @@ const benchPod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"app","name
 // process: the figure to watch is allocs/op and the gateway's share of
 // the CPU profile (-cpuprofile).
 func BenchmarkGatewayKeepAlive(b *testing.B) {
+	b.Run("transport=inline", func(b *testing.B) { benchKeepAlive(b, true) })
+	b.Run("transport=http.Transport", func(b *testing.B) { benchKeepAlive(b, false) })
+}
+
+func benchKeepAlive(b *testing.B, inline bool) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, benchPod)
@@ -33,9 +38,17 @@ func BenchmarkGatewayKeepAlive(b *testing.B) {
 		b.Fatal(err)
 	}
 	up, _ := url.Parse(backend.URL)
+	o := UpstreamTransportOptions{}
+	if inline {
+		o.Upstream = up
+	}
+	rt, err := NewUpstreamTransport(o)
+	if err != nil {
+		b.Fatal(err)
+	}
 	g, err := New(Config{
 		Upstream:      up,
-		Transport:     &http.Transport{MaxIdleConnsPerHost: 1024},
+		Transport:     rt,
 		Authenticator: authn.New(authn.Config{X509: x}),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -125,7 +125,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := NewUpstreamTransport(UpstreamTransportOptions{CAPEM: e.serverCA.CertPEM, ClientCert: proxyPair})
+	upURL, _ := url.Parse(e.up.URL)
+	rt, err := NewUpstreamTransport(UpstreamTransportOptions{CAPEM: e.serverCA.CertPEM, ClientCert: proxyPair, Upstream: upURL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,6 +119,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		logger = slog.Default()
 	}
 	s := &Server{}
+	up, _ := url.Parse(o.Upstream)
 	serving, err := LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
@@ -126,14 +127,13 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
 		return nil, err
 	}
-	up, _ := url.Parse(o.Upstream)
 	var upCA []byte
 	if o.UpstreamCAFile != "" {
 		if upCA, err = os.ReadFile(o.UpstreamCAFile); err != nil {
 			return nil, fmt.Errorf("--upstream-ca-file: %w", err)
 		}
 	}
-	tro := UpstreamTransportOptions{CAPEM: upCA}
+	tro := UpstreamTransportOptions{CAPEM: upCA, Upstream: up}
 	if o.ProxyCertFile != "" {
 		if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
 			return nil, err

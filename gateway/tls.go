@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync/atomic"
 	"time"
@@ -126,13 +127,18 @@ type UpstreamTransportOptions struct {
 	// MaxIdleConns is the idle pool size kept to the upstream; zero means
 	// 1024, enough for every connection a busy gateway keeps open.
 	MaxIdleConns int
+	// Upstream, when set, makes the transport do ordinary requests to that
+	// one upstream inline on the caller's goroutine (see inlineTransport),
+	// keeping an http.Transport for upgrades. Nil: an http.Transport for
+	// everything.
+	Upstream *url.URL
 }
 
 // NewUpstreamTransport returns the HTTP/1.1 transport the gateway uses to
 // reach its upstream. HTTP/1.1 is what lets SPDY and WebSocket upgrades
 // (exec, attach, port-forward) pass through; the idle pool is sized so
 // that keep-alive traffic never waits to open a new upstream connection.
-func NewUpstreamTransport(o UpstreamTransportOptions) (*http.Transport, error) {
+func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAPEM != nil {
 		pool := x509.NewCertPool()
@@ -147,7 +153,7 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (*http.Transport, error) {
 	if o.MaxIdleConns == 0 {
 		o.MaxIdleConns = 1024
 	}
-	return &http.Transport{
+	ht := &http.Transport{
 		Proxy:                 nil, // never send cluster traffic through an environment proxy
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		TLSClientConfig:       tc,
@@ -157,7 +163,20 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (*http.Transport, error) {
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ForceAttemptHTTP2:     false,
-	}, nil
+	}
+	if o.Upstream == nil {
+		return ht, nil
+	}
+	addr := o.Upstream.Host
+	if o.Upstream.Port() == "" {
+		addr = net.JoinHostPort(o.Upstream.Hostname(), map[string]string{"https": "443", "http": "80"}[o.Upstream.Scheme])
+	}
+	var inlineTLS *tls.Config
+	if o.Upstream.Scheme == "https" {
+		inlineTLS = tc.Clone()
+		inlineTLS.NextProtos = []string{"http/1.1"}
+	}
+	return newInlineTransport(addr, inlineTLS, o.MaxIdleConns, ht), nil
 }
 
 // NewHTTPServer returns an http.Server for h with the gateway's limits: headers
