@@ -35,7 +35,9 @@ type User struct {
 	Extra  map[string][]string
 }
 
-// Response is a successful authentication. Audiences, when non-empty, are
+// Response is a successful authentication. An authenticator may hand the
+// same Response to many callers (from a cache or a static table): callers
+// read it, and copy it before changing anything in it. Audiences, when non-empty, are
 // the audiences the credential was accepted for. Authenticator names which
 // authenticator matched (for metrics, audit and whoami), for example
 // "x509", "tokenfile", "serviceaccount", "requestheader", "anonymous".

@@ -63,16 +63,18 @@ func New(c Config) Request {
 			if c.TokenCache.SuccessTTL > 0 || c.TokenCache.FailureTTL > 0 {
 				t = CacheTokens(t, c.TokenCache)
 			}
+			if len(c.APIAudiences) > 0 {
+				t = newTokenAudiences(t, slices.Clone(c.APIAudiences))
+			}
 		}
+		// Static tokens carry no audiences, so they sit outside the
+		// audience wrapper: same outcome, no context per request.
 		if len(c.StaticTokens) > 0 {
 			ts := slices.Clone(c.StaticTokens)
 			if t != nil {
 				ts = append(ts, t)
 			}
 			t = UnionTokens(ts...)
-		}
-		if len(c.APIAudiences) > 0 {
-			t = newTokenAudiences(t, slices.Clone(c.APIAudiences))
 		}
 		rs = append(rs, Bearer(t), WebSocketBearer(t))
 	}

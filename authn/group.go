@@ -12,6 +12,19 @@ import (
 // with a cache.
 func WithAuthenticatedGroup(a Request) Request { return groupAdder{a} }
 
+// AddAuthenticated returns groups with AllAuthenticated appended, unless
+// it (or AllUnauthenticated) is already there. Authenticators whose
+// responses are cached and shared build them with it, so that the group
+// adder of the chain finds nothing to add and copies nothing.
+func AddAuthenticated(groups []string) []string {
+	for _, g := range groups {
+		if g == AllAuthenticated || g == AllUnauthenticated {
+			return groups
+		}
+	}
+	return append(slices.Clip(groups), AllAuthenticated)
+}
+
 type groupAdder struct{ a Request }
 
 var _ Request = groupAdder{}

@@ -74,6 +74,12 @@ func (s stripCredentials) identity(name string) bool {
 // IsStandardIdentityHeader reports whether name, in any case, is
 // Authorization or one of the standard front-proxy identity headers.
 func IsStandardIdentityHeader(name string) bool {
+	if name == "" {
+		return false
+	}
+	if c := name[0] | 0x20; c != 'a' && c != 'x' { // most names stop here
+		return false
+	}
 	return strings.EqualFold(name, "Authorization") ||
 		strings.EqualFold(name, remoteUser) ||
 		strings.EqualFold(name, remoteUID) ||

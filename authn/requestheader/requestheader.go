@@ -72,6 +72,9 @@ type Authenticator struct {
 	uid      []string
 	group    []string
 	prefixes []string // lower-cased
+	// firsts marks the lower-cased first bytes of every name and prefix
+	// above, so IsIdentityHeader rejects most header names in one lookup.
+	firsts [256]bool
 }
 
 var (
@@ -100,6 +103,11 @@ func New(caPEM []byte, o Options) (*Authenticator, error) {
 	}
 	for i, p := range a.prefixes {
 		a.prefixes[i] = strings.ToLower(p)
+	}
+	for _, names := range [][]string{a.user, a.uid, a.group, a.prefixes} {
+		for _, n := range names {
+			a.firsts[lowerByte(n[0])] = true
+		}
 	}
 	allowed := slices.Clone(o.AllowedNames)
 	for i, n := range allowed {
@@ -144,6 +152,15 @@ func (a *Authenticator) Load(caPEM []byte) error {
 // identity headers. No certificate, or a trusted proxy that sent no user
 // name, is not this authenticator's kind of credential. On success the
 // identity headers are removed from r.
+// CanSucceed reports whether r could authenticate here at all: it needs
+// a client certificate and a non-empty username header. A union asks this
+// authenticator last (for its error only) when it cannot.
+func (a *Authenticator) CanSucceed(r *http.Request) bool {
+	return r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && first(r.Header, a.user) != ""
+}
+
+var _ authn.Prechecker = (*Authenticator)(nil)
+
 func (a *Authenticator) AuthenticateRequest(r *http.Request) (*authn.Response, bool, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return nil, false, nil
@@ -186,6 +203,9 @@ func (a *Authenticator) ClearHeaders(h http.Header) {
 // IsIdentityHeader reports whether name, in any case, is one of the
 // configured user, UID or group headers or starts with an extra prefix.
 func (a *Authenticator) IsIdentityHeader(name string) bool {
+	if name == "" || !a.firsts[lowerByte(name[0])] {
+		return false
+	}
 	if a.extraKey(name) >= 0 {
 		return true
 	}
@@ -271,4 +291,12 @@ func ExtraKey(encoded string) string {
 		return lower
 	}
 	return key
+}
+
+// lowerByte lower-cases an ASCII letter and leaves any other byte alone.
+func lowerByte(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

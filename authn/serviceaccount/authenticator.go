@@ -385,9 +385,11 @@ func (a *Authenticator) validateBound(ctx context.Context, c *claims, auds []str
 func response(ns, name, uid string, auds []string, extra map[string][]string) *authn.Response {
 	return &authn.Response{
 		User: authn.User{
-			Name:   Username(ns, name),
-			UID:    uid,
-			Groups: []string{AllServiceAccountsGroup, GroupPrefix + ns},
+			Name: Username(ns, name),
+			UID:  uid,
+			// system:authenticated is what kube-apiserver's chain adds; it
+			// is here so that cached responses need no copy per request.
+			Groups: []string{AllServiceAccountsGroup, GroupPrefix + ns, authn.AllAuthenticated},
 			Extra:  extra,
 		},
 		Audiences:     auds,

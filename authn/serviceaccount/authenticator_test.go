@@ -41,7 +41,7 @@ func TestAuthenticateTokenMapping(t *testing.T) {
 		}
 		return res.Token, "JTI=" + decodePart(t, res.Token, 1)["jti"].(string)
 	}
-	groups := []string{"system:serviceaccounts", "system:serviceaccounts:ns1"}
+	groups := []string{"system:serviceaccounts", "system:serviceaccounts:ns1", authn.AllAuthenticated}
 
 	plain, plainJTI := issue(TokenRequest{Namespace: "ns1", Name: "build", UID: "sa-uid"})
 	pod, podJTI := issue(TokenRequest{Namespace: "ns1", Name: "build", UID: "sa-uid", Pod: &ObjectRef{Name: "web-0", UID: "pod-uid"}, Node: &ObjectRef{Name: "node-1", UID: "node-uid"}})
@@ -80,7 +80,7 @@ func TestAuthenticateTokenMapping(t *testing.T) {
 		}},
 		{"A.3 pod extras only when both name and uid are known; no jti, no credential-id", podNoUID, authn.User{
 			Name: "system:serviceaccount:default:sa", UID: "sa-uid",
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default"},
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", authn.AllAuthenticated},
 		}},
 		{"A.3 legacy token: user, uid, groups, no extra", legacy, authn.User{
 			Name: "system:serviceaccount:ns1:build", UID: "sa-uid", Groups: groups,

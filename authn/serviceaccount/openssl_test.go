@@ -68,7 +68,7 @@ func TestOpenSSLFixtures(t *testing.T) {
 	}
 	want := authn.User{
 		Name: "system:serviceaccount:kube-system:coredns", UID: "sa-uid-1",
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system"},
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", authn.AllAuthenticated},
 		Extra: map[string][]string{
 			PodNameKey: {"coredns-0"}, PodUIDKey: {"pod-uid-1"},
 			authn.CredentialIDKey: {"JTI=0d6b7a4e-5f1c-4a53-9c63-0b8f7f1e2a10"},

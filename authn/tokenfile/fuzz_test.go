@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/kubegate/kubegate/authn"
 )
 
 // errForm is every error Parse may return for a file of unknown origin:
@@ -82,6 +84,7 @@ func FuzzParse(f *testing.F) {
 			if len(rec) > 3 {
 				groups = strings.Split(rec[3], ",")
 			}
+			groups = authn.AddAuthenticated(groups)
 			if !reflect.DeepEqual(resp.User.Groups, groups) {
 				t.Fatalf("groups = %q, want %q", resp.User.Groups, groups)
 			}

@@ -23,7 +23,9 @@ type lookup struct {
 func TestParse(t *testing.T) {
 	t.Parallel()
 	u := func(name, uid string, groups ...string) *authn.User {
-		return &authn.User{Name: name, UID: uid, Groups: groups}
+		// The shared response carries system:authenticated, which
+		// kube-apiserver's chain adds to every token-file user.
+		return &authn.User{Name: name, UID: uid, Groups: authn.AddAuthenticated(groups)}
 	}
 	tests := []struct {
 		name      string
@@ -262,7 +264,7 @@ func TestAppendingGroupsToACopyLeavesTheTableAlone(t *testing.T) {
 	cp := *first
 	cp.User.Groups = append(cp.User.Groups, authn.AllAuthenticated)
 	second, _, _ := a.AuthenticateToken(context.Background(), "tok")
-	want := authn.User{Name: "alice", UID: "1", Groups: []string{"g1", "g2"}}
+	want := authn.User{Name: "alice", UID: "1", Groups: []string{"g1", "g2", authn.AllAuthenticated}}
 	if !reflect.DeepEqual(second.User, want) {
 		t.Errorf("second lookup = %#v, want %#v", second.User, want)
 	}
