@@ -3,6 +3,7 @@ package authn_test
 import (
 	"context"
 	"crypto"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,13 +26,13 @@ func BenchmarkTokenCacheHit(b *testing.B) {
 			c := authn.CacheTokens(inner, authn.DefaultCacheOptions())
 			ctx := context.Background()
 			b.ReportAllocs()
-			cpu := startCPU()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				if _, ok, _ := c.AuthenticateToken(ctx, token); !ok {
 					b.Fatal("miss")
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
@@ -95,7 +96,7 @@ func BenchmarkUnion(b *testing.B) {
 				r := c.r()
 				saved := r.Header.Clone()
 				b.ReportAllocs()
-				cpu := startCPU()
+				cpu := benchcpu.Start()
 				for b.Loop() {
 					for k, v := range saved { // authentication removes credentials
 						r.Header[k] = v
@@ -104,7 +105,7 @@ func BenchmarkUnion(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				cpu.report(b)
+				cpu.Report(b)
 			})
 		}
 	}

@@ -1,6 +1,7 @@
 package requestheader_test
 
 import (
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"testing"
 
 	"github.com/kubegate/kubegate/authn/requestheader"
@@ -25,7 +26,7 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 			r := request([]*testpki.Cert{p.proxy}, headers)
 			saved := r.Header.Clone()
 			b.ReportAllocs()
-			cpu := startCPU()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				for k, v := range saved { // the authenticator removes them on success
 					r.Header[k] = v
@@ -34,7 +35,7 @@ func BenchmarkAuthenticateRequest(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }

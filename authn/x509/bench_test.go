@@ -2,6 +2,7 @@ package x509_test
 
 import (
 	"crypto/x509"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"net/http"
 	"testing"
 
@@ -29,7 +30,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.Run("bare-x509-Verify/"+c.name, func(b *testing.B) {
 			certs := tlsRequest(c.chain...).TLS.PeerCertificates
 			b.ReportAllocs()
-			cpu := startCPU()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				opts := x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 				if len(certs) > 1 {
@@ -42,7 +43,7 @@ func BenchmarkVerify(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 		for _, m := range []struct {
 			name string
@@ -59,13 +60,13 @@ func BenchmarkVerify(b *testing.B) {
 				}
 				r := tlsRequest(c.chain...) // one TLS connection: the same parsed chain each time
 				b.ReportAllocs()
-				cpu := startCPU()
+				cpu := benchcpu.Start()
 				for b.Loop() {
 					if _, ok, err := a.AuthenticateRequest(r); !ok {
 						b.Fatal(err)
 					}
 				}
-				cpu.report(b)
+				cpu.Report(b)
 			})
 		}
 		b.Run("cached-new-connection/"+c.name, func(b *testing.B) {
@@ -86,7 +87,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 			b.ReportAllocs()
 			i := 0
-			cpu := startCPU()
+			cpu := benchcpu.Start()
 			for b.Loop() {
 				// A fresh parse per iteration would measure parsing; reuse 64
 				// parses, each missing the identity memo's first entry only.
@@ -95,7 +96,7 @@ func BenchmarkVerify(b *testing.B) {
 				}
 				i++
 			}
-			cpu.report(b)
+			cpu.Report(b)
 		})
 	}
 }
