@@ -3,12 +3,12 @@ package serviceaccount
 import (
 	"context"
 	"crypto"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
-	"golang.org/x/sys/unix"
 )
 
 // BenchmarkVerify compares an uncached verification of a bound token by
@@ -69,9 +69,9 @@ func BenchmarkVerify(b *testing.B) {
 				}
 			}
 			timed := func(f func()) int64 {
-				t0 := threadCPU()
+				t0 := benchcpu.ThreadNanos()
 				f()
-				return threadCPU() - t0
+				return benchcpu.ThreadNanos() - t0
 			}
 			var ours, theirs int64
 			for i := 0; b.Loop(); i++ {
@@ -113,15 +113,4 @@ func BenchmarkReject(b *testing.B) {
 			}
 		})
 	}
-}
-
-// threadCPU returns the CPU time, in nanoseconds, the calling thread has
-// used. Unlike getrusage, the thread CPU clock counts the running time
-// slice too, so it is exact to the nanosecond.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return ts.Nano()
 }

@@ -3,11 +3,10 @@ package tokenfile
 import (
 	"context"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"runtime"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 func benchFile(n int) string {
@@ -38,7 +37,7 @@ func BenchmarkAuthenticateToken(b *testing.B) {
 				b.ReportAllocs()
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				start := threadCPU()
+				start := benchcpu.ThreadNanos()
 				for b.Loop() {
 					if _, ok, _ := a.AuthenticateToken(ctx, c.token); ok != c.want {
 						b.Fatalf("ok = %v, want %v", ok, c.want)
@@ -46,7 +45,7 @@ func BenchmarkAuthenticateToken(b *testing.B) {
 				}
 				// CPU time of this thread per lookup: on a busy shared
 				// machine wall time mostly measures the wait for a core.
-				b.ReportMetric(float64(threadCPU()-start)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(benchcpu.ThreadNanos()-start)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
@@ -75,15 +74,4 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// threadCPU returns the CPU time, in nanoseconds, the calling thread has
-// used. Unlike getrusage, the thread CPU clock counts the running time
-// slice too, so it is exact to the nanosecond.
-func threadCPU() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
-		panic(err)
-	}
-	return ts.Nano()
 }
