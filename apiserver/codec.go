@@ -1,0 +1,237 @@
+package apiserver
+
+import (
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/munnerz/goautoneg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The media types the server speaks.
+const (
+	mediaJSON     = runtime.ContentTypeJSON
+	mediaYAML     = runtime.ContentTypeYAML
+	mediaProtobuf = runtime.ContentTypeProtobuf
+)
+
+// maxBodyBytes bounds a request body, as kube-apiserver does (3 MiB objects
+// plus envelope).
+const maxBodyBytes = 3 << 20
+
+// output says how to encode a response.
+type output struct {
+	info runtime.SerializerInfo
+	// table: the client asked for a meta.k8s.io Table.
+	table bool
+	// aggregated: the client asked for apidiscovery.k8s.io/v2 discovery.
+	aggregated bool
+}
+
+// acceptOptions say which "as=" forms an endpoint can produce.
+type acceptOptions struct {
+	table      bool
+	aggregated bool
+}
+
+// negotiate picks the response encoding from the Accept header. An empty
+// header, */* and application/* mean JSON.
+func (s *Server) negotiate(r *http.Request, opts acceptOptions) (output, error) {
+	header := r.Header.Get("Accept")
+	if header == "" {
+		return output{info: s.json}, nil
+	}
+	for _, c := range goautoneg.ParseAccept(header) {
+		if c.Q == 0 {
+			continue
+		}
+		var out output
+		switch as := c.Params["as"]; {
+		case as == "":
+		case as == "Table" && opts.table && c.Params["g"] == metav1.GroupName && (c.Params["v"] == "v1" || c.Params["v"] == "v1beta1"):
+			out.table = true
+		case as == "APIGroupDiscoveryList" && opts.aggregated && c.Params["g"] == "apidiscovery.k8s.io" && c.Params["v"] == "v2":
+			out.aggregated = true
+		default:
+			continue
+		}
+		switch mt := c.Type + "/" + c.SubType; {
+		case mt == "*/*" || mt == "application/*" || mt == mediaJSON:
+			out.info = s.json
+		case mt == mediaYAML && !out.table && !out.aggregated:
+			out.info = s.yaml
+		case mt == mediaProtobuf && !out.table && !out.aggregated:
+			out.info = s.protobuf
+		default:
+			continue
+		}
+		return out, nil
+	}
+	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false)
+}
+
+// write encodes obj (whose apiVersion and kind are set) with status code.
+func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.Object) {
+	ct := out.info.MediaType
+	if out.table || out.aggregated {
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		ct = fmt.Sprintf("%s;g=%s;v=%s;as=%s", mediaJSON, gvk.Group, gvk.Version, gvk.Kind)
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	if err := out.info.Serializer.Encode(obj, w); err != nil {
+		s.log.Warn("encode response", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "err", err)
+	}
+}
+
+// writeErr answers with err as a metav1.Status in the format the client
+// accepts (JSON when it accepts nothing we speak).
+func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
+	st := toStatus(err)
+	if st.Code == http.StatusInternalServerError {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	out, nerr := s.negotiate(r, acceptOptions{})
+	if nerr != nil {
+		out = output{info: s.json}
+	}
+	s.write(w, out, int(st.Code), st)
+}
+
+// toStatus converts any error to the Status kube-apiserver would send.
+func toStatus(err error) *metav1.Status {
+	var st metav1.Status
+	if se, ok := err.(apierrors.APIStatus); ok {
+		st = se.Status()
+	} else {
+		st = apierrors.NewInternalError(err).ErrStatus
+	}
+	if st.Code == 0 {
+		st.Code = http.StatusInternalServerError
+	}
+	if st.Status == "" {
+		st.Status = metav1.StatusFailure
+	}
+	st.Kind, st.APIVersion = "Status", "v1"
+	return &st
+}
+
+// decoded is a request body decoded into a typed object.
+type decoded struct {
+	obj runtime.Object
+	// strictErr lists unknown or duplicate fields (JSON and YAML only).
+	strictErr error
+}
+
+// readBody reads at most maxBodyBytes of the request body.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("read request body: %v", err))
+	}
+	if len(data) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return data, nil
+}
+
+// bodyInfo returns the serializer of the request's Content-Type.
+func (s *Server) bodyInfo(r *http.Request) (runtime.SerializerInfo, error) {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return s.json, nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return runtime.SerializerInfo{}, unsupportedMediaType(ct)
+	}
+	switch mt {
+	case mediaJSON:
+		return s.json, nil
+	case mediaYAML:
+		return s.yaml, nil
+	case mediaProtobuf:
+		return s.protobuf, nil
+	}
+	return runtime.SerializerInfo{}, unsupportedMediaType(ct)
+}
+
+// decode decodes data of serializer info into into, whose kind must be gvk.
+// Unknown fields are reported in strictErr rather than failing.
+func (s *Server) decode(info runtime.SerializerInfo, data []byte, gvk schema.GroupVersionKind, into runtime.Object) (decoded, error) {
+	dec := info.Serializer
+	if info.StrictSerializer != nil {
+		dec = info.StrictSerializer
+	}
+	obj, got, err := dec.Decode(data, &gvk, into)
+	var strictErr error
+	if err != nil && runtime.IsStrictDecodingError(err) {
+		strictErr, err = err, nil
+	}
+	if err != nil {
+		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf: %v", err))
+	}
+	if got != nil && (got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion()) {
+		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), gvk.GroupVersion()))
+	}
+	if obj != into {
+		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("decoded %T, want %T", obj, into))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return decoded{obj: obj, strictErr: strictErr}, nil
+}
+
+// fieldValidation is the fieldValidation query parameter: Strict, Warn (the
+// default) or Ignore.
+func fieldValidation(r *http.Request) (string, error) {
+	switch v := r.URL.Query().Get("fieldValidation"); strings.ToLower(v) {
+	case "", "warn":
+		return "Warn", nil
+	case "strict":
+		return "Strict", nil
+	case "ignore":
+		return "Ignore", nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", v))
+	}
+}
+
+// checkFields applies the fieldValidation directive to a strict decoding
+// error: Strict fails with 400, Warn adds Warning headers, Ignore drops it.
+func checkFields(w http.ResponseWriter, directive string, gvk schema.GroupVersionKind, strictErr error) error {
+	if strictErr == nil {
+		return nil
+	}
+	switch directive {
+	case "Strict":
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, strictErr))
+	case "Warn":
+		if se, ok := strictErr.(interface{ Errors() []error }); ok {
+			for _, e := range se.Errors() {
+				addWarning(w, e.Error())
+			}
+		} else {
+			addWarning(w, strictErr.Error())
+		}
+	}
+	return nil
+}
+
+// addWarning adds an RFC 7234 warning header as kube-apiserver sends them.
+func addWarning(w http.ResponseWriter, text string) {
+	text = strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(text)
+	w.Header().Add("Warning", `299 - "`+text+`"`)
+}
+
+func unsupportedMediaType(ct string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got %q)", ct)}}
+}

@@ -1,0 +1,155 @@
+// Package apiserver serves a Kubernetes-compatible REST API over a store.Store:
+// discovery, OpenAPI, the built-in core, events, coordination and RBAC
+// resources with their verbs (create, get, list, watch, update, patch, delete,
+// deletecollection), Table output, and the authentication, impersonation,
+// authorization and admission chain in front of them.
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/store"
+)
+
+// Config configures a Server. Zero values are noted per field.
+type Config struct {
+	Store         store.Store      // required
+	Authenticator authn.Request    // required; the caller builds the union
+	Authorizer    authz.Authorizer // required; called per request with authz.Attributes
+	// Impersonation: when true, Impersonate-* headers are authorized through
+	// Authorizer with authz.Impersonate and the request runs as the
+	// impersonated user. When false they are rejected with 403.
+	Impersonation bool
+	Admission     []Admission        // run in order on create and update (and delete with Object nil)
+	Creators      map[string]Creator // virtual create-only endpoints, see Creator
+	Escalation    EscalationChecker  // nil: no RBAC escalation checks on roles/bindings writes
+	Logger        *slog.Logger       // nil: slog.Default()
+	Now           func() time.Time   // nil: time.Now
+	// ExternalAddress is the host:port reported in serverAddressByClientCIDRs;
+	// "" reports the request's Host.
+	ExternalAddress string
+}
+
+// Operation is what an admission plugin is asked about.
+type Operation string
+
+// The admission operations.
+const (
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
+)
+
+// AdmissionAttributes describe one write.
+type AdmissionAttributes struct {
+	Operation       Operation
+	Resource        schema.GroupVersionResource
+	Subresource     string
+	Namespace, Name string
+	User            authn.User
+	Object          runtime.Object // the new object (typed, e.g. *corev1.Pod); nil on DELETE
+	OldObject       runtime.Object // nil on CREATE
+	DryRun          bool
+}
+
+// Admission mutates and/or validates a write. Returning an
+// *apierrors.StatusError gives the client that status; any other error is a
+// 500.
+type Admission interface {
+	Admit(ctx context.Context, a *AdmissionAttributes) error
+}
+
+// AdmissionFunc adapts a function to Admission.
+type AdmissionFunc func(ctx context.Context, a *AdmissionAttributes) error
+
+// Admit calls f(ctx, a).
+func (f AdmissionFunc) Admit(ctx context.Context, a *AdmissionAttributes) error { return f(ctx, a) }
+
+// Creator serves POST on a virtual (never stored) resource or subresource.
+// Keys of Config.Creators are "GROUP/VERSION/RESOURCE" for top-level virtual
+// resources (group "" for core, e.g.
+// "authentication.k8s.io/v1/selfsubjectreviews") and
+// "GROUP/VERSION/RESOURCE/SUBRESOURCE" for subresources (e.g.
+// "/v1/serviceaccounts/token").
+//
+// The server decodes the body (JSON, YAML or protobuf, by Content-Type) into
+// New(), authorizes the request (verb create on that resource/subresource),
+// calls Create, and encodes the result in the negotiated format with status
+// 201. Top-level virtual resources are listed in discovery with verbs
+// ["create"].
+type Creator interface {
+	New() runtime.Object
+	Namespaced() bool
+	Kind() string // e.g. "SelfSubjectReview", for discovery
+	Create(ctx context.Context, r *CreateRequest) (runtime.Object, error)
+}
+
+// CreateRequest is what a Creator is given.
+type CreateRequest struct {
+	Namespace, Name string         // Name is the parent's name for subresources
+	User            authn.User     // the authenticated (after impersonation) user
+	Object          runtime.Object // decoded body, of New()'s type
+	Store           store.Store
+	Codecs          serializer.CodecFactory
+	// Get reads a stored object, typed (returns an *apierrors.StatusError
+	// NotFound when it does not exist).
+	Get func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
+}
+
+// EscalationChecker is called before a write of a Role, ClusterRole,
+// RoleBinding or ClusterRoleBinding. Return an *apierrors.StatusError (403) to
+// refuse.
+type EscalationChecker interface {
+	CheckRBACWrite(ctx context.Context, user authn.User, obj runtime.Object, namespace string) error
+}
+
+// Key is the store key of an object: /registry/GROUP/RESOURCE/NAMESPACE/NAME
+// for namespaced resources and /registry/GROUP/RESOURCE/NAME for
+// cluster-scoped ones (namespace ""), with GROUP "core" for the core group.
+// With name "" it is the prefix of the collection, ending in "/".
+func Key(gvr schema.GroupVersionResource, namespace, name string) string {
+	g := gvr.Group
+	if g == "" {
+		g = "core"
+	}
+	k := "/registry/" + g + "/" + gvr.Resource + "/"
+	if namespace != "" {
+		k += namespace + "/"
+	}
+	return k + name
+}
+
+// DecodeStored decodes a stored value (the JSON encoding of a versioned
+// object with apiVersion and kind) into its typed object from scheme, and
+// sets its resourceVersion to rev.
+func DecodeStored(scheme *runtime.Scheme, data []byte, rev int64) (runtime.Object, error) {
+	obj, _, err := storedDecoder(scheme).Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decode stored object: %w", err)
+	}
+	if err := setResourceVersion(obj, rev); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+func setResourceVersion(obj runtime.Object, rev int64) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return fmt.Errorf("object %T has no metadata: %w", obj, err)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return nil
+}

@@ -1,0 +1,375 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/store"
+)
+
+// deleteOptions reads DeleteOptions from the body (any encoding, any group
+// version) and the query.
+func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	data, err := readBody(q.r)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		info, err := q.s.bodyInfo(q.r)
+		if err != nil {
+			return nil, err
+		}
+		gvk := coreGV.WithKind("DeleteOptions")
+		if _, _, err := info.Serializer.Decode(data, &gvk, opts); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
+		}
+	}
+	query := q.r.URL.Query()
+	if v := query.Get("gracePeriodSeconds"); v != "" {
+		g, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds: invalid value %q", v))
+		}
+		opts.GracePeriodSeconds = &g
+	}
+	if v := query.Get("propagationPolicy"); v != "" {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if dry, err := dryRun(q.r); err != nil {
+		return nil, err
+	} else if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return opts, nil
+}
+
+func (q *request) delete() error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return err
+	}
+	opts, err := q.deleteOptions()
+	if err != nil {
+		return err
+	}
+	if q.res.gvr == namespacesGVR {
+		for _, ns := range systemNamespaces[:3] {
+			if q.name == ns {
+				return apierrors.NewForbidden(q.gr(), q.name, errors.New("this namespace may not be deleted"))
+			}
+		}
+	}
+	obj, deleted, err := q.deleteOne(q.name, opts)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if !deleted {
+		code = http.StatusAccepted
+	}
+	return q.respond(code, obj)
+}
+
+// deleteOne deletes the object name, or marks it deleting when finalizers
+// or a graceful pod shutdown are pending (deleted false).
+func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	key := q.key(name)
+	dry := len(opts.DryRun) > 0
+	for {
+		kv, err := q.s.cfg.Store.Get(q.ctx(), key)
+		if err != nil {
+			return nil, false, storeErr(err, q.gr(), name)
+		}
+		old, err := q.s.decodeKV(q.res, kv)
+		if err != nil {
+			return nil, false, err
+		}
+		acc, _ := meta.Accessor(old)
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != acc.GetUID() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+			}
+		}
+		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Namespace: q.ns,
+			Name: name, User: q.user(), OldObject: old, DryRun: dry}); err != nil {
+			return nil, false, err
+		}
+		if marked, ok := q.s.markDeleting(q, old, opts); ok {
+			if dry {
+				return marked, false, nil
+			}
+			if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
+				return old, false, err
+			}
+			data, err := q.s.encodeStored(q.res, marked)
+			if err != nil {
+				return nil, false, err
+			}
+			rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return nil, false, storeErr(err, q.gr(), name)
+			}
+			setResourceVersion(marked, rev)
+			return marked, false, nil
+		}
+		if dry {
+			return old, true, nil
+		}
+		if q.res.gvr == namespacesGVR {
+			if err := q.s.deleteNamespaceContents(q, name); err != nil {
+				return nil, false, err
+			}
+		}
+		_, _, err = q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, false, storeErr(err, q.gr(), name)
+		}
+		return old, true, nil
+	}
+}
+
+func (q *request) sameStored(obj runtime.Object, kv store.KV) (bool, error) {
+	data, err := q.s.encodeStored(q.res, obj)
+	return string(data) == string(kv.Value), err
+}
+
+// markDeleting returns old marked with a deletionTimestamp, and true, when it
+// must not go at once: it has finalizers, or it is a pod on an existing node
+// that gets a grace period to stop (the node agent then deletes it with
+// gracePeriodSeconds=0).
+func (s *Server) markDeleting(q *request, old runtime.Object, opts *metav1.DeleteOptions) (runtime.Object, bool) {
+	acc, _ := meta.Accessor(old)
+	grace := s.podGrace(q, old, opts)
+	if grace == 0 && len(acc.GetFinalizers()) == 0 {
+		return nil, false
+	}
+	if acc.GetDeletionTimestamp() != nil {
+		if cur := acc.GetDeletionGracePeriodSeconds(); cur == nil || *cur <= grace {
+			return old, true // already deleting, and no shorter grace asked
+		}
+	}
+	marked := old.DeepCopyObject()
+	macc, _ := meta.Accessor(marked)
+	ts := metav1.NewTime(s.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+	macc.SetDeletionTimestamp(&ts)
+	macc.SetDeletionGracePeriodSeconds(&grace)
+	return marked, true
+}
+
+// podGrace is the grace period a delete gives obj: 0 unless it is a pod
+// still running on a node that exists.
+func (s *Server) podGrace(q *request, obj runtime.Object, opts *metav1.DeleteOptions) int64 {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok || pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return 0
+	}
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if opts.GracePeriodSeconds != nil {
+		grace = *opts.GracePeriodSeconds
+	}
+	if grace <= 0 {
+		return 0
+	}
+	if _, err := s.cfg.Store.Get(q.ctx(), Key(coreGV.WithResource("nodes"), "", pod.Spec.NodeName)); err != nil {
+		return 0 // no node will finish it
+	}
+	return grace
+}
+
+// gracefulPending reports whether obj is a pod whose grace period the node
+// agent has yet to end.
+func (s *Server) gracefulPending(res *resource, obj runtime.Object) bool {
+	pod, ok := obj.(*corev1.Pod)
+	return ok && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds > 0
+}
+
+// deleteNamespaceContents removes every namespaced object in namespace ns.
+func (s *Server) deleteNamespaceContents(q *request, ns string) error {
+	for _, res := range s.reg.byGVR {
+		if !res.namespaced {
+			continue
+		}
+		prefix := Key(res.gvr, ns, "")
+		for {
+			page, err := s.cfg.Store.List(q.ctx(), prefix, store.ListOptions{Limit: 500})
+			if err != nil {
+				return storeErr(err, res.groupResource(), "")
+			}
+			for _, kv := range page.KVs {
+				if _, _, err := s.cfg.Store.Delete(q.ctx(), kv.Key, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return storeErr(err, res.groupResource(), "")
+				}
+			}
+			if !page.More {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func (q *request) deleteCollection() error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return err
+	}
+	opts, err := q.deleteOptions()
+	if err != nil {
+		return err
+	}
+	sel, err := q.selectors()
+	if err != nil {
+		return err
+	}
+	res, err := q.s.cfg.Store.List(q.ctx(), q.listPrefix(), store.ListOptions{})
+	if err != nil {
+		return storeErr(err, q.gr(), "")
+	}
+	var items []runtime.Object
+	for _, kv := range res.KVs {
+		obj, err := q.s.decodeKV(q.res, kv)
+		if err != nil {
+			return err
+		}
+		if !sel.matches(q.res, obj) {
+			continue
+		}
+		acc, _ := meta.Accessor(obj)
+		one := *q
+		one.ns = acc.GetNamespace()
+		deleted, _, err := one.deleteOne(acc.GetName(), opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		items = append(items, deleted)
+	}
+	list, err := q.s.newList(q.res, items, res.Revision, "")
+	if err != nil {
+		return err
+	}
+	return q.respond(http.StatusOK, list)
+}
+
+// bindingsGVR is the legacy POST /api/v1/namespaces/NS/bindings.
+var bindingsGVR = schema.GroupVersionResource{Version: "v1", Resource: "bindings"}
+
+// serveBinding serves the legacy POST /api/v1/namespaces/NS/bindings.
+func (q *request) serveBinding() {
+	if err := q.bind(""); err != nil {
+		q.s.writeErr(q.w, q.r, err)
+	}
+}
+
+// bind serves POST pods/NAME/binding (and the legacy bindings resource, name
+// ""): it assigns the pod to the target node.
+func (q *request) bind(name string) error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return err
+	}
+	info, err := q.s.bodyInfo(q.r)
+	if err != nil {
+		return err
+	}
+	data, err := readBody(q.r)
+	if err != nil {
+		return err
+	}
+	d, err := q.s.decode(info, data, coreGV.WithKind("Binding"), &corev1.Binding{})
+	if err != nil {
+		return err
+	}
+	b := d.obj.(*corev1.Binding)
+	if name == "" {
+		name = b.Name
+	}
+	if b.Name != name {
+		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
+	}
+	if b.Namespace != "" && b.Namespace != q.ns {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if b.Target.Name == "" {
+		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
+	}
+	pods, _ := q.s.reg.get(coreGV.WithResource("pods"))
+	pq := *q
+	pq.res, pq.name, pq.sub = pods, name, "binding"
+	bindingGR := schema.GroupResource{Resource: "pods/binding"}
+	_, err = pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+		pod := old.(*corev1.Pod)
+		if b.UID != "" && b.UID != pod.UID {
+			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("UID", b.UID, pod.UID))
+		}
+		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
+			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("ResourceVersion", b.ResourceVersion, pod.ResourceVersion))
+		}
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
+		}
+		pod.Spec.NodeName = b.Target.Name
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
+		setPodScheduled(pod, metav1.NewTime(q.s.now().Truncate(time.Second)))
+		pod.ResourceVersion = ""
+		return pod, nil
+	}, "")
+	if err != nil {
+		return err
+	}
+	out, _ := q.s.negotiate(q.r, acceptOptions{})
+	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	return nil
+}
+
+func setPodScheduled(pod *corev1.Pod, now metav1.Time) {
+	for i := range pod.Status.Conditions {
+		c := &pod.Status.Conditions[i]
+		if c.Type == corev1.PodScheduled {
+			if c.Status != corev1.ConditionTrue {
+				c.Status, c.LastTransitionTime, c.Reason, c.Message = corev1.ConditionTrue, now, "", ""
+			}
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
+}
+
+// preconditionErr is kube's message for a failed delete or binding
+// precondition.
+func preconditionErr(field string, want, got any) error {
+	return fmt.Errorf("%s: %s in precondition: %v, %s in object meta: %v", "Precondition failed", field, want, field, got)
+}

@@ -1,0 +1,162 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"net/http"
+	goruntime "runtime"
+	"sort"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+)
+
+// GitVersion is the Kubernetes version the server reports on /version: the
+// API level it serves, so that kubectl 1.32 sees no version skew.
+const GitVersion = "v1.32.0-kubegate"
+
+var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	info := &version.Info{Major: "1", Minor: "32", GitVersion: GitVersion, GitTreeState: "clean",
+		GoVersion: goruntime.Version(), Compiler: goruntime.Compiler, Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(info)
+}
+
+// groupVersions returns every group (core as "") with its versions.
+func (s *Server) groupVersions() map[string][]string {
+	gv := map[string]map[string]bool{}
+	add := func(g, v string) {
+		if gv[g] == nil {
+			gv[g] = map[string]bool{}
+		}
+		gv[g][v] = true
+	}
+	for gvr := range s.reg.byGVR {
+		add(gvr.Group, gvr.Version)
+	}
+	for _, c := range s.creators {
+		add(c.gvr.Group, c.gvr.Version)
+	}
+	out := map[string][]string{}
+	for g, vs := range gv {
+		for v := range vs {
+			out[g] = append(out[g], v)
+		}
+		sort.Strings(out[g])
+	}
+	return out
+}
+
+func (s *Server) writeDiscovery(w http.ResponseWriter, r *http.Request, obj runtime.Object) {
+	out, err := s.negotiate(r, acceptOptions{})
+	if err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	s.write(w, out, http.StatusOK, obj)
+}
+
+func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
+	addr := s.cfg.ExternalAddress
+	if addr == "" {
+		addr = r.Host
+	}
+	s.writeDiscovery(w, r, &metav1.APIVersions{
+		TypeMeta:                   metav1.TypeMeta{Kind: "APIVersions"},
+		Versions:                   []string{"v1"},
+		ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: addr}},
+	})
+}
+
+func (s *Server) apiGroupOf(name string, versions []string) metav1.APIGroup {
+	g := metav1.APIGroup{Name: name}
+	for _, v := range versions {
+		g.Versions = append(g.Versions, metav1.GroupVersionForDiscovery{GroupVersion: name + "/" + v, Version: v})
+	}
+	g.PreferredVersion = g.Versions[0]
+	return g
+}
+
+func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
+	gvs := s.groupVersions()
+	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
+	for _, g := range s.reg.groups {
+		list.Groups = append(list.Groups, s.apiGroupOf(g, gvs[g]))
+	}
+	s.writeDiscovery(w, r, list)
+}
+
+func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "group")
+	vs := s.groupVersions()[name]
+	if name == "" || len(vs) == 0 {
+		s.notFound(w, r)
+		return
+	}
+	g := s.apiGroupOf(name, vs)
+	g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+	s.writeDiscovery(w, r, &g)
+}
+
+func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
+	gv := schema.GroupVersion{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
+	if strings.HasPrefix(r.URL.Path, "/apis/") && gv.Group == "" {
+		s.notFound(w, r)
+		return
+	}
+	list := s.resourceList(gv)
+	if list == nil {
+		s.notFound(w, r)
+		return
+	}
+	s.writeDiscovery(w, r, list)
+}
+
+// resourceList is the discovery document of one group version; nil when the
+// server has no such group version.
+func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
+	var rs []metav1.APIResource
+	for gvr, res := range s.reg.byGVR {
+		if gvr.GroupVersion() != gv {
+			continue
+		}
+		rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.singular, Namespaced: res.namespaced,
+			Kind: res.kind, Verbs: allVerbs, ShortNames: res.shortNames, Categories: res.categories})
+		if res.status {
+			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
+				Verbs: metav1.Verbs{"get", "patch", "update"}})
+		}
+		if res.binding {
+			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/binding", Namespaced: res.namespaced, Kind: "Binding",
+				Verbs: metav1.Verbs{"create"}})
+		}
+	}
+	if gv == coreGV && len(rs) > 0 {
+		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, Namespaced: true, Kind: "Binding", Verbs: metav1.Verbs{"create"}})
+	}
+	for _, c := range s.creators {
+		if c.gvr.GroupVersion() != gv {
+			continue
+		}
+		ar := metav1.APIResource{Name: c.gvr.Resource, Namespaced: c.Namespaced(), Kind: c.Kind(), Verbs: metav1.Verbs{"create"}}
+		if c.subresource != "" {
+			ar.Name += "/" + c.subresource
+			ar.Group, ar.Version = c.gvk.Group, c.gvk.Version
+		} else {
+			ar.SingularName = strings.ToLower(c.Kind())
+		}
+		rs = append(rs, ar)
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	return &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: gv.String(), APIResources: rs}
+}

@@ -1,0 +1,52 @@
+package apiserver
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+)
+
+// fieldManager returns the managed-fields tracker of res (and subresource),
+// built once.
+func (s *Server) fieldManager(res *resource, sub string) (*managedfields.FieldManager, error) {
+	key := res.gvr.String() + "/" + sub
+	if fm, ok := s.fieldManagers.Load(key); ok {
+		return fm.(*managedfields.FieldManager), nil
+	}
+	gvk := res.gvk()
+	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, nil)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := s.fieldManagers.LoadOrStore(key, fm)
+	return got.(*managedfields.FieldManager), nil
+}
+
+// trackFields records in obj's managedFields what manager set, relative to
+// live (an empty object on create). Tracking never fails a write: on error
+// obj is returned unchanged.
+func (s *Server) trackFields(res *resource, sub string, live, obj runtime.Object, manager string) runtime.Object {
+	fm, err := s.fieldManager(res, sub)
+	if err != nil {
+		s.log.Warn("field manager", "kind", res.kind, "err", err)
+		return obj
+	}
+	out := fm.UpdateNoErrors(live, obj, manager)
+	out.GetObjectKind().SetGroupVersionKind(res.gvk())
+	return out
+}
+
+// trackFieldsOnUpdate tracks an update of old to obj when old or obj has
+// managed fields: objects that were never applied or created with a field
+// manager stay untracked, which keeps the write path lean. manager "" skips.
+func (s *Server) trackFieldsOnUpdate(res *resource, sub string, old, obj runtime.Object, manager string) runtime.Object {
+	if manager == "" {
+		return obj
+	}
+	oldAcc, _ := meta.Accessor(old)
+	acc, _ := meta.Accessor(obj)
+	if len(oldAcc.GetManagedFields()) == 0 && len(acc.GetManagedFields()) == 0 {
+		return obj
+	}
+	return s.trackFields(res, sub, old, obj, manager)
+}

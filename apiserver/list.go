@@ -1,0 +1,274 @@
+package apiserver
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kubegate/kubegate/store"
+)
+
+// selector is a request's label and field selectors.
+type selector struct {
+	label labels.Selector
+	field fields.Selector
+}
+
+func (sel selector) empty() bool { return sel.label.Empty() && sel.field.Empty() }
+
+// selectors parses labelSelector and fieldSelector, refusing fields the
+// resource cannot be selected by.
+func (q *request) selectors() (selector, error) {
+	query := q.r.URL.Query()
+	ls, err := labels.Parse(query.Get("labelSelector"))
+	if err != nil {
+		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+	}
+	fs, err := fields.ParseSelector(query.Get("fieldSelector"))
+	if err != nil {
+		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+	}
+	known := fieldSet(q.res, q.s.newObject(q.res))
+	for _, req := range fs.Requirements() {
+		if _, ok := known[req.Field]; !ok {
+			return selector{}, apierrors.NewBadRequest(fmt.Sprintf("field label not supported: %s", req.Field))
+		}
+	}
+	return selector{label: ls, field: fs}, nil
+}
+
+// fieldSet returns the selectable fields of obj.
+func fieldSet(res *resource, obj runtime.Object) fields.Set {
+	acc, _ := meta.Accessor(obj)
+	set := fields.Set{"metadata.name": acc.GetName()}
+	if res.namespaced {
+		set["metadata.namespace"] = acc.GetNamespace()
+	}
+	if res.fields != nil {
+		res.fields(obj, set)
+	}
+	return set
+}
+
+func (sel selector) matches(res *resource, obj runtime.Object) bool {
+	if !sel.label.Empty() {
+		acc, _ := meta.Accessor(obj)
+		if !sel.label.Matches(labels.Set(acc.GetLabels())) {
+			return false
+		}
+	}
+	return sel.field.Empty() || sel.field.Matches(fieldSet(res, obj))
+}
+
+// listPrefix is the store prefix of the request's collection.
+func (q *request) listPrefix() string {
+	if q.res.namespaced && q.ns != "" {
+		return Key(q.res.gvr, q.ns, "")
+	}
+	return q.res.prefix
+}
+
+// continueToken is the opaque metadata.continue of a paged list: the
+// revision of the first page and the last key returned.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	Revision   int64  `json:"rv"`
+	Start      string `json:"start"`
+}
+
+func encodeContinue(rev int64, lastKey string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, Start: lastKey})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(s, prefix string) (continueToken, error) {
+	var t continueToken
+	data, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		err = json.Unmarshal(data, &t)
+	}
+	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 || !strings.HasPrefix(t.Start, prefix) {
+		return t, apierrors.NewBadRequest("continue key is not valid: the continue token could not be decoded")
+	}
+	return t, nil
+}
+
+// listOptions are the paging and revision parameters of a list.
+type listOptions struct {
+	limit    int64
+	cont     *continueToken
+	revision int64 // store revision to read at; 0: current
+	minRev   int64 // NotOlderThan: the current revision must be at least this
+}
+
+func (q *request) listOptions() (listOptions, error) {
+	query := q.r.URL.Query()
+	var o listOptions
+	if v := query.Get("limit"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return o, apierrors.NewBadRequest(fmt.Sprintf("limit: invalid value %q", v))
+		}
+		o.limit = n
+	}
+	rv, err := parseRV(query.Get("resourceVersion"))
+	if err != nil {
+		return o, err
+	}
+	if c := query.Get("continue"); c != "" {
+		if query.Get("resourceVersion") != "" && query.Get("resourceVersion") != "0" {
+			return o, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		t, err := decodeContinue(c, q.listPrefix())
+		if err != nil {
+			return o, err
+		}
+		o.cont, o.revision = &t, t.Revision
+		return o, nil
+	}
+	switch match := query.Get("resourceVersionMatch"); match {
+	case "":
+		// "" and "0": the current state; N: not older than N.
+		o.minRev = rv
+	case string(metav1.ResourceVersionMatchNotOlderThan):
+		o.minRev = rv
+	case string(metav1.ResourceVersionMatchExact):
+		if rv == 0 {
+			return o, apierrors.NewBadRequest("resourceVersionMatch: Exact requires a resourceVersion other than 0")
+		}
+		o.revision = rv
+	default:
+		return o, apierrors.NewBadRequest(fmt.Sprintf("resourceVersionMatch: unsupported value %q", match))
+	}
+	return o, nil
+}
+
+func (q *request) list() error {
+	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	if err != nil {
+		return err
+	}
+	sel, err := q.selectors()
+	if err != nil {
+		return err
+	}
+	o, err := q.listOptions()
+	if err != nil {
+		return err
+	}
+	items, rev, cont, err := q.collect(sel, o)
+	if err != nil {
+		return err
+	}
+	list, err := q.s.newList(q.res, items, rev, cont)
+	if err != nil {
+		return err
+	}
+	if out.table {
+		t, err := q.s.table(q.r, q.res, list)
+		if err != nil {
+			return err
+		}
+		q.s.write(q.w, out, http.StatusOK, t)
+		return nil
+	}
+	q.s.write(q.w, out, http.StatusOK, list)
+	return nil
+}
+
+// collect reads the matching objects of a list page, and returns them with
+// the revision read at and the continue token of the next page ("" if last).
+func (q *request) collect(sel selector, o listOptions) ([]runtime.Object, int64, string, error) {
+	st := q.s.cfg.Store
+	// metadata.name=X in one namespace is a single read.
+	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.namespaced) {
+		rev, err := st.CurrentRevision(q.ctx())
+		if err != nil {
+			return nil, 0, "", storeErr(err, q.gr(), "")
+		}
+		kv, err := st.Get(q.ctx(), q.key(name))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, rev, "", nil
+		}
+		if err != nil {
+			return nil, 0, "", storeErr(err, q.gr(), name)
+		}
+		obj, err := q.s.decodeKV(q.res, kv)
+		if err != nil || !sel.matches(q.res, obj) {
+			return nil, rev, "", err
+		}
+		return []runtime.Object{obj}, max(rev, kv.ModRevision), "", nil
+	}
+	opts := store.ListOptions{Revision: o.revision, Limit: o.limit}
+	if o.cont != nil {
+		opts.Continue = o.cont.Start
+	}
+	var items []runtime.Object
+	for {
+		page, err := st.List(q.ctx(), q.listPrefix(), opts)
+		if errors.Is(err, store.ErrCompacted) && o.cont != nil {
+			return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		if errors.Is(err, store.ErrCompacted) {
+			return nil, 0, "", apierrors.NewResourceExpired(fmt.Sprintf("The resourceVersion for the provided list is too old. %v", err))
+		}
+		if err != nil {
+			return nil, 0, "", storeErr(err, q.gr(), "")
+		}
+		if page.Revision < o.minRev {
+			return nil, 0, "", tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
+		}
+		opts.Revision = page.Revision
+		for _, kv := range page.KVs {
+			obj, err := q.s.decodeKV(q.res, kv)
+			if err != nil {
+				return nil, 0, "", err
+			}
+			if sel.empty() || sel.matches(q.res, obj) {
+				items = append(items, obj)
+			}
+		}
+		if !page.More {
+			return items, page.Revision, "", nil
+		}
+		last := page.KVs[len(page.KVs)-1].Key
+		if o.limit > 0 && int64(len(items)) >= o.limit {
+			return items, page.Revision, encodeContinue(page.Revision, last), nil
+		}
+		opts.Continue = last
+		if o.limit > 0 {
+			opts.Limit = o.limit - int64(len(items))
+		}
+	}
+}
+
+// newList builds the resource's List kind holding items.
+func (s *Server) newList(res *resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
+	gvk := res.gvr.GroupVersion().WithKind(res.kind + "List")
+	list, err := s.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	if err := meta.SetList(list, items); err != nil {
+		return nil, err
+	}
+	la, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, err
+	}
+	la.SetResourceVersion(strconv.FormatInt(rev, 10))
+	la.SetContinue(cont)
+	list.GetObjectKind().SetGroupVersionKind(gvk)
+	return list, nil
+}

@@ -1,0 +1,175 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/kubegate/kubegate/store"
+)
+
+// Helpers that move objects between their typed form and the store.
+
+// newObject returns an empty object of res's kind.
+func (s *Server) newObject(res *resource) runtime.Object {
+	obj, err := s.scheme.New(res.gvk())
+	if err != nil {
+		panic(fmt.Sprintf("apiserver: kind %s is not in the scheme", res.gvk()))
+	}
+	return obj
+}
+
+// decodeKV decodes a stored value of res and sets its resourceVersion to the
+// KV's ModRevision.
+func (s *Server) decodeKV(res *resource, kv store.KV) (runtime.Object, error) {
+	return s.decodeValue(res, kv.Value, kv.ModRevision)
+}
+
+func (s *Server) decodeValue(res *resource, data []byte, rev int64) (runtime.Object, error) {
+	into := s.newObject(res)
+	gvk := res.gvk()
+	obj, _, err := s.json.Serializer.Decode(data, &gvk, into)
+	if err != nil {
+		return nil, fmt.Errorf("decode stored %s: %w", res.kind, err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if err := setResourceVersion(obj, rev); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeStored returns the stored form of obj: its JSON with apiVersion and
+// kind and without resourceVersion.
+func (s *Server) encodeStored(res *resource, obj runtime.Object) ([]byte, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rv := acc.GetResourceVersion()
+	acc.SetResourceVersion("")
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	err = s.json.Serializer.Encode(obj, buf)
+	acc.SetResourceVersion(rv)
+	data := bytes.Clone(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+	bufPool.Put(buf)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", res.kind, err)
+	}
+	return data, nil
+}
+
+// decoderPool caches one deserializer per scheme for DecodeStored.
+var decoderPool sync.Map // *runtime.Scheme → runtime.Decoder
+
+// storedDecoder returns the deserializer DecodeStored uses for scheme.
+func storedDecoder(scheme *runtime.Scheme) runtime.Decoder {
+	if d, ok := decoderPool.Load(scheme); ok {
+		return d.(runtime.Decoder)
+	}
+	d, _ := decoderPool.LoadOrStore(scheme, serializer.NewCodecFactory(scheme).UniversalDeserializer())
+	return d.(runtime.Decoder)
+}
+
+// storeErr maps a store error about one object to its Status.
+func storeErr(err error, gr schema.GroupResource, name string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, store.ErrExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, store.ErrConflict):
+		return conflictErr(gr, name)
+	case errors.Is(err, store.ErrCompacted):
+		return tooOldErr(err)
+	case errors.Is(err, store.ErrFutureRevision):
+		return tooLargeErr(err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete: %v", err), 0)
+	}
+	return err
+}
+
+// conflictErr is the 409 of an update from a stale resourceVersion.
+func conflictErr(gr schema.GroupResource, name string) error {
+	return apierrors.NewConflict(gr, name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// tooOldErr is the 410 Expired of a revision that has been compacted.
+func tooOldErr(err error) error {
+	var re *store.RevisionError
+	if errors.As(err, &re) && re.Bound > 0 {
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", re.Requested, re.Bound-1))
+	}
+	if errors.As(err, &re) {
+		return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d", re.Requested))
+	}
+	return apierrors.NewResourceExpired("too old resource version")
+}
+
+// tooLargeErr is kube's answer to a resourceVersion above the current one.
+func tooLargeErr(err error) error {
+	var re *store.RevisionError
+	msg := "Too large resource version"
+	if errors.As(err, &re) {
+		msg = fmt.Sprintf("Too large resource version: %d, current: %d", re.Requested, re.Bound)
+	}
+	se := apierrors.NewTimeoutError(msg, 1)
+	se.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return se
+}
+
+// parseRV parses a resourceVersion parameter; "" is 0.
+func parseRV(s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	rv, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || rv < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", s))
+	}
+	return rv, nil
+}
+
+// dryRun reports whether the request asks dryRun=All, and rejects other values.
+func dryRun(r *http.Request) (bool, error) {
+	vs := r.URL.Query()["dryRun"]
+	for _, v := range vs {
+		if v != metav1.DryRunAll {
+			return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun: unsupported value %q, supported values: %q", v, metav1.DryRunAll))
+		}
+	}
+	return len(vs) > 0, nil
+}
+
+// fieldManagerName is the manager recorded for a write: the fieldManager
+// parameter, else the client's User-Agent up to the first "/".
+func fieldManagerName(r *http.Request) string {
+	if m := r.URL.Query().Get("fieldManager"); m != "" {
+		return m
+	}
+	ua := r.Header.Get("User-Agent")
+	if i := strings.IndexByte(ua, '/'); i >= 0 {
+		ua = ua[:i]
+	}
+	if ua == "" {
+		ua = "unknown"
+	}
+	return ua
+}

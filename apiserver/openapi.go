@@ -1,0 +1,343 @@
+package apiserver
+
+import (
+	"crypto/sha512"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The OpenAPI v3 documents: one per group version, generated from the Go
+// types. Each operation carries x-kubernetes-group-version-kind and the
+// PATCH operations the fieldValidation parameter, which is what kubectl
+// checks before leaving validation to the server; the schemas carry the
+// strategic-merge extensions kubectl apply uses.
+
+type openAPIDocs struct {
+	root []byte
+	docs map[string]openAPIDoc // "api/v1", "apis/G/V"
+}
+
+type openAPIDoc struct {
+	body []byte
+	hash string
+}
+
+type obj = map[string]any
+
+func (s *Server) openAPI() *openAPIDocs {
+	s.openapiOnce.Do(func() {
+		d := &openAPIDocs{docs: map[string]openAPIDoc{}}
+		paths := obj{}
+		for g, vs := range s.groupVersions() {
+			for _, v := range vs {
+				gv := schema.GroupVersion{Group: g, Version: v}
+				body, _ := json.Marshal(s.openAPIGroupVersion(gv))
+				sum := sha512.Sum512(body)
+				p := gvPath(gv)
+				doc := openAPIDoc{body: body, hash: strings.ToUpper(hex.EncodeToString(sum[:]))}
+				d.docs[p] = doc
+				paths[p] = obj{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
+			}
+		}
+		d.root, _ = json.Marshal(obj{"paths": paths})
+		s.openapi = d
+	})
+	return s.openapi
+}
+
+// gvPath is "api/v1" or "apis/GROUP/VERSION".
+func gvPath(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return "api/" + gv.Version
+	}
+	return "apis/" + gv.Group + "/" + gv.Version
+}
+
+func (s *Server) openAPIRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", mediaJSON)
+	_, _ = w.Write(s.openAPI().root)
+}
+
+func (s *Server) openAPIDoc(w http.ResponseWriter, r *http.Request) {
+	doc, ok := s.openAPI().docs[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]
+	if !ok {
+		s.notFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Etag", `"`+doc.hash+`"`)
+	if r.URL.Query().Get("hash") == doc.hash {
+		w.Header().Set("Cache-Control", "public, immutable")
+		w.Header().Set("Expires", "Fri, 01 Jan 2100 00:00:00 GMT")
+	}
+	_, _ = w.Write(doc.body)
+}
+
+// openAPIGroupVersion builds the document of one group version.
+func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
+	g := &schemaGen{schemas: obj{}}
+	paths := obj{}
+	prefix := "/" + gvPath(gv)
+	gvkExt := func(kind string) obj { return obj{"group": gv.Group, "version": gv.Version, "kind": kind} }
+	refOf := func(o runtime.Object) obj { return g.kind(o, s.scheme) }
+	for gvr, res := range s.reg.byGVR {
+		if gvr.GroupVersion() != gv {
+			continue
+		}
+		item := refOf(s.newObject(res))
+		listObj, _ := s.scheme.New(gv.WithKind(res.kind + "List"))
+		list := refOf(listObj)
+		ext := gvkExt(res.kind)
+		coll, one := prefix+"/"+gvr.Resource, prefix+"/"+gvr.Resource+"/{name}"
+		params := []any{pathParam("name")}
+		collParams := []any{}
+		if res.namespaced {
+			paths[coll] = obj{"get": op("list", ext, list, listParams())}
+			coll = prefix + "/namespaces/{namespace}/" + gvr.Resource
+			one = prefix + "/namespaces/{namespace}/" + gvr.Resource + "/{name}"
+			params = append(params, pathParam("namespace"))
+			collParams = append(collParams, pathParam("namespace"))
+		}
+		paths[coll] = obj{
+			"get":        op("list", ext, list, listParams()),
+			"post":       withBody(op("post", ext, item, writeParams()), item),
+			"delete":     op("deletecollection", ext, g.ref(reflect.TypeOf(metav1.Status{})), listParams()),
+			"parameters": collParams,
+		}
+		paths[one] = obj{
+			"get":        op("get", ext, item, nil),
+			"put":        withBody(op("put", ext, item, writeParams()), item),
+			"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),
+			"delete":     op("delete", ext, item, []any{queryParam("gracePeriodSeconds", "integer"), queryParam("propagationPolicy", "string"), queryParam("dryRun", "string")}),
+			"parameters": params,
+		}
+		if res.status {
+			paths[one+"/status"] = obj{
+				"get":        op("get", ext, item, nil),
+				"put":        withBody(op("put", ext, item, writeParams()), item),
+				"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),
+				"parameters": params,
+			}
+		}
+	}
+	for _, c := range s.creators {
+		if c.gvr.GroupVersion() != gv {
+			continue
+		}
+		item := refOf(c.New())
+		p := prefix + "/" + c.gvr.Resource
+		var params []any
+		if c.Namespaced() {
+			p = prefix + "/namespaces/{namespace}/" + c.gvr.Resource
+			params = append(params, pathParam("namespace"))
+		}
+		if c.subresource != "" {
+			p += "/{name}/" + c.subresource
+			params = append(params, pathParam("name"))
+		}
+		ext := obj{"group": c.gvk.Group, "version": c.gvk.Version, "kind": c.gvk.Kind}
+		paths[p] = obj{"post": withBody(op("post", ext, item, writeParams()), item), "parameters": params}
+	}
+	return obj{
+		"openapi":    "3.0.0",
+		"info":       obj{"title": "Kubernetes", "version": GitVersion},
+		"paths":      paths,
+		"components": obj{"schemas": g.schemas},
+	}
+}
+
+func op(action string, gvk obj, resp obj, params []any) obj {
+	o := obj{
+		"x-kubernetes-action":             action,
+		"x-kubernetes-group-version-kind": gvk,
+		"responses": obj{"200": obj{"description": "OK", "content": obj{
+			mediaJSON: obj{"schema": resp}, mediaYAML: obj{"schema": resp}, mediaProtobuf: obj{"schema": resp}}}},
+	}
+	if params != nil {
+		o["parameters"] = params
+	}
+	return o
+}
+
+func withBody(o obj, schema obj) obj {
+	o["requestBody"] = obj{"required": true, "content": obj{mediaJSON: obj{"schema": schema}, mediaYAML: obj{"schema": schema}, mediaProtobuf: obj{"schema": schema}}}
+	return o
+}
+
+func patchBody(o obj, g *schemaGen) obj {
+	patch := g.ref(reflect.TypeOf(metav1.Patch{}))
+	content := obj{}
+	for _, ct := range []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"} {
+		content[ct] = obj{"schema": patch}
+	}
+	o["requestBody"] = obj{"required": true, "content": content}
+	return o
+}
+
+func pathParam(name string) obj {
+	return obj{"name": name, "in": "path", "required": true, "schema": obj{"type": "string", "uniqueItems": true}}
+}
+
+func queryParam(name, typ string) obj {
+	return obj{"name": name, "in": "query", "schema": obj{"type": typ, "uniqueItems": true}}
+}
+
+func writeParams() []any {
+	return []any{queryParam("dryRun", "string"), queryParam("fieldManager", "string"), queryParam("fieldValidation", "string")}
+}
+
+func listParams() []any {
+	ps := []any{}
+	for _, p := range []string{"allowWatchBookmarks:boolean", "continue:string", "fieldSelector:string", "labelSelector:string",
+		"limit:integer", "resourceVersion:string", "resourceVersionMatch:string", "sendInitialEvents:boolean", "timeoutSeconds:integer", "watch:boolean"} {
+		name, typ, _ := strings.Cut(p, ":")
+		ps = append(ps, queryParam(name, typ))
+	}
+	return ps
+}
+
+// schemaGen derives OpenAPI schemas from Go types by their json tags.
+type schemaGen struct {
+	schemas obj
+}
+
+var (
+	timeType     = reflect.TypeOf(metav1.Time{})
+	microType    = reflect.TypeOf(metav1.MicroTime{})
+	quantityType = reflect.TypeOf(apiresource.Quantity{})
+	intstrType   = reflect.TypeOf(intstr.IntOrString{})
+	rawType      = reflect.TypeOf(runtime.RawExtension{})
+	durationType = reflect.TypeOf(metav1.Duration{})
+	fieldsV1Type = reflect.TypeOf(metav1.FieldsV1{})
+)
+
+// kind returns a reference to the schema of a top-level kind, marked with
+// its group, version and kind.
+func (g *schemaGen) kind(o runtime.Object, scheme *runtime.Scheme) obj {
+	t := reflect.TypeOf(o).Elem()
+	ref := g.ref(t)
+	if kinds, _, err := scheme.ObjectKinds(o); err == nil {
+		var exts []any
+		sort.Slice(kinds, func(i, j int) bool { return kinds[i].String() < kinds[j].String() })
+		for _, k := range kinds {
+			exts = append(exts, obj{"group": k.Group, "version": k.Version, "kind": k.Kind})
+		}
+		g.schemas[schemaName(t)].(obj)["x-kubernetes-group-version-kind"] = exts
+	}
+	return ref
+}
+
+// schemaName is the name kube gives a type's schema, e.g.
+// io.k8s.api.core.v1.Pod for k8s.io/api/core/v1.Pod.
+func schemaName(t reflect.Type) string {
+	p := t.PkgPath()
+	if rest, ok := strings.CutPrefix(p, "k8s.io/"); ok {
+		p = "io.k8s." + strings.ReplaceAll(rest, "/", ".")
+	} else {
+		p = strings.ReplaceAll(p, "/", ".")
+	}
+	return p + "." + t.Name()
+}
+
+// ref returns the schema of a field of type t: inline for scalars, lists and
+// maps, a $ref to components for structs.
+func (g *schemaGen) ref(t reflect.Type) obj {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t {
+	case timeType, microType:
+		return obj{"type": "string", "format": "date-time"}
+	case quantityType, intstrType:
+		return obj{"x-kubernetes-int-or-string": true}
+	case rawType:
+		return obj{"type": "object"}
+	case durationType:
+		return obj{"type": "string"}
+	case fieldsV1Type:
+		return obj{"type": "object"}
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return obj{"type": "string"}
+	case reflect.Bool:
+		return obj{"type": "boolean"}
+	case reflect.Int32, reflect.Int16, reflect.Int8, reflect.Uint16, reflect.Uint8:
+		return obj{"type": "integer", "format": "int32"}
+	case reflect.Int, reflect.Int64, reflect.Uint32, reflect.Uint64, reflect.Uint:
+		return obj{"type": "integer", "format": "int64"}
+	case reflect.Float32, reflect.Float64:
+		return obj{"type": "number", "format": "double"}
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return obj{"type": "string", "format": "byte"}
+		}
+		return obj{"type": "array", "items": g.ref(t.Elem())}
+	case reflect.Map:
+		return obj{"type": "object", "additionalProperties": g.ref(t.Elem())}
+	case reflect.Interface:
+		return obj{}
+	case reflect.Struct:
+		name := schemaName(t)
+		if _, ok := g.schemas[name]; !ok {
+			s := obj{"type": "object"}
+			g.schemas[name] = s // before the fields, for recursive types
+			props := obj{}
+			g.fields(t, props)
+			s["properties"] = props
+		}
+		return obj{"$ref": "#/components/schemas/" + name}
+	}
+	return obj{}
+}
+
+func (g *schemaGen) fields(t reflect.Type, props obj) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" && (f.Anonymous || strings.Contains(opts, "inline")) {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				g.fields(ft, props)
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		s := g.ref(f.Type)
+		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")
+		if strategy != "" || key != "" {
+			if _, isRef := s["$ref"]; isRef {
+				s = obj{"allOf": []any{s}}
+			}
+			if strategy != "" {
+				s["x-kubernetes-patch-strategy"] = strategy
+			}
+			if key != "" {
+				s["x-kubernetes-patch-merge-key"] = key
+			}
+		}
+		props[name] = s
+	}
+}

@@ -1,0 +1,166 @@
+package apiserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+)
+
+func (q *request) patch() error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+		return err
+	}
+	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))
+	if err != nil {
+		return unsupportedMediaType(q.r.Header.Get("Content-Type"))
+	}
+	patch, err := readBody(q.r)
+	if err != nil {
+		return err
+	}
+	directive, err := fieldValidation(q.r)
+	if err != nil {
+		return err
+	}
+	var obj runtime.Object
+	code := http.StatusOK
+	switch types.PatchType(ct) {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		obj, err = q.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+			return q.applyPatch(types.PatchType(ct), directive, old, patch)
+		}, fieldManagerName(q.r))
+	case types.ApplyPatchType:
+		obj, code, err = q.serverSideApply(patch)
+	default:
+		return unsupportedMediaType(ct)
+	}
+	if err != nil {
+		return err
+	}
+	return q.respond(code, obj)
+}
+
+// applyPatch applies a JSON, merge or strategic merge patch to old.
+func (q *request) applyPatch(pt types.PatchType, directive string, old runtime.Object, patch []byte) (runtime.Object, error) {
+	var buf bytes.Buffer
+	if err := q.s.json.Serializer.Encode(old, &buf); err != nil {
+		return nil, err
+	}
+	var patched []byte
+	var err error
+	switch pt {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err == nil {
+			patched, err = p.Apply(buf.Bytes())
+		}
+	case types.MergePatchType:
+		patched, err = jsonpatch.MergePatch(buf.Bytes(), patch)
+	case types.StrategicMergePatchType:
+		patched, err = strategicpatch.StrategicMergePatch(buf.Bytes(), patch, q.s.newObject(q.res))
+	}
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was not a valid %s patch: %v", pt, err))
+	}
+	d, err := q.s.decode(q.s.json, patched, q.res.gvk(), q.s.newObject(q.res))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch did not produce a valid %s: %v", q.res.kind, err))
+	}
+	if err := checkFields(q.w, directive, q.res.gvk(), d.strictErr); err != nil {
+		return nil, err
+	}
+	return d.obj, nil
+}
+
+// serverSideApply merges an apply configuration into the object with
+// managed-fields ownership, creating the object when it does not exist.
+func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
+	query := q.r.URL.Query()
+	manager := query.Get("fieldManager")
+	if manager == "" {
+		return nil, 0, apierrors.NewBadRequest("PATCH requests of type application/apply-patch+yaml must specify fieldManager")
+	}
+	force := query.Get("force") == "true"
+	data, err := yaml.YAMLToJSON(body)
+	if err != nil {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	applied := &unstructured.Unstructured{}
+	if err := applied.UnmarshalJSON(data); err != nil {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("error decoding apply configuration: %v", err))
+	}
+	if gvk := applied.GroupVersionKind(); gvk != q.res.gvk() {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the apply configuration is a %s, not a %s", gvk, q.res.gvk()))
+	}
+	if applied.GetName() != "" && applied.GetName() != q.name {
+		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), q.name))
+	}
+	if ns := applied.GetNamespace(); q.res.namespaced && ns != "" && ns != q.ns {
+		return nil, 0, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	fm, err := q.s.fieldManager(q.res, q.sub)
+	if err != nil {
+		return nil, 0, err
+	}
+	apply := func(live runtime.Object) (runtime.Object, error) {
+		out, err := fm.Apply(live, applied.DeepCopy(), manager, force)
+		if err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+				return nil, err
+			}
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return q.typed(out)
+	}
+	obj, err := q.guaranteedUpdate(apply, "")
+	if !apierrors.IsNotFound(err) || q.sub != "" {
+		return obj, http.StatusOK, err
+	}
+	live := q.s.newObject(q.res)
+	acc, _ := meta.Accessor(live)
+	acc.SetName(q.name)
+	acc.SetNamespace(q.ns)
+	created, err := apply(live)
+	if err != nil {
+		return nil, 0, err
+	}
+	dry, err := dryRun(q.r)
+	if err != nil {
+		return nil, 0, err
+	}
+	cacc, _ := meta.Accessor(created)
+	cacc.SetNamespace(q.ns)
+	cacc.SetName(q.name)
+	obj, err = q.s.insert(q.ctx(), q.res, created, q.user(), dry)
+	if apierrors.IsAlreadyExists(err) {
+		obj, err = q.guaranteedUpdate(apply, "") // lost a race with another create
+		return obj, http.StatusOK, err
+	}
+	return obj, http.StatusCreated, err
+}
+
+// typed converts an apply result to the resource's Go type.
+func (q *request) typed(obj runtime.Object) (runtime.Object, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		obj.GetObjectKind().SetGroupVersionKind(q.res.gvk())
+		return obj, nil
+	}
+	out := q.s.newObject(q.res)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, errors.New("convert apply result: " + err.Error())
+	}
+	out.GetObjectKind().SetGroupVersionKind(q.res.gvk())
+	return out, nil
+}

@@ -1,0 +1,146 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestPatchTypes(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	if _, err := pods.Create(ctx, testPod("app"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		pt    types.PatchType
+		patch string
+		check func(*corev1.Pod) bool
+	}{
+		{"merge", types.MergePatchType, `{"metadata":{"labels":{"m":"1"}}}`, func(p *corev1.Pod) bool { return p.Labels["m"] == "1" && p.Labels["app"] == "app" }},
+		{"json", types.JSONPatchType, `[{"op":"add","path":"/metadata/labels/j","value":"2"}]`, func(p *corev1.Pod) bool { return p.Labels["j"] == "2" }},
+		{"strategic keeps other containers", types.StrategicMergePatchType,
+			`{"spec":{"containers":[{"name":"app","image":"app:v2"}]}}`,
+			func(p *corev1.Pod) bool {
+				return len(p.Spec.Containers) == 1 && p.Spec.Containers[0].Image == "app:v2" && len(p.Spec.Containers[0].Command) == 1
+			}},
+	} {
+		got, err := pods.Patch(ctx, "app", tc.pt, []byte(tc.patch), metav1.PatchOptions{})
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !tc.check(got) {
+			t.Errorf("%s: unexpected result %+v", tc.name, got.ObjectMeta.Labels)
+		}
+	}
+	_, err := pods.Patch(ctx, "app", types.MergePatchType, []byte(`{"spec":{"bogus":1}}`), metav1.PatchOptions{FieldValidation: "Strict"})
+	if !apierrors.IsBadRequest(err) {
+		t.Errorf("strict patch with unknown field: got %v, want 400", err)
+	}
+	_, err = pods.Patch(ctx, "app", types.MergePatchType, []byte(`{"metadata":{"resourceVersion":"1"}}`), metav1.PatchOptions{})
+	if !apierrors.IsConflict(err) {
+		t.Errorf("patch with stale resourceVersion: got %v, want 409", err)
+	}
+}
+
+func TestServerSideApply(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps("default")
+	apply := func(manager string, data map[string]string, force bool) (*corev1.ConfigMap, error) {
+		body, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "cfg"}, "data": data})
+		return cms.Patch(ctx, "cfg", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: &force})
+	}
+	first, err := apply("kubectl", map[string]string{"a": "1"}, false)
+	if err != nil {
+		t.Fatalf("first apply (create): %v", err)
+	}
+	if len(first.ManagedFields) != 1 || first.ManagedFields[0].Manager != "kubectl" {
+		t.Errorf("managedFields = %+v, want one entry for kubectl", first.ManagedFields)
+	}
+	second, err := apply("kubectl", map[string]string{"a": "1"}, false)
+	if err != nil {
+		t.Fatalf("second apply: %v", err)
+	}
+	if second.ResourceVersion != first.ResourceVersion {
+		t.Errorf("identical apply changed resourceVersion %s → %s", first.ResourceVersion, second.ResourceVersion)
+	}
+	if _, err := apply("other", map[string]string{"a": "2"}, false); !apierrors.IsConflict(err) {
+		t.Errorf("apply by another manager: got %v, want 409 conflict", err)
+	}
+	forced, err := apply("other", map[string]string{"a": "2"}, true)
+	if err != nil || forced.Data["a"] != "2" {
+		t.Errorf("forced apply: data %v, err %v", forced.Data, err)
+	}
+}
+
+// TestConcurrentUpdatesLoseNothing has 64 writers read-modify-write one
+// counter: each gets 200 or 409, and the final value counts the 200s.
+func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "n"}, Data: map[string]string{"n": "0"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ok, conflicts atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 5 {
+				cm, err := cms.Get(ctx, "n", metav1.GetOptions{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var n int
+				_ = json.Unmarshal([]byte(cm.Data["n"]), &n)
+				cm.Data["n"] = string(mustJSON(n + 1))
+				_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+				switch {
+				case err == nil:
+					ok.Add(1)
+				case apierrors.IsConflict(err):
+					conflicts.Add(1)
+				default:
+					t.Errorf("update: got %v, want success or 409", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	cm, err := cms.Get(ctx, "n", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cm.Data["n"], string(mustJSON(int(ok.Load()))); got != want {
+		t.Errorf("final counter = %s, want %s (successes; %d conflicts)", got, want, conflicts.Load())
+	}
+	if ok.Load() == 0 {
+		t.Error("no update succeeded")
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

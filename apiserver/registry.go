@@ -1,0 +1,164 @@
+package apiserver
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// resource describes one stored resource: its names, scope, verbs and the
+// hooks that give it kind-specific behaviour.
+type resource struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	singular   string
+	namespaced bool
+	shortNames []string
+	categories []string
+	// subresources this resource serves besides the object itself.
+	status  bool // RESOURCE/status: get, update, patch of .status only
+	binding bool // pods/binding
+	// nameFn validates metadata.name.
+	nameFn apivalidation.ValidateNameFunc
+	// fields returns the selectable fields besides metadata.name and
+	// metadata.namespace; nil for none.
+	fields func(obj runtime.Object, set fields.Set)
+	// prepare fills server-side defaults on a create or an update (old nil
+	// on create).
+	prepare func(obj, old runtime.Object)
+	// validate checks the kind-specific parts of an object.
+	validate func(obj runtime.Object) field.ErrorList
+	// resetStatus copies the status of old into obj on a main-resource
+	// update (nil on create: clear it).
+	resetStatus func(obj, old runtime.Object)
+	// table renders rows; nil gives NAME and AGE.
+	table *tableDef
+	// prefix is the store key prefix of the whole resource.
+	prefix string
+}
+
+func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
+
+// groupResource is the "pods" or "roles.rbac.authorization.k8s.io" used in
+// error messages.
+func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupResource() }
+
+var coreGV = schema.GroupVersion{Version: "v1"}
+
+// newScheme returns a scheme with every type the server reads or writes.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("build scheme: %w", err)
+		}
+	}
+	metav1.AddToGroupVersion(s, coreGV)
+	// Clients send DeleteOptions as meta.k8s.io/v1 too.
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.DeleteOptions{})
+	return s, nil
+}
+
+// builtinResources returns the stored resources the server serves.
+func builtinResources() []*resource {
+	subdomain := apivalidation.NameIsDNSSubdomain
+	label := apivalidation.NameIsDNSLabel
+	segment := validatePathSegmentName
+	coord := coordinationv1.SchemeGroupVersion
+	rbac := rbacv1.SchemeGroupVersion
+	rs := []*resource{
+		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
+			status: true, nameFn: label, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
+		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
+			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
+		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
+			categories: []string{"all"}, status: true, binding: true, nameFn: subdomain,
+			fields: podFields, prepare: preparePod, validate: validatePod, resetStatus: resetPodStatus, table: podTable},
+		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
+			shortNames: []string{"sa"}, nameFn: subdomain},
+		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
+			fields: secretFields, prepare: prepareSecret},
+		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
+			shortNames: []string{"cm"}, nameFn: subdomain},
+		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
+			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields},
+		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
+			shortNames: []string{"ev"}, nameFn: subdomain},
+		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},
+		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment},
+		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment},
+		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment},
+		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment},
+	}
+	for _, r := range rs {
+		r.prefix = Key(r.gvr, "", "")
+	}
+	return rs
+}
+
+// registry finds resources by group, version and plural name.
+type registry struct {
+	byGVR map[schema.GroupVersionResource]*resource
+	// groups lists the API groups (without core) in discovery order, each
+	// with its versions.
+	groups []string
+}
+
+func newRegistry(rs []*resource) *registry {
+	reg := &registry{byGVR: map[schema.GroupVersionResource]*resource{}}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		reg.byGVR[r.gvr] = r
+		if g := r.gvr.Group; g != "" && !seen[g] {
+			seen[g] = true
+			reg.groups = append(reg.groups, g)
+		}
+	}
+	return reg
+}
+
+func (reg *registry) addGroup(g string) {
+	for _, have := range reg.groups {
+		if have == g {
+			return
+		}
+	}
+	reg.groups = append(reg.groups, g)
+	sort.Strings(reg.groups)
+}
+
+func (reg *registry) get(gvr schema.GroupVersionResource) (*resource, bool) {
+	r, ok := reg.byGVR[gvr]
+	return r, ok
+}
+
+// validatePathSegmentName accepts any name that can be one segment of a URL
+// path, as RBAC object names are: not "." or "..", without "/" or "%".
+func validatePathSegmentName(name string, prefix bool) []string {
+	if !prefix && (name == "." || name == "..") {
+		return []string{fmt.Sprintf("may not be '%s'", name)}
+	}
+	var errs []string
+	for _, bad := range []string{"/", "%"} {
+		if strings.Contains(name, bad) {
+			errs = append(errs, fmt.Sprintf("may not contain '%s'", bad))
+		}
+	}
+	return errs
+}

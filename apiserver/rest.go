@@ -1,0 +1,439 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/google/uuid"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/store"
+)
+
+// request is one resource request being served.
+type request struct {
+	s         *Server
+	w         http.ResponseWriter
+	r         *http.Request
+	res       *resource
+	ns, name  string
+	sub, verb string
+}
+
+func (q *request) ctx() context.Context { return q.r.Context() }
+
+func (q *request) user() authn.User {
+	u, _ := authn.UserFrom(q.r.Context())
+	return u
+}
+
+func (q *request) key(name string) string { return Key(q.res.gvr, q.ns, name) }
+
+func (q *request) gr() schema.GroupResource { return q.res.groupResource() }
+
+func (q *request) serve() {
+	var err error
+	switch {
+	case q.sub == "" && q.name == "" && q.verb == "create":
+		err = q.create()
+	case q.sub == "" && q.name == "" && q.verb == "list":
+		err = q.list()
+	case q.sub == "" && q.name == "" && q.verb == "watch":
+		err = q.watch()
+	case q.sub == "" && q.name == "" && q.verb == "deletecollection":
+		err = q.deleteCollection()
+	case q.name == "" || (q.res.namespaced && q.ns == ""):
+		err = apierrors.NewMethodNotSupported(q.gr(), q.verb)
+	case q.sub == "" && q.verb == "watch":
+		err = q.watch() // the old /watch/NAMESPACE/RESOURCE/NAME form
+	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "get":
+		err = q.get()
+	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "update":
+		err = q.update()
+	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "patch":
+		err = q.patch()
+	case q.sub == "" && q.verb == "delete":
+		err = q.delete()
+	case q.sub == "binding" && q.res.binding && q.verb == "create":
+		err = q.bind(q.name)
+	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding):
+		err = apierrors.NewNotFound(q.gr(), q.name)
+	default:
+		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/" + q.sub}, q.verb)
+	}
+	if err != nil {
+		q.s.writeErr(q.w, q.r, err)
+	}
+}
+
+// respond writes obj, as a Table when the client asked for one.
+func (q *request) respond(code int, obj runtime.Object) error {
+	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	if err != nil {
+		return err
+	}
+	if out.table {
+		t, err := q.s.table(q.r, q.res, obj)
+		if err != nil {
+			return err
+		}
+		obj = t
+	}
+	q.s.write(q.w, out, code, obj)
+	return nil
+}
+
+func (q *request) get() error {
+	kv, err := q.s.cfg.Store.Get(q.ctx(), q.key(q.name))
+	if err != nil {
+		return storeErr(err, q.gr(), q.name)
+	}
+	obj, err := q.s.decodeKV(q.res, kv)
+	if err != nil {
+		return err
+	}
+	return q.respond(http.StatusOK, obj)
+}
+
+// decodeBody decodes the request body into a new object of the resource's
+// kind and applies the fieldValidation directive.
+func (q *request) decodeBody() (runtime.Object, error) {
+	directive, err := fieldValidation(q.r)
+	if err != nil {
+		return nil, err
+	}
+	info, err := q.s.bodyInfo(q.r)
+	if err != nil {
+		return nil, err
+	}
+	data, err := readBody(q.r)
+	if err != nil {
+		return nil, err
+	}
+	d, err := q.s.decode(info, data, q.res.gvk(), q.s.newObject(q.res))
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(q.w, directive, q.res.gvk(), d.strictErr); err != nil {
+		return nil, err
+	}
+	return d.obj, nil
+}
+
+// checkNamespace makes obj's namespace the request's, refusing a different
+// one in the body.
+func (q *request) checkNamespace(acc metav1.Object) error {
+	if !q.res.namespaced {
+		acc.SetNamespace("")
+		return nil
+	}
+	if ns := acc.GetNamespace(); ns != "" && ns != q.ns {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	acc.SetNamespace(q.ns)
+	return nil
+}
+
+func (q *request) create() error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+		return err
+	}
+	dry, err := dryRun(q.r)
+	if err != nil {
+		return err
+	}
+	obj, err := q.decodeBody()
+	if err != nil {
+		return err
+	}
+	acc, _ := meta.Accessor(obj)
+	if err := q.checkNamespace(acc); err != nil {
+		return err
+	}
+	if q.r.URL.Query().Get("fieldManager") != "" {
+		obj = q.s.trackFields(q.res, "", q.s.newObject(q.res), obj, fieldManagerName(q.r))
+	}
+	obj, err = q.s.insert(q.ctx(), q.res, obj, q.user(), dry)
+	if err != nil {
+		return err
+	}
+	return q.respond(http.StatusCreated, obj)
+}
+
+// maxGenerateNameAttempts is how often a create with generateName picks a
+// new name after a clash.
+const maxGenerateNameAttempts = 8
+
+// insert creates obj (of res, with its namespace set): it fills the system
+// fields and defaults, validates, admits and stores it, and returns it with
+// its resourceVersion.
+func (s *Server) insert(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry bool) (runtime.Object, error) {
+	return s.insertObject(ctx, res, obj, user, dry, true)
+}
+
+// createStored creates an object the server itself owns, without admission.
+func (s *Server) createStored(ctx context.Context, res *resource, obj runtime.Object) (runtime.Object, error) {
+	return s.insertObject(ctx, res, obj, authn.User{Name: "system:apiserver", Groups: []string{"system:masters"}}, false, false)
+}
+
+func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if res.namespaced {
+		ok, err := s.ns.exists(ctx, acc.GetNamespace())
+		if err != nil {
+			return nil, storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
+		}
+		if !ok {
+			return nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
+		}
+	}
+	generate := acc.GetName() == "" && acc.GetGenerateName() != ""
+	if generate {
+		acc.SetName(generatedName(acc.GetGenerateName()))
+	}
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	if acc.GetGeneration() == 0 {
+		acc.SetGeneration(1)
+	}
+	if res.resetStatus != nil {
+		res.resetStatus(obj, nil)
+	}
+	if res.prepare != nil {
+		res.prepare(obj, nil)
+	}
+	if err := s.validate(res, obj, nil); err != nil {
+		return nil, err
+	}
+	if admit {
+		if err := s.admit(ctx, &AdmissionAttributes{Operation: Create, Resource: res.gvr, Namespace: acc.GetNamespace(),
+			Name: acc.GetName(), User: user, Object: obj, DryRun: dry}); err != nil {
+			return nil, err
+		}
+		if err := s.checkEscalation(ctx, res, user, obj, acc.GetNamespace()); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		data, err := s.encodeStored(res, obj)
+		if err != nil {
+			return nil, err
+		}
+		if dry {
+			return obj, nil
+		}
+		rev, err := s.cfg.Store.Create(ctx, Key(res.gvr, acc.GetNamespace(), acc.GetName()), data)
+		if err == nil {
+			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+			return obj, nil
+		}
+		if !errors.Is(err, store.ErrExists) || !generate {
+			return nil, storeErr(err, res.groupResource(), acc.GetName())
+		}
+		if attempt == maxGenerateNameAttempts {
+			return nil, apierrors.NewGenerateNameConflict(res.groupResource(), acc.GetName(), 1)
+		}
+		acc.SetName(generatedName(acc.GetGenerateName()))
+	}
+}
+
+// generatedName appends 5 random characters to prefix, cut to 58.
+func generatedName(prefix string) string {
+	if len(prefix) > 58 {
+		prefix = prefix[:58]
+	}
+	return prefix + utilrand.String(5)
+}
+
+// validate checks obj's metadata (and against old on update) and the
+// kind-specific rules; the error is a 422 Invalid.
+func (s *Server) validate(res *resource, obj, old runtime.Object) error {
+	acc, _ := meta.Accessor(obj)
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, res.nameFn, field.NewPath("metadata"))
+	if old != nil {
+		oldAcc, _ := meta.Accessor(old)
+		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
+	}
+	if res.validate != nil {
+		errs = append(errs, res.validate(obj)...)
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.kind}, acc.GetName(), errs)
+	}
+	return nil
+}
+
+func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
+	for _, adm := range s.cfg.Admission {
+		if err := adm.Admit(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) checkEscalation(ctx context.Context, res *resource, user authn.User, obj runtime.Object, ns string) error {
+	if s.cfg.Escalation == nil || res.gvr.Group != rbacv1.GroupName {
+		return nil
+	}
+	return s.cfg.Escalation.CheckRBACWrite(ctx, user, obj, ns)
+}
+
+func (q *request) update() error {
+	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+		return err
+	}
+	body, err := q.decodeBody()
+	if err != nil {
+		return err
+	}
+	acc, _ := meta.Accessor(body)
+	if err := q.checkNamespace(acc); err != nil {
+		return err
+	}
+	if acc.GetName() != q.name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", acc.GetName(), q.name))
+	}
+	manager := fieldManagerName(q.r)
+	obj, err := q.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+		return body.DeepCopyObject(), nil
+	}, manager)
+	if err != nil {
+		return err
+	}
+	return q.respond(http.StatusOK, obj)
+}
+
+// guaranteedUpdate reads the object, computes its new state with mutate and
+// writes it if nothing changed in between, retrying when it did unless the
+// new state names a resourceVersion (then that must be the current one).
+func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Object, error), manager string) (runtime.Object, error) {
+	dry, err := dryRun(q.r)
+	if err != nil {
+		return nil, err
+	}
+	key := q.key(q.name)
+	for {
+		kv, err := q.s.cfg.Store.Get(q.ctx(), key)
+		if err != nil {
+			return nil, storeErr(err, q.gr(), q.name)
+		}
+		old, err := q.s.decodeKV(q.res, kv)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := mutate(old.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, err
+		}
+		precondition := acc.GetResourceVersion()
+		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
+			return nil, conflictErr(q.gr(), q.name)
+		}
+		obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
+		if err != nil {
+			return nil, err
+		}
+		obj = q.s.trackFieldsOnUpdate(q.res, q.sub, old, obj, manager)
+		acc, _ = meta.Accessor(obj)
+		if err := q.s.validate(q.res, obj, old); err != nil {
+			return nil, err
+		}
+		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Subresource: q.sub,
+			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}); err != nil {
+			return nil, err
+		}
+		if q.sub == "" {
+			if err := q.s.checkEscalation(q.ctx(), q.res, q.user(), obj, q.ns); err != nil {
+				return nil, err
+			}
+		}
+		data, err := q.s.encodeStored(q.res, obj)
+		if err != nil {
+			return nil, err
+		}
+		if string(data) == string(kv.Value) || dry {
+			if dry {
+				return obj, nil
+			}
+			return old, nil // nothing changed: no write, same resourceVersion
+		}
+		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) {
+			// The last finalizer is gone: the object goes now.
+			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
+				if errors.Is(err, store.ErrConflict) && precondition == "" {
+					continue
+				}
+				return nil, storeErr(err, q.gr(), q.name)
+			}
+			return obj, nil
+		}
+		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
+		if errors.Is(err, store.ErrConflict) && precondition == "" {
+			continue
+		}
+		if err != nil {
+			return nil, storeErr(err, q.gr(), q.name)
+		}
+		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+		return obj, nil
+	}
+}
+
+// prepareUpdate keeps what an update may not change: the system fields, and
+// for the main resource its status, for the status subresource everything
+// but status, labels and annotations.
+func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Object) (runtime.Object, error) {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	oldAcc, _ := meta.Accessor(old)
+	if sub == "status" {
+		merged := old.DeepCopyObject()
+		res.resetStatus(merged, obj)
+		mAcc, _ := meta.Accessor(merged)
+		mAcc.SetLabels(acc.GetLabels())
+		mAcc.SetAnnotations(acc.GetAnnotations())
+		mAcc.SetManagedFields(acc.GetManagedFields())
+		obj, acc = merged, mAcc
+	} else if sub == "" && res.resetStatus != nil {
+		res.resetStatus(obj, old)
+	}
+	acc.SetUID(oldAcc.GetUID())
+	acc.SetCreationTimestamp(oldAcc.GetCreationTimestamp())
+	acc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
+	acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
+	acc.SetGeneration(oldAcc.GetGeneration())
+	acc.SetResourceVersion(oldAcc.GetResourceVersion())
+	if acc.GetNamespace() == "" {
+		acc.SetNamespace(oldAcc.GetNamespace())
+	}
+	if res.prepare != nil {
+		res.prepare(obj, old)
+	}
+	return obj, nil
+}

@@ -1,0 +1,252 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+
+	"github.com/kubegate/kubegate/authz"
+)
+
+// Server is a Kubernetes-compatible API server over a store.Store.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	now    func() time.Time
+	scheme *runtime.Scheme
+	codecs serializer.CodecFactory
+	// The serializers of the three media types.
+	json, yaml, protobuf runtime.SerializerInfo
+
+	reg      *registry
+	creators map[string]*creatorEntry
+	ns       *nsCache
+
+	typeConverter managedfields.TypeConverter
+	fieldManagers sync.Map // schema.GroupVersionKind+subresource → *managedfields.FieldManager
+
+	openapiOnce sync.Once
+	openapi     *openAPIDocs
+
+	handler http.Handler
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// creatorEntry is a Config.Creators entry with its parsed key.
+type creatorEntry struct {
+	Creator
+	gvr         schema.GroupVersionResource
+	subresource string
+	gvk         schema.GroupVersionKind // of New()
+}
+
+// systemNamespaces exist from the start, as in every Kubernetes cluster.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// New validates c, creates the system namespaces if they are missing and
+// starts following the namespaces in the store. Call Close to stop.
+func New(c Config) (*Server, error) {
+	if c.Store == nil {
+		return nil, errors.New("apiserver config: Store is required")
+	}
+	if c.Authenticator == nil {
+		return nil, errors.New("apiserver config: Authenticator is required")
+	}
+	if c.Authorizer == nil {
+		return nil, errors.New("apiserver config: Authorizer is required")
+	}
+	s := &Server{cfg: c, log: c.Logger, now: c.Now, done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var err error
+	if s.scheme, err = newScheme(); err != nil {
+		return nil, err
+	}
+	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict)
+	for _, info := range s.codecs.SupportedMediaTypes() {
+		switch info.MediaType {
+		case mediaJSON:
+			s.json = info
+		case mediaYAML:
+			s.yaml = info
+		case mediaProtobuf:
+			s.protobuf = info
+		}
+	}
+	if s.json.Serializer == nil || s.yaml.Serializer == nil || s.protobuf.Serializer == nil {
+		return nil, errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
+	}
+	s.reg = newRegistry(builtinResources())
+	if err := s.addCreators(c.Creators); err != nil {
+		return nil, err
+	}
+	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	s.ns, err = startNSCache(ctx, c.Store, s.log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.ensureNamespaces(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	s.handler = s.buildHandler()
+	return s, nil
+}
+
+// Close stops following the store. Requests in flight are not interrupted.
+func (s *Server) Close() error {
+	s.stop()
+	<-s.ns.done
+	return nil
+}
+
+// Handler returns the full filter chain and routes.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Codecs returns the codecs (JSON, YAML, protobuf) for every registered type.
+func (s *Server) Codecs() serializer.CodecFactory { return s.codecs }
+
+// Scheme returns the scheme with every registered type.
+func (s *Server) Scheme() *runtime.Scheme { return s.scheme }
+
+func (s *Server) addCreators(cs map[string]Creator) error {
+	s.creators = map[string]*creatorEntry{}
+	for key, c := range cs {
+		parts := strings.Split(key, "/")
+		if len(parts) != 3 && len(parts) != 4 {
+			return fmt.Errorf("apiserver config: Creators key %q: want GROUP/VERSION/RESOURCE[/SUBRESOURCE]", key)
+		}
+		e := &creatorEntry{Creator: c, gvr: schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}}
+		if len(parts) == 4 {
+			e.subresource = parts[3]
+			if _, ok := s.reg.get(e.gvr); !ok {
+				return fmt.Errorf("apiserver config: Creators key %q: no resource %s", key, e.gvr)
+			}
+		}
+		kinds, _, err := s.scheme.ObjectKinds(c.New())
+		if err != nil {
+			return fmt.Errorf("apiserver config: Creators key %q: %w", key, err)
+		}
+		e.gvk = kinds[0]
+		if e.gvr.Group != "" {
+			s.reg.addGroup(e.gvr.Group)
+		}
+		s.creators[key] = e
+	}
+	return nil
+}
+
+func (s *Server) buildHandler() http.Handler {
+	mux := chi.NewRouter()
+	mux.NotFound(s.notFound)
+	mux.MethodNotAllowed(s.notFound)
+	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+		mux.Get(p, s.health)
+		mux.Get(p+"/*", s.health)
+	}
+	mux.Get("/version", s.version)
+	mux.Get("/api", s.apiVersions)
+	mux.Get("/api/", s.apiVersions)
+	mux.Get("/apis", s.apiGroups)
+	mux.Get("/apis/", s.apiGroups)
+	mux.Get("/api/{version}", s.apiResources)
+	mux.Get("/apis/{group}", s.apiGroup)
+	mux.Get("/apis/{group}/{version}", s.apiResources)
+	mux.Get("/openapi/v3", s.openAPIRoot)
+	mux.Get("/openapi/v3/*", s.openAPIDoc)
+	mux.HandleFunc("/api/{version}/*", s.serveResource)
+	mux.HandleFunc("/apis/{group}/{version}/*", s.serveResource)
+
+	var h http.Handler = mux
+	h = s.withAuthorization(h)
+	h = s.withImpersonation(h)
+	h = s.withAuthentication(h)
+	h = s.withRequestInfo(h)
+	h = s.withRecovery(h)
+	h = s.withRequestLog(h)
+	return h
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeErr(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.cfg.Store.CurrentRevision(r.Context()); err != nil {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprintf(w, "[-]store failed: %v\n", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	fmt.Fprint(w, "ok")
+}
+
+// serveResource dispatches a resource request on its RequestInfo.
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
+	ri, _ := authz.RequestInfoFrom(r.Context())
+	if ri == nil || !ri.IsResourceRequest {
+		s.notFound(w, r)
+		return
+	}
+	gvr := schema.GroupVersionResource{Group: ri.APIGroup, Version: ri.APIVersion, Resource: ri.Resource}
+	key := gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
+	if ri.Subresource != "" {
+		key += "/" + ri.Subresource
+	}
+	if c, ok := s.creators[key]; ok && len(ri.Parts) <= 3 {
+		if ri.Verb != "create" {
+			s.writeErr(w, r, apierrors.NewMethodNotSupported(gvr.GroupResource(), ri.Verb))
+			return
+		}
+		s.serveCreator(w, r, ri, c)
+		return
+	}
+	if gvr == bindingsGVR && ri.Verb == "create" && len(ri.Parts) == 1 {
+		pods, _ := s.reg.get(coreGV.WithResource("pods"))
+		(&request{s: s, w: w, r: r, res: pods, ns: ri.Namespace, verb: ri.Verb}).serveBinding()
+		return
+	}
+	res, ok := s.reg.get(gvr)
+	if !ok || len(ri.Parts) > 3 {
+		s.notFound(w, r)
+		return
+	}
+	ns := ri.Namespace
+	if gvr == namespacesGVR {
+		ns = ""
+	}
+	if !res.namespaced && ns != "" {
+		s.notFound(w, r)
+		return
+	}
+	name := ri.Name
+	if len(ri.Parts) < 2 {
+		name = "" // a collection; list and watch take Name from a metadata.name field selector
+	}
+	req := &request{s: s, w: w, r: r, res: res, ns: ns, name: name, sub: ri.Subresource, verb: ri.Verb}
+	req.serve()
+}

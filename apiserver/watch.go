@@ -1,0 +1,247 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/kubegate/kubegate/store"
+)
+
+// bookmarkInterval is how often a watch that allows bookmarks asks the store
+// for progress, as kube-apiserver sends bookmarks about once a minute.
+const bookmarkInterval = time.Minute
+
+// defaultWatchTimeout bounds a watch without timeoutSeconds.
+const defaultWatchTimeout = 30 * time.Minute
+
+// watchStream writes watch events in the negotiated framing, flushing each.
+type watchStream struct {
+	s        *Server
+	res      *resource
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	out      output
+	frame    io.Writer
+	buf      bytes.Buffer
+	table    *tableRequest
+	tableHdr bool
+}
+
+func (ws *watchStream) send(typ watch.EventType, obj runtime.Object) error {
+	if ws.table != nil && typ != watch.Error && typ != watch.Bookmark {
+		t, err := ws.s.tableOf(ws.table, ws.res, obj, !ws.tableHdr)
+		if err != nil {
+			return err
+		}
+		ws.tableHdr = true
+		obj = t
+	}
+	ws.buf.Reset()
+	if err := ws.out.info.Serializer.Encode(obj, &ws.buf); err != nil {
+		return err
+	}
+	ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: ws.buf.Bytes()}}
+	if err := ws.out.info.StreamSerializer.Serializer.Encode(ev, ws.frame); err != nil {
+		return err
+	}
+	return ws.rc.Flush()
+}
+
+// sendErr sends err as an ERROR event.
+func (ws *watchStream) sendErr(err error) error {
+	return ws.send(watch.Error, toStatus(err))
+}
+
+// bookmark sends a BOOKMARK at rev, marking the end of the initial events
+// when initialEnd.
+func (ws *watchStream) bookmark(rev int64, initialEnd bool) error {
+	obj := ws.s.newObject(ws.res)
+	obj.GetObjectKind().SetGroupVersionKind(ws.res.gvk())
+	acc, _ := meta.Accessor(obj)
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	if initialEnd {
+		acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
+	return ws.send(watch.Bookmark, obj)
+}
+
+func (q *request) watch() error {
+	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	if err != nil {
+		return err
+	}
+	if out.info.StreamSerializer == nil {
+		return apierrors.NewBadRequest("no streaming support for " + out.info.MediaType)
+	}
+	sel, err := q.selectors()
+	if err != nil {
+		return err
+	}
+	if q.name != "" {
+		sel, err = q.withName(sel)
+		if err != nil {
+			return err
+		}
+	}
+	query := q.r.URL.Query()
+	rv, err := parseRV(query.Get("resourceVersion"))
+	if err != nil {
+		return err
+	}
+	bookmarks := query.Get("allowWatchBookmarks") == "true"
+	initial := rv == 0 // "" and "0" start with the current state
+	if v := query.Get("sendInitialEvents"); v != "" {
+		initial = v == "true"
+		if query.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
+			return apierrors.NewBadRequest("sendInitialEvents is only supported with resourceVersionMatch=NotOlderThan")
+		}
+	}
+	timeout := defaultWatchTimeout
+	if v := query.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return apierrors.NewBadRequest("timeoutSeconds: invalid value " + strconv.Quote(v))
+		}
+		if n > 0 {
+			timeout = time.Duration(n) * time.Second
+		}
+	}
+	ctx, cancel := context.WithTimeout(q.ctx(), timeout)
+	defer cancel()
+
+	var items []runtime.Object
+	from := rv
+	if initial {
+		o := listOptions{minRev: rv}
+		if items, from, _, err = q.collect(sel, o); err != nil {
+			return err
+		}
+	}
+	ws := &watchStream{s: q.s, res: q.res, w: q.w, rc: http.NewResponseController(q.w), out: out,
+		frame: out.info.StreamSerializer.Framer.NewFrameWriter(q.w)}
+	if out.table {
+		if ws.table, err = q.s.tableRequest(q.r); err != nil {
+			return err
+		}
+	}
+	w, werr := q.s.cfg.Store.Watch(ctx, q.listPrefix(), from)
+	ct := out.info.MediaType
+	if out.table {
+		ct = mediaJSON + ";as=Table;v=v1;g=meta.k8s.io"
+	} else if out.info.MediaType == mediaProtobuf {
+		ct += ";stream=watch"
+	}
+	q.w.Header().Set("Content-Type", ct)
+	q.w.Header().Set("Transfer-Encoding", "chunked")
+	q.w.WriteHeader(http.StatusOK)
+	_ = ws.rc.Flush()
+	if werr != nil {
+		if errors.Is(werr, store.ErrCompacted) || errors.Is(werr, store.ErrFutureRevision) {
+			_ = ws.sendErr(storeErr(werr, q.gr(), ""))
+			return nil
+		}
+		_ = ws.sendErr(werr)
+		return nil
+	}
+	defer w.Stop()
+	for _, obj := range items {
+		if err := ws.send(watch.Added, obj); err != nil {
+			return nil
+		}
+	}
+	if initial && bookmarks && query.Get("sendInitialEvents") == "true" {
+		if err := ws.bookmark(from, true); err != nil {
+			return nil
+		}
+	}
+	tick := time.NewTicker(bookmarkInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if bookmarks {
+				w.RequestProgress()
+			}
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if err := w.Err(); err != nil && ctx.Err() == nil {
+					_ = ws.sendErr(storeErr(err, q.gr(), ""))
+				}
+				return nil
+			}
+			if err := q.sendEvent(ws, sel, ev, bookmarks); err != nil {
+				q.s.log.Debug("watch ended", logPath, q.r.URL.Path, "err", err)
+				return nil
+			}
+		}
+	}
+}
+
+// withName narrows sel to one object, for the old /watch/.../NAME form.
+func (q *request) withName(sel selector) (selector, error) {
+	sel.field = fields.AndSelectors(sel.field, fields.OneTermEqualSelector("metadata.name", q.name))
+	return sel, nil
+}
+
+// sendEvent translates a store event to the watch events of the objects the
+// selector matches: an object that stops matching is DELETED, one that
+// starts matching is ADDED.
+func (q *request) sendEvent(ws *watchStream, sel selector, ev store.Event, bookmarks bool) error {
+	switch ev.Type {
+	case store.Progress:
+		if bookmarks {
+			return ws.bookmark(ev.Revision, false)
+		}
+		return nil
+	case store.Added:
+		obj, err := q.s.decodeKV(q.res, ev.KV)
+		if err != nil || !sel.matches(q.res, obj) {
+			return err
+		}
+		return ws.send(watch.Added, obj)
+	case store.Deleted:
+		obj, err := q.s.decodeKV(q.res, ev.KV)
+		if err != nil || !sel.matches(q.res, obj) {
+			return err
+		}
+		return ws.send(watch.Deleted, obj)
+	case store.Modified:
+		obj, err := q.s.decodeKV(q.res, ev.KV)
+		if err != nil {
+			return err
+		}
+		now := sel.matches(q.res, obj)
+		before := now
+		if !sel.empty() && ev.Prev != nil {
+			prev, err := q.s.decodeValue(q.res, ev.Prev.Value, ev.KV.ModRevision)
+			if err != nil {
+				return err
+			}
+			before = sel.matches(q.res, prev)
+			if before && !now {
+				return ws.send(watch.Deleted, prev)
+			}
+		}
+		switch {
+		case now && before:
+			return ws.send(watch.Modified, obj)
+		case now:
+			return ws.send(watch.Added, obj)
+		}
+	}
+	return nil
+}
