@@ -46,6 +46,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newKubeconfigCmd(s),
 		newTokenCmd(s),
 		newGatewayCmd(s),
+		newSchedulerCmd(s),
 	)
 	return root
 }

@@ -1,0 +1,98 @@
+package plugins
+
+import (
+	"context"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubegate/kubegate/scheduler/framework"
+)
+
+// ImageLocality thresholds: below minImageThreshold of image bytes a node
+// scores 0; at maxContainerImageThreshold per container it scores 100.
+const (
+	mib                        = 1024 * 1024
+	minImageThreshold          = 23 * mib
+	maxContainerImageThreshold = 1000 * mib
+)
+
+// ImageLocality favours nodes that already have the pod's images: the
+// bytes present, each image's size scaled by the fraction of all nodes that
+// have it (so an image everywhere counts fully and a rare one little),
+// clamped to [23 MiB, 1000 MiB × containers] and mapped linearly to 0..100.
+type ImageLocality struct{}
+
+var (
+	_ framework.PreScorePlugin = ImageLocality{}
+	_ framework.ScorePlugin    = ImageLocality{}
+)
+
+const imageLocalityKey = "PreScore" + NameImageLocality
+
+// Name implements framework.Plugin.
+func (ImageLocality) Name() string { return NameImageLocality }
+
+// podImage is one of the pod's images, normalised, with the fraction of
+// all nodes that have it.
+type podImage struct {
+	name   string
+	spread float64
+}
+
+// PreScore implements framework.PreScorePlugin: it normalises the pod's
+// image names and looks up their spread once.
+func (ImageLocality) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
+	state.Write(imageLocalityKey, podImages(state.Snapshot, pod))
+	return nil
+}
+
+func podImages(snap *framework.Snapshot, pod *v1.Pod) []podImage {
+	out := make([]podImage, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	add := func(image string) {
+		name := normalizedImageName(image)
+		out = append(out, podImage{name: name, spread: float64(snap.ImageNodes(name)) / float64(snap.NumNodes())})
+	}
+	for i := range pod.Spec.InitContainers {
+		add(pod.Spec.InitContainers[i].Image)
+	}
+	for i := range pod.Spec.Containers {
+		add(pod.Spec.Containers[i].Image)
+	}
+	return out
+}
+
+// Score implements framework.ScorePlugin.
+func (ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+	if len(node.Images) == 0 {
+		return 0, nil
+	}
+	images, ok := state.Read(imageLocalityKey).([]podImage)
+	if !ok {
+		images = podImages(state.Snapshot, pod)
+	}
+	var sum int64
+	for _, img := range images {
+		if size, ok := node.Images[img.name]; ok {
+			sum += int64(float64(size) * img.spread)
+		}
+	}
+	return imageScore(sum, len(images)), nil
+}
+
+func imageScore(sum int64, containers int) int64 {
+	hi := int64(maxContainerImageThreshold) * int64(containers)
+	sum = min(max(sum, minImageThreshold), hi)
+	if hi <= minImageThreshold {
+		return 0
+	}
+	return framework.MaxNodeScore * (sum - minImageThreshold) / (hi - minImageThreshold)
+}
+
+// normalizedImageName adds ":latest" to an image without a tag or digest.
+func normalizedImageName(name string) string {
+	if strings.LastIndex(name, ":") <= strings.LastIndex(name, "/") {
+		return name + ":latest"
+	}
+	return name
+}
