@@ -54,7 +54,7 @@ func TestTokenCreate(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("AuthenticateToken = %v, %v", ok, err)
 			}
-			if resp.User.Name != "system:serviceaccount:ci:builder" || !slices.Equal(resp.User.Groups, []string{"system:serviceaccounts", "system:serviceaccounts:ci"}) {
+			if resp.User.Name != "system:serviceaccount:ci:builder" || !slices.Equal(resp.User.Groups, []string{"system:serviceaccounts", "system:serviceaccounts:ci", "system:authenticated"}) {
 				t.Errorf("user = %+v", resp.User)
 			}
 
