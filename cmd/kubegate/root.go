@@ -46,6 +46,8 @@ func newRootCmd(s streams) *cobra.Command {
 		newKubeconfigCmd(s),
 		newTokenCmd(s),
 		newGatewayCmd(s),
+		newAPIServerCmd(s),
+		newUpCmd(s),
 		newSchedulerCmd(s),
 	)
 	return root

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubegate/kubegate/up"
+)
+
+// apiserverOptions are `kubegate apiserver`'s flags.
+type apiserverOptions struct {
+	up.APIServerOptions
+	verbose bool
+}
+
+// AddFlags registers the flags, named as kube-apiserver names them.
+func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address to listen on")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port to serve HTTPS on (0: any free port)")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded on change)")
+	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "serving key (reloaded on change)")
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", "", "CA bundle for x509 client certificates: CN is the user, O the groups")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", "static tokens, CSV: token,user,uid,\"group1,group2\"")
+	fs.StringArrayVar(&o.SAKeyFiles, "service-account-key-file", nil, "PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable (default: the signing key)")
+	fs.StringVar(&o.SASigningKeyFile, "service-account-signing-key-file", "", "private key (sa.key) that signs TokenRequest tokens")
+	fs.StringArrayVar(&o.SAIssuers, "service-account-issuer", o.SAIssuers, "service-account token issuers; the first is the iss of new tokens; repeatable")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", nil, "audiences a token must carry one of; default the issuers")
+	fs.BoolVar(&o.SALookup, "service-account-lookup", o.SALookup, "check that a legacy token's service account and secret still exist (bound tokens are always checked)")
+	fs.DurationVar(&o.SAMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest TokenRequest lifetime; longer requests are shortened (0: no cap)")
+	fs.StringVar(&o.RequestHeaderCAFile, "requestheader-client-ca-file", "", "front-proxy CA: only proxies with a cert from it may assert identities in headers")
+	fs.StringSliceVar(&o.RequestHeaderAllowedNames, "requestheader-allowed-names", nil, "front-proxy cert CNs allowed; empty means any")
+	fs.StringSliceVar(&o.RequestHeaderUsernameHeaders, "requestheader-username-headers", o.RequestHeaderUsernameHeaders, "headers carrying the user name")
+	fs.StringSliceVar(&o.RequestHeaderUIDHeaders, "requestheader-uid-headers", o.RequestHeaderUIDHeaders, "headers carrying the UID")
+	fs.StringSliceVar(&o.RequestHeaderGroupHeaders, "requestheader-group-headers", o.RequestHeaderGroupHeaders, "headers carrying groups")
+	fs.StringSliceVar(&o.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", o.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
+	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", o.AnonymousAuth, "treat requests without credentials as system:anonymous")
+	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "RBAC, or AlwaysAllow (tests only: every authenticated request is allowed)")
+	fs.StringVar(&o.DataDir, "data-dir", "", "directory of the embedded store (DIR/state.db)")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of --data-dir")
+	fs.StringVar(&o.EtcdCAFile, "etcd-cafile", "", "CA that verifies the etcd servers")
+	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate for etcd")
+	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", "", "prefix of every etcd key, to share one etcd between servers")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
+}
+
+func newAPIServerCmd(s streams) *cobra.Command {
+	o := &apiserverOptions{APIServerOptions: up.APIServerDefaults()}
+	cmd := &cobra.Command{
+		Use:   "apiserver",
+		Short: "Serve a Kubernetes-compatible API over an embedded store or etcd",
+		Long: `Serve the Kubernetes API (discovery, OpenAPI, core, RBAC, events, leases and the
+authentication and authorization review APIs) over a bbolt file (--data-dir) or
+etcd (--etcd-servers), authenticating requests as kube-apiserver does and
+authorizing them with RBAC and its default policy.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runAPIServer(ctx, o, s)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+func runAPIServer(ctx context.Context, o *apiserverOptions, s streams) error {
+	level := slog.LevelWarn
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	srv, err := up.NewAPIServer(ctx, o.APIServerOptions, logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(s.err, "kubegate apiserver serving on %s, authorization %s\n", srv.URL(), o.AuthorizationMode)
+	return srv.Serve(ctx)
+}

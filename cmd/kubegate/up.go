@@ -1,0 +1,70 @@
+package main
+
+import (
+	"log/slog"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubegate/kubegate/up"
+)
+
+// upOptions are `kubegate up`'s flags.
+type upOptions struct {
+	up.Options
+	verbose bool
+}
+
+// AddFlags registers the flags.
+func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Dir, "dir", o.Dir, "cluster directory: PKI, kubeconfigs, tokens.csv and the store (state.db)")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the API (gateway) listens on")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the API (gateway) serves HTTPS on")
+	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
+}
+
+func newUpCmd(s streams) *cobra.Command {
+	o := &upOptions{Options: up.Options{Dir: "kubegate", BindAddress: "127.0.0.1", SecurePort: 6443}}
+	cmd := &cobra.Command{
+		Use:   "up [--dir DIR] [--secure-port 6443]",
+		Short: "Run a local cluster: PKI, API server and gateway in one process",
+		Long: `Run a local cluster in one process. The first time, write the cluster PKI and
+kubeconfigs into DIR (as kubegate pki init does). Then serve the API server on a
+loopback port, over DIR/state.db, behind the gateway on --secure-port, which
+DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if o.verbose {
+				level = slog.LevelInfo
+			}
+			o.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+			o.Status = s.err
+			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, s) }
+			if err := o.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return up.Run(ctx, o.Options)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// initPKIForUp runs `kubegate pki init --dir dir --server server` with
+// every other flag at its default.
+func initPKIForUp(dir, server string, s streams) error {
+	o := &pkiOptions{}
+	fs := pflag.NewFlagSet("pki init", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--dir", dir, "--server", server}); err != nil {
+		return err
+	}
+	return runPKIInit(o, s)
+}

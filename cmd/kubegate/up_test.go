@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUpAndAPIServerRefuseBadFlags(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"up without a port", []string{"up", "--dir", dir, "--secure-port", "0"}, "--secure-port 0 is not a port number"},
+		{"up with negative nodes", []string{"up", "--dir", dir, "--nodes", "-2"}, "--nodes -2 is negative"},
+		{"up without a dir", []string{"up", "--dir", ""}, "--dir is required"},
+		{"apiserver without a store", []string{"apiserver", "--tls-cert-file", "c", "--tls-private-key-file", "k"}, "give exactly one of --data-dir and --etcd-servers"},
+		{"apiserver with a bad mode", []string{"apiserver", "--tls-cert-file", "c", "--tls-private-key-file", "k", "--data-dir", dir,
+			"--authorization-mode", "Node"}, `--authorization-mode "Node" is not one of RBAC, AlwaysAllow`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", tt.args...)
+			if code != 2 || out != "" || errOut != "kubegate: "+tt.want+"\n" {
+				t.Fatalf("got code %d stdout %q stderr %q, want 2 and %q", code, out, errOut, tt.want)
+			}
+			if _, err := os.Stat(dir); err == nil {
+				t.Fatalf("%s was created", dir)
+			}
+		})
+	}
+}
+
+func TestInitPKIForUpIsPKIInit(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	var errOut strings.Builder
+	if err := initPKIForUp(dir, "https://127.0.0.1:7443", streams{out: &strings.Builder{}, err: &errOut}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"pki/ca.crt", "pki/sa.key", "pki/front-proxy-client.crt", "admin.conf", "super-admin.conf"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("pki init wrote no %s: %v", f, err)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(dir, "admin.conf"))
+	if err != nil || !strings.Contains(string(conf), "server: https://127.0.0.1:7443") {
+		t.Fatalf("admin.conf does not point at the gateway: %v\n%s", err, conf)
+	}
+}

@@ -1,0 +1,458 @@
+// Package up assembles kubegate's control plane: the API server with its
+// authenticators, RBAC, admission and auth APIs over a bbolt or etcd store
+// (NewAPIServer, behind `kubegate apiserver`), and the whole local cluster of
+// `kubegate up`: the PKI, that API server on loopback, and the gateway in
+// front of it (Run).
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/admission"
+	"github.com/kubegate/kubegate/apiserver/authapi"
+	"github.com/kubegate/kubegate/apiserver/rbacsource"
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/requestheader"
+	"github.com/kubegate/kubegate/authn/serviceaccount"
+	"github.com/kubegate/kubegate/authn/tokenfile"
+	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/authz/bootstrap"
+	"github.com/kubegate/kubegate/authz/rbac"
+	"github.com/kubegate/kubegate/gateway"
+	"github.com/kubegate/kubegate/internal/filewatch"
+	"github.com/kubegate/kubegate/store"
+	"github.com/kubegate/kubegate/store/bolt"
+	"github.com/kubegate/kubegate/store/etcd"
+)
+
+// Authorization modes.
+const (
+	ModeRBAC        = "RBAC"
+	ModeAlwaysAllow = "AlwaysAllow"
+)
+
+// StateFile is the bbolt file in the data directory.
+const StateFile = "state.db"
+
+// APIServerOptions are the API server's settings, named after
+// kube-apiserver's flags.
+type APIServerOptions struct {
+	BindAddress string // default 0.0.0.0
+	// SecurePort is the HTTPS port; 0 picks a free one (see
+	// APIServer.Listener).
+	SecurePort  int // default 6443
+	TLSCertFile string
+	TLSKeyFile  string
+
+	ClientCAFile  string
+	TokenAuthFile string
+	// SAKeyFiles verify service-account tokens; empty means the public half
+	// of SASigningKeyFile.
+	SAKeyFiles []string
+	// SASigningKeyFile (sa.key) signs TokenRequest tokens; empty turns
+	// serviceaccounts/token off.
+	SASigningKeyFile string
+	SAIssuers        []string // default gateway.DefaultIssuer; the first is the iss of new tokens
+	APIAudiences     []string // default: the issuers
+	// SALookup checks that a legacy token's service account and secret
+	// still exist; bound tokens are always checked.
+	SALookup bool // default true
+	// SAMaxTokenExpiration caps TokenRequest lifetimes; 0 means no cap.
+	SAMaxTokenExpiration time.Duration
+
+	RequestHeaderCAFile          string
+	RequestHeaderAllowedNames    []string
+	RequestHeaderUsernameHeaders []string
+	RequestHeaderUIDHeaders      []string
+	RequestHeaderGroupHeaders    []string
+	RequestHeaderExtraPrefixes   []string
+	AnonymousAuth                bool // default true, as kube-apiserver
+
+	AuthorizationMode string // ModeRBAC (default) or ModeAlwaysAllow
+
+	// DataDir holds the bbolt store (DataDir/state.db); exactly one of
+	// DataDir and EtcdServers is required.
+	DataDir      string
+	EtcdServers  []string
+	EtcdCAFile   string
+	EtcdCertFile string
+	EtcdKeyFile  string
+	EtcdPrefix   string // default "" (keys start with /registry/)
+
+	// ExternalAddress is the host:port clients reach the server at, for
+	// serverAddressByClientCIDRs; "" reports the request's Host.
+	ExternalAddress string
+	ReloadInterval  time.Duration // default 1 s
+}
+
+// APIServerDefaults returns the options' defaults.
+func APIServerDefaults() APIServerOptions {
+	rh := requestheader.Default()
+	return APIServerOptions{
+		BindAddress:                  "0.0.0.0",
+		SecurePort:                   6443,
+		SAIssuers:                    []string{gateway.DefaultIssuer},
+		SALookup:                     true,
+		RequestHeaderUsernameHeaders: rh.UsernameHeaders,
+		RequestHeaderUIDHeaders:      rh.UIDHeaders,
+		RequestHeaderGroupHeaders:    rh.GroupHeaders,
+		RequestHeaderExtraPrefixes:   rh.ExtraHeaderPrefixes,
+		AnonymousAuth:                true,
+		AuthorizationMode:            ModeRBAC,
+		ReloadInterval:               filewatch.DefaultInterval,
+	}
+}
+
+// Validate names the first option that is wrong, by its flag.
+func (o *APIServerOptions) Validate() error {
+	switch {
+	case o.TLSCertFile == "" || o.TLSKeyFile == "":
+		return errors.New("--tls-cert-file and --tls-private-key-file are required")
+	case o.SecurePort < 0 || o.SecurePort > 65535:
+		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
+	case (o.DataDir == "") == (len(o.EtcdServers) == 0):
+		return errors.New("give exactly one of --data-dir and --etcd-servers")
+	case len(o.EtcdServers) == 0 && (o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != ""):
+		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+	case (o.EtcdCertFile == "") != (o.EtcdKeyFile == ""):
+		return errors.New("--etcd-certfile and --etcd-keyfile go together")
+	case o.AuthorizationMode != ModeRBAC && o.AuthorizationMode != ModeAlwaysAllow:
+		return fmt.Errorf("--authorization-mode %q is not one of %s, %s", o.AuthorizationMode, ModeRBAC, ModeAlwaysAllow)
+	case len(o.SAIssuers) == 0 && (len(o.SAKeyFiles) > 0 || o.SASigningKeyFile != ""):
+		return errors.New("--service-account-issuer is required with service-account keys")
+	case o.ClientCAFile == "" && o.TokenAuthFile == "" && len(o.SAKeyFiles) == 0 && o.SASigningKeyFile == "" && o.RequestHeaderCAFile == "" && !o.AnonymousAuth:
+		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
+	case o.SAMaxTokenExpiration < 0:
+		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
+	}
+	return nil
+}
+
+// APIServer is a configured API server ready to serve.
+type APIServer struct {
+	Server   *apiserver.Server
+	HTTP     *http.Server
+	Listener net.Listener
+	Store    store.Store
+	// RBAC is the store-backed rule source; nil with AlwaysAllow.
+	RBAC   *rbacsource.Source
+	logger *slog.Logger
+	cancel context.CancelFunc // ends the controllers and file watches
+}
+
+// URL returns the server's base URL on its listener.
+func (s *APIServer) URL() string {
+	return "https://" + s.Listener.Addr().String()
+}
+
+// NewAPIServer opens the store, writes the bootstrap objects that are
+// missing (system namespaces, their default service accounts, the RBAC
+// policy), starts following RBAC changes and listens on the secure port.
+// Serve it with Serve; until then, or if NewAPIServer fails, the store is
+// closed when ctx is done.
+func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) (_ *APIServer, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &APIServer{logger: logger, cancel: cancel}
+	defer func() {
+		if err != nil {
+			cancel()
+			if s.Server != nil {
+				s.Server.Close()
+			}
+			if s.Store != nil {
+				s.Store.Close()
+			}
+		}
+	}()
+	if s.Store, err = openStore(ctx, &o); err != nil {
+		return nil, err
+	}
+	a, err := newAuthentication(ctx, &o, s.Store, logger)
+	if err != nil {
+		return nil, err
+	}
+	cfg := apiserver.Config{
+		Store:           s.Store,
+		Authenticator:   a.request,
+		Impersonation:   true,
+		Admission:       admission.Chain(),
+		Logger:          logger,
+		ExternalAddress: o.ExternalAddress,
+	}
+	api := authapi.Config{Tokens: a.tokens, APIAudiences: a.audiences, Issuer: a.issuer}
+	switch o.AuthorizationMode {
+	case ModeRBAC:
+		if _, err := rbacsource.EnsurePolicy(ctx, s.Store, Policy(), nil); err != nil {
+			return nil, fmt.Errorf("write the bootstrap RBAC policy: %w", err)
+		}
+		s.RBAC = rbacsource.New(s.Store, rbacsource.Options{Logger: logger})
+		if err := s.RBAC.Start(ctx); err != nil {
+			return nil, err
+		}
+		rules := rbac.New(s.RBAC)
+		cfg.Authorizer = authz.Union(authz.PrivilegedGroups(authz.SystemMasters), rules)
+		cfg.Escalation = rbacsource.Escalation{Guard: rbac.NewGuard(rules, cfg.Authorizer)}
+		api.Rules = rules
+	case ModeAlwaysAllow:
+		cfg.Authorizer = authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
+			return authz.Allow, "", nil
+		})
+		api.Rules = allowAll{}
+	}
+	api.Authorizer = cfg.Authorizer
+	cfg.Creators = authapi.Creators(api)
+	// New creates the system namespaces; the controller then gives each
+	// its default service account before the first request is served.
+	if s.Server, err = apiserver.New(cfg); err != nil {
+		return nil, err
+	}
+	sas := &admission.ServiceAccounts{Store: s.Store, Logger: logger}
+	if err := sas.Start(ctx); err != nil {
+		return nil, fmt.Errorf("create default service accounts: %w", err)
+	}
+
+	serving, err := gateway.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
+		return nil, err
+	}
+	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
+	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), gateway.ServerTLSConfig(serving, requestCerts, nil), logger)
+	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
+	if s.Listener, err = net.Listen("tcp", addr); err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s, nil
+}
+
+// allowAll is the rules of AlwaysAllow: everything.
+type allowAll struct{}
+
+func (allowAll) RulesFor(authn.User, string) ([]rbacv1.PolicyRule, error) {
+	return []rbacv1.PolicyRule{
+		{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
+	}, nil
+}
+
+func openStore(ctx context.Context, o *APIServerOptions) (store.Store, error) {
+	if len(o.EtcdServers) > 0 {
+		st, err := etcd.New(ctx, etcd.Config{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile,
+			CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Prefix: o.EtcdPrefix})
+		if err != nil {
+			return nil, fmt.Errorf("--etcd-servers: %w", err)
+		}
+		return st, nil
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	st, err := bolt.Open(filepath.Join(o.DataDir, StateFile), bolt.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir: %w", err)
+	}
+	return st, nil
+}
+
+// Close releases an API server that will not be served: its listener, its
+// store and its background work.
+func (s *APIServer) Close() error {
+	s.cancel()
+	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
+}
+
+// Serve serves until ctx is done, then shuts down: requests in flight get a
+// second to finish, then open watches are ended, and the store is closed
+// once no handler can write to it any more.
+func (s *APIServer) Serve(ctx context.Context) error {
+	defer s.Store.Close()
+	defer s.Server.Close()
+	defer s.cancel()
+	streams, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	s.HTTP.BaseContext = func(net.Listener) context.Context { return streams }
+	errc := make(chan error, 1)
+	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	grace, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := s.HTTP.Shutdown(grace); err == nil {
+		return nil
+	}
+	endStreams()
+	final, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if err := s.HTTP.Shutdown(final); err != nil {
+		s.HTTP.Close()
+		return fmt.Errorf("shut down the API server: %w", err)
+	}
+	return nil
+}
+
+// authentication is the server's assembled authentication.
+type authentication struct {
+	request   authn.Request // the whole chain
+	tokens    authn.Request // token authenticators only, for TokenReview
+	audiences []string
+	issuer    *serviceaccount.Issuer
+}
+
+func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store, logger *slog.Logger) (*authentication, error) {
+	a := &authentication{audiences: o.APIAudiences}
+	if len(a.audiences) == 0 {
+		a.audiences = slices.Clone(o.SAIssuers)
+	}
+	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: a.audiences}
+	watch := func(flag, path string, load filewatch.LoadFunc) error {
+		if err := filewatch.Watch(ctx, path, o.ReloadInterval, load, logger); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		return nil
+	}
+	readFile := func(flag, path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return b, nil
+	}
+	var clientCA []byte
+	if o.ClientCAFile != "" {
+		var err error
+		if clientCA, err = readFile("--client-ca-file", o.ClientCAFile); err != nil {
+			return nil, err
+		}
+		x, err := authx509.New(clientCA, authx509.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+		if err := watch("--client-ca-file", o.ClientCAFile, x.Load); err != nil {
+			return nil, err
+		}
+		ac.X509 = x
+	}
+	if o.RequestHeaderCAFile != "" {
+		caPEM, err := readFile("--requestheader-client-ca-file", o.RequestHeaderCAFile)
+		if err != nil {
+			return nil, err
+		}
+		if err := requestheader.CheckSharedCA(caPEM, clientCA, o.RequestHeaderAllowedNames); err != nil {
+			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		rh, err := requestheader.New(caPEM, requestheader.Options{
+			AllowedNames:        o.RequestHeaderAllowedNames,
+			UsernameHeaders:     o.RequestHeaderUsernameHeaders,
+			UIDHeaders:          o.RequestHeaderUIDHeaders,
+			GroupHeaders:        o.RequestHeaderGroupHeaders,
+			ExtraHeaderPrefixes: o.RequestHeaderExtraPrefixes,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("--requestheader-*: %w", err)
+		}
+		if err := watch("--requestheader-client-ca-file", o.RequestHeaderCAFile, rh.Load); err != nil {
+			return nil, err
+		}
+		ac.RequestHeader = rh
+	}
+	if o.TokenAuthFile != "" {
+		tf, err := tokenfile.NewFromFile(o.TokenAuthFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-auth-file: %w", err)
+		}
+		for _, w := range tf.Warnings() {
+			logger.Warn("token file", "file", o.TokenAuthFile, "warning", w)
+		}
+		if err := watch("--token-auth-file", o.TokenAuthFile, tf.Load); err != nil {
+			return nil, err
+		}
+		ac.StaticTokens = append(ac.StaticTokens, tf)
+	}
+	keyFiles := o.SAKeyFiles
+	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
+		keyFiles = []string{o.SASigningKeyFile}
+	}
+	if len(keyFiles) > 0 {
+		sao := serviceaccount.Options{Issuers: o.SAIssuers, Audiences: a.audiences, Getter: authapi.Getter{Store: st},
+			SkipLegacyLookup: !o.SALookup}
+		sa, err := serviceaccount.NewFromFiles(sao, keyFiles...)
+		if err != nil {
+			return nil, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+		for _, f := range keyFiles {
+			if err := watch("--service-account-key-file", f, func([]byte) error { return sa.LoadFiles(keyFiles...) }); err != nil {
+				return nil, err
+			}
+		}
+		ac.Tokens = append(ac.Tokens, sa)
+	}
+	if o.SASigningKeyFile != "" {
+		pemKey, err := readFile("--service-account-signing-key-file", o.SASigningKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		key, err := serviceaccount.ParsePrivateKeyPEM(pemKey)
+		if err != nil {
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
+		if a.issuer, err = serviceaccount.NewIssuer(key, serviceaccount.IssuerOptions{Issuer: o.SAIssuers[0],
+			APIAudiences: a.audiences, MaxExpiration: o.SAMaxTokenExpiration, ExtendExpiration: true}); err != nil {
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
+	}
+	a.request = authn.New(ac)
+	if len(ac.StaticTokens)+len(ac.Tokens) > 0 {
+		a.tokens = authn.New(authn.Config{StaticTokens: ac.StaticTokens, Tokens: ac.Tokens, TokenCache: ac.TokenCache})
+	}
+	return a, nil
+}
+
+// GatewayLookupRole is the cluster role (and binding) that lets a kubegate
+// gateway in front of this server look up the objects service-account
+// tokens name, as gateway.LookupUser.
+const GatewayLookupRole = "system:kubegate:gateway"
+
+// Policy is the RBAC policy the API server writes at first start: the
+// default policy of kube-apiserver and kubeadm, plus the gateway's lookup
+// rights.
+func Policy() rbac.Objects {
+	p := bootstrap.Policy()
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: GatewayLookupRole, Labels: map[string]string{bootstrap.BootstrappingLabel: bootstrap.BootstrappingValue}}
+	}
+	p.ClusterRoles = append(p.ClusterRoles, &rbacv1.ClusterRole{ObjectMeta: meta(), Rules: []rbacv1.PolicyRule{{
+		Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts", "secrets", "pods", "nodes"},
+	}}})
+	p.ClusterRoleBindings = append(p.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: meta(),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: GatewayLookupRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: gateway.LookupUser}},
+	})
+	return p
+}

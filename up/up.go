@@ -1,0 +1,198 @@
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/gateway"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+// Options configure Run.
+type Options struct {
+	// Dir is the cluster directory: DIR/pki, DIR/*.conf, DIR/tokens.csv and
+	// DIR/state.db. Required.
+	Dir string
+	// BindAddress and SecurePort are where the gateway listens.
+	BindAddress string // default 127.0.0.1
+	SecurePort  int    // default 6443
+	// Nodes is how many simulated nodes the cluster should have; 0 means
+	// none. It is recorded in Cluster.Nodes for the components that run
+	// them.
+	Nodes int
+	// EtcdServers, when set, replace the bbolt file with etcd, reached with
+	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
+	EtcdServers []string
+	// InitPKI writes the PKI and kubeconfigs into dir, with server as the
+	// kubeconfigs' API server URL, when DIR/pki does not exist. Required.
+	InitPKI func(dir, server string) error
+	// Status receives what a user should read: the addresses and the next
+	// commands. Nil means io.Discard.
+	Status io.Writer
+	// Logger receives the components' logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate names the first option that is wrong.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return errors.New("--dir is required")
+	case o.SecurePort <= 0 || o.SecurePort > 65535:
+		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
+	case o.Nodes < 0:
+		return fmt.Errorf("--nodes %d is negative", o.Nodes)
+	case o.InitPKI == nil:
+		return errors.New("up: InitPKI is required")
+	}
+	return nil
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Dir string
+	// Server is the gateway's URL, the one in DIR/admin.conf.
+	Server string
+	// Nodes is Options.Nodes.
+	Nodes     int
+	APIServer *APIServer
+	Gateway   *gateway.Server
+}
+
+// Start brings the cluster up: the PKI if DIR/pki is missing, the API server
+// on a free loopback port over DIR/state.db (or etcd), trusting the
+// front-proxy CA for request-header identities (front-proxy-client only),
+// the cluster CA for client certificates and sa.pub for service-account
+// tokens, and the gateway on the secure port in front of it. Everything
+// stops when ctx is done; Serve waits for that.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.BindAddress == "" {
+		o.BindAddress = "127.0.0.1"
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Status == nil {
+		o.Status = io.Discard
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	host := o.BindAddress
+	if ip := net.ParseIP(host); host == "0.0.0.0" || host == "::" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	server := "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+	pkiDir := filepath.Join(o.Dir, ca.PKIDir)
+	if _, err := os.Stat(pkiDir); errors.Is(err, fs.ErrNotExist) {
+		if err := o.InitPKI(o.Dir, server); err != nil {
+			return nil, fmt.Errorf("pki init: %w", err)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if cfg, err := kubeconfig.Load(filepath.Join(o.Dir, "admin.conf")); err == nil {
+		for _, c := range cfg.Clusters {
+			if c.Server != server {
+				fmt.Fprintf(o.Status, "warning: %s points at %s, not at %s\n", filepath.Join(o.Dir, "admin.conf"), c.Server, server)
+			}
+		}
+	}
+	pki := func(name string) string { return filepath.Join(pkiDir, name) }
+
+	a := APIServerDefaults()
+	a.BindAddress, a.SecurePort = "127.0.0.1", 0
+	a.TLSCertFile, a.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
+	a.ClientCAFile = pki("ca.crt")
+	a.SAKeyFiles = []string{pki("sa.pub")}
+	a.SASigningKeyFile = pki("sa.key")
+	a.RequestHeaderCAFile = pki("front-proxy-ca.crt")
+	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
+	a.AnonymousAuth = false
+	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+	if len(o.EtcdServers) > 0 {
+		a.EtcdServers = o.EtcdServers
+		a.EtcdCAFile = pki("etcd/ca.crt")
+		a.EtcdCertFile, a.EtcdKeyFile = pki("apiserver-etcd-client.crt"), pki("apiserver-etcd-client.key")
+	} else {
+		a.DataDir = o.Dir
+	}
+	api, err := NewAPIServer(ctx, a, o.Logger.With("component", "apiserver"))
+	if err != nil {
+		return nil, err
+	}
+
+	g := gateway.Defaults()
+	g.BindAddress, g.SecurePort = o.BindAddress, o.SecurePort
+	g.TLSCertFile, g.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
+	g.ClientCAFile = pki("ca.crt")
+	if tokens := filepath.Join(o.Dir, "tokens.csv"); fileExists(tokens) {
+		g.TokenAuthFile = tokens
+	}
+	g.SAKeyFiles = []string{pki("sa.pub")}
+	g.Upstream = api.URL()
+	g.UpstreamCAFile = pki("ca.crt")
+	g.ProxyCertFile, g.ProxyKeyFile = pki("front-proxy-client.crt"), pki("front-proxy-client.key")
+	gw, err := gateway.NewServer(ctx, g, o.Logger.With("component", "gateway"))
+	if err != nil {
+		api.Close()
+		return nil, err
+	}
+	c := &Cluster{Dir: o.Dir, Server: server, Nodes: o.Nodes, APIServer: api, Gateway: gw}
+	state := filepath.Join(o.Dir, StateFile)
+	if len(o.EtcdServers) > 0 {
+		state = "etcd at " + o.EtcdServers[0]
+	}
+	fmt.Fprintf(o.Status, `kubegate is up: the API is at %s (gateway), served by the API server on %s, state in %s
+next:
+  export KUBECONFIG=%s
+  kubectl get pods -A
+  kubectl auth whoami
+  kubectl create token default
+Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
+`, server, api.Listener.Addr(), state, filepath.Join(o.Dir, "admin.conf"), o.Dir)
+	return c, nil
+}
+
+// Serve serves the API server and the gateway until ctx is done, then shuts
+// both down and closes the store. It returns the first error of either.
+func (c *Cluster) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, serve := range []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = serve(ctx)
+			cancel() // one stopping stops the other
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Run starts the cluster and serves it until ctx is done.
+func Run(ctx context.Context, o Options) error {
+	c, err := Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	return c.Serve(ctx)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
