@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,17 +15,17 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
-	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/store"
+	"github.com/kubegate/kubegate/store/etcd/etcdtest"
 	"github.com/kubegate/kubegate/store/storetest"
 )
 
 // server is one etcd started in-process for the whole package, listening
 // on loopback for plain clients and for mTLS clients.
 type server struct {
-	etcd     *embed.Etcd
+	etcd     *etcdtest.Server
 	dir      string
 	plainURL string
 	tlsURL   string
@@ -61,15 +60,6 @@ func etcdServer(t testing.TB) *server {
 	return shared.srv
 }
 
-func freeURL(scheme string) (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return url.URL{}, err
-	}
-	defer l.Close()
-	return url.URL{Scheme: scheme, Host: l.Addr().String()}, nil
-}
-
 func startEtcd(t testing.TB) (*server, error) {
 	dir, err := os.MkdirTemp("", "kubegate-etcd-")
 	if err != nil {
@@ -90,42 +80,12 @@ func startEtcd(t testing.TB) (*server, error) {
 	servingCert, servingKey := serving.WriteFiles(t, dir, "server")
 	srv.certFile, srv.keyFile = client.WriteFiles(t, dir, "client")
 
-	var urls [3]url.URL
-	for i, scheme := range []string{"http", "https", "http"} {
-		if urls[i], err = freeURL(scheme); err != nil {
-			return nil, err
-		}
-	}
-	cfg := embed.NewConfig()
-	cfg.Name = "test"
-	cfg.Dir = filepath.Join(dir, "data")
-	cfg.LogLevel = "error"
-	cfg.ListenClientUrls = urls[:2]
-	cfg.AdvertiseClientUrls = urls[:2]
-	cfg.ListenPeerUrls = urls[2:]
-	cfg.AdvertisePeerUrls = urls[2:]
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	cfg.ClientTLSInfo = transport.TLSInfo{
-		CertFile:       servingCert,
-		KeyFile:        servingKey,
-		TrustedCAFile:  srv.caFile,
-		ClientCertAuth: true,
-	}
-	e, err := embed.StartEtcd(cfg)
+	e, err := etcdtest.Start(dir, &transport.TLSInfo{CertFile: servingCert, KeyFile: servingKey, TrustedCAFile: srv.caFile})
 	if err != nil {
 		return nil, err
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return nil, err
-	case <-time.After(time.Minute):
-		e.Close()
-		return nil, fmt.Errorf("etcd not ready after a minute")
-	}
 	srv.etcd = e
-	srv.plainURL, srv.tlsURL = urls[0].String(), urls[1].String()
+	srv.plainURL, srv.tlsURL = e.PlainURL, e.TLSURL
 	return srv, nil
 }
 

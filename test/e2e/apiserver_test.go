@@ -28,8 +28,8 @@ type apiserverProc struct {
 }
 
 // startAPIServer runs `kubegate apiserver` over DIR/pki (from pki init)
-// with its data in dataDir, on port (0: a free one), and waits until it
-// serves.
+// with its data in dataDir (""): none, give --etcd-servers in extra), on
+// port (0: a free one), and waits until it serves.
 func startAPIServer(t *testing.T, dir, dataDir string, port int, extra ...string) *apiserverProc {
 	t.Helper()
 	if port == 0 {
@@ -40,8 +40,10 @@ func startAPIServer(t *testing.T, dir, dataDir string, port int, extra ...string
 		"--tls-cert-file", pki("apiserver.crt"), "--tls-private-key-file", pki("apiserver.key"),
 		"--client-ca-file", pki("ca.crt"),
 		"--service-account-key-file", pki("sa.pub"), "--service-account-signing-key-file", pki("sa.key"),
-		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client",
-		"--data-dir", dataDir}, extra...)
+		"--requestheader-client-ca-file", pki("front-proxy-ca.crt"), "--requestheader-allowed-names", "front-proxy-client"}, extra...)
+	if dataDir != "" {
+		args = append(args, "--data-dir", dataDir)
+	}
 	p := &apiserverProc{url: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &syncBuffer{}}
 	p.cmd = exec.Command(kubegateBin, args...)
 	p.cmd.Stderr = p.stderr
