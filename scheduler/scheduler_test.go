@@ -145,7 +145,19 @@ func (h *harness) bound(name string) string {
 	return h.waitFor(name, "bound", func(p *v1.Pod) bool { return p.Spec.NodeName != "" }).Spec.NodeName
 }
 
+// events returns the events about pod name, waiting up to 10 s for the
+// first: the scheduler records them after binding or failing, so they may
+// trail what the test has observed.
 func (h *harness) events(name string) []v1.Event {
+	h.t.Helper()
+	var out []v1.Event
+	for deadline := time.Now().Add(10 * time.Second); len(out) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		out = h.listEvents(name)
+	}
+	return out
+}
+
+func (h *harness) listEvents(name string) []v1.Event {
 	list, err := h.client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		h.t.Fatal(err)
@@ -235,10 +247,7 @@ func TestScenarioResourceExhaustion(t *testing.T) {
 	if c.Reason != v1.PodReasonUnschedulable || c.Message != want {
 		t.Errorf("condition %s/%q, want Unschedulable/%q", c.Reason, c.Message, want)
 	}
-	var ev []v1.Event
-	for deadline := time.Now().Add(10 * time.Second); len(ev) == 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		ev = h.events("huge")
-	}
+	ev := h.events("huge")
 	if len(ev) != 1 || ev[0].Type != v1.EventTypeWarning || ev[0].Reason != "FailedScheduling" || ev[0].Message != want {
 		t.Fatalf("events %+v, want one Warning FailedScheduling %q", ev, want)
 	}

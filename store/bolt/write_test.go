@@ -39,6 +39,12 @@ func TestBatchCompareAndSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// Wait until the watcher is live: the batch compacts history it would
+	// otherwise still have to read, which is ErrCompacted, as with etcd.
+	w.RequestProgress()
+	if ev := next(t, w); ev.Type != store.Progress {
+		t.Fatalf("first event %v, want a progress notification", ev.Type)
+	}
 	// The writer goroutine is idle, so the test may commit itself.
 	for _, o := range batch {
 		o.done = make(chan result, 1)
