@@ -49,6 +49,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newAPIServerCmd(s),
 		newUpCmd(s),
 		newSchedulerCmd(s),
+		newNodesCmd(s),
 	)
 	return root
 }

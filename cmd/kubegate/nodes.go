@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegate/kubegate/kubeconfig"
+	"github.com/kubegate/kubegate/nodesim"
+)
+
+type nodesSimulateOptions struct {
+	kubeconfig, prefix, labels, taints string
+	cpu, memory, pods, storage         string
+	count                              int
+	runningDelay, heartbeat, status    time.Duration
+}
+
+func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of an identity that may write nodes, nodes/status, leases in kube-node-lease, pods/status and delete pods")
+	fs.IntVar(&o.count, "count", 0, fmt.Sprintf("number of nodes to simulate (1 to %d)", nodesim.MaxCount))
+	fs.StringVar(&o.prefix, "name-prefix", nodesim.DefaultPrefix, "node names are this prefix plus 1, 2, …")
+	fs.StringVar(&o.cpu, "cpu", nodesim.DefaultCPU.String(), "CPU capacity (and allocatable) of each node")
+	fs.StringVar(&o.memory, "memory", nodesim.DefaultMemory.String(), "memory capacity of each node")
+	fs.StringVar(&o.pods, "pods", nodesim.DefaultPods.String(), fmt.Sprintf("pod capacity of each node (at most %d)", nodesim.MaxPods))
+	fs.StringVar(&o.storage, "ephemeral-storage", nodesim.DefaultEphemeralStorage.String(), "ephemeral-storage capacity of each node")
+	fs.StringVar(&o.labels, "labels", "", "extra node labels, key=value,…")
+	fs.StringVar(&o.taints, "taints", "", "node taints, key[=value]:NoSchedule|PreferNoSchedule|NoExecute,…")
+	fs.DurationVar(&o.runningDelay, "running-delay", nodesim.DefaultRunningDelay, "how long a bound pod shows ContainerCreating before it is Running")
+	fs.DurationVar(&o.heartbeat, "heartbeat-interval", nodesim.DefaultHeartbeatInterval, "how often each node's lease is renewed")
+	fs.DurationVar(&o.status, "status-interval", nodesim.DefaultStatusInterval, "how often each node's condition heartbeats are written")
+}
+
+// simOptions parses and checks the flags as nodesim.Options.
+func (o *nodesSimulateOptions) simOptions() (nodesim.Options, error) {
+	so := nodesim.Options{Count: o.count, Prefix: o.prefix, RunningDelay: o.runningDelay,
+		HeartbeatInterval: o.heartbeat, StatusInterval: o.status}
+	if o.count < 1 {
+		return so, fmt.Errorf("--count %d: want 1 to %d nodes", o.count, nodesim.MaxCount)
+	}
+	if o.heartbeat <= 0 || o.status <= 0 {
+		return so, errors.New("--heartbeat-interval and --status-interval must be positive")
+	}
+	for _, q := range []struct {
+		flag, val string
+		dst       *resource.Quantity
+	}{{"cpu", o.cpu, &so.CPU}, {"memory", o.memory, &so.Memory}, {"pods", o.pods, &so.Pods}, {"ephemeral-storage", o.storage, &so.EphemeralStorage}} {
+		v, err := resource.ParseQuantity(q.val)
+		if err != nil {
+			return so, fmt.Errorf("--%s %q: not a quantity (examples: 4, 500m, 16Gi)", q.flag, q.val)
+		}
+		if v.Sign() <= 0 {
+			return so, fmt.Errorf("--%s %s: must be positive", q.flag, q.val)
+		}
+		*q.dst = v
+	}
+	var err error
+	if so.Labels, err = nodesim.ParseLabels(o.labels); err != nil {
+		return so, fmt.Errorf("--labels: %w", err)
+	}
+	if so.Taints, err = nodesim.ParseTaints(o.taints); err != nil {
+		return so, fmt.Errorf("--taints: %w", err)
+	}
+	return so, so.Validate()
+}
+
+// simulatorClient is a client for path without client-side rate limiting:
+// the simulator bounds its own concurrency, and thousands of nodes renew a
+// lease every few seconds.
+func simulatorClient(path string) (kubernetes.Interface, error) {
+	if path == "" {
+		return nil, errors.New("--kubeconfig is required")
+	}
+	cfg, err := kubeconfig.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
+	}
+	rc.QPS = -1
+	return kubernetes.NewForConfig(rc)
+}
+
+func newNodesCmd(s streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "nodes",
+		Short: "Simulated nodes",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newNodesSimulateCmd(s))
+	return cmd
+}
+
+func newNodesSimulateCmd(s streams) *cobra.Command {
+	o := &nodesSimulateOptions{}
+	cmd := &cobra.Command{
+		Use:   "simulate --kubeconfig FILE --count N [--cpu 4] [--memory 16Gi] [--pods 110] [--labels k=v,…] [--taints k=v:Effect,…]",
+		Short: "Register simulated nodes and run the pods bound to them, like kubelets that run nothing",
+		Long: `Register N Node objects (name-prefix1 … name-prefixN) with the given
+capacity, labels and taints, renew their leases in kube-node-lease, and move
+every pod bound to them to Running after --running-delay, with a pod IP from
+the node's 10.244.x.0/24, Ready conditions and running container statuses.
+A deleted pod is reported terminated and removed. No container is run: a pod
+whose command would exit stays Running until it is deleted.
+Runs until interrupted; the nodes stay registered.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runNodesSimulate(ctx, o, s)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// runNodesSimulate runs the simulator until ctx is done.
+func runNodesSimulate(ctx context.Context, o *nodesSimulateOptions, s streams) error {
+	so, err := o.simOptions()
+	if err != nil {
+		return err
+	}
+	client, err := simulatorClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	so.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sim, err := nodesim.New(client, so)
+	if err != nil {
+		return err
+	}
+	names := sim.NodeNames()
+	fmt.Fprintf(s.err, "registering %d simulated nodes (%s … %s); bound pods turn Running after %v; stop with Ctrl-C\n",
+		len(names), names[0], names[len(names)-1], so.RunningDelay)
+	return sim.Run(ctx)
+}
