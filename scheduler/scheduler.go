@@ -235,9 +235,15 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
 	if s.cfg.LogWriter != nil && s.cfg.Verbosity > 0 {
 		_ = explain.LogLines(s.cfg.LogWriter, s.clock.Now(), s.cfg.Verbosity, res, err)
 	}
-	note, aerr := explain.Annotation(res, err)
+	e := explain.FromResult(res, err, explain.AnnotationTopNodes)
+	node := res.SelectedNode
+	res.Release()
+	note, aerr := explain.EncodeAnnotation(e)
+	msg := "Successfully assigned " + e.Pod + " to " + node
 	if aerr != nil {
-		s.log.Error("explain", "pod", res.Pod, "err", aerr)
+		s.log.Error("explain", "pod", e.Pod, "err", aerr)
+	} else if err == nil {
+		msg = explain.ScheduledMessage(e)
 	}
 	s.wg.Add(1)
 	go func() {
@@ -246,15 +252,18 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
 			s.failed(ctx, pod, err, note)
 			return
 		}
-		s.bind(ctx, pod, assumed, res, note)
+		s.bind(ctx, pod, assumed, node, note, msg)
 	}()
 	return true
 }
 
-func (s *Scheduler) bind(ctx context.Context, pod, assumed *v1.Pod, res *framework.Result, note string) {
+// bind binds pod to node with the explanation note, then records the
+// Scheduled event with msg. A failed binding forgets the assumed pod and
+// sends the pod back to the queue.
+func (s *Scheduler) bind(ctx context.Context, pod, assumed *v1.Pod, node, note, msg string) {
 	b := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target:     v1.ObjectReference{Kind: "Node", Name: res.SelectedNode},
+		Target:     v1.ObjectReference{Kind: "Node", Name: node},
 	}
 	if note != "" {
 		b.Annotations = map[string]string{explain.AnnotationKey: note}
@@ -263,16 +272,11 @@ func (s *Scheduler) bind(ctx context.Context, pod, assumed *v1.Pod, res *framewo
 		s.mu.Lock()
 		s.snap.RemovePod(assumed.UID)
 		s.mu.Unlock()
-		s.log.Error("bind failed", "pod", res.Pod, "node", res.SelectedNode, "err", err)
+		s.log.Error("bind failed", "pod", pod.Namespace+"/"+pod.Name, "node", node, "err", err)
 		s.failed(ctx, pod, fmt.Errorf("binding rejected: %w", err), "")
 		return
 	}
 	s.queue.Done(pod.UID)
-	e, _ := explain.ParseAnnotation(note)
-	msg := "Successfully assigned " + res.Pod + " to " + res.SelectedNode
-	if e != nil {
-		msg = explain.ScheduledMessage(e)
-	}
 	s.event(ctx, pod, v1.EventTypeNormal, "Scheduled", msg)
 }
 

@@ -92,31 +92,15 @@ func FromResult(res *framework.Result, err error, top int) *Explanation {
 	for _, p := range res.Plugins {
 		e.Plugins = append(e.Plugins, Plugin{Name: p.Name, Weight: p.Weight, Skipped: p.Skipped})
 	}
-	for _, s := range res.Scores {
-		e.Scores = append(e.Scores, Score{Node: s.Node, Raw: s.Raw, Normalized: s.Normalized, Total: s.Total})
-	}
-	slices.SortFunc(e.Scores, func(a, b Score) int {
-		if c := cmp.Compare(b.Total, a.Total); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Node, b.Node)
-	})
-	// The pick first even when it won a tie against a node sorting earlier.
-	if i := slices.IndexFunc(e.Scores, func(s Score) bool { return s.Node == e.Node }); i > 0 {
-		pick := e.Scores[i]
-		copy(e.Scores[1:i+1], e.Scores[:i])
-		e.Scores[0] = pick
-	}
 	if top >= 0 {
-		if len(e.Scores) > top {
-			e.MoreFeasible = len(e.Scores) - top
-			e.Scores = e.Scores[:top]
-		}
+		e.Scores = topScores(res.Scores, e.Node, top)
+		e.MoreFeasible = len(res.Scores) - len(e.Scores)
 		if h := res.Histogram(); len(h) > 0 {
 			e.RejectedCounts = h
 		}
 		return e
 	}
+	e.Scores = topScores(res.Scores, e.Node, len(res.Scores))
 	for _, r := range res.Rejected {
 		e.Rejected = append(e.Rejected, Rejected{Node: r.Node, Plugin: r.Plugin, Reasons: r.Reasons})
 	}
@@ -127,9 +111,104 @@ func FromResult(res *framework.Result, err error, top int) *Explanation {
 	return e
 }
 
+// better orders feasible nodes for display: higher total first, ties by
+// name.
+func better(a, b *framework.NodeScore) bool {
+	if a.Total != b.Total {
+		return a.Total > b.Total
+	}
+	return a.Node < b.Node
+}
+
+// topScores returns the n best of scores, best first (by better), with the
+// pick, if among them, first even when it won a tie against a node sorting
+// earlier. It keeps a sorted list of at most n while passing over scores
+// once, so the top few of many nodes cost no full sort. The rows are
+// copied: the Result's buffers may be reused.
+func topScores(scores []framework.NodeScore, pick string, n int) []Score {
+	n = min(n, len(scores))
+	if n <= 0 {
+		return nil
+	}
+	if n > maxSelectTop {
+		return sortedScores(scores, pick, n)
+	}
+	best := make([]*framework.NodeScore, 0, n)
+	var picked *framework.NodeScore
+	if pick != "" {
+		for i := range scores {
+			if scores[i].Node == pick {
+				picked = &scores[i]
+				best = append(best, picked)
+				break
+			}
+		}
+	}
+	head := len(best) // the pick stays in front
+	for i := range scores {
+		s := &scores[i]
+		if s == picked || (len(best) == n && (n == head || !better(s, best[n-1]))) {
+			continue
+		}
+		j := len(best)
+		if j == n {
+			j-- // drop the last
+		} else {
+			best = append(best, nil)
+		}
+		for j > head && better(s, best[j-1]) {
+			best[j] = best[j-1]
+			j--
+		}
+		best[j] = s
+	}
+	return copyScores(best)
+}
+
+// maxSelectTop is the largest n topScores selects by insertion; above it
+// a full sort is cheaper.
+const maxSelectTop = 32
+
+// sortedScores is topScores by sorting every score.
+func sortedScores(scores []framework.NodeScore, pick string, n int) []Score {
+	all := make([]*framework.NodeScore, len(scores))
+	for i := range scores {
+		all[i] = &scores[i]
+	}
+	slices.SortFunc(all, func(a, b *framework.NodeScore) int {
+		switch {
+		case better(a, b):
+			return -1
+		case better(b, a):
+			return 1
+		}
+		return 0
+	})
+	if i := slices.IndexFunc(all, func(s *framework.NodeScore) bool { return s.Node == pick }); i > 0 {
+		p := all[i]
+		copy(all[1:i+1], all[:i])
+		all[0] = p
+	}
+	return copyScores(all[:n])
+}
+
+func copyScores(in []*framework.NodeScore) []Score {
+	out := make([]Score, len(in))
+	for i, s := range in {
+		out[i] = Score{Node: s.Node, Raw: slices.Clone(s.Raw), Normalized: slices.Clone(s.Normalized), Total: s.Total}
+	}
+	return out
+}
+
 // Annotation returns the bounded annotation value for res.
 func Annotation(res *framework.Result, err error) (string, error) {
-	e := FromResult(res, err, AnnotationTopNodes)
+	return EncodeAnnotation(FromResult(res, err, AnnotationTopNodes))
+}
+
+// EncodeAnnotation returns the bounded annotation value for e, an
+// explanation from FromResult with top AnnotationTopNodes. It sheds detail
+// from e until the value fits, so afterwards e is what the annotation says.
+func EncodeAnnotation(e *Explanation) (string, error) {
 	foldReasons(e.RejectedCounts, AnnotationMaxReasons)
 	for {
 		b, err := json.Marshal(e)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,37 @@ func TestLogLines(t *testing.T) {
 	_ = LogLines(&buf, now, 2, res, nil)
 	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), `"Successfully bound pod to node" pod="default/app"`) {
 		t.Errorf("v=2 output:\n%s", buf.String())
+	}
+}
+
+// The top-k selection gives the same rows as sorting every score and
+// moving the pick first, including among ties and when the pick is not in
+// the top.
+func TestTopScoresMatchesFullSort(t *testing.T) {
+	t.Parallel()
+	var scores []framework.NodeScore
+	for i := range 200 {
+		scores = append(scores, framework.NodeScore{Node: fmt.Sprintf("n%03d", (i*37)%200), Total: int64((i * 7) % 5), Raw: []int64{int64(i)}})
+	}
+	for _, tc := range []struct {
+		name, pick string
+		n          int
+	}{
+		{"pick among ties", "n150", 5},
+		{"pick last", scores[199].Node, 5},
+		{"no pick", "", 5},
+		{"one", "n007", 1},
+		{"largest selected", "n042", maxSelectTop},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := topScores(scores, tc.pick, tc.n)
+			want := sortedScores(scores, tc.pick, tc.n)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v\nwant %v", got, want)
+			}
+			if tc.pick != "" && got[0].Node != tc.pick {
+				t.Errorf("first %s, want the pick %s", got[0].Node, tc.pick)
+			}
+		})
 	}
 }

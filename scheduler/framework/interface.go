@@ -131,6 +131,16 @@ type ScorePlugin interface {
 	Score(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) (int64, *Status)
 }
 
+// BatchScorePlugin is a score plugin that can also score many nodes in
+// one call, saving a call and a CycleState lookup per node. The framework
+// calls ScoreNodes instead of Score when a plugin has it; scores[i] is the
+// score of nodes[i] and must equal what Score returns for it. A failure
+// fails the whole cycle, as a failed Score does.
+type BatchScorePlugin interface {
+	ScorePlugin
+	ScoreNodes(ctx context.Context, state *CycleState, pod *v1.Pod, nodes []*NodeInfo, scores []int64) *Status
+}
+
 // ScoreNormalizer is implemented by score plugins whose raw scores need
 // mapping into 0..MaxNodeScore. scores[i] belongs to nodes[i].
 type ScoreNormalizer interface {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -39,6 +40,41 @@ type Result struct {
 	Rejected []Rejection
 	// PreFilter is set when a PreFilter plugin rejected the pod outright.
 	PreFilter *Rejection
+
+	// rows backs the Raw and Normalized slices of Scores.
+	rows []int64
+}
+
+// resultPool holds released Results; their slices keep their capacity, so
+// a cycle over hundreds of nodes allocates nothing for its explanation.
+var resultPool = sync.Pool{New: func() any { return new(Result) }}
+
+func newResult() *Result {
+	r := resultPool.Get().(*Result)
+	*r = Result{Plugins: r.Plugins[:0], Scores: r.Scores[:0], Rejected: r.Rejected[:0], rows: r.rows}
+	return r
+}
+
+// rowBuffer returns a zeroed buffer of n scores, reusing the Result's.
+func (r *Result) rowBuffer(n int) []int64 {
+	if cap(r.rows) < n {
+		r.rows = make([]int64, n)
+	}
+	r.rows = r.rows[:n]
+	clear(r.rows)
+	return r.rows
+}
+
+// Release hands r back for reuse by a later Schedule. After Release
+// neither r nor any slice taken from it (such as a NodeScore's Raw) may be
+// used. Calling it is optional: an unreleased Result is simply garbage
+// collected.
+func (r *Result) Release() {
+	// Drop what would pin other objects (node names stay: they belong to
+	// live nodes, and are overwritten on reuse).
+	clear(r.Rejected)
+	r.PreFilter = nil
+	resultPool.Put(r)
 }
 
 // PluginWeight is a score plugin's name, weight, and whether its PreScore

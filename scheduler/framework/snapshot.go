@@ -46,34 +46,55 @@ func HostPorts(pod *v1.Pod) []HostPort {
 	return out
 }
 
-// NodeInfo is a node with the pods assigned to it and their totals.
+// NodeInfo is a node with the pods assigned to it and their totals. The
+// fields the default filters and scorers read for every node come first,
+// so that they share few cache lines.
 type NodeInfo struct {
-	// Node is nil while pods are known for a node the snapshot has not seen
-	// (or no longer has); such a NodeInfo is never offered to plugins.
-	Node *v1.Node
-	// name is Node.Name, kept for the same reason as Labels.
-	name string
-	// Labels, Taints and Unschedulable are copied from Node so that the
+	// Unschedulable, Taints and Labels are copied from Node so that the
 	// filters and scorers, which read them for every node, skip a pointer
 	// hop.
-	Labels        map[string]string
-	Taints        []v1.Taint
 	Unschedulable bool
-	Pods          []*PodInfo
-	// PodsWithAffinity and PodsWithRequiredAntiAffinity are the subsets of
-	// Pods with pod (anti-)affinity terms.
-	PodsWithAffinity             []*PodInfo
-	PodsWithRequiredAntiAffinity []*PodInfo
-
-	Allocatable Resource
+	Taints        []v1.Taint
+	Allocatable   Resource
 	// Requested is the sum of the pods' requests; NonZeroCPU and
 	// NonZeroMemory the sums with the scoring defaults.
 	Requested     Resource
 	NonZeroCPU    int64
 	NonZeroMemory int64
-	UsedPorts     []HostPort
+	Pods          []*PodInfo
+	// images are the node's images by snapshot ImageID, sorted by ID.
+	images []imageSize
+	// name is Node.Name, kept for the same reason as Labels.
+	name   string
+	Labels map[string]string
+	// Node is nil while pods are known for a node the snapshot has not seen
+	// (or no longer has); such a NodeInfo is never offered to plugins.
+	Node *v1.Node
+	// PodsWithAffinity and PodsWithRequiredAntiAffinity are the subsets of
+	// Pods with pod (anti-)affinity terms.
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
+	UsedPorts                    []HostPort
 	// Images maps every name of every image on the node to its size.
 	Images map[string]int64
+}
+
+// ImageID is a snapshot's number for an image name.
+type ImageID int32
+
+type imageSize struct {
+	id   ImageID
+	size int64
+}
+
+// ImageSize returns the size of the image with id on the node, and whether
+// the node has it. Only nodes of the snapshot that issued id know it.
+func (ni *NodeInfo) ImageSize(id ImageID) (int64, bool) {
+	i, ok := slices.BinarySearchFunc(ni.images, id, func(im imageSize, id ImageID) int { return int(im.id - id) })
+	if !ok {
+		return 0, false
+	}
+	return ni.images[i].size, true
 }
 
 // NewNodeInfo returns the NodeInfo of node with pods on it.
@@ -152,8 +173,10 @@ type Snapshot struct {
 	nodes  []*NodeInfo // with a Node, in the order they were added
 	byName map[string]*NodeInfo
 	podAt  map[types.UID]string // pod UID -> node name
-	// imageNodes counts the nodes that have each image name.
-	imageNodes map[string]int
+	// imageIDs numbers every image name seen; imageNodes[id] counts the
+	// nodes that have the image now.
+	imageIDs   map[string]ImageID
+	imageNodes []int
 	// affinityPods counts assigned pods with pod (anti-)affinity terms.
 	affinityPods int
 }
@@ -162,9 +185,9 @@ type Snapshot struct {
 // (pods with an empty spec.nodeName are ignored).
 func NewSnapshot(nodes []*v1.Node, pods []*v1.Pod) *Snapshot {
 	s := &Snapshot{
-		byName:     make(map[string]*NodeInfo, len(nodes)),
-		podAt:      make(map[types.UID]string, len(pods)),
-		imageNodes: map[string]int{},
+		byName:   make(map[string]*NodeInfo, len(nodes)),
+		podAt:    make(map[types.UID]string, len(pods)),
+		imageIDs: map[string]ImageID{},
 	}
 	for _, n := range nodes {
 		s.SetNode(n)
@@ -193,7 +216,20 @@ func (s *Snapshot) Get(name string) *NodeInfo {
 }
 
 // ImageNodes is the number of nodes that have an image named name.
-func (s *Snapshot) ImageNodes(name string) int { return s.imageNodes[name] }
+func (s *Snapshot) ImageNodes(name string) int {
+	id, ok := s.imageIDs[name]
+	if !ok {
+		return 0
+	}
+	return s.imageNodes[id]
+}
+
+// ImageID returns the number of image name for NodeInfo.ImageSize, and
+// whether any node of the snapshot ever had it.
+func (s *Snapshot) ImageID(name string) (ImageID, bool) {
+	id, ok := s.imageIDs[name]
+	return id, ok
+}
 
 // HasAffinityPods reports whether any assigned pod has pod (anti-)affinity
 // terms.
@@ -211,6 +247,7 @@ func (s *Snapshot) SetNode(node *v1.Node) {
 	}
 	s.countImages(ni, -1)
 	ni.setNode(node)
+	s.numberImages(ni)
 	s.countImages(ni, 1)
 }
 
@@ -224,18 +261,31 @@ func (s *Snapshot) RemoveNode(name string) {
 	s.countImages(ni, -1)
 	s.nodes = slices.DeleteFunc(s.nodes, func(n *NodeInfo) bool { return n == ni })
 	ni.setNode(nil)
+	ni.images = nil
 	if len(ni.Pods) == 0 {
 		delete(s.byName, name)
 	}
 }
 
 func (s *Snapshot) countImages(ni *NodeInfo, d int) {
-	for name := range ni.Images {
-		s.imageNodes[name] += d
-		if s.imageNodes[name] <= 0 {
-			delete(s.imageNodes, name)
-		}
+	for _, im := range ni.images {
+		s.imageNodes[im.id] += d
 	}
+}
+
+// numberImages sets ni.images from ni.Images, numbering new names.
+func (s *Snapshot) numberImages(ni *NodeInfo) {
+	ni.images = ni.images[:0]
+	for name, size := range ni.Images {
+		id, ok := s.imageIDs[name]
+		if !ok {
+			id = ImageID(len(s.imageNodes))
+			s.imageIDs[name] = id
+			s.imageNodes = append(s.imageNodes, 0)
+		}
+		ni.images = append(ni.images, imageSize{id: id, size: size})
+	}
+	slices.SortFunc(ni.images, func(a, b imageSize) int { return int(a.id - b.id) })
 }
 
 // AddPod records pod on the node named by its spec.nodeName; a pod already

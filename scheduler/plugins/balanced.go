@@ -26,6 +26,8 @@ type NodeResourcesBalancedAllocation struct {
 var (
 	_ framework.PreScorePlugin = (*NodeResourcesBalancedAllocation)(nil)
 	_ framework.ScorePlugin    = (*NodeResourcesBalancedAllocation)(nil)
+
+	_ framework.BatchScorePlugin = (*NodeResourcesBalancedAllocation)(nil)
 )
 
 const balancedPreScoreKey = "PreScore" + NameNodeResourcesBalancedAllocation
@@ -36,7 +38,7 @@ func NewBalancedAllocation(resources []ResourceSpec) *NodeResourcesBalancedAlloc
 	if len(resources) == 0 {
 		resources = DefaultResources()
 	}
-	return &NodeResourcesBalancedAllocation{alloc: allocScorer{resources: resources}}
+	return &NodeResourcesBalancedAllocation{alloc: newAllocScorer(resources)}
 }
 
 // Name implements framework.Plugin.
@@ -51,21 +53,38 @@ func (b *NodeResourcesBalancedAllocation) PreScore(_ context.Context, state *fra
 			return nil
 		}
 	}
-	return framework.NewStatus(framework.Skip)
+	return statusSkip
 }
 
 // Score implements framework.ScorePlugin.
 func (b *NodeResourcesBalancedAllocation) Score(_ context.Context, state *framework.CycleState, _ *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
-	podReq, ok := state.Read(balancedPreScoreKey).([]int64)
-	if !ok {
-		podReq = b.alloc.podRequests(state.Pod, true)
+	return b.score(b.preScored(state), node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (b *NodeResourcesBalancedAllocation) ScoreNodes(_ context.Context, state *framework.CycleState, _ *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	podReq := b.preScored(state)
+	for i, node := range nodes {
+		scores[i] = b.score(podReq, node)
 	}
+	return nil
+}
+
+func (b *NodeResourcesBalancedAllocation) preScored(state *framework.CycleState) []int64 {
+	if podReq, ok := state.Read(balancedPreScoreKey).([]int64); ok {
+		return podReq
+	}
+	return b.alloc.podRequests(state.Pod, true)
+}
+
+func (b *NodeResourcesBalancedAllocation) score(podReq []int64, node *framework.NodeInfo) int64 {
 	var buf [2 * maxInlineResources]int64
-	req, alloc := b.alloc.nodeValues(node, podReq, true, true, buf[:])
-	with := BalanceScore(req, alloc)
-	req, alloc = b.alloc.nodeValues(node, podReq, true, false, buf[:])
+	req, alloc := b.alloc.nodeValues(node, podReq, true, false, buf[:])
 	without := BalanceScore(req, alloc)
-	return ChangeInBalanceScore(with, without), nil
+	for i := range req {
+		req[i] += podReq[i]
+	}
+	return ChangeInBalanceScore(BalanceScore(req, alloc), without)
 }
 
 // ChangeInBalanceScore is the 1.36+ score from the balance scores with and

@@ -111,13 +111,17 @@ var (
 type NodeResourcesFit struct {
 	strategy ScoringStrategy
 	alloc    allocScorer
-	scorer   func(requested, allocatable []int64) int64
+	// shape is RequestedToCapacityRatio's shape with scores scaled to
+	// 0..100.
+	shape []UtilizationShapePoint
 }
 
 var (
 	_ framework.FilterPlugin   = (*NodeResourcesFit)(nil)
 	_ framework.PreScorePlugin = (*NodeResourcesFit)(nil)
 	_ framework.ScorePlugin    = (*NodeResourcesFit)(nil)
+
+	_ framework.BatchScorePlugin = (*NodeResourcesFit)(nil)
 )
 
 const fitPreScoreKey = "PreScore" + NameNodeResourcesFit
@@ -133,14 +137,10 @@ func NewNodeResourcesFit(s ScoringStrategy) (*NodeResourcesFit, error) {
 	if len(s.Resources) == 0 {
 		s.Resources = DefaultResources()
 	}
-	f := &NodeResourcesFit{strategy: s, alloc: allocScorer{resources: s.Resources}}
-	switch s.Type {
-	case LeastAllocated:
-		f.scorer = weightedScorer(s.Resources, leastRequestedScore)
-	case MostAllocated:
-		f.scorer = weightedScorer(s.Resources, mostRequestedScore)
-	case RequestedToCapacityRatio:
-		f.scorer = ratioScorer(s.Resources, s.Shape)
+	f := &NodeResourcesFit{strategy: s, alloc: newAllocScorer(s.Resources)}
+	const scale = int32(framework.MaxNodeScore / 10)
+	for _, p := range s.Shape {
+		f.shape = append(f.shape, UtilizationShapePoint{Utilization: p.Utilization, Score: p.Score * scale})
 	}
 	return f, nil
 }
@@ -216,13 +216,32 @@ func (f *NodeResourcesFit) PreScore(_ context.Context, state *framework.CycleSta
 // Score implements framework.ScorePlugin. Requests count cpu and memory
 // with the scoring defaults for containers that set none.
 func (f *NodeResourcesFit) Score(_ context.Context, state *framework.CycleState, _ *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
-	podReq, ok := state.Read(fitPreScoreKey).([]int64)
-	if !ok {
-		podReq = f.alloc.podRequests(state.Pod, false)
+	return f.score(f.preScored(state), node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (f *NodeResourcesFit) ScoreNodes(_ context.Context, state *framework.CycleState, _ *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	podReq := f.preScored(state)
+	for i, node := range nodes {
+		scores[i] = f.score(podReq, node)
 	}
+	return nil
+}
+
+func (f *NodeResourcesFit) preScored(state *framework.CycleState) []int64 {
+	if podReq, ok := state.Read(fitPreScoreKey).([]int64); ok {
+		return podReq
+	}
+	return f.alloc.podRequests(state.Pod, false)
+}
+
+func (f *NodeResourcesFit) score(podReq []int64, node *framework.NodeInfo) int64 {
 	var buf [2 * maxInlineResources]int64
 	req, alloc := f.alloc.nodeValues(node, podReq, false, true, buf[:])
-	return f.scorer(req, alloc), nil
+	if f.strategy.Type == RequestedToCapacityRatio {
+		return ratioScore(f.strategy.Resources, f.shape, req, alloc)
+	}
+	return weightedScore(f.strategy.Resources, req, alloc, f.strategy.Type == MostAllocated)
 }
 
 // maxInlineResources is how many scored resources fit in a stack buffer.
@@ -232,6 +251,36 @@ const maxInlineResources = 8
 // requested with the pod and what it has allocatable.
 type allocScorer struct {
 	resources []ResourceSpec
+	// kinds[i] says where resources[i] is kept, so that nodeValues does
+	// not compare names for every node.
+	kinds []resourceKind
+}
+
+type resourceKind uint8
+
+const (
+	kindExtended resourceKind = iota
+	kindCPU
+	kindMemory
+	kindEphemeralStorage
+	kindPods
+)
+
+func newAllocScorer(resources []ResourceSpec) allocScorer {
+	a := allocScorer{resources: resources, kinds: make([]resourceKind, len(resources))}
+	for i, r := range resources {
+		switch r.Name {
+		case v1.ResourceCPU:
+			a.kinds[i] = kindCPU
+		case v1.ResourceMemory:
+			a.kinds[i] = kindMemory
+		case v1.ResourceEphemeralStorage:
+			a.kinds[i] = kindEphemeralStorage
+		case v1.ResourcePods:
+			a.kinds[i] = kindPods
+		}
+	}
+	return a
 }
 
 // podRequests returns the pod's request of each resource; with
@@ -240,9 +289,9 @@ func (a *allocScorer) podRequests(pi *framework.PodInfo, useRequested bool) []in
 	out := make([]int64, len(a.resources))
 	for i, r := range a.resources {
 		switch {
-		case r.Name == v1.ResourceCPU && !useRequested:
+		case a.kinds[i] == kindCPU && !useRequested:
 			out[i] = pi.NonZeroCPU
-		case r.Name == v1.ResourceMemory && !useRequested:
+		case a.kinds[i] == kindMemory && !useRequested:
 			out[i] = pi.NonZeroMemory
 		default:
 			out[i] = pi.Requests.Get(r.Name)
@@ -260,53 +309,59 @@ func (a *allocScorer) nodeValues(node *framework.NodeInfo, podReq []int64, useRe
 		buf = make([]int64, 2*n)
 	}
 	req, alloc = buf[:n:n], buf[n:2*n:2*n]
-	for i, r := range a.resources {
-		var used int64
-		switch r.Name {
-		case v1.ResourceCPU:
-			used = node.NonZeroCPU
+	for i, kind := range a.kinds {
+		var used, have int64
+		switch kind {
+		case kindCPU:
+			used, have = node.NonZeroCPU, node.Allocatable.MilliCPU
 			if useRequested {
 				used = node.Requested.MilliCPU
 			}
-		case v1.ResourceMemory:
-			used = node.NonZeroMemory
+		case kindMemory:
+			used, have = node.NonZeroMemory, node.Allocatable.Memory
 			if useRequested {
 				used = node.Requested.Memory
 			}
-		case v1.ResourceEphemeralStorage, v1.ResourcePods:
-			used = node.Requested.Get(r.Name)
+		case kindEphemeralStorage:
+			used, have = node.Requested.EphemeralStorage, node.Allocatable.EphemeralStorage
+		case kindPods:
+			used, have = node.Requested.Pods, node.Allocatable.Pods
 		default:
 			if podReq[i] == 0 {
 				req[i], alloc[i] = 0, 0
 				continue
 			}
-			used = node.Requested.Get(r.Name)
+			name := a.resources[i].Name
+			used, have = node.Requested.Scalar[name], node.Allocatable.Scalar[name]
 		}
 		if withPod {
 			used += podReq[i]
 		}
-		req[i], alloc[i] = used, node.Allocatable.Get(r.Name)
+		req[i], alloc[i] = used, have
 	}
 	return req, alloc
 }
 
-// weightedScorer averages per-resource scores by weight over the resources
-// the node has (allocatable > 0), with integer division; 0 if none.
-func weightedScorer(resources []ResourceSpec, score func(req, alloc int64) int64) func(req, alloc []int64) int64 {
-	return func(req, alloc []int64) int64 {
-		var sum, weights int64
-		for i := range req {
-			if alloc[i] == 0 {
-				continue
-			}
-			sum += score(req[i], alloc[i]) * resources[i].Weight
-			weights += resources[i].Weight
+// weightedScore averages per-resource scores (leastRequestedScore, or
+// mostRequestedScore when most) by weight over the resources the node has
+// (allocatable > 0), with integer division; 0 if none.
+func weightedScore(resources []ResourceSpec, req, alloc []int64, most bool) int64 {
+	var sum, weights int64
+	for i := range req {
+		if alloc[i] == 0 {
+			continue
 		}
-		if weights == 0 {
-			return 0
+		s := leastRequestedScore(req[i], alloc[i])
+		if most {
+			s = mostRequestedScore(req[i], alloc[i])
 		}
-		return sum / weights
+		sum += s * resources[i].Weight
+		weights += resources[i].Weight
 	}
+	if weights == 0 {
+		return 0
+	}
+	return sum / weights
 }
 
 // leastRequestedScore is (alloc − req)·100/alloc, 0 when over.
@@ -325,48 +380,41 @@ func mostRequestedScore(req, alloc int64) int64 {
 	return min(req, alloc) * framework.MaxNodeScore / alloc
 }
 
-// ratioScorer is RequestedToCapacityRatio: per resource the utilisation
-// percentage goes through the shape (scores scaled from 0..10 to 0..100;
-// over-committed counts as 100 percent); resources scoring 0 do not count;
-// the weighted mean is rounded.
-func ratioScorer(resources []ResourceSpec, shape []UtilizationShapePoint) func(req, alloc []int64) int64 {
-	const scale = framework.MaxNodeScore / 10
-	pts := make([]UtilizationShapePoint, len(shape))
+// ratioScore is RequestedToCapacityRatio: per resource the utilisation
+// percentage goes through the shape (scores already scaled from 0..10 to
+// 0..100; over-committed counts as 100 percent); resources scoring 0 do
+// not count; the weighted mean is rounded.
+func ratioScore(resources []ResourceSpec, shape []UtilizationShapePoint, req, alloc []int64) int64 {
+	var sum, weights int64
+	for i := range req {
+		if alloc[i] == 0 {
+			continue
+		}
+		u := int64(100)
+		if req[i] <= alloc[i] {
+			u = req[i] * 100 / alloc[i]
+		}
+		if s := shapeScore(shape, u); s > 0 {
+			sum += s * resources[i].Weight
+			weights += resources[i].Weight
+		}
+	}
+	if weights == 0 {
+		return 0
+	}
+	return int64(math.Round(float64(sum) / float64(weights)))
+}
+
+// shapeScore interpolates the shape linearly at utilisation u.
+func shapeScore(shape []UtilizationShapePoint, u int64) int64 {
 	for i, p := range shape {
-		pts[i] = UtilizationShapePoint{Utilization: p.Utilization, Score: p.Score * int32(scale)}
-	}
-	fn := func(u int64) int64 {
-		for i, p := range pts {
-			if u <= int64(p.Utilization) {
-				if i == 0 {
-					return int64(p.Score)
-				}
-				q := pts[i-1]
-				return int64(q.Score) + int64(p.Score-q.Score)*(u-int64(q.Utilization))/int64(p.Utilization-q.Utilization)
+		if u <= int64(p.Utilization) {
+			if i == 0 {
+				return int64(p.Score)
 			}
+			q := shape[i-1]
+			return int64(q.Score) + int64(p.Score-q.Score)*(u-int64(q.Utilization))/int64(p.Utilization-q.Utilization)
 		}
-		return int64(pts[len(pts)-1].Score)
 	}
-	return func(req, alloc []int64) int64 {
-		var sum, weights int64
-		for i := range req {
-			if alloc[i] == 0 {
-				continue
-			}
-			var s int64
-			if req[i] > alloc[i] {
-				s = fn(100)
-			} else {
-				s = fn(req[i] * 100 / alloc[i])
-			}
-			if s > 0 {
-				sum += s * resources[i].Weight
-				weights += resources[i].Weight
-			}
-		}
-		if weights == 0 {
-			return 0
-		}
-		return int64(math.Round(float64(sum) / float64(weights)))
-	}
+	return int64(shape[len(shape)-1].Score)
 }

@@ -26,6 +26,8 @@ type ImageLocality struct{}
 var (
 	_ framework.PreScorePlugin = ImageLocality{}
 	_ framework.ScorePlugin    = ImageLocality{}
+
+	_ framework.BatchScorePlugin = ImageLocality{}
 )
 
 const imageLocalityKey = "PreScore" + NameImageLocality
@@ -34,10 +36,13 @@ const imageLocalityKey = "PreScore" + NameImageLocality
 func (ImageLocality) Name() string { return NameImageLocality }
 
 // podImage is one of the pod's images, normalised, with the fraction of
-// all nodes that have it.
+// all nodes that have it and its snapshot number (known is false when no
+// node has ever had it).
 type podImage struct {
 	name   string
 	spread float64
+	id     framework.ImageID
+	known  bool
 }
 
 // PreScore implements framework.PreScorePlugin: it normalises the pod's
@@ -51,7 +56,8 @@ func podImages(snap *framework.Snapshot, pod *v1.Pod) []podImage {
 	out := make([]podImage, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
 	add := func(image string) {
 		name := normalizedImageName(image)
-		out = append(out, podImage{name: name, spread: float64(snap.ImageNodes(name)) / float64(snap.NumNodes())})
+		id, known := snap.ImageID(name)
+		out = append(out, podImage{name: name, spread: float64(snap.ImageNodes(name)) / float64(snap.NumNodes()), id: id, known: known})
 	}
 	for i := range pod.Spec.InitContainers {
 		add(pod.Spec.InitContainers[i].Image)
@@ -64,20 +70,36 @@ func podImages(snap *framework.Snapshot, pod *v1.Pod) []podImage {
 
 // Score implements framework.ScorePlugin.
 func (ImageLocality) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
-	if len(node.Images) == 0 {
-		return 0, nil
+	return imageLocalityScore(preScoredImages(state, pod), node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (ImageLocality) ScoreNodes(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	images := preScoredImages(state, pod)
+	for i, node := range nodes {
+		scores[i] = imageLocalityScore(images, node)
 	}
-	images, ok := state.Read(imageLocalityKey).([]podImage)
-	if !ok {
-		images = podImages(state.Snapshot, pod)
+	return nil
+}
+
+func preScoredImages(state *framework.CycleState, pod *v1.Pod) []podImage {
+	if images, ok := state.Read(imageLocalityKey).([]podImage); ok {
+		return images
 	}
+	return podImages(state.Snapshot, pod)
+}
+
+func imageLocalityScore(images []podImage, node *framework.NodeInfo) int64 {
 	var sum int64
 	for _, img := range images {
-		if size, ok := node.Images[img.name]; ok {
+		if !img.known {
+			continue
+		}
+		if size, ok := node.ImageSize(img.id); ok {
 			sum += int64(float64(size) * img.spread)
 		}
 	}
-	return imageScore(sum, len(images)), nil
+	return imageScore(sum, len(images))
 }
 
 func imageScore(sum int64, containers int) int64 {

@@ -37,6 +37,8 @@ var (
 	_ framework.PreScorePlugin  = InterPodAffinity{}
 	_ framework.ScorePlugin     = InterPodAffinity{}
 	_ framework.ScoreNormalizer = InterPodAffinity{}
+
+	_ framework.BatchScorePlugin = InterPodAffinity{}
 )
 
 const (
@@ -91,7 +93,7 @@ func (InterPodAffinity) PreFilter(_ context.Context, state *framework.CycleState
 	}
 	snap := state.Snapshot
 	if len(pi.RequiredAffinity) == 0 && len(pi.RequiredAntiAffinity) == 0 && !snap.HasAffinityPods() {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	s := &podAffinityFilterState{pod: pi, existingAnti: topologyCounts{}, affinity: topologyCounts{}, anti: topologyCounts{}}
 	incoming := len(pi.RequiredAffinity)+len(pi.RequiredAntiAffinity) > 0
@@ -201,7 +203,7 @@ func (InterPodAffinity) PreScore(_ context.Context, state *framework.CycleState,
 	}
 	hasPreferred := len(pi.PreferredAffinity)+len(pi.PreferredAntiAffinity) > 0
 	if len(nodes) == 0 || (!hasPreferred && !state.Snapshot.HasAffinityPods()) {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	s := &podAffinityScoreState{scores: map[string]map[string]int64{}}
 	for _, ni := range state.Snapshot.Nodes() {
@@ -241,7 +243,7 @@ func (InterPodAffinity) PreScore(_ context.Context, state *framework.CycleState,
 		}
 	}
 	if len(s.scores) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	state.Write(podAffinityPreScoreKey, s)
 	return nil
@@ -254,13 +256,30 @@ func (InterPodAffinity) Score(_ context.Context, state *framework.CycleState, _ 
 	if !ok {
 		return 0, nil
 	}
+	return s.score(node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (InterPodAffinity) ScoreNodes(_ context.Context, state *framework.CycleState, _ *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	s, ok := state.Read(podAffinityPreScoreKey).(*podAffinityScoreState)
+	for i, node := range nodes {
+		if ok {
+			scores[i] = s.score(node)
+		} else {
+			scores[i] = 0
+		}
+	}
+	return nil
+}
+
+func (s *podAffinityScoreState) score(node *framework.NodeInfo) int64 {
 	var score int64
 	for key, values := range s.scores {
 		if v, ok := node.Labels[key]; ok {
 			score += values[v]
 		}
 	}
-	return score, nil
+	return score
 }
 
 // NormalizeScore implements framework.ScoreNormalizer: min-max to 0..100,

@@ -24,6 +24,8 @@ var (
 	_ framework.PreScorePlugin  = NodeAffinity{}
 	_ framework.ScorePlugin     = NodeAffinity{}
 	_ framework.ScoreNormalizer = NodeAffinity{}
+
+	_ framework.BatchScorePlugin = NodeAffinity{}
 )
 
 const (
@@ -39,7 +41,7 @@ func (NodeAffinity) Name() string { return NameNodeAffinity }
 func (NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) *framework.Status {
 	r := newRequiredNodeAffinity(pod)
 	if r == nil {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	state.Write(nodeAffinityPreFilterKey, r)
 	return nil
@@ -62,7 +64,7 @@ func (NodeAffinity) Filter(_ context.Context, state *framework.CycleState, pod *
 func (NodeAffinity) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	terms := preferredNodeTerms(pod)
 	if len(terms) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	state.Write(nodeAffinityPreScoreKey, terms)
 	return nil
@@ -93,17 +95,34 @@ func preferredNodeTerms(pod *v1.Pod) []nodeSelectorTerm {
 
 // Score implements framework.ScorePlugin.
 func (NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
-	terms, ok := state.Read(nodeAffinityPreScoreKey).([]nodeSelectorTerm)
-	if !ok {
-		terms = preferredNodeTerms(pod)
+	return preferredWeight(preScoredNodeTerms(state, pod), node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (NodeAffinity) ScoreNodes(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	terms := preScoredNodeTerms(state, pod)
+	for i, node := range nodes {
+		scores[i] = preferredWeight(terms, node)
 	}
+	return nil
+}
+
+func preScoredNodeTerms(state *framework.CycleState, pod *v1.Pod) []nodeSelectorTerm {
+	if terms, ok := state.Read(nodeAffinityPreScoreKey).([]nodeSelectorTerm); ok {
+		return terms
+	}
+	return preferredNodeTerms(pod)
+}
+
+// preferredWeight sums the weights of the terms node matches.
+func preferredWeight(terms []nodeSelectorTerm, node *framework.NodeInfo) int64 {
 	var sum int64
 	for i := range terms {
 		if terms[i].matches(node.Node) {
 			sum += int64(terms[i].weight)
 		}
 	}
-	return sum, nil
+	return sum
 }
 
 // NormalizeScore implements framework.ScoreNormalizer.

@@ -9,6 +9,10 @@ import (
 	"github.com/kubegate/kubegate/scheduler/framework"
 )
 
+// statusSkip is what PreFilter and PreScore return for a pod the plugin has
+// nothing to do for (statuses are never modified, so one is shared).
+var statusSkip = framework.NewStatus(framework.Skip)
+
 // Plugin names, as in KubeSchedulerConfiguration.
 const (
 	NameNodeUnschedulable               = "NodeUnschedulable"

@@ -50,7 +50,7 @@ func (NodeName) Name() string { return NameNodeName }
 
 // Filter implements framework.FilterPlugin.
 func (NodeName) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	if pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Node.Name {
+	if pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Name() {
 		return nil
 	}
 	return statusNodeName
@@ -74,7 +74,7 @@ func (NodePorts) Name() string { return NameNodePorts }
 func (NodePorts) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) *framework.Status {
 	ports := framework.HostPorts(pod)
 	if len(ports) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	state.Write(nodePortsKey, ports)
 	return nil

@@ -102,6 +102,8 @@ var (
 	_ framework.PreScorePlugin  = (*PodTopologySpread)(nil)
 	_ framework.ScorePlugin     = (*PodTopologySpread)(nil)
 	_ framework.ScoreNormalizer = (*PodTopologySpread)(nil)
+
+	_ framework.BatchScorePlugin = (*PodTopologySpread)(nil)
 )
 
 const (
@@ -222,7 +224,7 @@ type spreadFilterState struct {
 func (p *PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) *framework.Status {
 	cs, _ := p.constraints(pod, true)
 	if len(cs) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	s := &spreadFilterState{constraints: cs, counts: make([]map[string]int64, len(cs)), minimum: make([]int64, len(cs))}
 	for i := range cs {
@@ -294,7 +296,7 @@ type spreadScoreState struct {
 func (p *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo) *framework.Status {
 	cs, systemDefaulted := p.constraints(pod, false)
 	if len(cs) == 0 || len(nodes) == 0 {
-		return framework.NewStatus(framework.Skip)
+		return statusSkip
 	}
 	// System default constraints do not require every key, so nodes
 	// without a zone label still spread by hostname.
@@ -353,8 +355,25 @@ func (p *PodTopologySpread) Score(_ context.Context, state *framework.CycleState
 	if !ok {
 		return 0, nil
 	}
-	if _, ok := s.ignored[node.Node.Name]; ok {
-		return 0, nil
+	return s.score(pod, node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (p *PodTopologySpread) ScoreNodes(_ context.Context, state *framework.CycleState, pod *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	s, ok := state.Read(spreadPreScoreKey).(*spreadScoreState)
+	for i, node := range nodes {
+		if ok {
+			scores[i] = s.score(pod, node)
+		} else {
+			scores[i] = 0
+		}
+	}
+	return nil
+}
+
+func (s *spreadScoreState) score(pod *v1.Pod, node *framework.NodeInfo) int64 {
+	if _, ok := s.ignored[node.Name()]; ok {
+		return 0
 	}
 	var score float64
 	for i, c := range s.constraints {
@@ -370,7 +389,7 @@ func (p *PodTopologySpread) Score(_ context.Context, state *framework.CycleState
 		}
 		score += float64(n)*s.weights[i] + float64(c.maxSkew-1)
 	}
-	return int64(math.Round(score)), nil
+	return int64(math.Round(score))
 }
 
 // NormalizeScore implements framework.ScoreNormalizer: 100·(max + min −

@@ -19,6 +19,8 @@ var (
 	_ framework.PreScorePlugin  = TaintToleration{}
 	_ framework.ScorePlugin     = TaintToleration{}
 	_ framework.ScoreNormalizer = TaintToleration{}
+
+	_ framework.BatchScorePlugin = TaintToleration{}
 )
 
 const taintPreScoreKey = "PreScore" + NameTaintToleration
@@ -57,8 +59,21 @@ func (TaintToleration) PreScore(_ context.Context, state *framework.CycleState, 
 
 // Score implements framework.ScorePlugin: the raw score is the number of
 // untolerated PreferNoSchedule taints.
-func (TaintToleration) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
+func (TaintToleration) Score(_ context.Context, state *framework.CycleState, _ *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	prefer, _ := state.Read(taintPreScoreKey).([]v1.Toleration)
+	return untoleratedPreferred(prefer, node), nil
+}
+
+// ScoreNodes implements framework.BatchScorePlugin.
+func (TaintToleration) ScoreNodes(_ context.Context, state *framework.CycleState, _ *v1.Pod, nodes []*framework.NodeInfo, scores []int64) *framework.Status {
+	prefer, _ := state.Read(taintPreScoreKey).([]v1.Toleration)
+	for i, node := range nodes {
+		scores[i] = untoleratedPreferred(prefer, node)
+	}
+	return nil
+}
+
+func untoleratedPreferred(prefer []v1.Toleration, node *framework.NodeInfo) int64 {
 	var n int64
 	for i := range node.Taints {
 		t := &node.Taints[i]
@@ -66,7 +81,7 @@ func (TaintToleration) Score(_ context.Context, state *framework.CycleState, pod
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // NormalizeScore implements framework.ScoreNormalizer: reversed, so the
