@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -62,7 +63,7 @@ var coreGV = schema.GroupVersion{Version: "v1"}
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		corev1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
+		corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
 	} {
 		if err := add(s); err != nil {
@@ -98,6 +99,16 @@ func builtinResources() []*resource {
 			shortNames: []string{"cm"}, nameFn: subdomain},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields},
+		// Stored only, with no controller acting on them: the scheduler's
+		// default topology spreading reads pods' owners and services.
+		{gvr: coreGV.WithResource("services"), kind: "Service", singular: "service", namespaced: true,
+			shortNames: []string{"svc"}, nameFn: label},
+		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
+			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain},
+		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
+			namespaced: true, shortNames: []string{"rs"}, nameFn: subdomain},
+		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
+			namespaced: true, shortNames: []string{"sts"}, nameFn: subdomain},
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain},
 		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},
