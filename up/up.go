@@ -26,9 +26,8 @@ type Options struct {
 	// BindAddress and SecurePort are where the gateway listens.
 	BindAddress string // default 127.0.0.1
 	SecurePort  int    // default 6443
-	// Nodes is how many simulated nodes the cluster should have; 0 means
-	// none. It is recorded in Cluster.Nodes for the components that run
-	// them.
+	// Nodes is how many simulated nodes the cluster runs (nodesim), with
+	// the scheduler; 0 means neither runs.
 	Nodes int
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
@@ -67,6 +66,7 @@ type Cluster struct {
 	Nodes     int
 	APIServer *APIServer
 	Gateway   *gateway.Server
+	logger    *slog.Logger
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
@@ -148,7 +148,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: server, Nodes: o.Nodes, APIServer: api, Gateway: gw}
+	c := &Cluster{Dir: o.Dir, Server: server, Nodes: o.Nodes, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]
@@ -164,14 +164,19 @@ Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 	return c, nil
 }
 
-// Serve serves the API server and the gateway until ctx is done, then shuts
-// both down and closes the store. It returns the first error of either.
+// Serve serves the API server and the gateway (and, with Nodes, the
+// scheduler and the simulated nodes) until ctx is done, then shuts them
+// down and closes the store. It returns the first error of any.
 func (c *Cluster) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, serve := range []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve} {
+	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve}
+	if c.Nodes > 0 {
+		parts = append(parts, func(ctx context.Context) error { return c.runComponents(ctx, c.logger) })
+	}
+	errs := make([]error, len(parts))
+	for i, serve := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

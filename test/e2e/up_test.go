@@ -24,15 +24,15 @@ type upCluster struct {
 	started     time.Duration // from exec to "kubegate is up"
 }
 
-// startUp runs `kubegate up --dir dir` on a free port (or port, if not 0)
-// and waits until it says it is up.
-func startUp(t *testing.T, dir string, port int) *upCluster {
+// startUp runs `kubegate up --dir dir [extra...]` on a free port (or port,
+// if not 0) and waits until it says it is up.
+func startUp(t *testing.T, dir string, port int, extra ...string) *upCluster {
 	t.Helper()
 	if port == 0 {
 		port = freePort(t)
 	}
 	c := &upCluster{dir: dir, port: port, server: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &syncBuffer{}}
-	c.cmd = exec.Command(kubegateBin, "up", "--dir", dir, "--secure-port", strconv.Itoa(port))
+	c.cmd = exec.Command(kubegateBin, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, extra...)...)
 	c.cmd.Stderr = c.stderr
 	begin := time.Now()
 	if err := c.cmd.Start(); err != nil {
