@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository the tests run from.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// runExample runs examples/NAME/run.sh with the test's kubegate binary and
+// returns everything it printed (stdout and stderr interleaved) and its
+// exit code. The script's work directory goes under a test directory that
+// must be empty again afterwards: every example cleans up after itself.
+func runExample(t *testing.T, name string) (string, int) {
+	t.Helper()
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "examples", name, "run.sh"))
+	cmd.Env = append(os.Environ(), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp)
+	// On timeout, SIGTERM lets the script's trap stop what it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 15 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run examples/%s: %v\n%s", name, err, out.String())
+		}
+		code = ee.ExitCode()
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("examples/%s left %d entries in its temporary directory, such as %s", name, len(left), left[0].Name())
+	}
+	return out.String(), code
+}
+
+// TestExamples runs every examples/*/run.sh and checks the lines that show
+// each step worked. Each script exits non-zero when a step fails; the
+// patterns make sure the steps printed what the README says they do.
+func TestExamples(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "kubectl", "openssl"} {
+		requireTool(t, tool)
+	}
+	tests := []struct {
+		name string
+		want []string // regular expressions, matched against the whole output in order
+	}{
+		{
+			name: "walkthrough",
+			want: []string{
+				`kubegate is up: the API is at https://127\.0\.0\.1:\d+ \(gateway\)`,
+				`Subject: +O = kubeadm:cluster-admins, CN = kubernetes-admin`,
+				`Not after: +\d{4}-\d\d-\d\d .* \(valid, 36\dd \d+h left\)`,
+				`Groups: +kubeadm:cluster-admins`,
+				`Result: +verified against CA of cluster "kubernetes"`,
+				`"serverAddressByClientCIDRs":\[\{"clientCIDR":"0\.0\.0\.0/0","serverAddress":"127\.0\.0\.1:\d+"\}\]`,
+				`HTTP 201`,
+				`"phase":"Pending"`,
+				`pod/app condition met`,
+				`(?m)^app +1/1 +Running +0 +\S+ +10\.244\.\d+\.\d+ +node-[123] `,
+				`(?m)^node-1 +Ready `,
+				`(?m)^node-3 +Ready `,
+				`pod default/app: scheduled to (node-[123]) \(3 nodes, 3 evaluated, 3 feasible\)`,
+				`NODE +TaintToleration\(3\) +NodeAffinity\(2\) +NodeResourcesFit\(1\) .* TOTAL`,
+				`(?m)^node-[123] \* `,
+			},
+		},
+		{
+			name: "hard-way",
+			want: []string{
+				`\$ kubegate pki init --dir hard-way --config cluster.yaml\n`,
+				`hard-way/kubelet-worker-2\.conf`,
+				`17 certificates checked, no problems`,
+				`DNS:kubernetes\.default\.svc\.cluster\.local`,
+				`IP Address:10\.32\.0\.1, IP Address:203\.0\.113\.10`,
+				`CN = system:node:worker-0`,
+				`CN = system:node:worker-2`,
+				`wrote hard-way/kube-proxy\.conf \(user system:kube-proxy, groups \[system:node-proxier\]`,
+				`pki/apiserver\.crt: SANs lack kubernetes\.default\.svc\.cluster\.local`,
+				`pki/apiserver\.crt: SANs lack the service IP 10\.32\.0\.1 \(first IP of 10\.32\.0\.0/24\)`,
+				`scheduler\.conf:system:kube-scheduler: "system:system:kube-scheduler" looks like a mistyped "system:kube-scheduler"`,
+				`\(exit code 1, as expected\)`,
+			},
+		},
+		{
+			name: "front-proxy",
+			want: []string{
+				`kubegate apiserver serving on https://127\.0\.0\.1:\d+`,
+				`gateway serving on`,
+				`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\]`,
+				`GET namespaces: HTTP 200`,
+				`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
+				`GET pods: HTTP 200`,
+				`POST pod: HTTP 403`,
+				`Username +alice\n`,
+				`No resources found in default namespace`,
+				`(?m)^no\n\(exit code 1, as expected\)`,
+				// A client's X-Remote-User: mallory changes nothing.
+				`X-Remote-User: mallory' -H 'X-Remote-Group: system:masters'\n"userInfo":\{"username":"kubernetes-admin"`,
+				`X-Remote-User: mallory'\n"userInfo":\{"username":"alice"`,
+				`clusterrole\.rbac\.authorization\.k8s\.io/kubegate-gateway created`,
+				`impersonating gateway serving on`,
+				`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
+				`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\],"extra":\{"authentication\.kubernetes\.io/credential-id":\["X509SHA256=`,
+				`No resources found in default namespace`,
+			},
+		},
+		{
+			name: "tokens",
+			want: []string{
+				`"userInfo":\{"username":"bob"`,
+				`GET pods: HTTP 200`,
+				`Groups +\[devs qa system:authenticated\]`,
+				`configmaps is forbidden: User "bob" cannot create resource "configmaps"`,
+				`Signature: +verified with cluster/pki/sa\.pub`,
+				`"userInfo":\{"username":"system:serviceaccount:default:builder"`,
+				`POST configmap: HTTP 201`,
+				`Username +system:serviceaccount:default:builder`,
+				`(?m)^from-curl +\S+\n`,
+				`GET configmaps: HTTP 200`,
+				`configmap/from-kubectl created`,
+				// After the restart.
+				`kubegate is up`,
+				`whoami "\$STATIC"\n"userInfo":\{"username":"bob"`,
+				`whoami "\$OFFLINE"\n"userInfo":\{"username":"system:serviceaccount:default:builder"`,
+				`whoami "\$REQUESTED"\n"userInfo":\{"username":"system:serviceaccount:default:builder"`,
+				`(?m)^from-curl +\S+\nfrom-kubectl +\S+\n`,
+				`auth can-i list pods\nyes\n`,
+				`offline token: HTTP 401`,
+				`requested token: HTTP 401`,
+			},
+		},
+		{
+			name: "scheduler",
+			want: []string{
+				`NodePreferAvoidPods\(10000\) +TOTAL`,
+				`(?m)^node-1 \* .* 1000290$`,
+				`(?m)^node-2 .* 1000280$`,
+				`(?m)^node-3 .* 0/0/0 +290$`,
+				`current weights`,
+				`ImageLocality\(1\) +TOTAL`,
+				`(?m)^node-[13] \* .* 590$`,
+				`(?m)^node-2 .* 580$`,
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out, code := runExample(t, tc.name)
+			if code != 0 {
+				t.Fatalf("examples/%s/run.sh exited %d, want 0; output:\n%s", tc.name, code, out)
+			}
+			rest := out
+			for _, w := range tc.want {
+				loc := regexp.MustCompile(w).FindStringIndex(rest)
+				if loc == nil {
+					t.Fatalf("examples/%s: no match for %q after the earlier lines; output:\n%s", tc.name, w, out)
+				}
+				rest = rest[loc[1]:]
+			}
+			if strings.Contains(out, "stopped: the example ran for more than") {
+				t.Errorf("examples/%s ran out of time", tc.name)
+			}
+		})
+	}
+}
