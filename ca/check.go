@@ -3,6 +3,7 @@ package ca
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/asn1"
 	"fmt"
 	"io"
 	"net"
@@ -149,7 +150,9 @@ func Check(dir string, embedded []Embedded, opt CheckOptions) (*Report, error) {
 			add(f.Name, "O=system:masters (unrestricted, bypasses RBAC) belongs only on the break-glass super-admin.conf")
 		}
 		if f.Kind == KindCA {
-			if c.KeyUsage&x509.KeyUsageCertSign == 0 {
+			// Without a keyUsage extension every usage is allowed (RFC 5280
+			// 4.2.1.3), as in a plain `openssl req -x509` CA.
+			if hasKeyUsageExtension(c) && c.KeyUsage&x509.KeyUsageCertSign == 0 {
 				add(f.Name, "CA lacks the keyCertSign key usage")
 			}
 			continue
@@ -273,4 +276,14 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// hasKeyUsageExtension reports whether c carries a keyUsage extension.
+func hasKeyUsageExtension(c *x509.Certificate) bool {
+	for _, e := range c.Extensions {
+		if e.Id.Equal(asn1.ObjectIdentifier{2, 5, 29, 15}) {
+			return true
+		}
+	}
+	return false
 }
