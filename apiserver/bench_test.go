@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"github.com/kubegate/kubegate/store/bolt"
 )
 
@@ -38,6 +39,7 @@ func BenchmarkCreatePod(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(64 / max(1, testingProcs()))
 	b.ResetTimer()
+	cpu := benchcpu.Start()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			name := fmt.Sprintf("p%d", n.Add(1))
@@ -56,6 +58,7 @@ func BenchmarkCreatePod(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pods/s")
+	cpu.Report(b)
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }

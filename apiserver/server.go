@@ -35,6 +35,8 @@ type Server struct {
 	creators map[string]*creatorEntry
 	ns       *nsCache
 
+	watchEvents sharedEvents
+
 	typeConverter managedfields.TypeConverter
 	fieldManagers sync.Map // schema.GroupVersionKind+subresource → *managedfields.FieldManager
 

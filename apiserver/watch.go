@@ -197,9 +197,26 @@ func (q *request) withName(sel selector) (selector, error) {
 	return sel, nil
 }
 
+// sendShared sends an event carrying a shared object, using the event's
+// shared encoding unless the stream is a Table, which is per watcher.
+func (ws *watchStream) sendShared(typ watch.EventType, so *sharedObject) error {
+	if ws.table != nil {
+		return ws.send(typ, so.obj)
+	}
+	data, err := so.frame(typ, ws.out.info)
+	if err != nil {
+		return err
+	}
+	if _, err := ws.frame.Write(data); err != nil {
+		return err
+	}
+	return ws.rc.Flush()
+}
+
 // sendEvent translates a store event to the watch events of the objects the
 // selector matches: an object that stops matching is DELETED, one that
-// starts matching is ADDED.
+// starts matching is ADDED. Decoded objects and encoded events are shared
+// with the other watchers of the resource (see sharedEvents).
 func (q *request) sendEvent(ws *watchStream, sel selector, ev store.Event, bookmarks bool) error {
 	switch ev.Type {
 	case store.Progress:
@@ -207,40 +224,38 @@ func (q *request) sendEvent(ws *watchStream, sel selector, ev store.Event, bookm
 			return ws.bookmark(ev.Revision, false)
 		}
 		return nil
-	case store.Added:
-		obj, err := q.s.decodeKV(q.res, ev.KV)
-		if err != nil || !sel.matches(q.res, obj) {
+	case store.Added, store.Deleted:
+		so, err := q.s.sharedObject(q.res, ev.KV.Key, ev.KV.ModRevision, false, ev.KV.Value)
+		if err != nil || !sel.matches(q.res, so.obj) {
 			return err
 		}
-		return ws.send(watch.Added, obj)
-	case store.Deleted:
-		obj, err := q.s.decodeKV(q.res, ev.KV)
-		if err != nil || !sel.matches(q.res, obj) {
-			return err
+		typ := watch.Added
+		if ev.Type == store.Deleted {
+			typ = watch.Deleted
 		}
-		return ws.send(watch.Deleted, obj)
+		return ws.sendShared(typ, so)
 	case store.Modified:
-		obj, err := q.s.decodeKV(q.res, ev.KV)
+		so, err := q.s.sharedObject(q.res, ev.KV.Key, ev.KV.ModRevision, false, ev.KV.Value)
 		if err != nil {
 			return err
 		}
-		now := sel.matches(q.res, obj)
+		now := sel.matches(q.res, so.obj)
 		before := now
 		if !sel.empty() && ev.Prev != nil {
-			prev, err := q.s.decodeValue(q.res, ev.Prev.Value, ev.KV.ModRevision)
+			prev, err := q.s.sharedObject(q.res, ev.KV.Key, ev.KV.ModRevision, true, ev.Prev.Value)
 			if err != nil {
 				return err
 			}
-			before = sel.matches(q.res, prev)
+			before = sel.matches(q.res, prev.obj)
 			if before && !now {
-				return ws.send(watch.Deleted, prev)
+				return ws.sendShared(watch.Deleted, prev)
 			}
 		}
 		switch {
 		case now && before:
-			return ws.send(watch.Modified, obj)
+			return ws.sendShared(watch.Modified, so)
 		case now:
-			return ws.send(watch.Added, obj)
+			return ws.sendShared(watch.Added, so)
 		}
 	}
 	return nil

@@ -55,6 +55,9 @@ type Options struct {
 	AuditLogPath                 string // "-" is standard output; empty is none
 	MaxBodyBytes                 int64
 	ReloadInterval               time.Duration // default 1 s
+	// Transport carries requests to Upstream; nil means one built from
+	// the upstream options (NewUpstreamTransport).
+	Transport http.RoundTripper
 }
 
 // Defaults returns the options' defaults.
@@ -127,24 +130,26 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
 		return nil, err
 	}
-	var upCA []byte
-	if o.UpstreamCAFile != "" {
-		if upCA, err = os.ReadFile(o.UpstreamCAFile); err != nil {
-			return nil, fmt.Errorf("--upstream-ca-file: %w", err)
+	rt := o.Transport
+	if rt == nil {
+		var upCA []byte
+		if o.UpstreamCAFile != "" {
+			if upCA, err = os.ReadFile(o.UpstreamCAFile); err != nil {
+				return nil, fmt.Errorf("--upstream-ca-file: %w", err)
+			}
 		}
-	}
-	tro := UpstreamTransportOptions{CAPEM: upCA, Upstream: up}
-	if o.ProxyCertFile != "" {
-		if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
+		tro := UpstreamTransportOptions{CAPEM: upCA, Upstream: up}
+		if o.ProxyCertFile != "" {
+			if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
+				return nil, err
+			}
+			if err := tro.ClientCert.Watch(ctx, o.ReloadInterval, logger); err != nil {
+				return nil, err
+			}
+		}
+		if rt, err = NewUpstreamTransport(tro); err != nil {
 			return nil, err
 		}
-		if err := tro.ClientCert.Watch(ctx, o.ReloadInterval, logger); err != nil {
-			return nil, err
-		}
-	}
-	rt, err := NewUpstreamTransport(tro)
-	if err != nil {
-		return nil, err
 	}
 
 	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.APIAudiences}

@@ -153,6 +153,7 @@ type APIServer struct {
 	RBAC   *rbacsource.Source
 	logger *slog.Logger
 	cancel context.CancelFunc // ends the controllers and file watches
+	local  *localRequests     // requests served in process (InProcessTransport)
 }
 
 // URL returns the server's base URL on its listener.
@@ -173,7 +174,7 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &APIServer{logger: logger, cancel: cancel}
+	s := &APIServer{logger: logger, cancel: cancel, local: newLocalRequests()}
 	defer func() {
 		if err != nil {
 			cancel()
@@ -284,36 +285,51 @@ func (s *APIServer) Close() error {
 	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
 }
 
-// Serve serves until ctx is done, then shuts down: requests in flight get a
-// second to finish, then open watches are ended, and the store is closed
-// once no handler can write to it any more.
+// Serve serves until ctx is done, then shuts down: requests in flight (on
+// the network and in process) get a second to finish, then open watches
+// are ended, and the store is closed once no handler can write to it any
+// more.
 func (s *APIServer) Serve(ctx context.Context) error {
 	defer s.Store.Close()
 	defer s.Server.Close()
 	defer s.cancel()
-	streams, endStreams := context.WithCancel(context.Background())
-	defer endStreams()
-	s.HTTP.BaseContext = func(net.Listener) context.Context { return streams }
+	defer s.local.endStreams()
+	s.HTTP.BaseContext = func(net.Listener) context.Context { return s.local.streams }
 	errc := make(chan error, 1)
 	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
 	select {
 	case err := <-errc:
+		s.local.close()
+		s.local.endStreams()
+		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.local.wait(final)
 		return err
 	case <-ctx.Done():
 	}
+	s.local.close()
 	grace, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := s.HTTP.Shutdown(grace); err == nil {
+	if err := s.HTTP.Shutdown(grace); err == nil && s.local.wait(grace) == nil {
 		return nil
 	}
-	endStreams()
+	s.local.endStreams()
 	final, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
-	if err := s.HTTP.Shutdown(final); err != nil {
+	if err := errors.Join(s.HTTP.Shutdown(final), s.local.wait(final)); err != nil {
 		s.HTTP.Close()
 		return fmt.Errorf("shut down the API server: %w", err)
 	}
 	return nil
+}
+
+// InProcessTransport returns a transport that serves a gateway's requests
+// with this server's handler, in process, presenting frontProxy's
+// certificate chain as the TLS client certificate (see
+// inProcessTransport). Upgrade requests go to fallback, a transport to the
+// server's listener with the same certificate.
+func (s *APIServer) InProcessTransport(frontProxy *gateway.KeyPair, fallback http.RoundTripper) http.RoundTripper {
+	return &inProcessTransport{handler: s.Server.Handler(), local: s.local, cert: frontProxy, fallback: fallback}
 }
 
 // authentication is the server's assembled authentication.

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegate/kubegate/internal/benchcpu"
 )
 
 // BenchmarkCreatePodThroughGateway creates pods with client-go through the
@@ -70,6 +72,7 @@ func BenchmarkCreatePodThroughGateway(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := benchcpu.Start()
 	start := time.Now()
 	var wg sync.WaitGroup
 	var failed atomic.Int64
@@ -95,4 +98,5 @@ func BenchmarkCreatePodThroughGateway(b *testing.B) {
 		b.Fatalf("%d of %d creates failed", f, b.N)
 	}
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pods/s")
+	cpu.Report(b)
 }

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/gateway"
+	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -141,8 +144,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	g.SAKeyFiles = []string{pki("sa.pub")}
 	g.Upstream = api.URL()
-	g.UpstreamCAFile = pki("ca.crt")
-	g.ProxyCertFile, g.ProxyKeyFile = pki("front-proxy-client.crt"), pki("front-proxy-client.key")
+	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {
+		api.Close()
+		return nil, err
+	}
 	gw, err := gateway.NewServer(ctx, g, o.Logger.With("component", "gateway"))
 	if err != nil {
 		api.Close()
@@ -195,6 +200,32 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	return c.Serve(ctx)
+}
+
+// gatewayTransport is the gateway's way to the API server: in process,
+// authenticated with the front-proxy client certificate as over TLS, and
+// over TLS to its listener for upgrades (exec, attach, port-forward).
+func gatewayTransport(ctx context.Context, api *APIServer, pki func(string) string, logger *slog.Logger) (http.RoundTripper, error) {
+	frontProxy, err := gateway.LoadKeyPair(pki("front-proxy-client.crt"), pki("front-proxy-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	if err := frontProxy.Watch(ctx, filewatch.DefaultInterval, logger); err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(pki("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	up, err := url.Parse(api.URL())
+	if err != nil {
+		return nil, err
+	}
+	fallback, err := gateway.NewUpstreamTransport(gateway.UpstreamTransportOptions{CAPEM: caPEM, ClientCert: frontProxy, Upstream: up})
+	if err != nil {
+		return nil, err
+	}
+	return api.InProcessTransport(frontProxy, fallback), nil
 }
 
 func fileExists(path string) bool {

@@ -1,0 +1,295 @@
+package up
+
+import (
+	"bufio"
+	"context"
+	"crypto"
+	"crypto/tls"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegate/kubegate/gateway"
+	"github.com/kubegate/kubegate/internal/testpki"
+)
+
+// fallbackFunc is a RoundTripper for the upgrade path.
+type fallbackFunc func(*http.Request) (*http.Response, error)
+
+func (f fallbackFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// newTestTransport returns an in-process transport to h presenting a
+// front-proxy-client certificate issued by a fresh CA.
+func newTestTransport(t *testing.T, h http.Handler, fallback http.RoundTripper) (*inProcessTransport, *localRequests) {
+	t.Helper()
+	ca := testpki.NewCA(t, "front-proxy-ca")
+	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "front-proxy-client"}).WriteFiles(t, t.TempDir(), "front-proxy-client")
+	kp, err := gateway.LoadKeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := newLocalRequests()
+	t.Cleanup(local.endStreams)
+	return &inProcessTransport{handler: h, local: local, cert: kp, fallback: fallback}, local
+}
+
+func TestInProcessTransport(t *testing.T) {
+	t.Parallel()
+	streamed := make(chan string)
+	released := make(chan error, 1)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Peer", r.TLS.PeerCertificates[0].Subject.CommonName)
+		w.Header().Set("X-Path", r.URL.Path+"?"+r.URL.RawQuery)
+		w.Header().Set("X-Host", r.Host)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write(body)
+	})
+	mux.HandleFunc("/teapot", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+		_, _ = io.WriteString(w, "short and stout")
+	})
+	mux.HandleFunc("/empty", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
+		for range 100 {
+			_, _ = w.Write([]byte(strings.Repeat("x", 1000) + "\n"))
+		}
+	})
+	mux.HandleFunc("/watch", func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		w.Header().Set("Transfer-Encoding", "chunked")
+		w.WriteHeader(http.StatusOK)
+		_ = rc.Flush()
+		for {
+			select {
+			case ev := <-streamed:
+				_, _ = io.WriteString(w, ev+"\n")
+				_ = rc.Flush()
+			case <-r.Context().Done():
+				released <- r.Context().Err()
+				return
+			}
+		}
+	})
+	var upgrades atomic.Int32
+	fallback := fallbackFunc(func(r *http.Request) (*http.Response, error) {
+		upgrades.Add(1)
+		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+	})
+	rt, _ := newTestTransport(t, mux, fallback)
+	client := &http.Client{Transport: rt}
+	get := func(t *testing.T, ctx context.Context, path string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://apiserver.local"+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+
+	t.Run("status codes and bodies", func(t *testing.T) {
+		for _, tc := range []struct {
+			path string
+			code int
+			body string
+		}{
+			{"/teapot", http.StatusTeapot, "short and stout"},
+			{"/empty", http.StatusOK, ""},
+			{"/nowhere", http.StatusNotFound, "404 page not found\n"},
+			{"/big", http.StatusOK, strings.Repeat(strings.Repeat("x", 1000)+"\n", 100)},
+		} {
+			t.Run(strings.TrimPrefix(tc.path, "/"), func(t *testing.T) {
+				resp := get(t, context.Background(), tc.path)
+				defer resp.Body.Close()
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if resp.StatusCode != tc.code || string(body) != tc.body {
+					t.Errorf("got %d %q, want %d %q", resp.StatusCode, body, tc.code, tc.body)
+				}
+			})
+		}
+	})
+
+	t.Run("request reaches the handler as over TLS", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, "https://apiserver.local/echo?a=b%20c", strings.NewReader("payload"))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, c := range []struct{ name, got, want string }{
+			{"status", resp.Status, "201 Created"},
+			{"body", string(body), "payload"},
+			{"peer", resp.Header.Get("X-Peer"), "front-proxy-client"},
+			{"path", resp.Header.Get("X-Path"), "/echo?a=b%20c"},
+			{"host", resp.Header.Get("X-Host"), "apiserver.local"},
+		} {
+			if c.got != c.want {
+				t.Errorf("%s: got %q, want %q", c.name, c.got, c.want)
+			}
+		}
+	})
+
+	t.Run("watch streams per event and closing ends the handler", func(t *testing.T) {
+		resp := get(t, context.Background(), "/watch")
+		if resp.ContentLength != -1 || resp.Header.Get("Transfer-Encoding") != "" {
+			t.Errorf("got length %d, Transfer-Encoding %q; want a stream", resp.ContentLength, resp.Header.Get("Transfer-Encoding"))
+		}
+		br := bufio.NewReader(resp.Body)
+		for _, ev := range []string{"ADDED", "MODIFIED"} {
+			streamed <- ev // the handler writes it only now
+			line, err := br.ReadString('\n')
+			if err != nil || line != ev+"\n" {
+				t.Fatalf("got %q, %v; want %q", line, err, ev)
+			}
+		}
+		resp.Body.Close()
+		select {
+		case err := <-released:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("handler context: got %v, want canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("handler still running after the body was closed")
+		}
+	})
+
+	t.Run("cancelling the request cancels the handler", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		resp := get(t, ctx, "/watch")
+		defer resp.Body.Close()
+		cancel()
+		select {
+		case err := <-released:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("handler context: got %v, want canceled", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("handler still running after the request was cancelled")
+		}
+		if _, err := io.ReadAll(resp.Body); err == nil {
+			t.Error("reading a cancelled stream: got no error")
+		}
+	})
+
+	t.Run("upgrades go to the fallback", func(t *testing.T) {
+		req, _ := http.NewRequest(http.MethodPost, "https://apiserver.local/api/v1/namespaces/default/pods/app/exec", nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "SPDY/3.1")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSwitchingProtocols || upgrades.Load() != 1 {
+			t.Errorf("got %d with %d fallback calls, want 101 with 1", resp.StatusCode, upgrades.Load())
+		}
+	})
+}
+
+func TestInProcessTransportRefusesAfterShutdown(t *testing.T) {
+	t.Parallel()
+	rt, local := newTestTransport(t, http.NotFoundHandler(), nil)
+	local.close()
+	req := httptest.NewRequest(http.MethodGet, "https://apiserver.local/", nil)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, errShuttingDown) {
+		t.Errorf("got %v, want %v", err, errShuttingDown)
+	}
+}
+
+// TestGatewayInProcessIdentity runs `kubegate up` and checks the identity
+// the API server sees through the gateway's in-process transport: the
+// client certificate's user, never a client-supplied X-Remote-User; and
+// that a certificate outside the allowed names cannot assert identities.
+func TestGatewayInProcessIdentity(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Start(ctx, Options{Dir: dir, SecurePort: freePort(t), InitPKI: initPKI, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return fallbackFunc(func(r *http.Request) (*http.Response, error) {
+			r = r.Clone(r.Context())
+			r.Header.Set("X-Remote-User", "mallory")
+			r.Header.Set("X-Remote-Group", "system:masters")
+			return rt.RoundTrip(r)
+		})
+	}
+	whoami := func(t *testing.T, cfg *rest.Config) (*authenticationv1.SelfSubjectReview, error) {
+		t.Helper()
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	}
+	t.Run("the certificate's user, not a client-supplied header", func(t *testing.T) {
+		res, err := whoami(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := res.Status.UserInfo; u.Username != "kubernetes-admin" || contains(u.Groups, "system:masters") {
+			t.Errorf("got %s %v, want kubernetes-admin without system:masters", u.Username, u.Groups)
+		}
+	})
+
+	t.Run("a front-proxy certificate outside the allowed names", func(t *testing.T) {
+		pki := filepath.Join(dir, "pki")
+		pair, err := tls.LoadX509KeyPair(filepath.Join(pki, "front-proxy-ca.crt"), filepath.Join(pki, "front-proxy-ca.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca := &testpki.Cert{Cert: pair.Leaf, Key: pair.PrivateKey.(crypto.Signer)}
+		certFile, keyFile := ca.Issue(t, testpki.Options{CN: "mallory"}).WriteFiles(t, t.TempDir(), "mallory")
+		kp, err := gateway.LoadKeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := c.APIServer.InProcessTransport(kp, nil)
+		req, _ := http.NewRequest(http.MethodGet, c.APIServer.URL()+"/api/v1/namespaces", nil)
+		req.Header.Set("X-Remote-User", "kubernetes-admin")
+		req.Header.Set("X-Remote-Group", "system:masters")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("got %d, want 401", resp.StatusCode)
+		}
+	})
+}
