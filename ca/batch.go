@@ -78,9 +78,19 @@ func (a *Authority) IssueFiles(ctx context.Context, reqs []Request, prefixes []s
 	if len(reqs) != len(prefixes) {
 		return errors.New("issue files: one prefix per request is required")
 	}
+	// Each profile is resolved once; every certificate copies its template.
+	profiles := map[string]*profileTemplate{}
 	for i := range reqs {
 		if err := reqs[i].Validate(); err != nil {
 			return err
+		}
+		name := reqs[i].profileName()
+		if profiles[name] == nil {
+			lp, err := a.leafProfile(name)
+			if err != nil {
+				return err
+			}
+			profiles[name] = lp
 		}
 	}
 	if opt.Workers <= 0 {
@@ -90,11 +100,11 @@ func (a *Authority) IssueFiles(ctx context.Context, reqs []Request, prefixes []s
 		opt.Chunk = 512
 	}
 	type result struct {
-		i   int
-		iss *Issued
+		i               int
+		keyPEM, certPEM []byte
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	jobs := make(chan int)
+	jobs := make(chan int, opt.Workers)
 	done := make(chan result, opt.Chunk)
 	g.Go(func() error {
 		defer close(jobs)
@@ -111,12 +121,13 @@ func (a *Authority) IssueFiles(ctx context.Context, reqs []Request, prefixes []s
 	for range opt.Workers {
 		signers.Go(func() error {
 			for i := range jobs {
-				iss, err := a.Issue(&reqs[i])
+				r := &reqs[i]
+				der, keyPEM, err := a.issueDER(r, profiles[r.profileName()])
 				if err != nil {
 					return err
 				}
 				select {
-				case done <- result{i, iss}:
+				case done <- result{i, keyPEM, EncodeCert(der)}:
 				case <-ctx.Done():
 					return ctx.Err()
 				}
@@ -134,8 +145,8 @@ func (a *Authority) IssueFiles(ctx context.Context, reqs []Request, prefixes []s
 		for r := range done {
 			p := prefixes[r.i]
 			batch = append(batch,
-				fsutil.File{Path: p + ".key", Data: r.iss.KeyPEM, Mode: fsutil.ModeKey, Overwrite: opt.Overwrite},
-				fsutil.File{Path: p + ".crt", Data: r.iss.CertPEM, Mode: fsutil.ModePublic, Overwrite: opt.Overwrite})
+				fsutil.File{Path: p + ".key", Data: r.keyPEM, Mode: fsutil.ModeKey, Overwrite: opt.Overwrite},
+				fsutil.File{Path: p + ".crt", Data: r.certPEM, Mode: fsutil.ModePublic, Overwrite: opt.Overwrite})
 			if len(batch) >= 2*opt.Chunk {
 				if err := fsutil.WriteFiles(batch); err != nil {
 					return err

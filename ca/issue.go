@@ -140,27 +140,89 @@ func (a *Authority) Issue(r *Request) (*Issued, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	lp, err := a.leafProfile(r.profileName())
+	if err != nil {
+		return nil, err
+	}
+	der, keyPEM, err := a.issueDER(r, lp)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("issue %q: %w", r.CN, err)
+	}
+	return &Issued{Cert: cert, CertPEM: EncodeCert(der), KeyPEM: keyPEM}, nil
+}
+
+// profileTemplate is a signing profile resolved for one CA: the usages,
+// CA constraint and signature algorithm every certificate under it
+// carries, and its default lifetime. Issuing copies proto, so a batch
+// resolves each profile once.
+type profileTemplate struct {
+	proto  x509.Certificate
+	expiry time.Duration
+}
+
+// leafProfile resolves the named profile for a.
+func (a *Authority) leafProfile(name string) (*profileTemplate, error) {
+	p, err := lookupProfile(name)
+	if err != nil {
+		return nil, err
+	}
+	lp := &profileTemplate{expiry: p.Expiry}
+	if err := a.applyProfile(&lp.proto, p); err != nil {
+		return nil, err
+	}
+	return lp, nil
+}
+
+// applyProfile sets tmpl's usages, CA constraint and signature algorithm
+// from p. A nil p keeps tmpl's usages (renewal).
+func (a *Authority) applyProfile(tmpl *x509.Certificate, p *config.SigningProfile) error {
+	if p == nil {
+		p = &config.SigningProfile{}
+	} else {
+		ku, eku, unknown := p.Usages()
+		if len(unknown) > 0 {
+			return fmt.Errorf("profile has unknown usages %v", unknown)
+		}
+		tmpl.KeyUsage, tmpl.ExtKeyUsage = ku, eku
+	}
+	tmpl.BasicConstraintsValid = true
+	tmpl.IsCA = p.CAConstraint.IsCA
+	tmpl.MaxPathLen = p.CAConstraint.MaxPathLen
+	tmpl.MaxPathLenZero = p.CAConstraint.MaxPathLenZero
+	tmpl.SignatureAlgorithm = a.sigAlg
+	return nil
+}
+
+// issueDER generates a key for a validated r and signs its certificate
+// under lp, returning the certificate's DER and the key's PEM.
+func (a *Authority) issueDER(r *Request, lp *profileTemplate) (der, keyPEM []byte, err error) {
 	alg := r.KeyAlgorithm
 	if alg == "" {
 		alg = ECDSAP256
 	}
 	key, keyPEM, err := GenerateKey(alg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	subject, err := EncodeSubject(r.CN, r.Orgs)
+	tmpl := lp.proto
+	tmpl.RawSubject, err = EncodeSubject(r.CN, r.Orgs)
 	if err != nil {
-		return nil, fmt.Errorf("encode subject of %q: %w", r.CN, err)
+		return nil, nil, fmt.Errorf("encode subject of %q: %w", r.CN, err)
 	}
-	dns, ips, _ := SplitHosts(r.Hosts)
-	tmpl := &x509.Certificate{RawSubject: subject, DNSNames: dns, IPAddresses: ips}
-	p, _ := lookupProfile(r.profileName())
-	iss, err := a.sign(tmpl, key.Public(), p, r.Validity)
+	tmpl.DNSNames, tmpl.IPAddresses, _ = SplitHosts(r.Hosts)
+	validity := r.Validity
+	if validity == 0 {
+		validity = lp.expiry
+	}
+	der, err = a.signDER(&tmpl, key.Public(), validity)
 	if err != nil {
-		return nil, fmt.Errorf("issue %q: %w", r.CN, err)
+		return nil, nil, fmt.Errorf("issue %q: %w", r.CN, err)
 	}
-	iss.KeyPEM = keyPEM
-	return iss, nil
+	return der, keyPEM, nil
 }
 
 // ParseCSR reads a PEM (or DER) PKCS #10 request and checks its
@@ -227,18 +289,27 @@ func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validi
 // sign completes tmpl under profile p (usages, CA constraint, lifetime)
 // and signs it with the CA key. A nil p keeps tmpl's usages (renewal).
 func (a *Authority) sign(tmpl *x509.Certificate, pub crypto.PublicKey, p *config.SigningProfile, validity time.Duration) (*Issued, error) {
-	if p == nil {
-		p = &config.SigningProfile{}
-	} else {
-		ku, eku, unknown := p.Usages()
-		if len(unknown) > 0 {
-			return nil, fmt.Errorf("profile has unknown usages %v", unknown)
-		}
-		tmpl.KeyUsage, tmpl.ExtKeyUsage = ku, eku
+	if err := a.applyProfile(tmpl, p); err != nil {
+		return nil, err
 	}
-	if validity == 0 {
+	if validity == 0 && p != nil {
 		validity = p.Expiry
 	}
+	der, err := a.signDER(tmpl, pub, validity)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
+}
+
+// signDER gives tmpl, whose usages are set, a random serial and a
+// lifetime of validity from now (back-dated by Backdate, capped at the
+// CA's expiry) and signs it for pub with the CA key.
+func (a *Authority) signDER(tmpl *x509.Certificate, pub crypto.PublicKey, validity time.Duration) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, serialLimit)
 	if err != nil {
 		return nil, fmt.Errorf("serial number: %w", err)
@@ -251,20 +322,7 @@ func (a *Authority) sign(tmpl *x509.Certificate, pub crypto.PublicKey, p *config
 		// A leaf cannot verify after its CA expires; stop at the CA's end.
 		tmpl.NotAfter = a.Cert.NotAfter
 	}
-	tmpl.BasicConstraintsValid = true
-	tmpl.IsCA = p.CAConstraint.IsCA
-	tmpl.MaxPathLen = p.CAConstraint.MaxPathLen
-	tmpl.MaxPathLenZero = p.CAConstraint.MaxPathLenZero
-	tmpl.SignatureAlgorithm = a.sigAlg
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
+	return x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
 }
 
 // serialLimit bounds serial numbers to 128 random bits: unpredictable (so

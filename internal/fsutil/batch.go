@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // File is one file of a batch written by WriteFiles.
@@ -45,6 +47,7 @@ func WriteFiles(files []File) error {
 		}
 	}()
 	dirs := map[string]bool{}
+	mask := umask()
 	var last *os.File
 	for _, f := range files {
 		dir := filepath.Dir(f.Path)
@@ -54,15 +57,11 @@ func WriteFiles(files []File) error {
 			}
 			dirs[dir] = true
 		}
-		tmp, err := os.CreateTemp(dir, "."+filepath.Base(f.Path)+".tmp-*")
+		tmp, err := createTemp(f.Path, f.Mode, mask)
 		if err != nil {
 			return fmt.Errorf("write %s: %w", f.Path, err)
 		}
 		temps = append(temps, tmp.Name())
-		if err := tmp.Chmod(f.Mode); err != nil {
-			tmp.Close()
-			return fmt.Errorf("write %s: %w", f.Path, err)
-		}
 		if _, err := tmp.Write(f.Data); err != nil {
 			tmp.Close()
 			return fmt.Errorf("write %s: %w", f.Path, err)
@@ -92,6 +91,32 @@ func WriteFiles(files []File) error {
 		}
 	}
 	return nil
+}
+
+// createTemp creates a new file .BASE.tmp-RANDOM next to path with mode
+// perm. The mode is given at creation, so a key is never readable by
+// others even for a moment, and it saves a chmod per file; only when
+// mask (the umask) takes away bits of perm are they set explicitly.
+func createTemp(path string, perm, mask fs.FileMode) (*os.File, error) {
+	dir, base := filepath.Split(path)
+	prefix := dir + "." + base + ".tmp-"
+	for try := 0; ; try++ {
+		f, err := os.OpenFile(prefix+strconv.FormatUint(uint64(rand.Uint32()), 10), os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) && try < 10000 {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if perm&mask != 0 {
+			if err := f.Chmod(perm); err != nil {
+				f.Close()
+				os.Remove(f.Name())
+				return nil, err
+			}
+		}
+		return f, nil
+	}
 }
 
 // fsyncEach fsyncs every named file; it is the portable fallback of

@@ -37,16 +37,12 @@ func WriteFile(path string, data []byte, perm fs.FileMode, overwrite bool) error
 	if err := os.MkdirAll(dir, ModeDir); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	tmp, err := createTemp(path, perm, umask())
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
 	defer os.Remove(tmpName) // no-op after a successful rename
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)

@@ -5,11 +5,19 @@
 #   kubegate cert issue
 #   openssl genpkey + req + x509 -req
 #   cfssl gencert | cfssljson -bare
-# Prints the median and mean per-cert time of each and kubegate's ratios.
+# Each round starts with a different tool. `kubegate version` runs in the
+# same rotation: it issues nothing, so its time is the binary's start-up
+# (process start plus every linked package's init), the floor under any
+# kubegate command.
+# Prints the median and mean per-cert time of each and kubegate's ratios,
+# then times `kubegate cert issue --from-file` with FROM_FILE identities
+# (default 5000; 0 skips it) to the work directory's file system and, when
+# present, to /dev/shm (tmpfs), with the CPU time per certificate.
 # Usage: test/bench/issue.sh [ROUNDS]   (default 40)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-40}
+from_file=${FROM_FILE:-5000}
 for t in openssl cfssl cfssljson go; do
   command -v "$t" >/dev/null || { echo "issue.sh: $t is not installed" >&2; exit 1; }
 done
@@ -29,6 +37,9 @@ cat >"$work/cfssl.json" <<'JSON'
 JSON
 printf 'keyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' >"$work/ext.cnf"
 
+run_version() {
+  "$kg" version >/dev/null
+}
 run_kubegate() {
   "$kg" cert issue --dir "$work/tree" --cn nakam --org devops --out "$work/kg-$1" 2>/dev/null
 }
@@ -45,9 +56,10 @@ run_cfssl() {
 
 now_ns() { date +%s%N; }
 declare -A times
-tools=(kubegate openssl cfssl)
+tools=(kubegate openssl cfssl version)
 for ((i = 0; i < rounds; i++)); do
-  for t in "${tools[@]}"; do
+  for ((j = 0; j < ${#tools[@]}; j++)); do
+    t=${tools[(i + j) % ${#tools[@]}]}
     s=$(now_ns)
     "run_$t" "$i"
     e=$(now_ns)
@@ -73,3 +85,24 @@ done
 awk -v k="${med[kubegate]}" -v o="${med[openssl]}" -v c="${med[cfssl]}" 'BEGIN {
   printf "ratio kubegate/openssl pipeline: %.2f\n", k/o
   printf "ratio kubegate/cfssl pipeline:   %.2f (target <= 1.0)\n", k/c }'
+awk -v v="${med[version]}" -v c="${med[cfssl]}" 'BEGIN {
+  printf "ratio kubegate version/cfssl:    %.2f (start-up alone, no certificate)\n", v/c }'
+
+((from_file > 0)) || exit 0
+for ((i = 0; i < from_file; i++)); do echo "user$i,devops,devs"; done >"$work/users.csv"
+from_file_run() { # $1: output directory
+  rm -rf "$1"
+  /usr/bin/time -f "%e %U %S" -o "$work/time" "$kg" cert issue --dir "$work/tree" \
+    --from-file "$work/users.csv" --out "$1" 2>/dev/null
+  read -r wall user sys <"$work/time"
+  rm -rf "$1"
+  awk -v n="$from_file" -v w="$wall" -v u="$user" -v s="$sys" -v d="$1" 'BEGIN {
+    printf "from-file %d certs to %-28s %6.0f certs/s, CPU per cert: user %.0f us, sys %.0f us\n",
+      n, d, n/w, u/n*1e6, s/n*1e6 }'
+}
+from_file_run "$work/users"
+if [[ -d /dev/shm && -w /dev/shm ]]; then
+  shm=$(mktemp -d /dev/shm/kubegate-bench.XXXXXX)
+  trap 'rm -rf "$work" "$shm"' EXIT
+  from_file_run "$shm/users"
+fi
