@@ -89,8 +89,8 @@ func (r *Resource) max(o *Resource) {
 	}
 }
 
-// ResourceOf returns the resources in l.
-func ResourceOf(l v1.ResourceList) Resource {
+// ResourcesOf returns the resources in l.
+func ResourcesOf(l v1.ResourceList) Resource {
 	var r Resource
 	r.addList(l)
 	return r
@@ -115,7 +115,7 @@ func PodRequests(pod *v1.Pod) (req Resource, nonZeroCPU, nonZeroMem int64) {
 	}
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		r := ResourceOf(c.Resources.Requests)
+		r := ResourcesOf(c.Resources.Requests)
 		cpu, mem := nonZero(c.Resources.Requests)
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
 			req.add(&r, 1)
@@ -138,7 +138,7 @@ func PodRequests(pod *v1.Pod) (req Resource, nonZeroCPU, nonZeroMem int64) {
 	nonZeroCPU = max(nonZeroCPU, nzInitCPU)
 	nonZeroMem = max(nonZeroMem, nzInitMem)
 	if pod.Spec.Overhead != nil {
-		o := ResourceOf(pod.Spec.Overhead)
+		o := ResourcesOf(pod.Spec.Overhead)
 		req.add(&o, 1)
 		nonZeroCPU += o.MilliCPU
 		nonZeroMem += o.Memory

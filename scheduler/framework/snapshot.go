@@ -117,7 +117,7 @@ func (ni *NodeInfo) setNode(node *v1.Node) {
 	}
 	ni.name = node.Name
 	ni.Labels, ni.Taints, ni.Unschedulable = node.Labels, node.Spec.Taints, node.Spec.Unschedulable
-	ni.Allocatable = ResourceOf(node.Status.Allocatable)
+	ni.Allocatable = ResourcesOf(node.Status.Allocatable)
 	if len(node.Status.Images) > 0 {
 		ni.Images = make(map[string]int64, len(node.Status.Images))
 		for _, img := range node.Status.Images {
