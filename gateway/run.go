@@ -13,10 +13,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authn/requestheader"
-	"github.com/kubegate/kubegate/authn/serviceaccount"
-	"github.com/kubegate/kubegate/authn/tokenfile"
-	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/authn/fileconfig"
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
 
@@ -152,76 +149,27 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 	}
 
-	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.APIAudiences}
+	fo := fileconfig.Options{
+		ClientCAFile: o.ClientCAFile, TokenAuthFile: o.TokenAuthFile,
+		SAKeyFiles: o.SAKeyFiles, SAIssuers: o.SAIssuers, APIAudiences: o.APIAudiences,
+		RequestHeaderCAFile:          o.RequestHeaderCAFile,
+		RequestHeaderAllowedNames:    o.RequestHeaderAllowedNames,
+		RequestHeaderUsernameHeaders: o.RequestHeaderUsernameHeaders,
+		RequestHeaderUIDHeaders:      o.RequestHeaderUIDHeaders,
+		RequestHeaderGroupHeaders:    o.RequestHeaderGroupHeaders,
+		RequestHeaderExtraPrefixes:   o.RequestHeaderExtraPrefixes,
+		Anonymous:                    o.AnonymousAuth,
+		ReloadInterval:               o.ReloadInterval,
+	}
+	if o.SALookup {
+		fo.SAGetter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+	}
+	ac, err := fileconfig.Load(ctx, fo, logger)
+	if err != nil {
+		return nil, err
+	}
 	watch := func(path string, load filewatch.LoadFunc) error {
 		return filewatch.Watch(ctx, path, o.ReloadInterval, load, logger)
-	}
-	readFile := func(flag, path string) ([]byte, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
-		}
-		return b, nil
-	}
-	if o.RequestHeaderCAFile != "" {
-		caPEM, err := readFile("--requestheader-client-ca-file", o.RequestHeaderCAFile)
-		if err != nil {
-			return nil, err
-		}
-		rh, err := requestheader.New(caPEM, requestheader.Options{
-			AllowedNames:        o.RequestHeaderAllowedNames,
-			UsernameHeaders:     o.RequestHeaderUsernameHeaders,
-			UIDHeaders:          o.RequestHeaderUIDHeaders,
-			GroupHeaders:        o.RequestHeaderGroupHeaders,
-			ExtraHeaderPrefixes: o.RequestHeaderExtraPrefixes,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--requestheader-*: %w", err)
-		}
-		if err := watch(o.RequestHeaderCAFile, rh.Load); err != nil {
-			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
-		}
-		ac.RequestHeader = rh
-	}
-	if o.ClientCAFile != "" {
-		caPEM, err := readFile("--client-ca-file", o.ClientCAFile)
-		if err != nil {
-			return nil, err
-		}
-		x, err := authx509.New(caPEM, authx509.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-		if err := watch(o.ClientCAFile, x.Load); err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-		ac.X509 = x
-	}
-	if o.TokenAuthFile != "" {
-		tf, err := tokenfile.NewFromFile(o.TokenAuthFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-auth-file: %w", err)
-		}
-		if err := watch(o.TokenAuthFile, tf.Load); err != nil {
-			return nil, fmt.Errorf("--token-auth-file: %w", err)
-		}
-		ac.StaticTokens = append(ac.StaticTokens, tf)
-	}
-	if len(o.SAKeyFiles) > 0 {
-		sao := serviceaccount.Options{Issuers: o.SAIssuers, Audiences: o.APIAudiences}
-		if o.SALookup {
-			sao.Getter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
-		}
-		sa, err := serviceaccount.NewFromFiles(sao, o.SAKeyFiles...)
-		if err != nil {
-			return nil, fmt.Errorf("--service-account-key-file: %w", err)
-		}
-		for _, f := range o.SAKeyFiles {
-			if err := watch(f, func([]byte) error { return sa.LoadFiles(o.SAKeyFiles...) }); err != nil {
-				return nil, fmt.Errorf("--service-account-key-file: %w", err)
-			}
-		}
-		ac.Tokens = append(ac.Tokens, sa)
 	}
 	var revoked *Revocation
 	if o.RevokedCertsFile != "" {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"time"
 
@@ -26,10 +25,9 @@ import (
 	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/fileconfig"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
-	"github.com/kubegate/kubegate/authn/tokenfile"
-	authx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authz/bootstrap"
 	"github.com/kubegate/kubegate/authz/rbac"
@@ -341,97 +339,32 @@ type authentication struct {
 }
 
 func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store, logger *slog.Logger) (*authentication, error) {
-	a := &authentication{audiences: o.APIAudiences}
-	if len(a.audiences) == 0 {
-		a.audiences = slices.Clone(o.SAIssuers)
-	}
-	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: a.audiences}
-	watch := func(flag, path string, load filewatch.LoadFunc) error {
-		if err := filewatch.Watch(ctx, path, o.ReloadInterval, load, logger); err != nil {
-			return fmt.Errorf("%s: %w", flag, err)
-		}
-		return nil
-	}
-	readFile := func(flag, path string) ([]byte, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", flag, err)
-		}
-		return b, nil
-	}
-	var clientCA []byte
-	if o.ClientCAFile != "" {
-		var err error
-		if clientCA, err = readFile("--client-ca-file", o.ClientCAFile); err != nil {
-			return nil, err
-		}
-		x, err := authx509.New(clientCA, authx509.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("--client-ca-file: %w", err)
-		}
-		if err := watch("--client-ca-file", o.ClientCAFile, x.Load); err != nil {
-			return nil, err
-		}
-		ac.X509 = x
-	}
-	if o.RequestHeaderCAFile != "" {
-		caPEM, err := readFile("--requestheader-client-ca-file", o.RequestHeaderCAFile)
-		if err != nil {
-			return nil, err
-		}
-		if err := requestheader.CheckSharedCA(caPEM, clientCA, o.RequestHeaderAllowedNames); err != nil {
-			return nil, fmt.Errorf("--requestheader-client-ca-file: %w", err)
-		}
-		rh, err := requestheader.New(caPEM, requestheader.Options{
-			AllowedNames:        o.RequestHeaderAllowedNames,
-			UsernameHeaders:     o.RequestHeaderUsernameHeaders,
-			UIDHeaders:          o.RequestHeaderUIDHeaders,
-			GroupHeaders:        o.RequestHeaderGroupHeaders,
-			ExtraHeaderPrefixes: o.RequestHeaderExtraPrefixes,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("--requestheader-*: %w", err)
-		}
-		if err := watch("--requestheader-client-ca-file", o.RequestHeaderCAFile, rh.Load); err != nil {
-			return nil, err
-		}
-		ac.RequestHeader = rh
-	}
-	if o.TokenAuthFile != "" {
-		tf, err := tokenfile.NewFromFile(o.TokenAuthFile)
-		if err != nil {
-			return nil, fmt.Errorf("--token-auth-file: %w", err)
-		}
-		for _, w := range tf.Warnings() {
-			logger.Warn("token file", "file", o.TokenAuthFile, "warning", w)
-		}
-		if err := watch("--token-auth-file", o.TokenAuthFile, tf.Load); err != nil {
-			return nil, err
-		}
-		ac.StaticTokens = append(ac.StaticTokens, tf)
-	}
 	keyFiles := o.SAKeyFiles
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	if len(keyFiles) > 0 {
-		sao := serviceaccount.Options{Issuers: o.SAIssuers, Audiences: a.audiences, Getter: authapi.Getter{Store: st},
-			SkipLegacyLookup: !o.SALookup}
-		sa, err := serviceaccount.NewFromFiles(sao, keyFiles...)
-		if err != nil {
-			return nil, fmt.Errorf("--service-account-key-file: %w", err)
-		}
-		for _, f := range keyFiles {
-			if err := watch("--service-account-key-file", f, func([]byte) error { return sa.LoadFiles(keyFiles...) }); err != nil {
-				return nil, err
-			}
-		}
-		ac.Tokens = append(ac.Tokens, sa)
+	fo := fileconfig.Options{
+		ClientCAFile: o.ClientCAFile, TokenAuthFile: o.TokenAuthFile,
+		SAKeyFiles: keyFiles, SAIssuers: o.SAIssuers, APIAudiences: o.APIAudiences,
+		SAGetter: authapi.Getter{Store: st}, SkipLegacyLookup: !o.SALookup,
+		RequestHeaderCAFile:          o.RequestHeaderCAFile,
+		RequestHeaderAllowedNames:    o.RequestHeaderAllowedNames,
+		RequestHeaderUsernameHeaders: o.RequestHeaderUsernameHeaders,
+		RequestHeaderUIDHeaders:      o.RequestHeaderUIDHeaders,
+		RequestHeaderGroupHeaders:    o.RequestHeaderGroupHeaders,
+		RequestHeaderExtraPrefixes:   o.RequestHeaderExtraPrefixes,
+		Anonymous:                    o.AnonymousAuth,
+		ReloadInterval:               o.ReloadInterval,
 	}
+	ac, err := fileconfig.Load(ctx, fo, logger)
+	if err != nil {
+		return nil, err
+	}
+	a := &authentication{audiences: fo.Audiences()}
 	if o.SASigningKeyFile != "" {
-		pemKey, err := readFile("--service-account-signing-key-file", o.SASigningKeyFile)
+		pemKey, err := os.ReadFile(o.SASigningKeyFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
 		}
 		key, err := serviceaccount.ParsePrivateKeyPEM(pemKey)
 		if err != nil {

@@ -1,0 +1,154 @@
+// Package fileconfig builds kube-apiserver's authentication chain from the
+// files its flags name (--client-ca-file, --token-auth-file,
+// --service-account-key-file, --requestheader-client-ca-file, …) and keeps
+// each authenticator current as its file changes. The gateway and the API
+// server share it, so both read and reload credentials the same way.
+package fileconfig
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/requestheader"
+	"github.com/kubegate/kubegate/authn/serviceaccount"
+	"github.com/kubegate/kubegate/authn/tokenfile"
+	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/internal/filewatch"
+)
+
+// Options name the files and settings, one field per kube-apiserver flag.
+// An empty file name turns that authenticator off.
+type Options struct {
+	ClientCAFile  string
+	TokenAuthFile string
+	SAKeyFiles    []string
+	// SAIssuers are the accepted service-account issuers; required when
+	// SAKeyFiles is set.
+	SAIssuers []string
+	// APIAudiences; empty means SAIssuers, as in kube-apiserver.
+	APIAudiences []string
+	// SAGetter looks up the objects a service-account token names; nil
+	// trusts tokens on signature and claims alone.
+	SAGetter serviceaccount.Getter
+	// SkipLegacyLookup is --service-account-lookup=false.
+	SkipLegacyLookup bool
+
+	RequestHeaderCAFile          string
+	RequestHeaderAllowedNames    []string
+	RequestHeaderUsernameHeaders []string
+	RequestHeaderUIDHeaders      []string
+	RequestHeaderGroupHeaders    []string
+	RequestHeaderExtraPrefixes   []string
+
+	Anonymous bool
+	// ReloadInterval is how often files are checked; zero means
+	// filewatch.DefaultInterval.
+	ReloadInterval time.Duration
+}
+
+// Audiences returns the API audiences o stands for.
+func (o *Options) Audiences() []string {
+	if len(o.APIAudiences) > 0 {
+		return slices.Clone(o.APIAudiences)
+	}
+	return slices.Clone(o.SAIssuers)
+}
+
+// Load reads every file, checks it, and starts reloading it until ctx is
+// done; a file that changes into something invalid is logged and the old
+// contents stay in force. It returns the authn.Config to pass to
+// authn.New. Errors name the flag and the file.
+func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	interval := o.ReloadInterval
+	if interval == 0 {
+		interval = filewatch.DefaultInterval
+	}
+	ac := authn.Config{Anonymous: o.Anonymous, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.Audiences()}
+	watch := func(flag, path string, load filewatch.LoadFunc) error {
+		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		return nil
+	}
+	readFile := func(flag, path string) ([]byte, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", flag, err)
+		}
+		return b, nil
+	}
+	var clientCA []byte
+	if o.ClientCAFile != "" {
+		var err error
+		if clientCA, err = readFile("--client-ca-file", o.ClientCAFile); err != nil {
+			return ac, err
+		}
+		x, err := authx509.New(clientCA, authx509.Options{})
+		if err != nil {
+			return ac, fmt.Errorf("--client-ca-file %s: %w", o.ClientCAFile, err)
+		}
+		if err := watch("--client-ca-file", o.ClientCAFile, x.Load); err != nil {
+			return ac, err
+		}
+		ac.X509 = x
+	}
+	if o.RequestHeaderCAFile != "" {
+		caPEM, err := readFile("--requestheader-client-ca-file", o.RequestHeaderCAFile)
+		if err != nil {
+			return ac, err
+		}
+		if err := requestheader.CheckSharedCA(caPEM, clientCA, o.RequestHeaderAllowedNames); err != nil {
+			return ac, fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		rh, err := requestheader.New(caPEM, requestheader.Options{
+			AllowedNames:        o.RequestHeaderAllowedNames,
+			UsernameHeaders:     o.RequestHeaderUsernameHeaders,
+			UIDHeaders:          o.RequestHeaderUIDHeaders,
+			GroupHeaders:        o.RequestHeaderGroupHeaders,
+			ExtraHeaderPrefixes: o.RequestHeaderExtraPrefixes,
+		})
+		if err != nil {
+			return ac, fmt.Errorf("--requestheader-*: %w", err)
+		}
+		if err := watch("--requestheader-client-ca-file", o.RequestHeaderCAFile, rh.Load); err != nil {
+			return ac, err
+		}
+		ac.RequestHeader = rh
+	}
+	if o.TokenAuthFile != "" {
+		tf, err := tokenfile.NewFromFile(o.TokenAuthFile)
+		if err != nil {
+			return ac, fmt.Errorf("--token-auth-file: %w", err)
+		}
+		for _, w := range tf.Warnings() {
+			logger.Warn("token file", "file", o.TokenAuthFile, "warning", w)
+		}
+		if err := watch("--token-auth-file", o.TokenAuthFile, tf.Load); err != nil {
+			return ac, err
+		}
+		ac.StaticTokens = append(ac.StaticTokens, tf)
+	}
+	if len(o.SAKeyFiles) > 0 {
+		sa, err := serviceaccount.NewFromFiles(serviceaccount.Options{Issuers: o.SAIssuers, Audiences: ac.APIAudiences,
+			Getter: o.SAGetter, SkipLegacyLookup: o.SkipLegacyLookup}, o.SAKeyFiles...)
+		if err != nil {
+			return ac, fmt.Errorf("--service-account-key-file: %w", err)
+		}
+		reload := func([]byte) error { return sa.LoadFiles(o.SAKeyFiles...) }
+		for _, f := range o.SAKeyFiles {
+			if err := watch("--service-account-key-file", f, reload); err != nil {
+				return ac, err
+			}
+		}
+		ac.Tokens = append(ac.Tokens, sa)
+	}
+	return ac, nil
+}
