@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os/signal"
 	"syscall"
 
@@ -74,11 +73,7 @@ authorizing them with RBAC and its default policy.`,
 }
 
 func runAPIServer(ctx context.Context, o *apiserverOptions, s streams) error {
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	logger := s.logger(o.verbose)
 	srv, err := up.NewAPIServer(ctx, o.APIServerOptions, logger)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os/signal"
 	"syscall"
 
@@ -75,11 +74,7 @@ does, and forward it with the verified identity to --upstream.`,
 }
 
 func runGateway(ctx context.Context, o *gatewayOptions, s streams) error {
-	level := slog.LevelWarn
-	if o.verbose {
-		level = slog.LevelInfo
-	}
-	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	logger := s.logger(o.verbose)
 	srv, err := gateway.NewServer(ctx, o.Options, logger)
 	if err != nil {
 		return err

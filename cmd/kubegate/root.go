@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -13,6 +14,16 @@ import (
 type streams struct {
 	in       io.Reader
 	out, err io.Writer
+}
+
+// logger returns the logger of a long-running command: text on the
+// error stream, warnings and errors only unless verbose.
+func (s streams) logger(verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 }
 
 // version is set with -ldflags "-X main.version=…"; otherwise it comes from

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"log/slog"
 	"os/signal"
 	"syscall"
 
@@ -38,11 +37,7 @@ loopback port, over DIR/state.db, behind the gateway on --secure-port, which
 DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			level := slog.LevelWarn
-			if o.verbose {
-				level = slog.LevelInfo
-			}
-			o.Logger = slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+			o.Logger = s.logger(o.verbose)
 			o.Status = s.err
 			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, s) }
 			if err := o.Validate(); err != nil {
