@@ -1,6 +1,7 @@
 # Every check CI runs. `make test` is the one command that runs them all.
 GO ?= go
 STATICCHECK ?= $(shell $(GO) env GOPATH)/bin/staticcheck
+STATICCHECK_VERSION ?= v0.8.2
 # Packages with concurrency run again under the race detector.
 RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/...
 
@@ -11,7 +12,11 @@ test: lint unit race
 build:
 	$(GO) build -o bin/kubegate ./cmd/kubegate
 
-lint:
+# staticcheck is installed from the Go module proxy on first use.
+$(STATICCHECK):
+	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
