@@ -2,14 +2,13 @@ package up
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"path/filepath"
 
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/plugins"
@@ -55,10 +54,9 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 }
 
 func clientFromKubeconfig(path string, qps float32, burst int) (*kubernetes.Clientset, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	cfg, err := kubeconfig.RESTConfig(path, qps, burst)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	cfg.QPS, cfg.Burst = qps, burst
 	return kubernetes.NewForConfig(cfg)
 }

@@ -14,9 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
 )
 
@@ -78,21 +76,7 @@ func (o *nodesSimulateOptions) simOptions() (nodesim.Options, error) {
 // simulatorClient is a client for path without client-side rate limiting:
 // the simulator bounds its own concurrency, and thousands of nodes renew a
 // lease every few seconds.
-func simulatorClient(path string) (kubernetes.Interface, error) {
-	if path == "" {
-		return nil, errors.New("--kubeconfig is required")
-	}
-	cfg, err := kubeconfig.Load(path)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	rc.QPS = -1
-	return kubernetes.NewForConfig(rc)
-}
+func simulatorClient(path string) (kubernetes.Interface, error) { return clientFor(path, -1, 0) }
 
 func newNodesCmd(s streams) *cobra.Command {
 	cmd := &cobra.Command{

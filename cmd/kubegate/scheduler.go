@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/scheduler"
@@ -48,19 +47,16 @@ func loadSchedulerConfig(path string) (*config.Configuration, error) {
 	return c, nil
 }
 
-func clientFor(path string) (kubernetes.Interface, error) {
+// clientFor returns a clientset for the kubeconfig given with --kubeconfig,
+// rate-limited to qps and burst (a negative qps turns the limit off).
+func clientFor(path string, qps float32, burst int) (kubernetes.Interface, error) {
 	if path == "" {
 		return nil, errors.New("--kubeconfig is required")
 	}
-	cfg, err := kubeconfig.Load(path)
+	rc, err := kubeconfig.RESTConfig(path, qps, burst)
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
 	}
-	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", path, err)
-	}
-	rc.QPS, rc.Burst = 50, 100 // kube-scheduler's client defaults
 	return kubernetes.NewForConfig(rc)
 }
 
@@ -81,7 +77,7 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
-			client, err := clientFor(o.kubeconfig)
+			client, err := clientFor(o.kubeconfig, 50, 100) // kube-scheduler's client defaults
 			if err != nil {
 				return err
 			}
@@ -140,7 +136,7 @@ verdict and every plugin's raw/normalized/weighted score.`,
 					return err
 				}
 			} else {
-				client, err := clientFor(o.kubeconfig)
+				client, err := clientFor(o.kubeconfig, 50, 100) // kube-scheduler's client defaults
 				if err != nil {
 					return err
 				}
