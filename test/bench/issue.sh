@@ -10,9 +10,10 @@
 # (process start plus every linked package's init), the floor under any
 # kubegate command.
 # Prints the median and mean per-cert time of each and kubegate's ratios,
-# then times `kubegate cert issue --from-file` with FROM_FILE identities
-# (default 5000; 0 skips it) to the work directory's file system and, when
-# present, to /dev/shm (tmpfs), with the CPU time per certificate.
+# the time kubegate's package initialisation takes and its costliest
+# packages, then times `kubegate cert issue --from-file` with FROM_FILE
+# identities (default 5000; 0 skips it) to the work directory's file system
+# and, when present, to /dev/shm (tmpfs), with the CPU time per certificate.
 # Usage: test/bench/issue.sh [ROUNDS]   (default 40)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -87,6 +88,17 @@ awk -v k="${med[kubegate]}" -v o="${med[openssl]}" -v c="${med[cfssl]}" 'BEGIN {
   printf "ratio kubegate/cfssl pipeline:   %.2f (target <= 1.0)\n", k/c }'
 awk -v v="${med[version]}" -v c="${med[cfssl]}" 'BEGIN {
   printf "ratio kubegate version/cfssl:    %.2f (start-up alone, no certificate)\n", v/c }'
+
+# Where start-up goes: package initialisation as the Go runtime reports it
+# (GODEBUG=inittrace=1), summed over every linked package, median of 9 runs,
+# and the packages that cost most.
+for ((i = 0; i < 9; i++)); do
+  GODEBUG=inittrace=1 "$kg" version 2>&1 >/dev/null | awk -v run="$i" '$1 == "init" {print run, $2, $5}'
+done >"$work/inittrace"
+awk '{t[$1] += $3} END {for (r in t) print t[r]}' "$work/inittrace" | sort -n |
+  awk '{a[NR] = $1} END {printf "package init in kubegate version: %.2f ms (median of %d runs)\n", a[int((NR + 1) / 2)], NR}'
+awk '{s[$2] += $3; n[$2]++} END {for (p in s) printf "%.2f %s\n", s[p] / 9, p}' "$work/inittrace" | sort -rn | head -5 |
+  awk '{printf "  %6.2f ms  %s\n", $1, $2}'
 
 ((from_file > 0)) || exit 0
 for ((i = 0; i < from_file; i++)); do echo "user$i,devops,devs"; done >"$work/users.csv"
