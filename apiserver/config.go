@@ -6,7 +6,9 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -131,9 +133,9 @@ func Key(gvr schema.GroupVersionResource, namespace, name string) string {
 	return k + name
 }
 
-// DecodeStored decodes a stored value (the JSON encoding of a versioned
-// object with apiVersion and kind) into its typed object from scheme, and
-// sets its resourceVersion to rev.
+// DecodeStored decodes a stored value (the protobuf envelope the server
+// writes, or the JSON of a versioned object with apiVersion and kind) into
+// its typed object from scheme, and sets its resourceVersion to rev.
 func DecodeStored(scheme *runtime.Scheme, data []byte, rev int64) (runtime.Object, error) {
 	obj, _, err := storedDecoder(scheme).Decode(data, nil, nil)
 	if err != nil {
@@ -143,6 +145,29 @@ func DecodeStored(scheme *runtime.Scheme, data []byte, rev int64) (runtime.Objec
 		return nil, err
 	}
 	return obj, nil
+}
+
+// UnmarshalStored decodes a stored value into into, a typed object of the
+// stored kind (for example a *corev1.Pod for a value under the pods
+// prefix). It reads the protobuf envelope the server writes and plain JSON,
+// with or without apiVersion and kind; the resourceVersion is left unset.
+func UnmarshalStored(data []byte, into runtime.Object) error {
+	raw, ok := bytes.CutPrefix(data, protobufPrefix)
+	if !ok {
+		return json.Unmarshal(data, into)
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(raw); err != nil {
+		return fmt.Errorf("decode stored object: %w", err)
+	}
+	m, ok := into.(interface{ Unmarshal([]byte) error })
+	if !ok {
+		return fmt.Errorf("decode stored %s: %T has no protobuf encoding", u.Kind, into)
+	}
+	if err := m.Unmarshal(u.Raw); err != nil {
+		return fmt.Errorf("decode stored %s: %w", u.Kind, err)
+	}
+	return nil
 }
 
 func setResourceVersion(obj runtime.Object, rev int64) error {

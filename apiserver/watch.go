@@ -26,7 +26,9 @@ const bookmarkInterval = time.Minute
 // defaultWatchTimeout bounds a watch without timeoutSeconds.
 const defaultWatchTimeout = 30 * time.Minute
 
-// watchStream writes watch events in the negotiated framing, flushing each.
+// watchStream writes watch events in the negotiated framing. The caller
+// flushes: the watch loop does so whenever no further event is waiting, as
+// kube-apiserver does, so a burst of events goes out in a few writes.
 type watchStream struct {
 	s        *Server
 	res      *resource
@@ -53,15 +55,17 @@ func (ws *watchStream) send(typ watch.EventType, obj runtime.Object) error {
 		return err
 	}
 	ev := &metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: ws.buf.Bytes()}}
-	if err := ws.out.info.StreamSerializer.Serializer.Encode(ev, ws.frame); err != nil {
-		return err
-	}
-	return ws.rc.Flush()
+	return ws.out.info.StreamSerializer.Serializer.Encode(ev, ws.frame)
 }
 
-// sendErr sends err as an ERROR event.
+func (ws *watchStream) flush() error { return ws.rc.Flush() }
+
+// sendErr sends err as an ERROR event and flushes.
 func (ws *watchStream) sendErr(err error) error {
-	return ws.send(watch.Error, toStatus(err))
+	if err := ws.send(watch.Error, toStatus(err)); err != nil {
+		return err
+	}
+	return ws.flush()
 }
 
 // bookmark sends a BOOKMARK at rev, marking the end of the initial events
@@ -166,6 +170,9 @@ func (q *request) watch() error {
 			return nil
 		}
 	}
+	if err := ws.flush(); err != nil {
+		return nil
+	}
 	tick := time.NewTicker(bookmarkInterval)
 	defer tick.Stop()
 	for {
@@ -183,7 +190,11 @@ func (q *request) watch() error {
 				}
 				return nil
 			}
-			if err := q.sendEvent(ws, sel, ev, bookmarks); err != nil {
+			err := q.sendEvent(ws, sel, ev, bookmarks)
+			if err == nil && len(w.ResultChan()) == 0 {
+				err = ws.flush()
+			}
+			if err != nil {
 				q.s.log.Debug("watch ended", logPath, q.r.URL.Path, "err", err)
 				return nil
 			}
@@ -207,10 +218,8 @@ func (ws *watchStream) sendShared(typ watch.EventType, so *sharedObject) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ws.frame.Write(data); err != nil {
-		return err
-	}
-	return ws.rc.Flush()
+	_, err = ws.frame.Write(data)
+	return err
 }
 
 // sendEvent translates a store event to the watch events of the objects the

@@ -34,6 +34,12 @@ import (
 	"github.com/kubegate/kubegate/scheduler/framework"
 )
 
+// MaxInFlight is how many pods may be binding (or having their failure
+// reported) at once; the scheduler places the next pod when one finishes.
+// It stays under the 250 concurrent streams a Go or kube-apiserver HTTP/2
+// server allows on one connection, with room for the watches.
+const MaxInFlight = 128
+
 // Config configures a Scheduler.
 type Config struct {
 	Client kubernetes.Interface
@@ -72,6 +78,8 @@ type Scheduler struct {
 	mu   sync.Mutex // guards snap and fw
 	snap *framework.Snapshot
 	wg   sync.WaitGroup // bindings and status updates in flight
+	// inflight holds a token per binding or failure report in flight.
+	inflight chan struct{}
 }
 
 // New builds a scheduler and registers its informers; nothing runs until
@@ -86,7 +94,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	fw.IntN = cfg.IntN
 	s := &Scheduler{cfg: cfg, fw: fw, name: fw.Profile().SchedulerName, log: cfg.Logger, clock: cfg.Clock,
-		snap: framework.NewSnapshot(nil, nil)}
+		snap: framework.NewSnapshot(nil, nil), inflight: make(chan struct{}, MaxInFlight)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -208,17 +216,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // ScheduleOne takes the next pod from the queue and tries to place it. The
-// binding (or the failure report) continues in the background. It returns
-// false when ctx ended.
+// binding (or the failure report) continues in the background; while
+// MaxInFlight of them are, it waits. It returns false when ctx ended.
 func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
+	// Wait for room among the API calls in flight. Unbounded, they would
+	// outrun the server's concurrent streams on one HTTP/2 connection, and
+	// client-go would open (and handshake) one connection after another.
+	select {
+	case s.inflight <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
 	pod, _, ok := s.queue.Pop(ctx)
 	if !ok {
+		<-s.inflight
 		return false
 	}
 	// The queue may hold an older copy; skip pods that were bound or
 	// deleted meanwhile.
 	if cur, err := s.pods.Pods(pod.Namespace).Get(pod.Name); err != nil || cur.UID != pod.UID || cur.Spec.NodeName != "" || cur.DeletionTimestamp != nil {
 		s.queue.Done(pod.UID)
+		<-s.inflight
 		return true
 	} else {
 		pod = cur
@@ -247,7 +265,7 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
 	}
 	s.wg.Add(1)
 	go func() {
-		defer s.wg.Done()
+		defer func() { <-s.inflight; s.wg.Done() }()
 		if err != nil {
 			s.failed(ctx, pod, err, note)
 			return

@@ -326,3 +326,57 @@ func TestQueueBackoff(t *testing.T) {
 		t.Errorf("popped %s, want the higher-priority pod first", got.Name)
 	}
 }
+
+// While MaxInFlight bindings are in flight, the scheduler takes no pod
+// from the queue; when one finishes, it schedules and binds the next.
+func TestBindingsInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	prof, err := plugins.DefaultProfile(plugins.Args{Spread: NewSpreadSources(factory)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Client: client, Profile: prof, Factory: factory, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onNode(testNode("a", "4"))
+	p := testPod("waiting", "100m")
+	if err := factory.Core().V1().Pods().Informer().GetIndexer().Add(p); err != nil {
+		t.Fatal(err)
+	}
+	s.onPod(p)
+	for range MaxInFlight {
+		s.inflight <- struct{}{}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool)
+	go func() { done <- s.ScheduleOne(ctx) }()
+	cancel()
+	if <-done {
+		t.Fatal("ScheduleOne scheduled a pod with MaxInFlight bindings in flight")
+	}
+	if active, _, _ := s.queue.Len(); active != 1 {
+		t.Fatalf("active queue holds %d pods, want the waiting one", active)
+	}
+
+	<-s.inflight // one binding finished
+	if !s.ScheduleOne(context.Background()) {
+		t.Fatal("ScheduleOne returned false with room in flight")
+	}
+	s.wg.Wait()
+	var binds int
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "create" && a.GetSubresource() == "binding" {
+			binds++
+		}
+	}
+	if binds != 1 {
+		t.Fatalf("got %d bindings, want 1", binds)
+	}
+	if got := len(s.inflight); got != MaxInFlight-1 {
+		t.Fatalf("%d slots taken after the binding, want %d", got, MaxInFlight-1)
+	}
+}

@@ -75,7 +75,7 @@ func getSA(ctx context.Context, st store.Store, ns string) (*corev1.ServiceAccou
 		return nil, err
 	}
 	var sa corev1.ServiceAccount
-	return &sa, json.Unmarshal(kv.Value, &sa)
+	return &sa, apiserver.UnmarshalStored(kv.Value, &sa)
 }
 
 func TestServiceAccountsController(t *testing.T) {

@@ -110,7 +110,7 @@ func (c *ServiceAccounts) sync(ctx context.Context) (int64, error) {
 // it is being deleted.
 func (c *ServiceAccounts) ensure(ctx context.Context, kv store.KV) error {
 	var ns corev1.Namespace
-	if err := json.Unmarshal(kv.Value, &ns); err != nil {
+	if err := apiserver.UnmarshalStored(kv.Value, &ns); err != nil {
 		c.logger().Warn("skipping undecodable namespace", "key", kv.Key, "err", err)
 		return nil
 	}

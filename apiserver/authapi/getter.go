@@ -2,12 +2,12 @@ package authapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/apiserver"
@@ -25,7 +25,7 @@ type Getter struct {
 var _ serviceaccount.Getter = Getter{}
 
 // get decodes the object stored for gvr/namespace/name into into.
-func (g Getter) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, into any) error {
+func (g Getter) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, into runtime.Object) error {
 	kv, err := g.Store.Get(ctx, apiserver.Key(gvr, namespace, name))
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("%s %q: %w", gvr.Resource, name, serviceaccount.ErrNotFound)
@@ -33,7 +33,7 @@ func (g Getter) get(ctx context.Context, gvr schema.GroupVersionResource, namesp
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(kv.Value, into); err != nil {
+	if err := apiserver.UnmarshalStored(kv.Value, into); err != nil {
 		return fmt.Errorf("decode %s %q: %w", gvr.Resource, name, err)
 	}
 	return nil

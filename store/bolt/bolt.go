@@ -15,7 +15,9 @@
 // revision, and compare-and-swap checks see the earlier writes of the same
 // transaction), commits with fsync, and only then answers the callers. While
 // one transaction syncs, the next requests queue up, so concurrent writers
-// share syncs. An acknowledged write survives kill -9 and power loss.
+// share syncs; under concurrent load the writer also yields briefly before
+// committing so that writes about to arrive join the batch. An
+// acknowledged write survives kill -9 and power loss.
 //
 // # Bounded history
 //

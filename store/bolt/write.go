@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -99,11 +100,16 @@ func (s *Store) submit(ctx context.Context, o *op) result {
 	}
 }
 
+// batchYields is how often the writer yields the processor to let more
+// requests join a batch when the previous commit had company (see writer).
+const batchYields = 2
+
 // writer applies every waiting request in one transaction, commits (with
 // fsync unless NoSync), publishes the events, then answers the callers.
 func (s *Store) writer() {
 	defer close(s.writerDone)
 	batch := make([]*op, 0, maxBatch)
+	last := 0 // size of the previous batch
 	for {
 		select {
 		case o := <-s.ops:
@@ -118,17 +124,34 @@ func (s *Store) writer() {
 				}
 			}
 		}
-	fill:
-		for len(batch) < maxBatch {
-			select {
-			case o := <-s.ops:
-				batch = append(batch, o)
-			default:
-				break fill
-			}
+		batch = s.fill(batch)
+		// With concurrent writers (the previous batch had more than one
+		// request), let the goroutines that are ready to run go first: the
+		// ones about to submit a write join this transaction instead of
+		// paying for one of their own. A commit costs two fsyncs and
+		// bbolt's page work whatever its size, so on a busy server this
+		// saves more CPU than anything else here; on an idle one a yield
+		// returns at once, and a lone writer never waits for it.
+		for i := 0; i < batchYields && last > 1 && len(batch) < maxBatch; i++ {
+			runtime.Gosched()
+			batch = s.fill(batch)
 		}
+		last = len(batch)
 		s.commit(batch)
 	}
+}
+
+// fill appends the requests that are waiting, up to maxBatch in all.
+func (s *Store) fill(batch []*op) []*op {
+	for len(batch) < maxBatch {
+		select {
+		case o := <-s.ops:
+			batch = append(batch, o)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (s *Store) commit(batch []*op) {

@@ -5,6 +5,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -49,8 +50,9 @@ const (
 // 100m / 500 MiB from 32 concurrent clients, and watches the pods until
 // every one is bound. Each iteration is one whole run; it reports pods/s
 // from the first create to the last binding seen, the p50 and p99 of each
-// pod's time from its create call to its binding, and the process CPU of
-// the run (cpu-ns/op: API server, store, scheduler and clients together).
+// pod's time from its create call to its binding, the process CPU of the
+// run (cpu-ns/op: API server, store, scheduler and clients together) and
+// how many connections the clients opened.
 //
 //	go test -c -o /tmp/schedbench ./test/bench/scheduler
 //	/tmp/schedbench -test.run '^$' -test.bench ScheduleAPI -test.benchtime 1x -test.cpu 2
@@ -83,6 +85,12 @@ func runScheduleAPI(b *testing.B) {
 	defer srv.Close()
 	hs := httptest.NewUnstartedServer(srv.Handler())
 	hs.EnableHTTP2 = true
+	var conns atomic.Int64 // connections the clients opened
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
 	hs.StartTLS()
 	defer hs.Close()
 	cfg := &rest.Config{
@@ -197,6 +205,9 @@ func runScheduleAPI(b *testing.B) {
 	b.ReportMetric(float64(lat[apiPods*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(createdAll.Seconds(), "create-s")
 	b.ReportMetric(float64(len(perNode)), "nodes-used")
+	// Every client shares one HTTP/2 connection unless it runs out of
+	// concurrent streams.
+	b.ReportMetric(float64(conns.Load()), "conns")
 
 	cancel()
 	if err := <-schedDone; err != nil {
