@@ -10,14 +10,16 @@ const AnonymousName = "anonymous"
 // FailOnError, so that a request carrying a bad credential is refused
 // instead of becoming anonymous.
 func NewAnonymous() Request {
-	return RequestFunc(func(*http.Request) (*Response, bool, error) {
-		// A fresh response per request, the caller's to change, made in
-		// one allocation.
-		a := &struct {
-			resp   Response
-			groups [1]string
-		}{groups: [1]string{AllUnauthenticated}}
-		a.resp = Response{User: User{Name: Anonymous, Groups: a.groups[:]}, Authenticator: AnonymousName}
-		return &a.resp, true, nil
-	})
+	return RequestFunc(func(*http.Request) (*Response, bool, error) { return anonymousResponse(), true, nil })
+}
+
+// anonymousResponse returns a fresh response for the anonymous user, the
+// caller's to change, made in one allocation.
+func anonymousResponse() *Response {
+	a := &struct {
+		resp   Response
+		groups [1]string
+	}{groups: [1]string{AllUnauthenticated}}
+	a.resp = Response{User: User{Name: Anonymous, Groups: a.groups[:]}, Authenticator: AnonymousName}
+	return &a.resp
 }

@@ -2,7 +2,6 @@ package authn
 
 import (
 	"context"
-	"net/http"
 	"slices"
 )
 
@@ -40,15 +39,6 @@ func (w withTokenAudiences) AuthenticateToken(ctx context.Context, token string)
 	return w.t.AuthenticateToken(ctx, token)
 }
 
-// checkAudiences refuses a response whose audiences, when it names any, do
-// not include one of the API audiences.
-type checkAudiences struct {
-	a    Request
-	auds []string
-}
-
-var _ Request = checkAudiences{}
-
 // audienceError names the audiences that did not match; audiences are
 // not secret.
 type audienceError struct{ got, want []string }
@@ -57,15 +47,13 @@ func (e audienceError) Error() string {
 	return "response audiences " + quoteList(e.got) + " do not match the API audiences " + quoteList(e.want)
 }
 
-func (c checkAudiences) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
-	resp, ok, err := c.a.AuthenticateRequest(r)
-	if err != nil || !ok {
-		return nil, false, err
+// checkResponseAudiences refuses a response whose audiences, when it names
+// any, do not include one of the API audiences auds (when there are any).
+func checkResponseAudiences(resp *Response, auds []string) error {
+	if len(auds) > 0 && len(resp.Audiences) > 0 && !intersects(resp.Audiences, auds) {
+		return audienceError{got: resp.Audiences, want: auds}
 	}
-	if len(resp.Audiences) > 0 && !intersects(resp.Audiences, c.auds) {
-		return nil, false, audienceError{got: resp.Audiences, want: c.auds}
-	}
-	return resp, true, nil
+	return nil
 }
 
 func intersects(a, b []string) bool {

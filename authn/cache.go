@@ -9,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"hash/maphash"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,58 +52,184 @@ func DefaultCacheOptions() CacheOptions {
 	return CacheOptions{SuccessTTL: DefaultSuccessTTL, FailureTTL: DefaultFailureTTL, Size: DefaultTokenCacheSize}
 }
 
-// CacheTokens returns a Token that remembers t's answers. Entries are keyed
-// by HMAC-SHA256, under a key drawn at random when the cache is made, of
-// the token and the audiences in the context, so tokens are never held in
-// memory in the clear. Concurrent lookups of one key run t once.
-// Responses returned from the cache are shared: callers must copy before
-// changing them.
-func CacheTokens(t Token, o CacheOptions) Token {
+// CacheTokens returns a Token that remembers t's answers, per token and
+// per audiences in the context. Concurrent lookups of one token for the
+// same audiences run t once. Responses returned from the cache are shared:
+// callers must copy before changing them.
+//
+// The cache never holds a token, nor anything from which one that passes a
+// cache hit can be rebuilt, so a memory dump of the process does not yield
+// credentials (kube-apiserver keys its cache by HMAC for the same reason).
+// An entry is found by a one-way function, under keys drawn at random
+// when the cache is made, of the token's secret part, and holds only its
+// public part, compared in full on every hit:
+//
+//   - A JWT (a header starting `eyJ`, the encoding of `{"`, exactly two
+//     dots and a signature of at least 43 characters, 256 bits) is secret
+//     only in its signature; its header and payload are public, useless
+//     without it. A success is keyed by SHA-256(key || signature) and holds
+//     header.payload. A hit needs the same header and payload, and a
+//     signature with the same SHA-256, which nobody can find without the
+//     token. Hashing only the signature keeps a hit at two SHA-256 blocks
+//     for ES256 instead of one per 64 bytes of token.
+//   - Any other token, and every failure, is keyed by HMAC-SHA256(key,
+//     token) and holds no part of it. Failures and JWT successes thus never
+//     share a key: a bad token carrying a good token's signature cannot
+//     evict or shadow its entry, and a flood of bad tokens holds nothing
+//     but keys and errors.
+//
+// Entries are per audiences too: the key includes a hash of them, and the
+// entry holds them, compared on every hit.
+func CacheTokens(t Token, o CacheOptions) Token { return newTokenCache(t, o, nil) }
+
+// minSignature is the shortest JWT signature keyed by its hash alone: 43
+// base64url characters carry 256 bits. Real ones are longer or as long
+// (HS256 43, ES256 86, RS256 342); a shorter last segment is no signature
+// to rely on, and the whole token is hashed instead.
+const minSignature = 43
+
+// newTokenCache is CacheTokens with audiences used when the context has
+// none, as if t were wrapped in withTokenAudiences, without a context per
+// request on a hit.
+func newTokenCache(t Token, o CacheOptions, auds []string) *tokenCache {
 	if o.Size <= 0 {
 		o.Size = DefaultTokenCacheSize
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	key := make([]byte, sha256.Size)
-	if _, err := rand.Read(key); err != nil {
+	var keys [2 * sha256.Size]byte
+	if _, err := rand.Read(keys[:]); err != nil {
 		panic(fmt.Sprintf("authn: token cache key: %v", err))
 	}
-	c := &tokenCache{t: t, o: o, m: ttlmap.New[[sha256.Size]byte, *record](o.Size)}
-	c.hashes.New = func() any { return &hasher{mac: hmac.New(sha256.New, key)} }
+	c := &tokenCache{t: t, o: o, auds: auds, m: ttlmap.New[uint64, *record](o.Size), seed: maphash.MakeSeed()}
+	c.audsHash = c.hashAudiences(auds)
+	c.sigKey = [sha256.Size]byte(keys[:sha256.Size])
+	macKey := keys[sha256.Size:]
+	c.macs.New = func() any { return &mac{h: hmac.New(sha256.New, macKey)} }
 	return c
 }
 
 type tokenCache struct {
-	t      Token
-	o      CacheOptions
-	m      *ttlmap.Map[[sha256.Size]byte, *record]
-	group  singleflight.Group
-	hashes sync.Pool // of *hasher (HMAC-SHA256 under the cache key)
+	t        Token
+	o        CacheOptions
+	auds     []string                     // used when the context has none; nil: none
+	audsHash uint64                       // of auds
+	m        *ttlmap.Map[uint64, *record] // by cacheKey.index
+	seed     maphash.Seed                 // of audiences hashes
+	group    singleflight.Group
+	sigKey   [sha256.Size]byte // prefix of the hashed JWT signature
+	macs     sync.Pool         // of *mac, HMAC-SHA256 under the other key
 }
 
 var _ Token = (*tokenCache)(nil)
 
-// record is one remembered answer.
+// cacheKey identifies an answer: a one-way function of the token's secret
+// part, and a hash of the audiences, so that a token used with several
+// audiences has an entry for each.
+type cacheKey struct {
+	secret [sha256.Size]byte
+	auds   uint64
+}
+
+// index is where k is kept in the map: 64 bits of it are as good as all,
+// and cheaper to hash. Records hold the whole key, compared on every hit,
+// so keys that share an index only take each other's place.
+func (k *cacheKey) index() uint64 {
+	return binary.LittleEndian.Uint64(k.secret[:8]) ^ k.auds
+}
+
+// record is one remembered answer, with the public parts of the question.
 type record struct {
-	resp *Response
-	ok   bool
-	err  error
+	key     cacheKey
+	public  string // JWT header.payload; "" when the key covers the whole token
+	auds    []string
+	hasAuds bool
+	resp    *Response
+	ok      bool
+	err     error
+}
+
+// query is one lookup: the token's keys and public parts.
+type query struct {
+	token   string
+	public  string // JWT header.payload, "" for other tokens
+	key     cacheKey
+	auds    []string
+	hasAuds bool
+	mac     [sha256.Size]byte // of the token, for failureKey; computed when first needed
+	hasMAC  bool
 }
 
 func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Response, bool, error) {
-	auds, hasAuds := AudiencesFrom(ctx)
-	key := c.key(token, auds)
-	if rec, ok := c.m.Get(key, c.o.Now()); ok {
+	q := query{token: token}
+	q.auds, q.hasAuds = AudiencesFrom(ctx)
+	if q.hasAuds {
+		q.key.auds = c.hashAudiences(q.auds)
+	} else if c.auds != nil {
+		q.auds, q.hasAuds, q.key.auds = c.auds, true, c.audsHash
+	}
+	if sig := signatureAt(token); sig > 0 {
+		q.public, q.key.secret = token[:sig-1], c.hashSignature(token[sig:])
+	} else {
+		q.key.secret = c.mac(token)
+	}
+	if rec, ok := c.get(&q); ok {
 		return rec.resp, rec.ok, rec.err
 	}
-	return c.lookup(ctx, token, key, auds, hasAuds)
+	return c.lookup(ctx, q)
+}
+
+// get returns the remembered answer to q: a success or, when failures
+// are remembered, a failure.
+func (c *tokenCache) get(q *query) (*record, bool) {
+	now := c.o.Now()
+	if rec, ok := c.m.Get(q.key.index(), now); ok && rec.answers(q.key, q.public, q) {
+		return rec, true
+	}
+	if c.o.FailureTTL <= 0 || q.public == "" { // "": the key above is the failure key too
+		return nil, false
+	}
+	key := c.failureKey(q)
+	if rec, ok := c.m.Get(key.index(), now); ok && rec.answers(key, "", q) {
+		return rec, true
+	}
+	return nil, false
+}
+
+// failureKey returns the key of a failure to answer q: the HMAC of the
+// whole token.
+func (c *tokenCache) failureKey(q *query) cacheKey {
+	if q.public == "" {
+		return q.key
+	}
+	if !q.hasMAC {
+		q.mac, q.hasMAC = c.mac(q.token), true
+	}
+	return cacheKey{secret: q.mac, auds: q.key.auds}
+}
+
+// hashAudiences spreads entries for different audiences over the map
+// (a query without audiences keeps 0); records compare audiences in full,
+// so collisions cost nothing but room.
+func (c *tokenCache) hashAudiences(auds []string) uint64 {
+	h := uint64(len(auds)) + 1
+	for _, a := range auds {
+		h = h*31 + maphash.String(c.seed, a)
+	}
+	return h
+}
+
+// answers reports whether r answers q, looked up under key with public
+// as its public part.
+func (r *record) answers(key cacheKey, public string, q *query) bool {
+	return r.key == key && r.public == public && r.hasAuds == q.hasAuds && slices.Equal(r.auds, q.auds)
 }
 
 // lookup asks the wrapped authenticator, once for all concurrent callers
-// with the same key, and remembers the answer.
-func (c *tokenCache) lookup(ctx context.Context, token string, key [sha256.Size]byte, auds []string, hasAuds bool) (*Response, bool, error) {
-	ch := c.group.DoChan(string(key[:]), func() (val any, err error) {
+// with the same question, and remembers the answer.
+func (c *tokenCache) lookup(ctx context.Context, q query) (*Response, bool, error) {
+	ch := c.group.DoChan(q.flightKey(), func() (val any, err error) {
 		// The lookup runs on its own goroutine: a panic there would end
 		// the process, so turn it into an error for every waiting caller.
 		defer func() {
@@ -108,26 +237,19 @@ func (c *tokenCache) lookup(ctx context.Context, token string, key [sha256.Size]
 				val = &record{err: errors.New("token authenticator panicked")}
 			}
 		}()
-		if rec, ok := c.m.Get(key, c.o.Now()); ok {
+		if rec, ok := c.get(&q); ok {
 			return rec, nil
 		}
 		// The lookup may serve several callers: detach it from this one's
 		// cancellation, but keep the audiences.
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), SharedLookupTimeout)
 		defer cancel()
-		if hasAuds {
-			lctx = WithAudiences(lctx, auds)
+		if q.hasAuds {
+			lctx = WithAudiences(lctx, q.auds)
 		}
-		rec := &record{}
-		rec.resp, rec.ok, rec.err = c.t.AuthenticateToken(lctx, token)
-		ttl := c.o.FailureTTL
-		if rec.ok {
-			ttl = c.o.SuccessTTL
-		}
-		if ttl > 0 {
-			now := c.o.Now()
-			c.m.Set(key, rec, now.Add(ttl), now)
-		}
+		rec := &record{auds: slices.Clone(q.auds), hasAuds: q.hasAuds}
+		rec.resp, rec.ok, rec.err = c.t.AuthenticateToken(lctx, q.token)
+		c.remember(&q, rec)
 		return rec, nil
 	})
 	select {
@@ -139,33 +261,105 @@ func (c *tokenCache) lookup(ctx context.Context, token string, key [sha256.Size]
 	}
 }
 
-// hasher is a pooled HMAC with scratch space, so computing a key does not
+// remember stores rec, the answer to q, for the TTL of its kind.
+func (c *tokenCache) remember(q *query, rec *record) {
+	ttl := c.o.FailureTTL
+	if rec.ok {
+		ttl = c.o.SuccessTTL
+	}
+	if ttl <= 0 {
+		return
+	}
+	key := q.key
+	if rec.ok {
+		// A copy: a substring would keep the whole token, signature
+		// included, in memory.
+		rec.public = strings.Clone(q.public)
+	} else {
+		key = c.failureKey(q)
+	}
+	rec.key = key
+	now := c.o.Now()
+	c.m.Set(key.index(), rec, now.Add(ttl), now)
+}
+
+// flightKey identifies q exactly among concurrent lookups. It holds no
+// secret: the key is a hash, the rest is public.
+func (q *query) flightKey() string {
+	n := len(q.key.secret) + 2*binary.MaxVarintLen64 + len(q.public)
+	for _, a := range q.auds {
+		n += binary.MaxVarintLen64 + len(a)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, q.key.secret[:]...)
+	b = binary.AppendUvarint(b, uint64(len(q.public)))
+	b = append(b, q.public...)
+	if q.hasAuds {
+		b = binary.AppendUvarint(b, uint64(len(q.auds))+1)
+	}
+	for _, a := range q.auds {
+		b = binary.AppendUvarint(b, uint64(len(a)))
+		b = append(b, a...)
+	}
+	return string(b)
+}
+
+// signatureAt returns the offset of token's signature if token has the
+// shape of a JWT whose signature can stand for it (see CacheTokens), and
+// 0 otherwise.
+func signatureAt(token string) int {
+	if !strings.HasPrefix(token, "eyJ") {
+		return 0
+	}
+	dot := strings.IndexByte(token, '.')
+	if dot < 0 {
+		return 0
+	}
+	sig := strings.IndexByte(token[dot+1:], '.') + dot + 2
+	if sig == dot+1 || len(token)-sig < minSignature || strings.IndexByte(token[sig:], '.') >= 0 {
+		return 0
+	}
+	return sig
+}
+
+// hashSignature returns SHA-256(c.sigKey || sig).
+func (c *tokenCache) hashSignature(sig string) [sha256.Size]byte {
+	h := sha256.New()
+	h.Write(c.sigKey[:])
+	var chunk [128]byte // a string cannot be hashed without a copy
+	for s := sig; len(s) > 0; {
+		n := copy(chunk[:], s)
+		h.Write(chunk[:n])
+		s = s[n:]
+	}
+	clear(chunk[:]) // leave no copy of the signature behind
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// mac is a pooled HMAC with scratch space, so computing a key does not
 // allocate.
-type hasher struct {
-	mac hash.Hash
+type mac struct {
+	h   hash.Hash
 	buf [256]byte
 	sum [sha256.Size]byte
 }
 
-func (h *hasher) field(s string) {
-	binary.BigEndian.PutUint64(h.buf[:8], uint64(len(s)))
-	h.mac.Write(h.buf[:8])
-	for len(s) > 0 {
-		n := copy(h.buf[:], s)
-		h.mac.Write(h.buf[:n])
+// mac returns HMAC-SHA256 of token under the cache's other key.
+func (c *tokenCache) mac(token string) [sha256.Size]byte {
+	m := c.macs.Get().(*mac) // reset, as new or as put back below
+	for s := token; len(s) > 0; {
+		n := copy(m.buf[:], s)
+		m.h.Write(m.buf[:n])
 		s = s[n:]
 	}
-}
-
-// key is HMAC-SHA256 over the length-prefixed token and audiences.
-func (c *tokenCache) key(token string, auds []string) [sha256.Size]byte {
-	h := c.hashes.Get().(*hasher)
-	h.mac.Reset()
-	h.field(token)
-	for _, a := range auds {
-		h.field(a)
-	}
-	out := [sha256.Size]byte(h.mac.Sum(h.sum[:0]))
-	c.hashes.Put(h)
+	out := [sha256.Size]byte(m.h.Sum(m.sum[:0]))
+	// Leave no part of the token in the pool: the scratch space and the
+	// hash's own buffer of the last partial block, which Reset restores
+	// to the state after the key.
+	clear(m.buf[:min(len(token), len(m.buf))])
+	m.h.Reset()
+	c.macs.Put(m)
 	return out
 }

@@ -1,8 +1,17 @@
 package authn_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -205,6 +214,233 @@ func TestCacheTokensPanic(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("error %q quotes the token", err)
+		}
+	})
+}
+
+// jwtShaped returns header.payload.signature with the given payload and a
+// header that starts like a JSON object, as every JWT's does.
+func jwtShaped(payload, sig string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"ES256"}`)) + "." + payload + "." + sig
+}
+
+// randomSignature returns 86 random base64url characters, the length of an
+// ES256 signature.
+func randomSignature(t testing.TB) string {
+	t.Helper()
+	b := make([]byte, 64)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// known is a Token authenticator for a fixed set of tokens that counts its
+// lookups; any other token is an error.
+type known struct {
+	users map[string]string // token -> user name
+	calls atomic.Int64
+}
+
+func (k *known) AuthenticateToken(ctx context.Context, token string) (*authn.Response, bool, error) {
+	k.calls.Add(1)
+	if name, ok := k.users[token]; ok {
+		auds, _ := authn.AudiencesFrom(ctx)
+		return &authn.Response{User: authn.User{Name: name}, Audiences: auds}, true, nil
+	}
+	return nil, false, errors.New("unknown token")
+}
+
+func TestCacheTokensKeys(t *testing.T) {
+	t.Parallel()
+	sig1, sig2 := randomSignature(t), randomSignature(t)
+	good := jwtShaped("eyJzdWIiOiJhbGljZSJ9", sig1)
+	otherSig := jwtShaped("eyJzdWIiOiJhbGljZSJ9", sig2)
+	otherPayload := jwtShaped("eyJzdWIiOiJyb290In0", sig1)
+	// The same signature but for its last character.
+	lastChar := map[bool]string{true: "A", false: "B"}[!strings.HasSuffix(sig1, "A")]
+	otherSigEnd := jwtShaped("eyJzdWIiOiJhbGljZSJ9", sig1[:len(sig1)-1]+lastChar)
+	longTail := strings.Repeat("s", 43)
+	type step struct {
+		token     string
+		auds      []string // nil: none in the context
+		wantUser  string   // "": refused
+		wantCalls int64    // total lookups after this step
+	}
+	tests := []struct {
+		name  string
+		opts  authn.CacheOptions
+		users map[string]string
+		steps []step
+	}{
+		{name: "A.0 a JWT hit returns the cached response", opts: authn.DefaultCacheOptions(), users: map[string]string{good: "alice"}, steps: []step{
+			{token: good, wantUser: "alice", wantCalls: 1},
+			{token: good, wantUser: "alice", wantCalls: 1},
+		}},
+		{name: "A.0 a JWT with the same header and payload and another signature misses", opts: authn.DefaultCacheOptions(), users: map[string]string{good: "alice"}, steps: []step{
+			{token: good, wantUser: "alice", wantCalls: 1},
+			{token: otherSig, wantCalls: 2},
+			{token: otherSigEnd, wantCalls: 3},
+			{token: good, wantUser: "alice", wantCalls: 3},
+		}},
+		{name: "A.0 a JWT with the same signature and another payload misses", opts: authn.DefaultCacheOptions(), users: map[string]string{good: "alice"}, steps: []step{
+			{token: good, wantUser: "alice", wantCalls: 1},
+			{token: otherPayload, wantCalls: 2},
+			{token: good, wantUser: "alice", wantCalls: 2},
+		}},
+		{name: "A.0 a JWT for other audiences misses, and each audience keeps its entry", opts: authn.DefaultCacheOptions(), users: map[string]string{good: "alice"}, steps: []step{
+			{token: good, auds: []string{"a"}, wantUser: "alice", wantCalls: 1},
+			{token: good, auds: []string{"b"}, wantUser: "alice", wantCalls: 2},
+			{token: good, wantUser: "alice", wantCalls: 3},
+			{token: good, auds: []string{}, wantUser: "alice", wantCalls: 4},
+			{token: good, auds: []string{"a"}, wantUser: "alice", wantCalls: 4},
+			{token: good, auds: []string{"b"}, wantUser: "alice", wantCalls: 4},
+		}},
+		{name: "A.0 a failure sharing a success's signature neither evicts nor shadows it", opts: authn.CacheOptions{SuccessTTL: time.Minute, FailureTTL: time.Minute, Size: 8}, users: map[string]string{good: "alice"}, steps: []step{
+			{token: good, wantUser: "alice", wantCalls: 1},
+			{token: otherPayload, wantCalls: 2},
+			{token: good, wantUser: "alice", wantCalls: 2},
+			{token: otherPayload, wantCalls: 2},
+		}},
+		{name: "A.0 a cached failure of a JWT is found again", opts: authn.CacheOptions{SuccessTTL: time.Minute, FailureTTL: time.Minute}, steps: []step{
+			{token: otherSig, wantCalls: 1},
+			{token: otherSig, wantCalls: 1},
+			{token: otherPayload, wantCalls: 2},
+		}},
+		{name: "A.0 tokens shaped unlike a JWT are keyed whole", opts: authn.DefaultCacheOptions(), users: map[string]string{"x.y." + longTail: "xavier", "z.y." + longTail: "zoe", "eyJ.y.z." + longTail: "eve"}, steps: []step{
+			{token: "x.y." + longTail, wantUser: "xavier", wantCalls: 1},
+			{token: "z.y." + longTail, wantUser: "zoe", wantCalls: 2},
+			{token: "eyJ.y.z." + longTail, wantUser: "eve", wantCalls: 3},
+			{token: "x.y." + longTail, wantUser: "xavier", wantCalls: 3},
+			{token: "eyJ.y.z." + longTail, wantUser: "eve", wantCalls: 3},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			inner := &known{users: tt.users}
+			c := authn.CacheTokens(inner, tt.opts)
+			first := map[string]*authn.Response{}
+			for i, s := range tt.steps {
+				ctx := context.Background()
+				if s.auds != nil {
+					ctx = authn.WithAudiences(ctx, s.auds)
+				}
+				resp, ok, err := c.AuthenticateToken(ctx, s.token)
+				switch {
+				case s.wantUser == "" && (ok || err == nil):
+					t.Errorf("step %d: got (%v, %v), want an error", i, ok, err)
+				case s.wantUser != "" && (!ok || resp.User.Name != s.wantUser):
+					t.Errorf("step %d: got (%+v, %v, %v), want %q", i, resp, ok, err, s.wantUser)
+				case ok && !slices.Equal(resp.Audiences, s.auds):
+					t.Errorf("step %d: audiences %q, want %q", i, resp.Audiences, s.auds)
+				}
+				if got := inner.calls.Load(); got != s.wantCalls {
+					t.Errorf("step %d: %d lookups, want %d", i, got, s.wantCalls)
+				}
+				// A hit returns the very response the lookup gave.
+				key := fmt.Sprintf("%s %q %v", s.token, s.auds, s.auds == nil)
+				hit := i > 0 && s.wantCalls == tt.steps[i-1].wantCalls
+				if prev, seen := first[key]; ok && hit && seen && prev != resp {
+					t.Errorf("step %d: hit returned %p, want the cached %p", i, resp, prev)
+				} else if ok && !seen {
+					first[key] = resp
+				}
+			}
+		})
+	}
+}
+
+// TestCacheTokensHoldNoToken dumps the heap after tokens went through the
+// cache, with their only copies gone, and searches it for their secret
+// parts. It is not parallel: the dump stops the world.
+func TestCacheTokensHoldNoToken(t *testing.T) {
+	t.Run("A.0 a memory dump holds no secret part of a cached token", func(t *testing.T) {
+		c := authn.CacheTokens(authn.TokenFunc(func(_ context.Context, token string) (*authn.Response, bool, error) {
+			if strings.Contains(token, "bad") {
+				return nil, false, errors.New("bad token")
+			}
+			return &authn.Response{User: authn.User{Name: "alice"}}, true, nil
+		}), authn.CacheOptions{SuccessTTL: time.Minute, FailureTTL: time.Minute})
+
+		// The tokens exist only inside this goroutine; what leaves it is
+		// the public part and the secret parts masked, so that the dump
+		// can hold them only through the cache.
+		const mask = 0x5a
+		type secret struct {
+			name   string
+			masked []byte
+		}
+		raw := make([]byte, 5*64)
+		if _, err := rand.Read(raw); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var secrets []secret
+		var public string
+		go func() {
+			defer close(done)
+			randomText := func() string {
+				s := base64.RawURLEncoding.EncodeToString(raw[:64])
+				raw = raw[64:]
+				return s
+			}
+			public = "public-" + randomText()[:20]
+			jwtSig, badSig, opaque, head := randomText(), randomText(), "ok-"+randomText(), "eyJ"+randomText()[:40]
+			tokens := []string{
+				jwtShaped(public, jwtSig),            // success, keyed by the signature
+				jwtShaped("bad-payload", badSig),     // failure, keyed by the whole token
+				opaque,                               // success, keyed by the whole token
+				head + "." + strings.Repeat("p", 50), // one dot: keyed by the whole token
+			}
+			for _, tok := range tokens {
+				for range 2 {
+					c.AuthenticateToken(context.Background(), tok)
+				}
+			}
+			for name, s := range map[string]string{"JWT signature": jwtSig, "failed JWT signature": badSig, "opaque token": opaque, "secret head of a one-dot token": head} {
+				m := []byte(s)
+				for i := range m {
+					m[i] ^= mask
+				}
+				secrets = append(secrets, secret{name, m})
+			}
+		}()
+		<-done
+		// One collection frees the tokens' garbage; pooled objects survive
+		// it, as they would between lookups.
+		runtime.GC()
+
+		path := filepath.Join(t.TempDir(), "heap")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		debug.WriteHeapDump(f.Fd())
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.KeepAlive(c)
+		dump, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The control: entries are in the dump, with their public part.
+		if !bytes.Contains(dump, []byte(public)) {
+			t.Fatalf("the dump (%d bytes) lacks the cached JWT's payload: the search proves nothing", len(dump))
+		}
+		for _, s := range secrets {
+			text := make([]byte, len(s.masked))
+			for i, b := range s.masked {
+				text[i] = b ^ mask
+			}
+			// Any 16 characters in a row, of which the dump would hold
+			// at least one window if it held 23 or more.
+			for i := 0; i+16 <= len(text); i += 8 {
+				if bytes.Contains(dump, text[i:i+16]) {
+					t.Errorf("the dump holds characters %d to %d of the %s", i, i+16, s.name)
+				}
+			}
 		}
 	})
 }

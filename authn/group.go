@@ -34,15 +34,21 @@ func (g groupAdder) AuthenticateRequest(r *http.Request) (*Response, bool, error
 	if err != nil || !ok {
 		return nil, false, err
 	}
+	return withAuthenticatedGroup(resp), true, nil
+}
+
+// withAuthenticatedGroup returns resp, or a copy of it with
+// AllAuthenticated added to the groups (see WithAuthenticatedGroup).
+func withAuthenticatedGroup(resp *Response) *Response {
 	if resp.User.Name == Anonymous {
-		return resp, true, nil
+		return resp
 	}
 	for _, group := range resp.User.Groups {
 		if group == AllAuthenticated || group == AllUnauthenticated {
-			return resp, true, nil
+			return resp
 		}
 	}
 	out := *resp
 	out.User.Groups = append(slices.Clip(resp.User.Groups), AllAuthenticated)
-	return &out, true, nil
+	return &out
 }

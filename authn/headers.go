@@ -52,18 +52,23 @@ func (s stripCredentials) AuthenticateRequest(r *http.Request) (*Response, bool,
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	// One pass over the headers, names compared in any case, so that a
-	// header map built by hand with non-canonical keys is cleared too.
-	for name := range r.Header {
-		if IsStandardIdentityHeader(name) || s.identity(name) {
-			delete(r.Header, name)
-		}
-	}
+	stripIdentityHeaders(r.Header, s.ids)
 	return resp, true, nil
 }
 
-func (s stripCredentials) identity(name string) bool {
-	for _, id := range s.ids {
+// stripIdentityHeaders deletes from h the headers StripCredentials
+// removes. One pass over the headers, names compared in any case, so that
+// a header map built by hand with non-canonical keys is cleared too.
+func stripIdentityHeaders(h http.Header, ids []IdentityHeaders) {
+	for name := range h {
+		if IsStandardIdentityHeader(name) || isIdentityHeader(ids, name) {
+			delete(h, name)
+		}
+	}
+}
+
+func isIdentityHeader(ids []IdentityHeaders, name string) bool {
+	for _, id := range ids {
 		if id.IsIdentityHeader(name) {
 			return true
 		}
@@ -80,9 +85,13 @@ func IsStandardIdentityHeader(name string) bool {
 	if c := name[0] | 0x20; c != 'a' && c != 'x' { // most names stop here
 		return false
 	}
-	return strings.EqualFold(name, "Authorization") ||
-		strings.EqualFold(name, remoteUser) ||
-		strings.EqualFold(name, remoteUID) ||
-		strings.EqualFold(name, remoteGroup) ||
-		len(name) >= len(remoteExtraPrefix) && strings.EqualFold(name[:len(remoteExtraPrefix)], remoteExtraPrefix)
+	switch len(name) { // then most of the rest: one comparison at most
+	case len(remoteUID):
+		return strings.EqualFold(name, remoteUID)
+	case len(remoteUser): // and of Authorization
+		return strings.EqualFold(name, remoteUser) || strings.EqualFold(name, "Authorization")
+	case len(remoteGroup):
+		return strings.EqualFold(name, remoteGroup)
+	}
+	return len(name) >= len(remoteExtraPrefix) && strings.EqualFold(name[:len(remoteExtraPrefix)], remoteExtraPrefix)
 }

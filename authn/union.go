@@ -14,6 +14,11 @@ import (
 // with them are asked last, only for their error: the outcome is the same
 // as asking in order, without their cost on the common path.
 func Union(rs ...Request) Request {
+	u := newUnion(rs)
+	return &u
+}
+
+func newUnion(rs []Request) union {
 	u := union{rs: rs}
 	for i, a := range rs {
 		if p, ok := a.(Prechecker); ok && i < 64 {
@@ -55,12 +60,12 @@ type (
 )
 
 var (
-	_ Request = union{}
+	_ Request = (*union)(nil)
 	_ Request = failOnError(nil)
 	_ Token   = unionTokens(nil)
 )
 
-func (u union) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
+func (u *union) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
 	var deferred uint64
 	for _, p := range u.pre {
 		if !p.p.CanSucceed(r) {

@@ -239,6 +239,7 @@ func TestStripCredentials(t *testing.T) {
 	t.Parallel()
 	identity := map[string]string{
 		"Authorization":           "Bearer secret-token",
+		"authorization":           "Bearer other-token", // as sent, not canonical
 		"X-Remote-User":           "mallory",
 		"X-Remote-Uid":            "0",
 		"X-Remote-Group":          "system:masters",
@@ -314,6 +315,40 @@ func TestCheckAudiences(t *testing.T) {
 			}
 			if !ok && (err == nil || !strings.Contains(err.Error(), "audiences")) {
 				t.Errorf("err = %v, want an audience error", err)
+			}
+		})
+	}
+}
+
+func TestIsStandardIdentityHeader(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		want bool
+	}{
+		{"Authorization", true},
+		{"authorization", true},
+		{"X-Remote-User", true},
+		{"x-remote-user", true},
+		{"X-Remote-Uid", true},
+		{"X-REMOTE-UID", true},
+		{"X-Remote-Group", true},
+		{"X-Remote-Extra-", true},
+		{"X-Remote-Extra-Scopes", true},
+		{"x-remote-extra-scopes", true},
+		{"X-Remote-Users", false},
+		{"X-Remote-Use", false},
+		{"X-Remote-Extra", false},
+		{"Authorizations", false},
+		{"Proxy-Authorization", false},
+		{"Accept", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run("A.4 "+tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := authn.IsStandardIdentityHeader(tt.name); got != tt.want {
+				t.Errorf("IsStandardIdentityHeader(%q) = %v, want %v", tt.name, got, tt.want)
 			}
 		})
 	}

@@ -1,0 +1,34 @@
+package authn
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSignatureAt(t *testing.T) {
+	t.Parallel()
+	sig := strings.Repeat("s", minSignature)
+	tests := []struct {
+		name  string
+		token string
+		want  int // offset of the signature; 0: the token is hashed whole
+	}{
+		{name: "A.0 a JWT is keyed by its signature", token: "eyJh.eyJw." + sig, want: len("eyJh.eyJw.")},
+		{name: "A.0 a JWT with an empty payload is keyed by its signature", token: "eyJh.." + sig, want: len("eyJh..")},
+		{name: "A.0 an unsigned JWT is hashed whole", token: "eyJh.eyJw."},
+		{name: "A.0 a signature under 43 characters is hashed whole", token: "eyJh.eyJw." + sig[1:]},
+		{name: "A.0 a header that is not a JSON object is hashed whole", token: "abcd.eyJw." + sig},
+		{name: "A.0 one dot is hashed whole", token: "eyJh." + sig},
+		{name: "A.0 three dots are hashed whole", token: "eyJh.eyJw.x." + sig},
+		{name: "A.0 no dot is hashed whole", token: "eyJh" + sig},
+		{name: "A.0 an empty token is hashed whole", token: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := signatureAt(tt.token); got != tt.want {
+				t.Errorf("signatureAt(%q) = %d, want %d", tt.token, got, tt.want)
+			}
+		})
+	}
+}
