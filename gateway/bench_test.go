@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -22,11 +23,15 @@ const benchPod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"app","name
 // process: the figure to watch is allocs/op and the gateway's share of
 // the CPU profile (-cpuprofile).
 func BenchmarkGatewayKeepAlive(b *testing.B) {
-	b.Run("transport=inline", func(b *testing.B) { benchKeepAlive(b, true) })
-	b.Run("transport=http.Transport", func(b *testing.B) { benchKeepAlive(b, false) })
+	b.Run("path=lean", func(b *testing.B) { benchKeepAlive(b, true, true) })
+	b.Run("path=net-http/transport=inline", func(b *testing.B) { benchKeepAlive(b, true, false) })
+	b.Run("path=net-http/transport=http.Transport", func(b *testing.B) { benchKeepAlive(b, false, false) })
 }
 
-func benchKeepAlive(b *testing.B, inline bool) {
+// benchKeepAlive runs the benchmark with the inline upstream transport or
+// http.Transport, served by serve (the lean path for HTTP/1.1) or by a
+// plain net/http server.
+func benchKeepAlive(b *testing.B, inline, lean bool) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, benchPod)
@@ -55,19 +60,32 @@ func benchKeepAlive(b *testing.B, inline bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(g)
 	serving := ca.Issue(b, testpki.Options{CN: "gw", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
 	pair, _ := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert}
-	srv.StartTLS()
-	defer srv.Close()
+	tc := &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"http/1.1"}}
+	var gwURL string
+	if lean {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, shutdown := serve(g, NewHTTPServer(g, tc, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
+		defer func() { _ = shutdown(context.Background()) }()
+		gwURL = "https://" + ln.Addr().String()
+	} else {
+		srv := httptest.NewUnstartedServer(g)
+		srv.TLS = tc
+		srv.StartTLS()
+		defer srv.Close()
+		gwURL = srv.URL
+	}
 	user := ca.Issue(b, testpki.Options{CN: "bench-user", Orgs: []string{"devs", "devops"}})
 	upair, _ := tls.X509KeyPair(user.CertPEM, user.KeyPEM)
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{upair}},
 		MaxIdleConnsPerHost: 64,
 	}}
-	target := srv.URL + "/api/v1/namespaces/default/pods/app"
+	target := gwURL + "/api/v1/namespaces/default/pods/app"
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

@@ -9,6 +9,12 @@
 // Streams pass through unbuffered: watches are flushed per event, and
 // protocol upgrades (SPDY and WebSocket, for exec, attach and port-forward)
 // are spliced in both directions.
+//
+// Gateway.ServeHTTP forwards with httputil.ReverseProxy. Server.Serve adds
+// a lean path for ordinary HTTP/1.1 requests over TLS (lean.go): it
+// authenticates and scrubs exactly as ServeHTTP does but writes the
+// request straight into a pooled upstream connection, and hands HTTP/2,
+// upgrades, bodies and anything unusual to the net/http server.
 package gateway
 
 import (
@@ -20,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -205,7 +212,7 @@ func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *r
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := &reqState{start: time.Now(), id: r.Header.Get("X-Request-Id")}
 		if st.id == "" || len(st.id) > 128 {
-			st.id = g.ridBase + strconv.FormatUint(g.ridSeq.Add(1), 36)
+			st.id = g.newRequestID()
 		}
 		w.Header()["X-Request-Id"] = []string{st.id}
 		rec := &statusRecorder{ResponseWriter: w}
@@ -239,9 +246,19 @@ func (g *Gateway) authenticate(r *http.Request) (*authn.Response, bool, error) {
 	return g.cfg.Authenticator.AuthenticateRequest(r)
 }
 
+// newRequestID returns a request ID unique to this gateway process.
+func (g *Gateway) newRequestID() string {
+	return g.ridBase + strconv.FormatUint(g.ridSeq.Add(1), 36)
+}
+
 // finish records metrics and the audit line for a finished request.
 func (g *Gateway) finish(rec *statusRecorder, r *http.Request, st *reqState) {
-	code := rec.code
+	g.record(rec.code, r.Method, r.URL.Path, st)
+}
+
+// record counts a finished request and writes its audit line; code 0
+// means 200.
+func (g *Gateway) record(code int, method, path string, st *reqState) {
 	if code == 0 {
 		code = http.StatusOK
 	}
@@ -249,7 +266,7 @@ func (g *Gateway) finish(rec *statusRecorder, r *http.Request, st *reqState) {
 	if st.resp != nil {
 		authenticator = st.resp.Authenticator
 	}
-	g.metrics.requests.WithLabelValues(strconv.Itoa(code), r.Method, authenticator).Inc()
+	g.metrics.countRequest(code, method, authenticator)
 	if g.audit == nil {
 		return
 	}
@@ -257,8 +274,8 @@ func (g *Gateway) finish(rec *statusRecorder, r *http.Request, st *reqState) {
 		Time:           st.start.UTC(),
 		RequestID:      st.id,
 		Authenticator:  authenticator,
-		Method:         r.Method,
-		Path:           r.URL.Path,
+		Method:         method,
+		Path:           path,
 		Status:         code,
 		UpstreamStatus: st.upstreamStatus,
 		LatencySeconds: time.Since(st.start).Seconds(),
@@ -302,8 +319,13 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 // credentials go, the verified identity comes in.
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.cfg.Upstream)
-	pr.SetXForwarded()
 	h := pr.Out.Header
+	// The client's address, which kube-apiserver records as the source
+	// IP in its audit log. X-Forwarded-Host and -Proto are not sent: the
+	// upstream has no use for them.
+	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+		h["X-Forwarded-For"] = []string{ip}
+	}
 	g.scrub.scrub(h)
 	st := stateFrom(pr.In.Context())
 	h["X-Request-Id"] = []string{st.id}
@@ -322,7 +344,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 func (g *Gateway) upstreamResponded(resp *http.Response) error {
 	if st := stateFrom(resp.Request.Context()); st != nil {
 		st.upstreamStatus = resp.StatusCode
-		g.metrics.upstreamLatency.WithLabelValues(strconv.Itoa(resp.StatusCode)).Observe(time.Since(st.upstreamStart).Seconds())
+		g.metrics.observeUpstream(resp.StatusCode, time.Since(st.upstreamStart))
 	}
 	return nil
 }

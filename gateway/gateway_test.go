@@ -68,7 +68,9 @@ func (u *upstream) count() int {
 type env struct {
 	clientCA, frontProxyCA, serverCA *testpki.Cert
 	up                               *upstream
-	gw                               *httptest.Server
+	gw                               struct{ URL string }
+	cleanup                          func(func())
+	proto                            string
 	gateway                          *Gateway
 	issuer                           *serviceaccount.Issuer
 	tokens                           *tokenfile.Authenticator
@@ -79,6 +81,20 @@ type env struct {
 type envOptions struct {
 	identity      UpstreamIdentity
 	impersonation ImpersonationAuthorizer
+	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
+	// and the default) or "HTTP/2.0" (net/http).
+	proto string
+}
+
+// protocols are the client protocols tests run over: HTTP/1.1 is served
+// by the lean path, HTTP/2 by net/http and httputil.ReverseProxy.
+var protocols = []string{"HTTP/1.1", "HTTP/2.0"}
+
+// forEachProtocol runs test once per client protocol.
+func forEachProtocol(t *testing.T, test func(t *testing.T, proto string)) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) { test(t, proto) })
+	}
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -184,11 +200,22 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	servingPair := serving()
-	e.gw = httptest.NewUnstartedServer(e.gateway)
-	e.gw.TLS = &tls.Config{Certificates: []tls.Certificate{servingPair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
-	e.gw.EnableHTTP2 = true
-	e.gw.StartTLS()
-	t.Cleanup(e.gw.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{servingPair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
+	_, shutdown := serve(e.gateway, NewHTTPServer(e.gateway, tc, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	})
+	e.gw.URL = "https://" + ln.Addr().String()
+	e.cleanup = t.Cleanup
+	e.proto = o.proto
 	return e
 }
 
@@ -199,7 +226,16 @@ func (e *env) client(cert *testpki.Cert) *http.Client {
 		pair, _ := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
 		tc.Certificates = []tls.Certificate{pair}
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}, Timeout: 10 * time.Second}
+	tr := &http.Transport{TLSClientConfig: tc}
+	if e.proto == "HTTP/2.0" {
+		tr.ForceAttemptHTTP2 = true
+	} else {
+		tc.NextProtos = []string{"http/1.1"}
+	}
+	// Closing the client's connections first lets the server shut down
+	// at once rather than wait for HTTP/2 clients to leave.
+	e.cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
 func (e *env) do(t *testing.T, c *http.Client, method, path string, h http.Header) (*http.Response, []byte) {
@@ -219,6 +255,9 @@ func (e *env) do(t *testing.T, c *http.Client, method, path string, h http.Heade
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
+	if want := e.proto; want != "" && resp.Proto != want {
+		t.Fatalf("response protocol %s, want %s", resp.Proto, want)
+	}
 	return resp, body
 }
 
@@ -251,8 +290,10 @@ func identityHeaders(h http.Header) http.Header {
 	return out
 }
 
-func TestForwardsEachCredentialType(t *testing.T) {
-	e := newEnv(t, envOptions{})
+func TestForwardsEachCredentialType(t *testing.T) { forEachProtocol(t, testForwardsEachCredentialType) }
+
+func testForwardsEachCredentialType(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	saTok, err := e.issuer.Issue(serviceaccount.TokenRequest{Namespace: "ns1", Name: "builder", UID: "sa-uid"})
 	if err != nil {
 		t.Fatal(err)
@@ -333,12 +374,17 @@ func TestForwardsEachCredentialType(t *testing.T) {
 			if resp.Header.Get("X-Request-Id") == "" {
 				t.Error("response has no X-Request-Id")
 			}
+			if xff := got.Values("X-Forwarded-For"); len(xff) != 1 || xff[0] != "127.0.0.1" {
+				t.Errorf("upstream X-Forwarded-For = %q, want [127.0.0.1]", xff)
+			}
 		})
 	}
 }
 
-func TestSpoofingMatrix(t *testing.T) {
-	e := newEnv(t, envOptions{})
+func TestSpoofingMatrix(t *testing.T) { forEachProtocol(t, testSpoofingMatrix) }
+
+func testSpoofingMatrix(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 	expired := e.clientCA.Issue(t, testpki.Options{CN: "alice", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)})
 	wrongProxy := e.clientCA.Issue(t, testpki.Options{CN: "front-proxy-client"})
@@ -420,6 +466,10 @@ func TestSpoofingMatrix(t *testing.T) {
 }
 
 func TestImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T) {
+	forEachProtocol(t, testImpersonateModeRefusesUnauthorizedImpersonation)
+}
+
+func testImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T, proto string) {
 	var asked []string
 	var mu sync.Mutex
 	authz := impersonationFunc(func(_ context.Context, u *authn.User, a authorizationAttrs) (bool, string, error) {
@@ -428,7 +478,7 @@ func TestImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T) {
 		mu.Unlock()
 		return u.Name == "alice" && a.Resource == "users" && a.Name == "bob", "", nil
 	})
-	e := newEnv(t, envOptions{identity: ImpersonateIdentity, impersonation: authz})
+	e := newEnv(t, envOptions{proto: proto, identity: ImpersonateIdentity, impersonation: authz})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 
 	// No impersonation: the gateway impersonates alice herself.
@@ -470,7 +520,11 @@ func TestImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T) {
 }
 
 func TestRequestHeaderModePassesClientImpersonation(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	forEachProtocol(t, testRequestHeaderModePassesClientImpersonation)
+}
+
+func testRequestHeaderModePassesClientImpersonation(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 	resp, body := e.do(t, e.client(alice), "GET", "/api/v1/pods", http.Header{"Impersonate-User": {"bob"}})
 	if resp.StatusCode != 200 {
@@ -483,7 +537,11 @@ func TestRequestHeaderModePassesClientImpersonation(t *testing.T) {
 }
 
 func TestRevokedCertificateIsRefused(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	forEachProtocol(t, testRevokedCertificateIsRefused)
+}
+
+func testRevokedCertificateIsRefused(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 	if resp, _ := e.do(t, e.client(alice), "GET", "/api/v1/pods", nil); resp.StatusCode != 200 {
 		t.Fatalf("before revocation: status %d", resp.StatusCode)
@@ -496,7 +554,11 @@ func TestRevokedCertificateIsRefused(t *testing.T) {
 }
 
 func TestUnreachableUpstreamIs502Status(t *testing.T) {
-	e := newEnv(t, envOptions{})
+	forEachProtocol(t, testUnreachableUpstreamIs502Status)
+}
+
+func testUnreachableUpstreamIs502Status(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	e.up.Close()
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 	resp, body := e.do(t, e.client(alice), "GET", "/api/v1/pods", nil)
@@ -509,8 +571,10 @@ func TestUnreachableUpstreamIs502Status(t *testing.T) {
 	}
 }
 
-func TestWhoamiHealthMetricsAudit(t *testing.T) {
-	e := newEnv(t, envOptions{})
+func TestWhoamiHealthMetricsAudit(t *testing.T) { forEachProtocol(t, testWhoamiHealthMetricsAudit) }
+
+func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 	resp, body := e.do(t, e.client(alice), "GET", "/kubegate/whoami", nil)
 	if resp.StatusCode != 200 {
@@ -565,8 +629,10 @@ func TestWhoamiHealthMetricsAudit(t *testing.T) {
 	}
 }
 
-func TestStreamsWatchEvents(t *testing.T) {
-	e := newEnv(t, envOptions{})
+func TestStreamsWatchEvents(t *testing.T) { forEachProtocol(t, testStreamsWatchEvents) }
+
+func testStreamsWatchEvents(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
 	release := make(chan struct{})
 	e.up.handler = func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -35,6 +35,10 @@ type inlineConn struct {
 	bw   *bufio.Writer
 }
 
+func newInlineConn(conn net.Conn) *inlineConn {
+	return &inlineConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}
+}
+
 func newInlineTransport(addr string, tlsConfig *tls.Config, maxIdle int, fallback http.RoundTripper) *inlineTransport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
@@ -97,7 +101,7 @@ func (t *inlineTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if err != nil {
 				return nil, err
 			}
-			c, reused = &inlineConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}, false
+			c, reused = newInlineConn(conn), false
 		}
 		resp, err := t.exchange(c, req)
 		if err == nil {

@@ -1,6 +1,10 @@
 package gateway
 
 import (
+	"strconv"
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -10,10 +14,16 @@ type metrics struct {
 	authnLatency    prometheus.Histogram     // seconds spent authenticating
 	upstreamLatency *prometheus.HistogramVec // code; seconds to the upstream's response header
 	certTimeLeft    prometheus.Histogram     // seconds a presented client cert has left
+
+	mu             sync.RWMutex
+	byLabels       map[requestKey]prometheus.Counter
+	upstreamByCode map[int]prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
+		byLabels:       map[requestKey]prometheus.Counter{},
+		upstreamByCode: map[int]prometheus.Observer{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubegate_gateway_requests_total",
 			Help: "Requests handled, by HTTP status code, verb and the authenticator that matched.",
@@ -39,4 +49,48 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(m.requests, m.authnLatency, m.upstreamLatency, m.certTimeLeft)
 	}
 	return m
+}
+
+// countRequest increments the request counter for one label set. The
+// counters are cached, so that a request costs no label hashing.
+func (m *metrics) countRequest(code int, verb, authenticator string) {
+	k := requestKey{code, verb, authenticator}
+	m.mu.RLock()
+	c := m.byLabels[k]
+	m.mu.RUnlock()
+	if c == nil {
+		c = m.requests.WithLabelValues(strconv.Itoa(code), verb, authenticator)
+		m.mu.Lock()
+		if len(m.byLabels) < maxCachedLabelSets {
+			m.byLabels[k] = c
+		}
+		m.mu.Unlock()
+	}
+	c.Inc()
+}
+
+// observeUpstream records the upstream's time to its response header.
+func (m *metrics) observeUpstream(code int, d time.Duration) {
+	var o prometheus.Observer
+	m.mu.RLock()
+	o = m.upstreamByCode[code]
+	m.mu.RUnlock()
+	if o == nil {
+		o = m.upstreamLatency.WithLabelValues(strconv.Itoa(code))
+		m.mu.Lock()
+		if len(m.upstreamByCode) < maxCachedLabelSets {
+			m.upstreamByCode[code] = o
+		}
+		m.mu.Unlock()
+	}
+	o.Observe(d.Seconds())
+}
+
+// maxCachedLabelSets bounds the caches: a client choosing odd verbs
+// cannot grow them without limit.
+const maxCachedLabelSets = 1024
+
+type requestKey struct {
+	code                int
+	verb, authenticator string
 }

@@ -222,8 +222,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 // Serve serves until ctx is done, then shuts down gracefully, flushing
 // the audit log.
 func (s *Server) Serve(ctx context.Context) error {
-	errc := make(chan error, 1)
-	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
+	errc, shutdown := serve(s.Gateway, s.HTTP, s.Listener)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	defer func() {
@@ -241,10 +240,29 @@ func (s *Server) Serve(ctx context.Context) error {
 		case <-ctx.Done():
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := s.HTTP.Shutdown(sctx); err != nil {
-				return err
-			}
-			return nil
+			return shutdown(sctx)
 		}
+	}
+}
+
+// serve starts serving g on ln with srv's TLS configuration and limits.
+// When the upstream transport allows it, ordinary HTTP/1.1 requests take
+// the lean path (lean.go) and srv serves HTTP/2 and everything unusual;
+// otherwise srv serves everything. The returned channel reports a
+// server that stopped; shutdown stops both gracefully.
+func serve(g *Gateway, srv *http.Server, ln net.Listener) (<-chan error, func(context.Context) error) {
+	errc := make(chan error, 2)
+	up, ok := leanTransport(g)
+	if !ok {
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+		return errc, srv.Shutdown
+	}
+	fr := newFront(g, up, srv, ln.Addr())
+	go func() { errc <- srv.Serve(fr.handoff) }()
+	go func() { errc <- fr.serve(ln) }()
+	return errc, func(ctx context.Context) error {
+		fr.closing.Store(true)
+		_ = ln.Close()
+		return errors.Join(fr.shutdown(ctx), srv.Shutdown(ctx))
 	}
 }

@@ -12,7 +12,8 @@
 #   BENCH_DURATION [10]       measured seconds per run
 #   BENCH_WARMUP [1]          warm-up seconds before each run (errors still count)
 #   BENCH_SYSTEMS ["kubegate haproxy nginx plainproxy"]
-#   BENCH_SCENARIOS ["ka64 ka1 hs16"]  also: hs16-x25519, ka64-h2
+#   BENCH_SCENARIOS ["ka64 ka1 hs16 ka64-token ka64-sa"]  also: hs16-x25519, ka64-h2
+#                             (ka64-token and ka64-sa run on kubegate only)
 #   BENCH_HANDSHAKE_CURVES [""]  groups the client offers in hs16 ("" = Go's defaults)
 #   BENCH_BUSY_MAX [25]       CPU busy % above which a run waits for quiet
 #   BENCH_QUIET_WAIT [10]     seconds to wait for quiet before running anyway
@@ -20,8 +21,8 @@
 #   BENCH_MAX_SECONDS [from the above]  hard bound on the whole script
 #   KUBEGATE_GATEWAY_CMD      command that starts the gateway; it may use
 #                             $BENCH_PORT, $BENCH_UPSTREAM and $BENCH_PKI (ca.crt,
-#                             server.crt, server.key). Unset: `kubegate gateway`
-#                             built from ./cmd/kubegate, if it exists.
+#                             server.crt, server.key, tokens.csv, sa.pub). Unset:
+#                             `kubegate gateway` built from ./cmd/kubegate.
 #
 # Exits non-zero if a system fails the identity checks, any request fails, or
 # a spoofed X-Remote-* header reaches the backend.
@@ -31,7 +32,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-1}
 SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy nginx plainproxy"}
-SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16"}
+SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 ka64-token ka64-sa"}
 HS_CURVES=${BENCH_HANDSHAKE_CURVES:-}
 BUSY_MAX=${BENCH_BUSY_MAX:-25}
 QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
@@ -68,7 +69,7 @@ for sys in "${SYSTEM_LIST[@]}"; do
 	esac
 done
 for sc in "${SCENARIO_LIST[@]}"; do
-	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
+	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2 | ka64-token | ka64-sa) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
 done
 if ((${#missing[@]} > 0)); then
 	say "gateway.sh: missing: ${missing[*]}"
@@ -196,7 +197,7 @@ read_stats() {
 }
 
 # --- systems --------------------------------------------------------------
-declare -A PORT
+declare -A PORT SYS_PID
 ACTIVE=()
 FAILED=()
 
@@ -219,7 +220,7 @@ kubegate_cmd() { # prints the gateway command, or nothing with a note
 		return
 	fi
 	# shellcheck disable=SC2016 # expanded by the bash -c below
-	echo '"$BENCH_BIN/kubegate" gateway --bind-address 127.0.0.1 --secure-port "$BENCH_PORT" --tls-cert-file "$BENCH_PKI/server.crt" --tls-private-key-file "$BENCH_PKI/server.key" --client-ca-file "$BENCH_PKI/ca.crt" --upstream "$BENCH_UPSTREAM"'
+	echo '"$BENCH_BIN/kubegate" gateway --bind-address 127.0.0.1 --secure-port "$BENCH_PORT" --tls-cert-file "$BENCH_PKI/server.crt" --tls-private-key-file "$BENCH_PKI/server.key" --client-ca-file "$BENCH_PKI/ca.crt" --token-auth-file "$BENCH_PKI/tokens.csv" --service-account-key-file "$BENCH_PKI/sa.pub" --service-account-lookup=false --upstream "$BENCH_UPSTREAM"'
 }
 
 # launch SYS: starts SYS on a fresh port; returns non-zero to skip it.
@@ -254,6 +255,7 @@ launch() {
 	esac
 	wait_port "$port" "$LAST_PID" "$sys" || return 2
 	PORT[$sys]=$port
+	SYS_PID[$sys]=$LAST_PID
 }
 
 # get SYS CERT: one curl request with spoofed identity headers; sets CODE,
@@ -325,13 +327,49 @@ read_stats
 # scenario_args NAME: the loadgen flags of a scenario.
 scenario_args() {
 	case $1 in
-	ka64) echo "-mode keepalive -conns 64" ;;
+	ka64 | ka64-token | ka64-sa) echo "-mode keepalive -conns 64" ;;
 	ka1) echo "-mode keepalive -conns 1" ;;
 	hs16) echo "-mode newconn -conns 16${HS_CURVES:+ -curves $HS_CURVES}" ;;
 	hs16-x25519) echo "-mode newconn -conns 16 -curves X25519" ;;
 	ka64-h2) echo "-mode keepalive -conns 64 -http2" ;;
 	esac
 }
+
+# credential_args SCENARIO SYS: sets CRED (the loadgen's credential flags)
+# and WANT_USER and WANT_GROUP (what the backend must see); returns
+# non-zero if SYS does not run SCENARIO. Token scenarios send no client
+# certificate, so the token is what authenticates; only kubegate reads
+# tokens.
+credential_args() {
+	case $1 in
+	ka64-token | ka64-sa)
+		[[ $2 == kubegate ]] || return 1
+		local file=token.txt
+		WANT_USER=bench-user WANT_GROUP="devs|devops|system:authenticated"
+		if [[ $1 == ka64-sa ]]; then
+			file=sa.token WANT_USER=system:serviceaccount:bench:loadgen
+			WANT_GROUP="system:serviceaccounts|system:serviceaccounts:bench|system:authenticated"
+		fi
+		CRED=(-bearer "$(cat "$PKI/$file")")
+		;;
+	*)
+		CRED=(-cert "$PKI/client.crt" -key "$PKI/client.key")
+		WANT_USER=bench-user WANT_GROUP=${WANT_GROUPS[$2]}
+		;;
+	esac
+}
+
+# cpu_ticks PID: user+system clock ticks used so far by PID and its
+# children (nginx's workers).
+cpu_ticks() {
+	local p t=0 f
+	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+		t=$((t + ${f% *} + ${f#* }))
+	done
+	echo "$t"
+}
+TICK_HZ=$(getconf CLK_TCK)
 
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
@@ -341,29 +379,36 @@ for ((r = 0; r < ROUNDS; r++)); do
 	for sc in "${SCENARIO_LIST[@]}"; do
 		for ((k = 0; k < n; k++)); do
 			sys=${ACTIVE[$(((k + r) % n))]}
+			credential_args "$sc" "$sys" || continue
 			wait_quiet
 			read_stats
 			spoofed0=$SPOOFED nouser0=$NOUSER
+			ticks0=$(cpu_ticks "${SYS_PID[$sys]}")
 			# shellcheck disable=SC2046 # scenario_args is a list of flags
 			timeout $((DURATION + WARMUP + 30)) "$BIN/loadgen" \
 				-url "https://127.0.0.1:${PORT[$sys]}$URL_PATH" $(scenario_args "$sc") \
 				-duration "${DURATION}s" -warmup "${WARMUP}s" \
-				-cert "$PKI/client.crt" -key "$PKI/client.key" -cacert "$PKI/ca.crt" \
+				"${CRED[@]}" -cacert "$PKI/ca.crt" \
 				-header X-Remote-User=spoofed -header X-Remote-Group=spoofed -header X-Remote-Extra-Scopes=spoofed \
-				-check-header X-Seen-User=bench-user -check-header "X-Seen-Group=${WANT_GROUPS[$sys]}" \
+				-check-header "X-Seen-User=$WANT_USER" -check-header "X-Seen-Group=$WANT_GROUP" \
 				-label "$sys" -scenario "$sc" -tag "busy_pct=$BUSY" -tag "round=$((r + 1))" \
 				>"$OUT/run.json" 2>"$OUT/run.err" &
 			LOADGEN=$!
 			wait "$LOADGEN" || true
 			LOADGEN=""
+			# The system's CPU per request, warm-up included on both sides.
+			ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0))
+			reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
+			cpu_us=$(awk -v t="$ticks" -v hz="$TICK_HZ" -v n="$((${reqs:-0}))" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print 0 }')
+			sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",/" "$OUT/run.json"
 			cat "$OUT/run.json" >>"$RESULTS"
 			sed 's/^/  /' "$OUT/run.err" >&2
 			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")
 			line=$(sed -n 's/.*"rps":\([0-9.]*\).*"p50_us":\([0-9.]*\).*"p99_us":\([0-9.]*\).*/\1 \2 \3/p' "$OUT/run.json")
 			read -r rps p50 p99 <<<"${line:-0 0 0}"
 			errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
-			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  errors %s  busy %s%%\n' \
-				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "${errs:-?}" "$BUSY" >&2
+			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%\n' \
+				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" >&2
 			read_stats
 			d=$((SPOOFED - spoofed0))
 			((d == 0)) || FAILED+=("round $((r + 1)) $sc $sys: $d requests reached the backend with a spoofed X-Remote-* header")

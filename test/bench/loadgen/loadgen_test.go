@@ -150,6 +150,10 @@ func TestReport(t *testing.T) {
 		return result{Label: label, Scenario: "ka64", Mode: "keepalive", Conns: 64, OK: 100,
 			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3"}}
 	}
+	withCPU := func(r result, us string) result {
+		r.Tags = map[string]string{"busy_pct": r.Tags["busy_pct"], "cpu_us_per_req": us}
+		return r
+	}
 	tests := []struct {
 		name      string
 		results   []result
@@ -159,14 +163,15 @@ func TestReport(t *testing.T) {
 		{
 			name: "medians and ratios",
 			results: []result{
-				run("haproxy", 20000, 300, 8000, 0), run("plainproxy", 9000, 400, 17000, 0),
-				run("haproxy", 19000, 280, 9000, 0), run("plainproxy", 9500, 380, 16000, 0),
-				run("haproxy", 10, 290, 8500, 0), run("plainproxy", 9300, 390, 18000, 0),
+				run("haproxy", 20000, 300, 8000, 0), withCPU(run("plainproxy", 9000, 400, 17000, 0), "150.5"),
+				run("haproxy", 19000, 280, 9000, 0), withCPU(run("plainproxy", 9500, 380, 16000, 0), "148.2"),
+				run("haproxy", 10, 290, 8500, 0), withCPU(run("plainproxy", 9300, 390, 18000, 0), "140"),
 			},
-			// plainproxy: median 9300 req/s, p99 17ms; haproxy: 19000, 8.5ms.
+			// plainproxy: median 9300 req/s, p99 17ms, 148µs CPU per
+			// request; haproxy: 19000, 8.5ms, CPU not recorded.
 			wantLines: []string{
-				"haproxy     3  19000  290µs  8.50ms       0      3             1.00           1.00",
-				"plainproxy     3   9300  390µs  17.00ms       0      3             0.49           2.00",
+				"haproxy     3  19000  290µs  8.50ms  -     0      3             1.00           1.00",
+				"plainproxy     3   9300  390µs  17.00ms  148µs     0      3             0.49           2.00",
 			},
 		},
 		{

@@ -24,7 +24,9 @@ type summary struct {
 	rps, p50, p99      float64 // medians; latencies in µs
 	errors             uint64  // every failed attempt, warm-up included
 	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
+	cpuUs              float64 // median "cpu_us_per_req" tag: the system's CPU per request
 	hasBusy, emptyRuns bool
+	hasCPU             bool
 }
 
 func median(xs []float64) float64 {
@@ -41,7 +43,7 @@ func median(xs []float64) float64 {
 
 func summarise(c *cell) summary {
 	s := summary{label: c.label, runs: len(c.runs)}
-	var rps, p50, p99 []float64
+	var rps, p50, p99, cpu []float64
 	for _, r := range c.runs {
 		rps = append(rps, r.RPS)
 		p50 = append(p50, r.P50us)
@@ -54,7 +56,12 @@ func summarise(c *cell) summary {
 			s.hasBusy = true
 			s.busyPct = max(s.busyPct, v)
 		}
+		if v, err := strconv.ParseFloat(r.Tags["cpu_us_per_req"], 64); err == nil {
+			s.hasCPU = true
+			cpu = append(cpu, v)
+		}
 	}
+	s.cpuUs = median(cpu)
 	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
 	return s
 }
@@ -70,7 +77,8 @@ func fmtUs(us float64) string {
 }
 
 // runReport prints, per scenario, each system's median req/s, p50 and p99
-// over its runs, its total errors, and its ratios against refs. It returns
+// over its runs, its median CPU per request (the "cpu_us_per_req" tag,
+// when recorded), its total errors, and its ratios against refs. It returns
 // 1 when any run had an error or no successful request.
 func runReport(path string, refs []string, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
@@ -142,7 +150,7 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		header := "system\truns\treq/s\tp50\tp99\terrors\tbusy%\t"
+		header := "system\truns\treq/s\tp50\tp99\tcpu/req\terrors\tbusy%\t"
 		for _, ref := range present {
 			header += "req/s ÷ " + ref + "\t"
 		}
@@ -156,7 +164,11 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			if s.hasBusy {
 				busy = fmt.Sprintf("%.0f", s.busyPct)
 			}
-			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), s.errors, busy)
+			cpu := "-"
+			if s.hasCPU {
+				cpu = fmtUs(s.cpuUs)
+			}
+			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, s.errors, busy)
 			for _, ref := range present {
 				line += ratio(s.rps, sums[ref].rps) + "\t"
 			}

@@ -11,6 +11,11 @@
 //	client-tricky.crt .key     CN and O holding escaped "," and "+" that spell
 //	                           O=system:masters if a proxy splits on them
 //	untrusted.crt .key         a client cert from another CA; must be refused
+//	tokens.csv token.txt       a static token file (--token-auth-file) whose one
+//	                           token, in token.txt, is bench-user in devs, devops
+//	sa.key sa.pub sa.token     a service-account signing key pair and a token
+//	                           for system:serviceaccount:bench:loadgen, issued
+//	                           by kube-apiserver's default issuer
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -29,6 +35,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/kubegate/kubegate/authn/serviceaccount"
 )
 
 var oidOrganization = asn1.ObjectIdentifier{2, 5, 4, 10}
@@ -119,6 +127,53 @@ func run(args []string) error {
 			return err
 		}
 		if err := write(*dir, c.name, leaf); err != nil {
+			return err
+		}
+	}
+	return writeTokens(*dir)
+}
+
+// writeTokens writes the static token file and the service-account key
+// pair and token.
+func writeTokens(dir string) error {
+	var secret [24]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return err
+	}
+	token := hex.EncodeToString(secret[:])
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,bench-user,bench-uid,"devs,devops"`+"\n"), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "token.txt"), []byte(token), 0o600); err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return err
+	}
+	iss, err := serviceaccount.NewIssuer(key, serviceaccount.IssuerOptions{Issuer: "https://kubernetes.default.svc.cluster.local"})
+	if err != nil {
+		return err
+	}
+	// A day covers any benchmark run.
+	tok, err := iss.Issue(serviceaccount.TokenRequest{Namespace: "bench", Name: "loadgen", UID: "bench-sa-uid", ExpirationSeconds: 24 * 3600})
+	if err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{
+		"sa.key":   pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+		"sa.pub":   pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
+		"sa.token": []byte(tok.Token),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,815 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kubegate/kubegate/authn"
+)
+
+// The lean path serves ordinary HTTP/1.1 requests on TLS connections
+// without net/http's server and without httputil.ReverseProxy: it reads
+// the request head into one string, authenticates it, writes the scrubbed
+// head with the identity headers straight into a pooled upstream
+// connection and relays the answer, all on the connection's goroutine.
+// On a keep-alive GET that is most of the gateway's CPU.
+//
+// It takes only requests whose meaning is plain: HTTP/1.1, origin-form
+// target, no body, no upgrade, no Expect, a single Host, no hop-by-hop
+// header named in Connection, a head that fits 4 KiB, and none of the
+// gateway's own endpoints, watches or follows. At the first request that
+// is anything else, the connection (with the bytes already read) goes to
+// net/http for the rest of its life, so every unusual case keeps
+// net/http's behaviour: its errors, header limits, HTTP/2, upgrades and
+// streams that notice a client going away.
+
+const (
+	leanReadBuffer  = 4 << 10
+	leanWriteBuffer = 4 << 10
+)
+
+// front accepts TLS connections and serves each on the lean path or hands
+// it to the net/http server.
+type front struct {
+	g         *Gateway
+	up        *inlineTransport
+	upHost    string
+	tlsConfig *tls.Config
+	srv       *http.Server
+	handoff   *chanListener
+
+	headerTimeout, idleTimeout time.Duration
+
+	closing atomic.Bool
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	wg      sync.WaitGroup
+}
+
+// leanTransport returns g's upstream transport and whether g can serve on
+// the lean path: the transport is the inline one and the upstream URL has
+// no path or query of its own.
+func leanTransport(g *Gateway) (*inlineTransport, bool) {
+	t, ok := g.cfg.Transport.(*inlineTransport)
+	u := g.cfg.Upstream
+	return t, ok && (u.Path == "" || u.Path == "/") && u.RawQuery == ""
+}
+
+func newFront(g *Gateway, up *inlineTransport, srv *http.Server, addr net.Addr) *front {
+	f := &front{
+		g: g, up: up, upHost: g.cfg.Upstream.Host, tlsConfig: srv.TLSConfig, srv: srv,
+		handoff:       newChanListener(addr),
+		conns:         map[net.Conn]struct{}{},
+		headerTimeout: cmp.Or(srv.ReadHeaderTimeout, srv.ReadTimeout, 10*time.Second),
+	}
+	f.idleTimeout = cmp.Or(srv.IdleTimeout, f.headerTimeout)
+	// Connections handed over after a TLS handshake are not *tls.Conn any
+	// more; their TLS state travels in the connection's context.
+	prev := srv.ConnContext
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prev != nil {
+			ctx = prev(ctx, c)
+		}
+		if hc, ok := c.(*handoffConn); ok {
+			ctx = context.WithValue(ctx, tlsStateKey{}, hc.state)
+		}
+		return ctx
+	}
+	h := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil {
+			r.TLS, _ = r.Context().Value(tlsStateKey{}).(*tls.ConnectionState)
+		}
+		h.ServeHTTP(w, r)
+	})
+	return f
+}
+
+type tlsStateKey struct{}
+
+// serve accepts on ln until it is closed.
+func (f *front) serve(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if f.closing.Load() || errors.Is(err, net.ErrClosed) {
+				return http.ErrServerClosed
+			}
+			// Out of file descriptors and the like: wait, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			f.g.log.Warn("accept failed; retrying", "error", err, "delay", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		if !f.track(c, true) {
+			c.Close()
+			continue
+		}
+		f.wg.Add(1)
+		go f.serveConn(c)
+	}
+}
+
+func (f *front) track(c net.Conn, add bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !add {
+		delete(f.conns, c)
+		return true
+	}
+	if f.closing.Load() {
+		return false
+	}
+	f.conns[c] = struct{}{}
+	return true
+}
+
+// shutdown stops the lean connections: idle ones at once, busy ones after
+// their current response. It waits until they are gone or ctx is done.
+func (f *front) shutdown(ctx context.Context) error {
+	f.closing.Store(true)
+	f.mu.Lock()
+	for c := range f.conns {
+		_ = c.SetReadDeadline(time.Unix(1, 0))
+	}
+	f.mu.Unlock()
+	done := make(chan struct{})
+	go func() { f.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		f.mu.Lock()
+		for c := range f.conns {
+			c.Close()
+		}
+		f.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// leanConn is one client connection on the lean path.
+type leanConn struct {
+	f      *front
+	raw    net.Conn
+	tc     *tls.Conn
+	state  *tls.ConnectionState
+	remote string
+	ip     string
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	req    h1Request
+	resp   h1Response
+}
+
+func (f *front) serveConn(raw net.Conn) {
+	defer f.wg.Done()
+	handedOff := false
+	defer func() {
+		f.track(raw, false)
+		if !handedOff {
+			raw.Close()
+		}
+	}()
+	tc := tls.Server(raw, f.tlsConfig)
+	_ = raw.SetDeadline(time.Now().Add(f.headerTimeout))
+	if err := tc.Handshake(); err != nil {
+		return
+	}
+	_ = raw.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	if st.NegotiatedProtocol != "" && st.NegotiatedProtocol != "http/1.1" {
+		handedOff = f.handoff.give(tc)
+		return
+	}
+	c := &leanConn{
+		f: f, raw: raw, tc: tc, state: &st, remote: raw.RemoteAddr().String(),
+		br: bufio.NewReaderSize(tc, leanReadBuffer),
+		bw: bufio.NewWriterSize(tc, leanWriteBuffer),
+	}
+	c.ip, _, _ = net.SplitHostPort(c.remote)
+	handedOff = c.serve()
+}
+
+// serve runs the request loop; it reports whether the connection went to
+// net/http.
+func (c *leanConn) serve() (handedOff bool) {
+	// The idle deadline is moved only when half of it has gone, which
+	// saves a timer update per request: an idle connection closes after
+	// between half and all of the idle timeout.
+	var idleDeadline time.Time
+	for {
+		if now := time.Now(); idleDeadline.Sub(now) < c.f.idleTimeout/2 {
+			idleDeadline = now.Add(c.f.idleTimeout)
+			_ = c.raw.SetReadDeadline(idleDeadline)
+		}
+		if c.f.closing.Load() {
+			return false
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return false
+		}
+		if p, _ := c.br.Peek(c.br.Buffered()); !bytes.Contains(p, []byte("\r\n\r\n")) {
+			// The head is still arriving: it has ReadHeaderTimeout.
+			_ = c.raw.SetReadDeadline(time.Now().Add(c.f.headerTimeout))
+			idleDeadline = time.Time{}
+		}
+		n, err := peekHead(c.br)
+		switch {
+		case errors.Is(err, errHeadTooLarge):
+			return c.handOff()
+		case err != nil:
+			return false
+		}
+		p, _ := c.br.Peek(n)
+		if parseRequestHead(string(p), &c.req) != nil || !c.plain() {
+			return c.handOff()
+		}
+		_, _ = c.br.Discard(n)
+		if !c.f.g.serveLean(c) {
+			return false
+		}
+	}
+}
+
+// handOff gives the connection, with whatever it has buffered, to
+// net/http.
+func (c *leanConn) handOff() bool {
+	_ = c.raw.SetReadDeadline(time.Time{})
+	return c.f.handoff.give(&handoffConn{Conn: c.tc, r: c.br, state: c.state})
+}
+
+// plain reports whether the parsed request is one the lean path takes.
+func (c *leanConn) plain() bool {
+	return c.req.plain(c.f.g.cfg.Identity == ImpersonateIdentity)
+}
+
+// plain reports whether r is a request the lean path takes, and parses
+// its target into r.url; impersonate says whether the gateway must
+// authorize Impersonate-* headers itself.
+func (r *h1Request) plain(impersonate bool) bool {
+	u, err := url.ParseRequestURI(r.target)
+	if err != nil {
+		return false
+	}
+	r.url = u
+	path, query, _ := strings.Cut(r.target, "?")
+	switch path {
+	case "/healthz", "/livez", "/readyz", "/metrics":
+		return false
+	}
+	if strings.HasPrefix(path, "/kubegate/") || strings.Contains(path, "/watch/") ||
+		strings.Contains(query, "watch=") || strings.Contains(query, "follow=") {
+		return false
+	}
+	hosts := 0
+	for _, f := range r.fields {
+		n := f.name
+		switch {
+		case strings.EqualFold(n, "Host"):
+			if !validHost(f.value) {
+				return false // net/http answers 400
+			}
+			hosts++
+		case strings.EqualFold(n, "Content-Length"), strings.EqualFold(n, "Transfer-Encoding"),
+			strings.EqualFold(n, "Upgrade"), strings.EqualFold(n, "Expect"):
+			return false
+		case strings.EqualFold(n, "Connection"):
+			for tok := range strings.SplitSeq(f.value, ",") {
+				tok = trimOWS(tok)
+				if tok != "" && !strings.EqualFold(tok, "close") && !strings.EqualFold(tok, "keep-alive") {
+					return false
+				}
+			}
+		case impersonate && hasPrefixFold(n, impersonatePrefix):
+			return false
+		}
+	}
+	return hosts == 1
+}
+
+// validHost reports whether h holds only the bytes net/http's server
+// accepts in a Host header.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case indexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// wantsClose reports whether the client asked to close after this request.
+func (r *h1Request) wantsClose() bool {
+	for _, f := range r.fields {
+		if strings.EqualFold(f.name, "Connection") {
+			for tok := range strings.SplitSeq(f.value, ",") {
+				if strings.EqualFold(trimOWS(tok), "close") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// serveLean authenticates and forwards one request on the lean path, as
+// authenticated and forward do on the net/http path. It reports whether
+// the connection can serve another request.
+func (g *Gateway) serveLean(c *leanConn) bool {
+	req := &c.req
+	h := make(http.Header, len(req.fields))
+	values := make([]string, len(req.fields))
+	host := ""
+	for i, f := range req.fields {
+		k := textproto.CanonicalMIMEHeaderKey(f.name)
+		values[i] = f.value
+		if old, ok := h[k]; ok {
+			h[k] = append(old, f.value)
+		} else {
+			h[k] = values[i : i+1 : i+1]
+		}
+		if k == "Host" {
+			host = f.value
+		}
+	}
+	r := &http.Request{
+		Method: req.method, URL: req.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: http.NoBody, Host: host, RemoteAddr: c.remote, RequestURI: req.target, TLS: c.state,
+	}
+	st := &reqState{start: time.Now(), id: h.Get("X-Request-Id")}
+	if st.id == "" || len(st.id) > 128 {
+		st.id = g.newRequestID()
+	}
+	keep := !req.wantsClose()
+	code := 0
+	defer func() { g.record(code, r.Method, r.URL.Path, st) }()
+
+	resp, ok, err := g.authenticate(r)
+	st.upstreamStart = time.Now()
+	g.metrics.authnLatency.Observe(st.upstreamStart.Sub(st.start).Seconds())
+	if !ok {
+		if err != nil {
+			st.err = err
+			g.log.Info("request not authenticated", "requestID", st.id, "remote", r.RemoteAddr, "error", err)
+		}
+		code = http.StatusUnauthorized
+		return c.writeStatus(code, unauthorizedBody, st.id, keep)
+	}
+	st.resp, st.target = resp, &resp.User
+
+	code, keep, err = g.relay(c, st, keep)
+	if err != nil {
+		st.err = err
+		if code == 0 {
+			g.log.Error("upstream request failed", "requestID", st.id, "method", r.Method, "path", r.URL.Path, "error", err)
+			code = http.StatusBadGateway
+			return c.writeStatus(code, badGatewayBody, st.id, keep)
+		}
+		return false
+	}
+	return keep
+}
+
+// relay sends the request upstream and the answer back. A zero code
+// with an error means nothing reached the client; a non-zero code with an
+// error means the answer broke off and the connection must close.
+func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool, err error) {
+	t := c.f.up
+	for attempt := 0; ; attempt++ {
+		uc, reused := t.get(), true
+		if uc == nil {
+			conn, err := t.dial(context.Background())
+			if err != nil {
+				return 0, keep, err
+			}
+			uc, reused = newInlineConn(conn), false
+		}
+		g.writeUpstreamHead(uc.bw, c, st)
+		err = uc.bw.Flush()
+		var n int
+		if err == nil {
+			n, err = peekHead(uc.br)
+		}
+		if err != nil {
+			uc.conn.Close()
+			if reused && attempt == 0 && uc.br.Buffered() == 0 && !errors.Is(err, errHeadTooLarge) {
+				continue // the pooled connection had gone stale
+			}
+			return 0, keep, err
+		}
+		head, _ := uc.br.Peek(n)
+		if err := parseResponseHead(head, &c.resp); err != nil {
+			uc.conn.Close()
+			return 0, keep, err
+		}
+		resp := &c.resp
+		st.upstreamStatus = resp.status
+		g.metrics.observeUpstream(resp.status, time.Since(st.upstreamStart))
+		code, keep, err = c.relayResponse(uc, st, keep)
+		if err != nil || resp.close {
+			uc.conn.Close()
+		} else {
+			t.put(uc)
+		}
+		return code, keep, err
+	}
+}
+
+// writeUpstreamHead writes the request line and headers for the upstream:
+// the client's headers without hop-by-hop, forwarding and identity
+// headers, then X-Forwarded-For, X-Request-Id and the verified identity.
+func (g *Gateway) writeUpstreamHead(w *bufio.Writer, c *leanConn, st *reqState) {
+	req := &c.req
+	w.WriteString(req.method)
+	w.WriteByte(' ')
+	w.WriteString(req.target)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(c.f.upHost)
+	w.WriteString("\r\n")
+	impersonate := g.cfg.Identity == ImpersonateIdentity
+	for _, f := range req.fields {
+		if dropOnForward(f.name) || g.scrub.matches(f.name) || (impersonate && hasPrefixFold(f.name, impersonatePrefix)) {
+			continue
+		}
+		writeParsedField(w, f)
+	}
+	if c.ip != "" {
+		writeField(w, "X-Forwarded-For", c.ip) // as rewrite sets it
+	}
+	writeField(w, "X-Request-Id", st.id)
+	u := st.target
+	if impersonate {
+		writeField(w, impersonateUser, u.Name)
+		if u.UID != "" {
+			writeField(w, impersonateUID, u.UID)
+		}
+		for _, grp := range u.Groups {
+			if grp != authn.AllAuthenticated {
+				writeField(w, impersonateGroup, grp)
+			}
+		}
+		writeExtra(w, impersonateExtraPrefix, u.Extra)
+	} else {
+		writeField(w, remoteUser, u.Name)
+		if u.UID != "" {
+			writeField(w, remoteUID, u.UID)
+		}
+		for _, grp := range u.Groups {
+			writeField(w, remoteGroup, grp)
+		}
+		writeExtra(w, remoteExtraPrefix, u.Extra)
+	}
+	w.WriteString("\r\n")
+}
+
+// writeExtra writes one header line per extra value, the key escaped as
+// escapeHeaderKey escapes it.
+func writeExtra(w *bufio.Writer, prefix string, extra map[string][]string) {
+	const hex = "0123456789ABCDEF"
+	for k, vs := range extra {
+		for _, v := range vs {
+			w.WriteString(prefix)
+			for i := 0; i < len(k); i++ {
+				if c := k[i]; plainKeyByte(c) {
+					w.WriteByte(c)
+				} else {
+					w.WriteByte('%')
+					w.WriteByte(hex[c>>4])
+					w.WriteByte(hex[c&15])
+				}
+			}
+			w.WriteString(": ")
+			writeValue(w, v)
+			w.WriteString("\r\n")
+		}
+	}
+}
+
+// writeField writes one header line. Line breaks in a value become
+// spaces, as net/http writes them, so no value can start a new header.
+func writeField(w *bufio.Writer, name, value string) {
+	w.WriteString(name)
+	w.WriteString(": ")
+	writeValue(w, value)
+	w.WriteString("\r\n")
+}
+
+func writeValue(w *bufio.Writer, v string) {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == '\r' || c == '\n' {
+			w.WriteString(v[:i])
+			w.WriteByte(' ')
+			v, i = v[i+1:], -1
+		}
+	}
+	w.WriteString(v)
+}
+
+// writeParsedField writes a header line the request parser accepted,
+// which holds no line break.
+func writeParsedField(w *bufio.Writer, f h1Field) {
+	w.WriteString(f.name)
+	w.WriteString(": ")
+	w.WriteString(f.value)
+	w.WriteString("\r\n")
+}
+
+// dropOnForward reports whether a client header never goes upstream as
+// is: hop-by-hop headers, Host and the forwarding headers the gateway
+// sets itself.
+func dropOnForward(name string) bool {
+	switch len(name) {
+	case 2:
+		return strings.EqualFold(name, "TE")
+	case 4:
+		return strings.EqualFold(name, "Host")
+	case 7:
+		return strings.EqualFold(name, "Trailer")
+	case 9:
+		return strings.EqualFold(name, "Forwarded")
+	case 10:
+		return strings.EqualFold(name, "Connection") || strings.EqualFold(name, "Keep-Alive")
+	case 12:
+		return strings.EqualFold(name, "X-Request-Id")
+	case 15:
+		return strings.EqualFold(name, "X-Forwarded-For")
+	case 16:
+		return strings.EqualFold(name, "X-Forwarded-Host") || strings.EqualFold(name, "Proxy-Connection")
+	case 17:
+		return strings.EqualFold(name, "X-Forwarded-Proto")
+	case 18:
+		return strings.EqualFold(name, "Proxy-Authenticate")
+	case 19:
+		return strings.EqualFold(name, "Proxy-Authorization")
+	}
+	return false
+}
+
+// relayResponse copies the parsed upstream response head and its body to
+// the client, flushing whenever it would otherwise wait for the upstream,
+// so that streamed answers arrive as they are produced. It reports the
+// status sent and whether the client connection can be reused.
+func (c *leanConn) relayResponse(uc *inlineConn, st *reqState, keep bool) (int, bool, error) {
+	resp := &c.resp
+	for resp.status >= 100 && resp.status < 200 {
+		if resp.status == http.StatusSwitchingProtocols {
+			return 0, false, errors.New("upstream switched protocols without an upgrade request")
+		}
+		// An informational answer (103 Early Hints): pass it on and
+		// read the final one.
+		w := c.bw
+		w.WriteString("HTTP/1.1 ")
+		w.Write(resp.statusLine)
+		w.WriteString("\r\n")
+		for _, f := range resp.fields {
+			writeFieldBytes(w, f[0], f[1])
+		}
+		w.WriteString("\r\n")
+		_, _ = uc.br.Discard(len(resp.head))
+		n, err := peekHeadFlushing(c.bw, uc.br)
+		if err != nil {
+			return resp.status, false, err
+		}
+		head, _ := uc.br.Peek(n)
+		if err := parseResponseHead(head, resp); err != nil {
+			return resp.status, false, err
+		}
+	}
+	hasBody := !bodyless(c.req.method, resp.status)
+	untilClose := hasBody && !resp.chunked && resp.contentLength < 0
+	if untilClose {
+		keep = false
+		resp.close = true
+	}
+	w := c.bw
+	w.WriteString("HTTP/1.1 ")
+	w.Write(resp.statusLine)
+	w.WriteString("\r\n")
+	for _, f := range resp.fields {
+		writeFieldBytes(w, f[0], f[1])
+	}
+	writeField(w, "X-Request-Id", st.id)
+	switch {
+	case resp.chunked && hasBody:
+		w.WriteString("Transfer-Encoding: chunked\r\n")
+	case !resp.chunked && resp.contentLength >= 0:
+		w.WriteString("Content-Length: ")
+		w.WriteString(strconv.FormatInt(resp.contentLength, 10))
+		w.WriteString("\r\n")
+	}
+	if !keep {
+		w.WriteString("Connection: close\r\n")
+	}
+	w.WriteString("\r\n")
+	_, _ = uc.br.Discard(len(resp.head))
+	status := resp.status
+	var err error
+	switch {
+	case !hasBody:
+	case resp.chunked:
+		err = relayChunked(w, uc.br)
+	case untilClose:
+		err = relayN(w, uc.br, -1)
+	default:
+		err = relayN(w, uc.br, resp.contentLength)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	return status, keep, err
+}
+
+func writeFieldBytes(w *bufio.Writer, name, value []byte) {
+	w.Write(name)
+	w.WriteString(": ")
+	w.Write(value)
+	w.WriteString("\r\n")
+}
+
+// relayN copies n bytes (n < 0: until EOF) from src to dst, flushing dst
+// before every read that would block.
+func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
+	for n != 0 {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+			if _, err := src.Peek(1); err != nil {
+				if n < 0 && errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+		}
+		k := src.Buffered()
+		if n > 0 && int64(k) > n {
+			k = int(n)
+		}
+		p, _ := src.Peek(k)
+		if _, err := dst.Write(p); err != nil {
+			return err
+		}
+		_, _ = src.Discard(k)
+		if n > 0 {
+			n -= int64(k)
+		}
+	}
+	return nil
+}
+
+// relayChunked copies a chunked body, framing included, from src to dst,
+// checking the framing so that the upstream connection stays in step.
+func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
+	for {
+		line, err := readLineFlushing(dst, src)
+		if err != nil {
+			return err
+		}
+		sizeText, _, _ := bytes.Cut(line, []byte(";"))
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(sizeText)), 16, 64)
+		if err != nil || size < 0 {
+			return errors.New("upstream sent a malformed chunk size")
+		}
+		dst.Write(line)
+		dst.WriteString("\r\n")
+		if size == 0 {
+			// Trailer fields, then the empty line.
+			for {
+				line, err := readLineFlushing(dst, src)
+				if err != nil {
+					return err
+				}
+				dst.Write(line)
+				dst.WriteString("\r\n")
+				if len(line) == 0 {
+					return nil
+				}
+			}
+		}
+		if err := relayN(dst, src, size); err != nil {
+			return err
+		}
+		if line, err := readLineFlushing(dst, src); err != nil || len(line) != 0 {
+			return errors.New("upstream sent a malformed chunk")
+		}
+		dst.WriteString("\r\n")
+	}
+}
+
+// readLineFlushing reads one CRLF-terminated line (without the CRLF),
+// flushing dst first if the line has not fully arrived. The line is valid
+// until src is read again.
+func readLineFlushing(dst *bufio.Writer, src *bufio.Reader) ([]byte, error) {
+	if p, _ := src.Peek(src.Buffered()); bytes.IndexByte(p, '\n') < 0 {
+		if err := dst.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	line, err := src.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, errors.New("upstream sent a line without CRLF")
+	}
+	return line[:len(line)-2], nil
+}
+
+// peekHeadFlushing is peekHead, flushing dst before it waits.
+func peekHeadFlushing(dst *bufio.Writer, src *bufio.Reader) (int, error) {
+	if p, _ := src.Peek(src.Buffered()); !bytes.Contains(p, []byte("\r\n\r\n")) {
+		if err := dst.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return peekHead(src)
+}
+
+// writeStatus answers with a ready-made Status body.
+func (c *leanConn) writeStatus(code int, body []byte, id string, keep bool) bool {
+	w := c.bw
+	w.WriteString("HTTP/1.1 ")
+	w.WriteString(strconv.Itoa(code))
+	w.WriteByte(' ')
+	w.WriteString(http.StatusText(code))
+	w.WriteString("\r\nCache-Control: no-cache, private\r\nContent-Type: application/json\r\n")
+	writeField(w, "X-Request-Id", id)
+	writeField(w, "Date", time.Now().UTC().Format(http.TimeFormat))
+	writeField(w, "Content-Length", strconv.Itoa(len(body)))
+	if !keep {
+		w.WriteString("Connection: close\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(body)
+	return w.Flush() == nil && keep
+}
+
+// handoffConn is a TLS connection given to net/http after some of its
+// bytes were read into r.
+type handoffConn struct {
+	net.Conn
+	r     *bufio.Reader
+	state *tls.ConnectionState
+}
+
+func (c *handoffConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// chanListener is the net/http server's listener: connections arrive
+// from the front, already through the TLS handshake.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// give hands c to the net/http server; false if it has stopped.
+func (l *chanListener) give(c net.Conn) bool {
+	select {
+	case l.ch <- c:
+		return true
+	case <-l.done:
+		return false
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
