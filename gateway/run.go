@@ -17,41 +17,27 @@ import (
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
 
-// DefaultIssuer is the service-account issuer kubeadm configures, and the
-// default of --service-account-issuer.
-const DefaultIssuer = "https://kubernetes.default.svc.cluster.local"
-
 // Options are the gateway's command-line settings, named after
 // kube-apiserver's flags where one exists. Every file is reloaded when it
 // changes.
 type Options struct {
-	BindAddress                  string // default 0.0.0.0
-	SecurePort                   int    // default 6443
-	TLSCertFile                  string // required
-	TLSKeyFile                   string // required
-	TLSCurves                    []string
-	ClientCAFile                 string
-	TokenAuthFile                string
-	SAKeyFiles                   []string
-	SAIssuers                    []string // default DefaultIssuer
-	APIAudiences                 []string // default: the issuers
-	SALookup                     bool
-	RequestHeaderCAFile          string
-	RequestHeaderAllowedNames    []string
-	RequestHeaderUsernameHeaders []string
-	RequestHeaderUIDHeaders      []string
-	RequestHeaderGroupHeaders    []string
-	RequestHeaderExtraPrefixes   []string
-	AnonymousAuth                bool
-	Upstream                     string // required
-	UpstreamCAFile               string
-	ProxyCertFile                string
-	ProxyKeyFile                 string
-	UpstreamIdentity             UpstreamIdentity
-	RevokedCertsFile             string
-	AuditLogPath                 string // "-" is standard output; empty is none
-	MaxBodyBytes                 int64
-	ReloadInterval               time.Duration // default 1 s
+	BindAddress string // default 0.0.0.0
+	SecurePort  int    // default 6443
+	TLSCertFile string // required
+	TLSKeyFile  string // required
+	TLSCurves   []string
+	// Flags are the authentication flags; SALookup checks tokens'
+	// objects through the upstream.
+	fileconfig.Flags
+	Upstream         string // required
+	UpstreamCAFile   string
+	ProxyCertFile    string
+	ProxyKeyFile     string
+	UpstreamIdentity UpstreamIdentity
+	RevokedCertsFile string
+	AuditLogPath     string // "-" is standard output; empty is none
+	MaxBodyBytes     int64
+	ReloadInterval   time.Duration // default 1 s
 	// Transport carries requests to Upstream; nil means one built from
 	// the upstream options (NewUpstreamTransport).
 	Transport http.RoundTripper
@@ -60,17 +46,12 @@ type Options struct {
 // Defaults returns the options' defaults.
 func Defaults() Options {
 	return Options{
-		BindAddress:                  "0.0.0.0",
-		SecurePort:                   6443,
-		SAIssuers:                    []string{DefaultIssuer},
-		SALookup:                     true,
-		RequestHeaderUsernameHeaders: []string{"X-Remote-User"},
-		RequestHeaderUIDHeaders:      []string{"X-Remote-Uid"},
-		RequestHeaderGroupHeaders:    []string{"X-Remote-Group"},
-		RequestHeaderExtraPrefixes:   []string{"X-Remote-Extra-"},
-		UpstreamIdentity:             RequestHeaderIdentity,
-		MaxBodyBytes:                 DefaultMaxBodyBytes,
-		ReloadInterval:               filewatch.DefaultInterval,
+		BindAddress:      "0.0.0.0",
+		SecurePort:       6443,
+		Flags:            fileconfig.DefaultFlags(),
+		UpstreamIdentity: RequestHeaderIdentity,
+		MaxBodyBytes:     DefaultMaxBodyBytes,
+		ReloadInterval:   filewatch.DefaultInterval,
 	}
 }
 
@@ -83,7 +64,7 @@ func (o *Options) Validate() error {
 		return errors.New("--upstream is required")
 	case o.SecurePort <= 0 || o.SecurePort > 65535:
 		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
-	case o.ClientCAFile == "" && o.TokenAuthFile == "" && len(o.SAKeyFiles) == 0 && o.RequestHeaderCAFile == "" && !o.AnonymousAuth:
+	case !o.Configured():
 		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
 	case (o.ProxyCertFile == "") != (o.ProxyKeyFile == ""):
 		return errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
@@ -149,18 +130,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 	}
 
-	fo := fileconfig.Options{
-		ClientCAFile: o.ClientCAFile, TokenAuthFile: o.TokenAuthFile,
-		SAKeyFiles: o.SAKeyFiles, SAIssuers: o.SAIssuers, APIAudiences: o.APIAudiences,
-		RequestHeaderCAFile:          o.RequestHeaderCAFile,
-		RequestHeaderAllowedNames:    o.RequestHeaderAllowedNames,
-		RequestHeaderUsernameHeaders: o.RequestHeaderUsernameHeaders,
-		RequestHeaderUIDHeaders:      o.RequestHeaderUIDHeaders,
-		RequestHeaderGroupHeaders:    o.RequestHeaderGroupHeaders,
-		RequestHeaderExtraPrefixes:   o.RequestHeaderExtraPrefixes,
-		Anonymous:                    o.AnonymousAuth,
-		ReloadInterval:               o.ReloadInterval,
-	}
+	fo := o.Flags.Options(o.ReloadInterval)
 	if o.SALookup {
 		fo.SAGetter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
 	}

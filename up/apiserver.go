@@ -26,7 +26,6 @@ import (
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/fileconfig"
-	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authz/bootstrap"
@@ -57,29 +56,17 @@ type APIServerOptions struct {
 	TLSCertFile string
 	TLSKeyFile  string
 
-	ClientCAFile  string
-	TokenAuthFile string
-	// SAKeyFiles verify service-account tokens; empty means the public half
-	// of SASigningKeyFile.
-	SAKeyFiles []string
+	// Flags are the authentication flags. SAKeyFiles empty means the
+	// public half of SASigningKeyFile; the first of SAIssuers is the iss of
+	// new tokens; SALookup checks that a legacy token's service account and
+	// secret still exist (bound tokens are always checked); AnonymousAuth
+	// defaults to true, as in kube-apiserver.
+	fileconfig.Flags
 	// SASigningKeyFile (sa.key) signs TokenRequest tokens; empty turns
 	// serviceaccounts/token off.
 	SASigningKeyFile string
-	SAIssuers        []string // default gateway.DefaultIssuer; the first is the iss of new tokens
-	APIAudiences     []string // default: the issuers
-	// SALookup checks that a legacy token's service account and secret
-	// still exist; bound tokens are always checked.
-	SALookup bool // default true
 	// SAMaxTokenExpiration caps TokenRequest lifetimes; 0 means no cap.
 	SAMaxTokenExpiration time.Duration
-
-	RequestHeaderCAFile          string
-	RequestHeaderAllowedNames    []string
-	RequestHeaderUsernameHeaders []string
-	RequestHeaderUIDHeaders      []string
-	RequestHeaderGroupHeaders    []string
-	RequestHeaderExtraPrefixes   []string
-	AnonymousAuth                bool // default true, as kube-apiserver
 
 	AuthorizationMode string // ModeRBAC (default) or ModeAlwaysAllow
 
@@ -100,20 +87,15 @@ type APIServerOptions struct {
 
 // APIServerDefaults returns the options' defaults.
 func APIServerDefaults() APIServerOptions {
-	rh := requestheader.Default()
-	return APIServerOptions{
-		BindAddress:                  "0.0.0.0",
-		SecurePort:                   6443,
-		SAIssuers:                    []string{gateway.DefaultIssuer},
-		SALookup:                     true,
-		RequestHeaderUsernameHeaders: rh.UsernameHeaders,
-		RequestHeaderUIDHeaders:      rh.UIDHeaders,
-		RequestHeaderGroupHeaders:    rh.GroupHeaders,
-		RequestHeaderExtraPrefixes:   rh.ExtraHeaderPrefixes,
-		AnonymousAuth:                true,
-		AuthorizationMode:            ModeRBAC,
-		ReloadInterval:               filewatch.DefaultInterval,
+	o := APIServerOptions{
+		BindAddress:       "0.0.0.0",
+		SecurePort:        6443,
+		Flags:             fileconfig.DefaultFlags(),
+		AuthorizationMode: ModeRBAC,
+		ReloadInterval:    filewatch.DefaultInterval,
 	}
+	o.AnonymousAuth = true
+	return o
 }
 
 // Validate names the first option that is wrong, by its flag.
@@ -133,7 +115,7 @@ func (o *APIServerOptions) Validate() error {
 		return fmt.Errorf("--authorization-mode %q is not one of %s, %s", o.AuthorizationMode, ModeRBAC, ModeAlwaysAllow)
 	case len(o.SAIssuers) == 0 && (len(o.SAKeyFiles) > 0 || o.SASigningKeyFile != ""):
 		return errors.New("--service-account-issuer is required with service-account keys")
-	case o.ClientCAFile == "" && o.TokenAuthFile == "" && len(o.SAKeyFiles) == 0 && o.SASigningKeyFile == "" && o.RequestHeaderCAFile == "" && !o.AnonymousAuth:
+	case !o.Configured() && o.SASigningKeyFile == "":
 		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
@@ -343,19 +325,9 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	fo := fileconfig.Options{
-		ClientCAFile: o.ClientCAFile, TokenAuthFile: o.TokenAuthFile,
-		SAKeyFiles: keyFiles, SAIssuers: o.SAIssuers, APIAudiences: o.APIAudiences,
-		SAGetter: authapi.Getter{Store: st}, SkipLegacyLookup: !o.SALookup,
-		RequestHeaderCAFile:          o.RequestHeaderCAFile,
-		RequestHeaderAllowedNames:    o.RequestHeaderAllowedNames,
-		RequestHeaderUsernameHeaders: o.RequestHeaderUsernameHeaders,
-		RequestHeaderUIDHeaders:      o.RequestHeaderUIDHeaders,
-		RequestHeaderGroupHeaders:    o.RequestHeaderGroupHeaders,
-		RequestHeaderExtraPrefixes:   o.RequestHeaderExtraPrefixes,
-		Anonymous:                    o.AnonymousAuth,
-		ReloadInterval:               o.ReloadInterval,
-	}
+	fo := o.Flags.Options(o.ReloadInterval)
+	fo.SAKeyFiles = keyFiles
+	fo.SAGetter, fo.SkipLegacyLookup = authapi.Getter{Store: st}, !o.SALookup
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {
 		return nil, err
