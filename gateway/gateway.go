@@ -218,7 +218,7 @@ func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *r
 		rec := &statusRecorder{ResponseWriter: w}
 		defer g.finish(rec, r, st)
 
-		resp, ok, err := g.authenticate(r)
+		resp, ok, err := g.authenticate(r, st.start)
 		g.metrics.authnLatency.Observe(time.Since(st.start).Seconds())
 		if !ok {
 			if err != nil {
@@ -234,11 +234,12 @@ func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *r
 	}
 }
 
-// authenticate runs the revocation check and the authenticator.
-func (g *Gateway) authenticate(r *http.Request) (*authn.Response, bool, error) {
+// authenticate runs the revocation check and the authenticator on a
+// request that arrived at now.
+func (g *Gateway) authenticate(r *http.Request, now time.Time) (*authn.Response, bool, error) {
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		leaf := r.TLS.PeerCertificates[0]
-		g.metrics.certTimeLeft.Observe(time.Until(leaf.NotAfter).Seconds())
+		g.metrics.certTimeLeft.Observe(leaf.NotAfter.Sub(now).Seconds())
 		if err := g.cfg.Revoked.Check(leaf); err != nil {
 			return nil, false, err
 		}
@@ -248,7 +249,8 @@ func (g *Gateway) authenticate(r *http.Request) (*authn.Response, bool, error) {
 
 // newRequestID returns a request ID unique to this gateway process.
 func (g *Gateway) newRequestID() string {
-	return g.ridBase + strconv.FormatUint(g.ridSeq.Add(1), 36)
+	var b [32]byte // ridBase is 13 bytes, a uint64 in base 36 at most 13
+	return string(strconv.AppendUint(append(b[:0], g.ridBase...), g.ridSeq.Add(1), 36))
 }
 
 // finish records metrics and the audit line for a finished request.
@@ -262,18 +264,27 @@ func (g *Gateway) record(code int, method, path string, st *reqState) {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	authenticator := ""
-	if st.resp != nil {
-		authenticator = st.resp.Authenticator
+	g.metrics.countRequest(code, method, st.authenticator())
+	g.auditRequest(code, method, path, st)
+}
+
+// authenticator names the authenticator that matched, if any.
+func (st *reqState) authenticator() string {
+	if st.resp == nil {
+		return ""
 	}
-	g.metrics.countRequest(code, method, authenticator)
+	return st.resp.Authenticator
+}
+
+// auditRequest writes the audit line of a finished request.
+func (g *Gateway) auditRequest(code int, method, path string, st *reqState) {
 	if g.audit == nil {
 		return
 	}
 	ev := &auditEvent{
 		Time:           st.start.UTC(),
 		RequestID:      st.id,
-		Authenticator:  authenticator,
+		Authenticator:  st.authenticator(),
 		Method:         method,
 		Path:           path,
 		Status:         code,

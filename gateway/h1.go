@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // This file parses HTTP/1.1 message heads for the lean serving path
@@ -32,7 +33,7 @@ type h1Request struct {
 	method string
 	target string // origin-form: starts with '/'
 	fields []h1Field
-	url    *url.URL // target, parsed by plain
+	url    url.URL // target, parsed by plain
 }
 
 // peekHead waits until br holds a whole message head (through the empty
@@ -65,6 +66,37 @@ func peekHead(br *bufio.Reader) (int, error) {
 	}
 }
 
+// parseTarget parses an origin-form target into u as url.ParseRequestURI
+// would. A target of unreserved bytes, '/' and the sub-delimiters a path
+// keeps unescaped ("$&+,:;=@") needs no decoding: its path is itself and
+// its query what follows the first '?'. Anything else goes through
+// url.ParseRequestURI.
+func parseTarget(target string, u *url.URL) error {
+	path, query, hasQuery := strings.Cut(target, "?")
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; !plainPathByte(c) {
+			v, err := url.ParseRequestURI(target)
+			if err != nil {
+				return err
+			}
+			*u = *v
+			return nil
+		}
+	}
+	*u = url.URL{Path: path, RawQuery: query, ForceQuery: hasQuery && query == ""}
+	return nil
+}
+
+// plainPathByte reports whether c stands for itself in a URL path: it
+// needs neither decoding nor escaping.
+func plainPathByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~/$&+,:;=@", c) >= 0
+}
+
 // parseRequestHead parses head, which ends with "\r\n\r\n", into r,
 // reusing r.fields. It returns errNotPlain for anything but
 // "METHOD /origin-form-target HTTP/1.1" and well-formed header lines.
@@ -74,7 +106,7 @@ func parseRequestHead(head string, r *h1Request) error {
 	if !ok {
 		return errNotPlain
 	}
-	sp1 := indexByte(line, ' ')
+	sp1 := strings.IndexByte(line, ' ')
 	if sp1 <= 0 {
 		return errNotPlain
 	}
@@ -83,7 +115,7 @@ func parseRequestHead(head string, r *h1Request) error {
 		return errNotPlain
 	}
 	line = line[sp1+1:]
-	sp2 := indexByte(line, ' ')
+	sp2 := strings.IndexByte(line, ' ')
 	if sp2 <= 0 || line[sp2+1:] != "HTTP/1.1" {
 		return errNotPlain
 	}
@@ -118,7 +150,7 @@ func parseRequestHead(head string, r *h1Request) error {
 // parseField parses "Name: value" with optional whitespace around the
 // value. Obsolete line folding, empty names and control bytes are refused.
 func parseField(line string) (h1Field, error) {
-	colon := indexByte(line, ':')
+	colon := strings.IndexByte(line, ':')
 	if colon <= 0 || !isToken(line[:colon]) {
 		return h1Field{}, errNotPlain
 	}
@@ -221,7 +253,7 @@ func bodyless(method string, status int) bool {
 }
 
 func cutLine(s string) (line, rest string, ok bool) {
-	i := indexByte(s, '\n')
+	i := strings.IndexByte(s, '\n')
 	if i <= 0 || s[i-1] != '\r' {
 		return "", "", false
 	}
@@ -234,15 +266,6 @@ func cutLineBytes(s []byte) (line, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	return s[:i-1], s[i+1:], true
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 func trimOWS(s string) string {
@@ -264,7 +287,7 @@ func isToken(s string) bool {
 		c := s[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case indexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
 		default:
 			return false
 		}

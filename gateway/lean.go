@@ -11,12 +11,13 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -176,6 +177,17 @@ type leanConn struct {
 	bw     *bufio.Writer
 	req    h1Request
 	resp   h1Response
+
+	// Reused from request to request; see request.
+	hreq   http.Request
+	header http.Header
+	values []string
+
+	// The metrics of the last request, to skip the shared caches.
+	counterKey       requestKey
+	counter          prometheus.Counter
+	upstreamCode     int
+	upstreamObserver prometheus.Observer
 }
 
 func (f *front) serveConn(raw net.Conn) {
@@ -225,19 +237,22 @@ func (c *leanConn) serve() (handedOff bool) {
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
-		if p, _ := c.br.Peek(c.br.Buffered()); !bytes.Contains(p, []byte("\r\n\r\n")) {
+		p, _ := c.br.Peek(c.br.Buffered())
+		n := bytes.Index(p, []byte("\r\n\r\n")) + 4
+		if n < 4 {
 			// The head is still arriving: it has ReadHeaderTimeout.
 			_ = c.raw.SetReadDeadline(time.Now().Add(c.f.headerTimeout))
 			idleDeadline = time.Time{}
+			var err error
+			n, err = peekHead(c.br)
+			switch {
+			case errors.Is(err, errHeadTooLarge):
+				return c.handOff()
+			case err != nil:
+				return false
+			}
 		}
-		n, err := peekHead(c.br)
-		switch {
-		case errors.Is(err, errHeadTooLarge):
-			return c.handOff()
-		case err != nil:
-			return false
-		}
-		p, _ := c.br.Peek(n)
+		p, _ = c.br.Peek(n)
 		if parseRequestHead(string(p), &c.req) != nil || !c.plain() {
 			return c.handOff()
 		}
@@ -264,11 +279,9 @@ func (c *leanConn) plain() bool {
 // its target into r.url; impersonate says whether the gateway must
 // authorize Impersonate-* headers itself.
 func (r *h1Request) plain(impersonate bool) bool {
-	u, err := url.ParseRequestURI(r.target)
-	if err != nil {
+	if parseTarget(r.target, &r.url) != nil {
 		return false
 	}
-	r.url = u
 	path, query, _ := strings.Cut(r.target, "?")
 	switch path {
 	case "/healthz", "/livez", "/readyz", "/metrics":
@@ -311,7 +324,7 @@ func validHost(h string) bool {
 		c := h[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case indexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
+		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
 		default:
 			return false
 		}
@@ -337,15 +350,65 @@ func (r *h1Request) wantsClose() bool {
 // authenticated and forward do on the net/http path. It reports whether
 // the connection can serve another request.
 func (g *Gateway) serveLean(c *leanConn) bool {
+	r := c.request()
+	st := reqState{start: time.Now(), id: first(r.Header, "X-Request-Id")}
+	if st.id == "" || len(st.id) > 128 {
+		st.id = g.newRequestID()
+	}
+	keep := !c.req.wantsClose()
+
+	resp, ok, err := g.authenticate(r, st.start)
+	st.upstreamStart = time.Now()
+	g.metrics.authnLatency.Observe(st.upstreamStart.Sub(st.start).Seconds())
+	if !ok {
+		if err != nil {
+			st.err = err
+			g.log.Info("request not authenticated", "requestID", st.id, "remote", c.remote, "error", err)
+		}
+		keep = c.writeStatus(http.StatusUnauthorized, unauthorizedBody, st.id, keep)
+		c.record(http.StatusUnauthorized, &st)
+		return keep
+	}
+	st.resp, st.target = resp, &resp.User
+
+	code, keep, err := g.relay(c, &st, keep)
+	if err != nil {
+		st.err = err
+		if code == 0 {
+			g.log.Error("upstream request failed", "requestID", st.id, "method", c.req.method, "path", c.req.url.Path, "error", err)
+			code = http.StatusBadGateway
+			keep = c.writeStatus(code, badGatewayBody, st.id, keep)
+		} else {
+			keep = false
+		}
+	}
+	c.record(code, &st)
+	return keep
+}
+
+// request fills the connection's http.Request for the authenticator from
+// the parsed head. The request, its header map and its value slices are
+// reused for the next request: the authenticators read them only while
+// they run, and every string in them points into the head, which is
+// never reused.
+func (c *leanConn) request() *http.Request {
 	req := &c.req
-	h := make(http.Header, len(req.fields))
-	values := make([]string, len(req.fields))
+	h := c.header
+	if h == nil {
+		h = make(http.Header, len(req.fields))
+		c.header = h
+	}
+	clear(h)
+	if cap(c.values) < len(req.fields) {
+		c.values = make([]string, len(req.fields))
+	}
+	values := c.values[:len(req.fields)]
 	host := ""
 	for i, f := range req.fields {
 		k := textproto.CanonicalMIMEHeaderKey(f.name)
 		values[i] = f.value
 		if old, ok := h[k]; ok {
-			h[k] = append(old, f.value)
+			h[k] = append(old, f.value) // cap(old) is 1: a new array
 		} else {
 			h[k] = values[i : i+1 : i+1]
 		}
@@ -353,42 +416,36 @@ func (g *Gateway) serveLean(c *leanConn) bool {
 			host = f.value
 		}
 	}
-	r := &http.Request{
-		Method: req.method, URL: req.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	c.hreq = http.Request{
+		Method: req.method, URL: &req.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: http.NoBody, Host: host, RemoteAddr: c.remote, RequestURI: req.target, TLS: c.state,
 	}
-	st := &reqState{start: time.Now(), id: h.Get("X-Request-Id")}
-	if st.id == "" || len(st.id) > 128 {
-		st.id = g.newRequestID()
-	}
-	keep := !req.wantsClose()
-	code := 0
-	defer func() { g.record(code, r.Method, r.URL.Path, st) }()
+	return &c.hreq
+}
 
-	resp, ok, err := g.authenticate(r)
-	st.upstreamStart = time.Now()
-	g.metrics.authnLatency.Observe(st.upstreamStart.Sub(st.start).Seconds())
-	if !ok {
-		if err != nil {
-			st.err = err
-			g.log.Info("request not authenticated", "requestID", st.id, "remote", r.RemoteAddr, "error", err)
-		}
-		code = http.StatusUnauthorized
-		return c.writeStatus(code, unauthorizedBody, st.id, keep)
+// first returns the first value of the header key, which must be in
+// canonical form.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
 	}
-	st.resp, st.target = resp, &resp.User
+	return ""
+}
 
-	code, keep, err = g.relay(c, st, keep)
-	if err != nil {
-		st.err = err
-		if code == 0 {
-			g.log.Error("upstream request failed", "requestID", st.id, "method", r.Method, "path", r.URL.Path, "error", err)
-			code = http.StatusBadGateway
-			return c.writeStatus(code, badGatewayBody, st.id, keep)
-		}
-		return false
+// record counts the finished request and writes its audit line, as
+// Gateway.record does; the connection keeps the counter of its last
+// request, which is the next one's too on a busy connection.
+func (c *leanConn) record(code int, st *reqState) {
+	g := c.f.g
+	if code == 0 {
+		code = http.StatusOK
 	}
-	return keep
+	k := requestKey{code, c.req.method, st.authenticator()}
+	if c.counter == nil || k != c.counterKey {
+		c.counterKey, c.counter = k, g.metrics.requestCounter(k)
+	}
+	c.counter.Inc()
+	g.auditRequest(code, c.req.method, c.req.url.Path, st)
 }
 
 // relay sends the request upstream and the answer back. A zero code
@@ -425,7 +482,10 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 		}
 		resp := &c.resp
 		st.upstreamStatus = resp.status
-		g.metrics.observeUpstream(resp.status, time.Since(st.upstreamStart))
+		if c.upstreamObserver == nil || resp.status != c.upstreamCode {
+			c.upstreamCode, c.upstreamObserver = resp.status, g.metrics.upstreamObserver(resp.status)
+		}
+		c.upstreamObserver.Observe(time.Since(st.upstreamStart).Seconds())
 		code, keep, err = c.relayResponse(uc, st, keep)
 		if err != nil || resp.close {
 			uc.conn.Close()
@@ -486,24 +546,32 @@ func (g *Gateway) writeUpstreamHead(w *bufio.Writer, c *leanConn, st *reqState) 
 // writeExtra writes one header line per extra value, the key escaped as
 // escapeHeaderKey escapes it.
 func writeExtra(w *bufio.Writer, prefix string, extra map[string][]string) {
-	const hex = "0123456789ABCDEF"
 	for k, vs := range extra {
 		for _, v := range vs {
 			w.WriteString(prefix)
-			for i := 0; i < len(k); i++ {
-				if c := k[i]; plainKeyByte(c) {
-					w.WriteByte(c)
-				} else {
-					w.WriteByte('%')
-					w.WriteByte(hex[c>>4])
-					w.WriteByte(hex[c&15])
-				}
-			}
+			writeEscapedKey(w, k)
 			w.WriteString(": ")
 			writeValue(w, v)
 			w.WriteString("\r\n")
 		}
 	}
+}
+
+// writeEscapedKey writes k with every byte plainKeyByte refuses
+// percent-encoded.
+func writeEscapedKey(w *bufio.Writer, k string) {
+	const hex = "0123456789ABCDEF"
+	plain := 0 // k[plain:i] is still to be written
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; !plainKeyByte(c) {
+			w.WriteString(k[plain:i])
+			w.WriteByte('%')
+			w.WriteByte(hex[c>>4])
+			w.WriteByte(hex[c&15])
+			plain = i + 1
+		}
+	}
+	w.WriteString(k[plain:])
 }
 
 // writeField writes one header line. Line breaks in a value become
@@ -516,14 +584,16 @@ func writeField(w *bufio.Writer, name, value string) {
 }
 
 func writeValue(w *bufio.Writer, v string) {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == '\r' || c == '\n' {
-			w.WriteString(v[:i])
-			w.WriteByte(' ')
-			v, i = v[i+1:], -1
+	for {
+		i := strings.IndexAny(v, "\r\n")
+		if i < 0 {
+			w.WriteString(v)
+			return
 		}
+		w.WriteString(v[:i])
+		w.WriteByte(' ')
+		v = v[i+1:]
 	}
-	w.WriteString(v)
 }
 
 // writeParsedField writes a header line the request parser accepted,
@@ -615,7 +685,7 @@ func (c *leanConn) relayResponse(uc *inlineConn, st *reqState, keep bool) (int, 
 		w.WriteString("Transfer-Encoding: chunked\r\n")
 	case !resp.chunked && resp.contentLength >= 0:
 		w.WriteString("Content-Length: ")
-		w.WriteString(strconv.FormatInt(resp.contentLength, 10))
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), resp.contentLength, 10))
 		w.WriteString("\r\n")
 	}
 	if !keep {

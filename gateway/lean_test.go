@@ -314,6 +314,7 @@ func TestWriteValueBreaksNoLine(t *testing.T) {
 		{"alice", "alice"},
 		{"a\r\nX-Remote-User: admin", "a  X-Remote-User: admin"},
 		{"\n\r", "  "},
+		{"a\rb\nc", "a b c"},
 		{"", ""},
 	}
 	for _, tt := range tests {
@@ -324,6 +325,25 @@ func TestWriteValueBreaksNoLine(t *testing.T) {
 		if b.String() != tt.want {
 			t.Errorf("writeValue(%q) = %q, want %q", tt.in, b.String(), tt.want)
 		}
+	}
+}
+
+// TestWriteEscapedKey checks that the lean path escapes extra keys in
+// header names as the net/http path does.
+func TestWriteEscapedKey(t *testing.T) {
+	for _, k := range []string{
+		"", "scopes", "authentication.kubernetes.io/credential-id", "Upper Case", "%", "a%2Fb",
+		"ümlaut", "x\r\ny", "/", "a:b", "!#$&'*+.^_`|~-",
+	} {
+		t.Run(k, func(t *testing.T) {
+			var b bytes.Buffer
+			w := bufio.NewWriter(&b)
+			writeEscapedKey(w, k)
+			w.Flush()
+			if got, want := b.String(), escapeHeaderKey(k); got != want {
+				t.Errorf("writeEscapedKey(%q) = %q, want %q", k, got, want)
+			}
+		})
 	}
 }
 
@@ -345,6 +365,13 @@ func FuzzParseRequestHead(f *testing.F) {
 		"GET / HTTP/1.1\r\nHost: a<b\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: [::1]:80\r\nConnection: close, X-A\r\n\r\n",
 		"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a%2Fb/c HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a!b/(c)*'d?x=%zz HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET //a/b;c=d@e$f HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a? HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a?? HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a?b?c#d HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a#b HTTP/1.1\r\nHost: a\r\n\r\n",
 	} {
 		f.Add(s)
 	}
@@ -368,6 +395,9 @@ func FuzzParseRequestHead(f *testing.F) {
 		}
 		if std.Method != r.method || std.RequestURI != r.target {
 			t.Fatalf("%q: lean %s %s, net/http %s %s", head, r.method, r.target, std.Method, std.RequestURI)
+		}
+		if *std.URL != r.url {
+			t.Fatalf("%q: lean URL %#v, net/http %#v", head, r.url, *std.URL)
 		}
 		got := http.Header{}
 		for _, fl := range r.fields {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,29 +52,39 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// countRequest increments the request counter for one label set. The
-// counters are cached, so that a request costs no label hashing.
+// countRequest increments the request counter for one label set.
 func (m *metrics) countRequest(code int, verb, authenticator string) {
-	k := requestKey{code, verb, authenticator}
+	m.requestCounter(requestKey{code, verb, authenticator}).Inc()
+}
+
+// requestCounter returns the request counter for k. The counters are
+// cached, so that a request costs no label hashing.
+func (m *metrics) requestCounter(k requestKey) prometheus.Counter {
 	m.mu.RLock()
 	c := m.byLabels[k]
 	m.mu.RUnlock()
 	if c == nil {
-		c = m.requests.WithLabelValues(strconv.Itoa(code), verb, authenticator)
+		c = m.requests.WithLabelValues(strconv.Itoa(k.code), k.verb, k.authenticator)
+		// The verb may point into a whole request head; keep only itself.
+		k.verb = strings.Clone(k.verb)
 		m.mu.Lock()
 		if len(m.byLabels) < maxCachedLabelSets {
 			m.byLabels[k] = c
 		}
 		m.mu.Unlock()
 	}
-	c.Inc()
+	return c
 }
 
 // observeUpstream records the upstream's time to its response header.
 func (m *metrics) observeUpstream(code int, d time.Duration) {
-	var o prometheus.Observer
+	m.upstreamObserver(code).Observe(d.Seconds())
+}
+
+// upstreamObserver returns the upstream latency histogram for code.
+func (m *metrics) upstreamObserver(code int) prometheus.Observer {
 	m.mu.RLock()
-	o = m.upstreamByCode[code]
+	o := m.upstreamByCode[code]
 	m.mu.RUnlock()
 	if o == nil {
 		o = m.upstreamLatency.WithLabelValues(strconv.Itoa(code))
@@ -83,7 +94,7 @@ func (m *metrics) observeUpstream(code int, d time.Duration) {
 		}
 		m.mu.Unlock()
 	}
-	o.Observe(d.Seconds())
+	return o
 }
 
 // maxCachedLabelSets bounds the caches: a client choosing odd verbs
