@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -50,12 +48,7 @@ etcd (--etcd-servers), authenticating requests as kube-apiserver does and
 authorizing them with RBAC and its default policy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runAPIServer(ctx, o, s)
+			return serveUntilSignal(cmd.Context(), o.Validate, func(ctx context.Context) error { return runAPIServer(ctx, o, s) })
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -51,12 +49,7 @@ does, and forward it with the verified identity to --upstream.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.UpstreamIdentity = gateway.UpstreamIdentity(o.identity)
-			if err := o.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return runGateway(ctx, o, s)
+			return serveUntilSignal(cmd.Context(), o.Validate, func(ctx context.Context) error { return runGateway(ctx, o, s) })
 		},
 	}
 	o.AddFlags(cmd.Flags())

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,10 +98,8 @@ A deleted pod is reported terminated and removed. No container is run: a pod
 whose command would exit stays Running until it is deleted.
 Runs until interrupted; the nodes stay registered.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return runNodesSimulate(ctx, o, s)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serveUntilSignal(cmd.Context(), nil, func(ctx context.Context) error { return runNodesSimulate(ctx, o, s) })
 		},
 	}
 	o.AddFlags(cmd.Flags())

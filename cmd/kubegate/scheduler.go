@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -72,7 +70,7 @@ Every decision is kept on the pod: the ` + explain.AnnotationKey + `
 annotation, a Scheduled or FailedScheduling event, and the PodScheduled
 condition. Read it with: kubegate scheduler explain POD`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadSchedulerConfig(o.config)
 			if err != nil {
 				return err
@@ -95,9 +93,7 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return sched.Run(ctx)
+			return serveUntilSignal(cmd.Context(), nil, sched.Run)
 		},
 	}
 	o.AddFlags(cmd.Flags())

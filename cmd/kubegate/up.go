@@ -1,8 +1,7 @@
 package main
 
 import (
-	"os/signal"
-	"syscall"
+	"context"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,12 +39,7 @@ DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.
 			o.Logger = s.logger(o.verbose)
 			o.Status = s.err
 			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, s) }
-			if err := o.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return up.Run(ctx, o.Options)
+			return serveUntilSignal(cmd.Context(), o.Validate, func(ctx context.Context) error { return up.Run(ctx, o.Options) })
 		},
 	}
 	o.AddFlags(cmd.Flags())
