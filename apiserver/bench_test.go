@@ -20,20 +20,7 @@ import (
 //
 //	go test ./apiserver -run '^$' -bench CreatePod -benchtime 20000x
 func BenchmarkCreatePod(b *testing.B) {
-	ts := newTestServer(b)
-	st, err := bolt.Open(filepath.Join(b.TempDir(), "durable.db"), bolt.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	cfg := ts.cfg
-	cfg.Store = st
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	h := s.Handler()
+	h := newDurableHandler(b)
 	body := mustJSON(testPod(""))
 	var n atomic.Int64
 	b.ReportAllocs()
@@ -62,3 +49,22 @@ func BenchmarkCreatePod(b *testing.B) {
 }
 
 func testingProcs() int { return runtime.GOMAXPROCS(0) }
+
+// newDurableHandler returns the handler of a server on a durable bolt
+// store (every write synced) in b's temporary directory, closed when b ends.
+func newDurableHandler(b *testing.B) http.Handler {
+	ts := newTestServer(b)
+	st, err := bolt.Open(filepath.Join(b.TempDir(), "durable.db"), bolt.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	cfg := ts.cfg
+	cfg.Store = st
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s.Handler()
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/internal/benchcpu"
-	"github.com/kubegate/kubegate/store/bolt"
 )
 
 // BenchmarkWatchFanout: 1,000 JSON watches of the pods of a namespace
@@ -25,20 +23,7 @@ import (
 //	go test ./apiserver -run '^$' -bench WatchFanout -benchtime 200x
 func BenchmarkWatchFanout(b *testing.B) {
 	const watchers = 1000
-	ts := newTestServer(b)
-	st, err := bolt.Open(filepath.Join(b.TempDir(), "durable.db"), bolt.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	cfg := ts.cfg
-	cfg.Store = st
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	h := s.Handler()
+	h := newDurableHandler(b)
 	create := httptest.NewRequest(http.MethodPost, "/api/v1/namespaces/default/pods", bytes.NewReader(mustJSON(testPod("app"))))
 	create.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/kubegate/kubegate/store"
+	"github.com/kubegate/kubegate/store/storetest"
 )
 
 // A pod as the API server stores it is about 1 KiB.
@@ -21,27 +21,6 @@ var podValue = bytes.Repeat([]byte("p"), 1024)
 
 func reportOps(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
-}
-
-// parallel runs fn(i) for i in [0, b.N) on writers goroutines.
-func parallel(b *testing.B, writers int, fn func(writer, i int) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				if err := fn(w, i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // BenchmarkCreate: durable creates of 1 KiB objects; with more writers,
@@ -53,7 +32,7 @@ func BenchmarkCreate(b *testing.B) {
 			ctx := b.Context()
 			b.ReportAllocs()
 			b.ResetTimer()
-			parallel(b, writers, func(_, i int) error {
+			storetest.Parallel(b, writers, func(_, i int) error {
 				_, err := s.Create(ctx, fmt.Sprintf("/pods/default/pod-%d", i), podValue)
 				return err
 			})
@@ -79,7 +58,7 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			parallel(b, writers, func(w, _ int) error {
+			storetest.Parallel(b, writers, func(w, _ int) error {
 				rev, err := s.Update(ctx, fmt.Sprintf("/pods/default/pod-%d", w), podValue, revs[w])
 				revs[w] = rev
 				return err
@@ -103,7 +82,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			}
 		}
 		b.ResetTimer()
-		parallel(b, writers, func(w, _ int) error {
+		storetest.Parallel(b, writers, func(w, _ int) error {
 			_, err := s.Update(ctx, fmt.Sprintf("/k/%d", w), podValue, 0)
 			return err
 		})
@@ -130,7 +109,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ResetTimer()
-		parallel(b, writers, func(w, _ int) error {
+		storetest.Parallel(b, writers, func(w, _ int) error {
 			key := fmt.Appendf(nil, "/k/%d", w)
 			return db.Batch(func(tx *bolt.Tx) error {
 				kv, evs, mb := tx.Bucket(bucketKV), tx.Bucket(bucketEvents), tx.Bucket(bucketMeta)

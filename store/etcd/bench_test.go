@@ -3,32 +3,12 @@ package etcd
 import (
 	"bytes"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
+
+	"github.com/kubegate/kubegate/store/storetest"
 )
 
 var podValue = bytes.Repeat([]byte("p"), 1024)
-
-func parallel(b *testing.B, writers int, fn func(writer, i int) error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= b.N {
-					return
-				}
-				if err := fn(w, i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-}
 
 // BenchmarkCreate: creates of 1 KiB objects on the in-process etcd (which
 // shares the CPU with the benchmark).
@@ -39,7 +19,7 @@ func BenchmarkCreate(b *testing.B) {
 			ctx := b.Context()
 			b.ReportAllocs()
 			b.ResetTimer()
-			parallel(b, writers, func(_, i int) error {
+			storetest.Parallel(b, writers, func(_, i int) error {
 				_, err := s.Create(ctx, fmt.Sprintf("/pods/default/pod-%d", i), podValue)
 				return err
 			})
@@ -64,7 +44,7 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			parallel(b, writers, func(w, _ int) error {
+			storetest.Parallel(b, writers, func(w, _ int) error {
 				rev, err := s.Update(ctx, fmt.Sprintf("/pods/default/pod-%d", w), podValue, revs[w])
 				revs[w] = rev
 				return err

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,4 +151,26 @@ func fmtEvent(ev store.Event) string {
 		s += " prev=" + fmtKV(*ev.Prev)
 	}
 	return s
+}
+
+// Parallel runs fn(writer, i) for every i in [0, b.N), spread over writers
+// goroutines, and fails b at a writer's first error.
+func Parallel(b *testing.B, writers int, fn func(writer, i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				if err := fn(w, i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
