@@ -130,7 +130,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 	}
 
-	fo := o.Flags.Options(o.ReloadInterval)
+	fo := fileconfig.Options{Flags: o.Flags, ReloadInterval: o.ReloadInterval}
 	if o.SALookup {
 		fo.SAGetter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
 	}

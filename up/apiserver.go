@@ -325,9 +325,8 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	fo := o.Flags.Options(o.ReloadInterval)
+	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, ReloadInterval: o.ReloadInterval}
 	fo.SAKeyFiles = keyFiles
-	fo.SAGetter, fo.SkipLegacyLookup = authapi.Getter{Store: st}, !o.SALookup
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {
 		return nil, err

@@ -21,31 +21,14 @@ import (
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
 
-// Options name the files and settings, one field per kube-apiserver flag.
-// An empty file name turns that authenticator off.
+// Options are the authentication flags plus what the caller supplies at
+// run time. An empty file name turns that authenticator off.
 type Options struct {
-	ClientCAFile  string
-	TokenAuthFile string
-	SAKeyFiles    []string
-	// SAIssuers are the accepted service-account issuers; required when
-	// SAKeyFiles is set.
-	SAIssuers []string
-	// APIAudiences; empty means SAIssuers, as in kube-apiserver.
-	APIAudiences []string
+	Flags
 	// SAGetter looks up the objects a service-account token names; nil
-	// trusts tokens on signature and claims alone.
+	// trusts tokens on signature and claims alone. With Flags.SALookup
+	// false only bound tokens are looked up.
 	SAGetter serviceaccount.Getter
-	// SkipLegacyLookup is --service-account-lookup=false.
-	SkipLegacyLookup bool
-
-	RequestHeaderCAFile          string
-	RequestHeaderAllowedNames    []string
-	RequestHeaderUsernameHeaders []string
-	RequestHeaderUIDHeaders      []string
-	RequestHeaderGroupHeaders    []string
-	RequestHeaderExtraPrefixes   []string
-
-	Anonymous bool
 	// ReloadInterval is how often files are checked; zero means
 	// filewatch.DefaultInterval.
 	ReloadInterval time.Duration
@@ -71,7 +54,7 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 	if interval == 0 {
 		interval = filewatch.DefaultInterval
 	}
-	ac := authn.Config{Anonymous: o.Anonymous, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.Audiences()}
+	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.Audiences()}
 	watch := func(flag, path string, load filewatch.LoadFunc) error {
 		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
 			return fmt.Errorf("%s: %w", flag, err)
@@ -138,7 +121,7 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 	}
 	if len(o.SAKeyFiles) > 0 {
 		sa, err := serviceaccount.NewFromFiles(serviceaccount.Options{Issuers: o.SAIssuers, Audiences: ac.APIAudiences,
-			Getter: o.SAGetter, SkipLegacyLookup: o.SkipLegacyLookup}, o.SAKeyFiles...)
+			Getter: o.SAGetter, SkipLegacyLookup: !o.SALookup}, o.SAKeyFiles...)
 		if err != nil {
 			return ac, fmt.Errorf("--service-account-key-file: %w", err)
 		}

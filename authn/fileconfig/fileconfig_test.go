@@ -42,12 +42,11 @@ func TestLoad(t *testing.T) {
 	for name, data := range files {
 		write(t, filepath.Join(dir, name), data)
 	}
-	o := Options{
+	o := Options{Flags: Flags{
 		ClientCAFile: filepath.Join(dir, "ca.crt"), TokenAuthFile: filepath.Join(dir, "tokens.csv"),
 		SAKeyFiles: []string{filepath.Join(dir, "sa.pub")}, SAIssuers: []string{"https://issuer"},
 		RequestHeaderCAFile: filepath.Join(dir, "front-proxy-ca.crt"), RequestHeaderUsernameHeaders: []string{"X-Remote-User"},
-		ReloadInterval: 20 * time.Millisecond,
-	}
+	}, ReloadInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ac, err := Load(ctx, o, slog.New(slog.DiscardHandler))
@@ -93,11 +92,11 @@ func TestLoadNamesTheFlag(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{"missing client CA", Options{ClientCAFile: filepath.Join(dir, "nope")}, "--client-ca-file"},
-		{"garbage client CA", Options{ClientCAFile: garbage}, "--client-ca-file"},
-		{"garbage front-proxy CA", Options{RequestHeaderCAFile: garbage, RequestHeaderUsernameHeaders: []string{"X-Remote-User"}}, "--requestheader-client-ca-file"},
-		{"missing token file", Options{TokenAuthFile: filepath.Join(dir, "nope")}, "--token-auth-file"},
-		{"garbage SA key", Options{SAKeyFiles: []string{garbage}, SAIssuers: []string{"i"}}, "--service-account-key-file"},
+		{"missing client CA", Options{Flags: Flags{ClientCAFile: filepath.Join(dir, "nope")}}, "--client-ca-file"},
+		{"garbage client CA", Options{Flags: Flags{ClientCAFile: garbage}}, "--client-ca-file"},
+		{"garbage front-proxy CA", Options{Flags: Flags{RequestHeaderCAFile: garbage, RequestHeaderUsernameHeaders: []string{"X-Remote-User"}}}, "--requestheader-client-ca-file"},
+		{"missing token file", Options{Flags: Flags{TokenAuthFile: filepath.Join(dir, "nope")}}, "--token-auth-file"},
+		{"garbage SA key", Options{Flags: Flags{SAKeyFiles: []string{garbage}, SAIssuers: []string{"i"}}}, "--service-account-key-file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(context.Background(), tt.o, slog.New(slog.DiscardHandler))

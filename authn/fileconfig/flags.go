@@ -1,10 +1,6 @@
 package fileconfig
 
-import (
-	"time"
-
-	"github.com/kubegate/kubegate/authn/requestheader"
-)
+import "github.com/kubegate/kubegate/authn/requestheader"
 
 // DefaultIssuer is the service-account issuer kubeadm configures, and the
 // default of --service-account-issuer.
@@ -18,8 +14,10 @@ type Flags struct {
 	SAKeyFiles    []string
 	SAIssuers     []string // default DefaultIssuer
 	APIAudiences  []string // default: the issuers
-	// SALookup checks that the objects a service-account token names still
-	// exist (--service-account-lookup).
+	// SAKeyFiles needs SAIssuers. APIAudiences empty means SAIssuers,
+	// as in kube-apiserver. SALookup checks that the objects a legacy
+	// service-account token names still exist (--service-account-lookup);
+	// bound tokens are always checked when a lookup is possible.
 	SALookup bool // default true
 
 	RequestHeaderCAFile          string
@@ -49,22 +47,4 @@ func DefaultFlags() Flags {
 // Configured reports whether f turns on any authenticator.
 func (f *Flags) Configured() bool {
 	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth
-}
-
-// Options returns the Options f names, reloading files every interval.
-// The service-account lookup (SAGetter, SkipLegacyLookup) is the caller's
-// to set.
-func (f *Flags) Options(interval time.Duration) Options {
-	return Options{
-		ClientCAFile: f.ClientCAFile, TokenAuthFile: f.TokenAuthFile,
-		SAKeyFiles: f.SAKeyFiles, SAIssuers: f.SAIssuers, APIAudiences: f.APIAudiences,
-		RequestHeaderCAFile:          f.RequestHeaderCAFile,
-		RequestHeaderAllowedNames:    f.RequestHeaderAllowedNames,
-		RequestHeaderUsernameHeaders: f.RequestHeaderUsernameHeaders,
-		RequestHeaderUIDHeaders:      f.RequestHeaderUIDHeaders,
-		RequestHeaderGroupHeaders:    f.RequestHeaderGroupHeaders,
-		RequestHeaderExtraPrefixes:   f.RequestHeaderExtraPrefixes,
-		Anonymous:                    f.AnonymousAuth,
-		ReloadInterval:               interval,
-	}
 }
