@@ -280,14 +280,17 @@ func trimOWS(s string) string {
 
 // isToken reports whether s is a non-empty RFC 9110 token.
 func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
+	return s != "" && alnumOr(s, "!#$%&'*+-.^_`|~")
+}
+
+// alnumOr reports whether every byte of s is an ASCII letter or digit or
+// one of extra.
+func alnumOr(s, extra string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		case strings.IndexByte(extra, c) >= 0:
 		default:
 			return false
 		}

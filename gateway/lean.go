@@ -319,18 +319,7 @@ func (r *h1Request) plain(impersonate bool) bool {
 
 // validHost reports whether h holds only the bytes net/http's server
 // accepts in a Host header.
-func validHost(h string) bool {
-	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validHost(h string) bool { return alnumOr(h, "!$%&'()*+,-.:;=[]_~") }
 
 // wantsClose reports whether the client asked to close after this request.
 func (r *h1Request) wantsClose() bool {
