@@ -74,7 +74,7 @@ type env struct {
 	gateway                          *Gateway
 	issuer                           *serviceaccount.Issuer
 	tokens                           *tokenfile.Authenticator
-	audit                            *bytes.Buffer
+	audit                            *lockedBuffer
 	revoked                          *Revocation
 }
 
@@ -103,7 +103,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		clientCA:     testpki.NewCA(t, "kubernetes"),
 		frontProxyCA: testpki.NewCA(t, "front-proxy-ca"),
 		serverCA:     testpki.NewCA(t, "server-ca"),
-		audit:        &bytes.Buffer{},
+		audit:        &lockedBuffer{},
 	}
 	serving := func() tls.Certificate {
 		c := e.serverCA.Issue(t, testpki.Options{CN: "localhost", DNSNames: []string{"localhost"},
@@ -596,6 +596,21 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 		}
 	}
 	e.do(t, e.client(alice), "GET", "/api/v1/pods", nil)
+	// The lean path writes the audit line after the answer has gone out,
+	// so the client can get here first: wait for the line. The request
+	// counter goes up just before it.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := e.gateway.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		log := e.audit.String()
+		if hasCompleteAuditLine(t, log) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no complete audit line for alice's request in:\n%s", log)
+		}
+	}
 	_, metricsBody := e.do(t, e.client(nil), "GET", "/metrics", nil)
 	for _, want := range []string{
 		`kubegate_gateway_requests_total{authenticator="x509",code="200",verb="GET"}`,
@@ -608,12 +623,14 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
 
-	if err := e.gateway.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	var found bool
-	sc := bufio.NewScanner(bytes.NewReader(e.audit.Bytes()))
+// hasCompleteAuditLine reports whether log holds a complete audit line for
+// alice's proxied request; every line must be JSON.
+func hasCompleteAuditLine(t *testing.T, log string) bool {
+	t.Helper()
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(log))
 	for sc.Scan() {
 		var ev auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
@@ -624,9 +641,26 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 			found = true
 		}
 	}
-	if !found {
-		t.Errorf("no complete audit line for alice's request in:\n%s", e.audit.String())
-	}
+	return found
+}
+
+// lockedBuffer is a buffer the gateway's audit flusher and a test can use
+// at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestStreamsWatchEvents(t *testing.T) { forEachProtocol(t, testStreamsWatchEvents) }
