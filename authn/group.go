@@ -13,16 +13,17 @@ import (
 func WithAuthenticatedGroup(a Request) Request { return groupAdder{a} }
 
 // AddAuthenticated returns groups with AllAuthenticated appended, unless
-// it (or AllUnauthenticated) is already there. Authenticators whose
-// responses are cached and shared build them with it, so that the group
-// adder of the chain finds nothing to add and copies nothing.
+// it (or AllUnauthenticated) is already there. It appends in place when
+// groups has room, so callers pass a slice they own. Authenticators build
+// their responses with it, so that the group adder of the chain finds
+// nothing to add and copies nothing.
 func AddAuthenticated(groups []string) []string {
 	for _, g := range groups {
 		if g == AllAuthenticated || g == AllUnauthenticated {
 			return groups
 		}
 	}
-	return append(slices.Clip(groups), AllAuthenticated)
+	return append(groups, AllAuthenticated)
 }
 
 type groupAdder struct{ a Request }

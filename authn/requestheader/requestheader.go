@@ -180,7 +180,10 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*authn.Response, b
 		User: authn.User{
 			Name:   name,
 			UID:    first(r.Header, a.uid),
-			Groups: all(r.Header, a.group),
+			// kube-apiserver's chain adds system:authenticated to every
+			// proxied user; adding it here, where the groups are
+			// gathered, spares the chain a copy of the response.
+			Groups: authn.AddAuthenticated(all(r.Header, a.group)),
 			Extra:  a.extra(r.Header),
 		},
 		Authenticator: Name,
@@ -230,9 +233,14 @@ func first(h http.Header, keys []string) string {
 	return ""
 }
 
-// all returns every non-empty value of every header in keys, in order.
+// all returns every non-empty value of every header in keys, in order,
+// with room for one more.
 func all(h http.Header, keys []string) []string {
-	var out []string
+	n := 1
+	for _, k := range keys {
+		n += len(h[k])
+	}
+	out := make([]string, 0, n)
 	for _, k := range keys {
 		for _, v := range h[k] {
 			if v != "" {
