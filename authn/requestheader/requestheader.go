@@ -178,8 +178,8 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*authn.Response, b
 	}
 	resp := &authn.Response{
 		User: authn.User{
-			Name:   name,
-			UID:    first(r.Header, a.uid),
+			Name: name,
+			UID:  first(r.Header, a.uid),
 			// kube-apiserver's chain adds system:authenticated to every
 			// proxied user; adding it here, where the groups are
 			// gathered, spares the chain a copy of the response.
