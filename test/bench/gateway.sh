@@ -185,6 +185,7 @@ say "building test/bench programs into $BIN"
 BACKEND_PORT=$(free_port)
 start backend "$BIN/backend" -listen "127.0.0.1:$BACKEND_PORT"
 wait_port "$BACKEND_PORT" "$LAST_PID" backend || die "backend did not start"
+BACKEND_PID=$LAST_PID
 BACKEND=127.0.0.1:$BACKEND_PORT
 
 # read_stats: sets SPOOFED and NOUSER from the backend's /stats.
@@ -371,6 +372,9 @@ cpu_ticks() {
 }
 TICK_HZ=$(getconf CLK_TCK)
 
+# per_req TICKS N: microseconds of CPU per request.
+per_req() { awk -v t="$1" -v hz="$TICK_HZ" -v n="$2" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print 0 }'; }
+
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 n=${#ACTIVE[@]}
@@ -383,7 +387,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 			wait_quiet
 			read_stats
 			spoofed0=$SPOOFED nouser0=$NOUSER
-			ticks0=$(cpu_ticks "${SYS_PID[$sys]}")
+			ticks0=$(cpu_ticks "${SYS_PID[$sys]}") bticks0=$(cpu_ticks "$BACKEND_PID")
 			# shellcheck disable=SC2046 # scenario_args is a list of flags
 			timeout $((DURATION + WARMUP + 30)) "$BIN/loadgen" \
 				-url "https://127.0.0.1:${PORT[$sys]}$URL_PATH" $(scenario_args "$sc") \
@@ -397,10 +401,12 @@ for ((r = 0; r < ROUNDS; r++)); do
 			wait "$LOADGEN" || true
 			LOADGEN=""
 			# The system's CPU per request, warm-up included on both sides.
-			ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0))
+			# The backend's too: with the load generator's own (which it
+			# reports), the whole machine's CPU per request.
+			ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0)) bticks=$(($(cpu_ticks "$BACKEND_PID") - bticks0))
 			reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
-			cpu_us=$(awk -v t="$ticks" -v hz="$TICK_HZ" -v n="$((${reqs:-0}))" 'BEGIN { if (n > 0) printf "%.1f", t / hz * 1e6 / n; else print 0 }')
-			sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",/" "$OUT/run.json"
+			cpu_us=$(per_req "$ticks" "$((${reqs:-0}))") backend_us=$(per_req "$bticks" "$((${reqs:-0}))")
+			sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",/" "$OUT/run.json"
 			cat "$OUT/run.json" >>"$RESULTS"
 			sed 's/^/  /' "$OUT/run.err" >&2
 			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")

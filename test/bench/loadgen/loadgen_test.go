@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -146,12 +147,16 @@ func TestTallyAccounting(t *testing.T) {
 
 func TestReport(t *testing.T) {
 	t.Parallel()
-	run := func(label string, rps, p50, p99 float64, errs uint64) result {
-		return result{Label: label, Scenario: "ka64", Mode: "keepalive", Conns: 64, OK: 100,
-			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3"}}
+	run := func(label string, round int, rps, p50, p99 float64, errs uint64) result {
+		return result{Label: label, Scenario: "ka64", Mode: "keepalive", Conns: 64, OK: 100, Requests: 100,
+			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3", "round": strconv.Itoa(round)}}
 	}
+	// withCPU adds the system's CPU per request, the backend's (50 µs) and
+	// the load generator's own (10 ms over 100 requests: 100 µs).
 	withCPU := func(r result, us string) result {
-		r.Tags = map[string]string{"busy_pct": r.Tags["busy_pct"], "cpu_us_per_req": us}
+		r.Tags["cpu_us_per_req"] = us
+		r.Tags["backend_cpu_us_per_req"] = "50"
+		r.CPUSeconds = 0.01
 		return r
 	}
 	tests := []struct {
@@ -163,20 +168,27 @@ func TestReport(t *testing.T) {
 		{
 			name: "medians and ratios",
 			results: []result{
-				run("haproxy", 20000, 300, 8000, 0), withCPU(run("plainproxy", 9000, 400, 17000, 0), "150.5"),
-				run("haproxy", 19000, 280, 9000, 0), withCPU(run("plainproxy", 9500, 380, 16000, 0), "148.2"),
-				run("haproxy", 10, 290, 8500, 0), withCPU(run("plainproxy", 9300, 390, 18000, 0), "140"),
+				run("haproxy", 1, 20000, 300, 8000, 0), withCPU(run("plainproxy", 1, 9000, 400, 17000, 0), "150.5"),
+				run("haproxy", 2, 19000, 280, 9000, 0), withCPU(run("plainproxy", 2, 9500, 380, 16000, 0), "148.2"),
+				run("haproxy", 3, 10, 290, 8500, 0), withCPU(run("plainproxy", 3, 9300, 390, 18000, 0), "140"),
 			},
 			// plainproxy: median 9300 req/s, p99 17ms, 148µs CPU per
-			// request; haproxy: 19000, 8.5ms, CPU not recorded.
+			// request, 298µs for the whole machine; the ratio of the
+			// medians is 0.49, the median of the rounds' ratios (0.45,
+			// 0.50, 930) 0.50. haproxy: 19000, 8.5ms, CPU not recorded.
 			wantLines: []string{
-				"haproxy     3  19000  290µs  8.50ms  -     0      3             1.00           1.00",
-				"plainproxy     3   9300  390µs  17.00ms  148µs     0      3             0.49           2.00",
+				"haproxy     3  19000  290µs  8.50ms  -  -     0      3             1.00   1.00        1.00",
+				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3             0.49   0.50        2.00",
 			},
 		},
 		{
+			name:      "rounds without a partner are left out of the round ratio",
+			results:   []result{run("haproxy", 1, 20000, 300, 8000, 0), run("plainproxy", 2, 10000, 300, 8000, 0)},
+			wantLines: []string{"plainproxy 1 10000 300µs 8.00ms - - 0 3 0.50 - 1.00"},
+		},
+		{
 			name:    "errors fail the report",
-			results: []result{run("haproxy", 20000, 300, 8000, 0), run("nginx", 18000, 300, 9000, 2)},
+			results: []result{run("haproxy", 1, 20000, 300, 8000, 0), run("nginx", 1, 18000, 300, 9000, 2)},
 			wantErr: "ka64/nginx: 2 errors",
 		},
 	}

@@ -25,8 +25,10 @@ type summary struct {
 	errors             uint64  // every failed attempt, warm-up included
 	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
 	cpuUs              float64 // median "cpu_us_per_req" tag: the system's CPU per request
+	allCPUUs           float64 // median of the system's, the backend's and the load generator's CPU per request
 	hasBusy, emptyRuns bool
-	hasCPU             bool
+	hasCPU, hasAllCPU  bool
+	roundRPS           map[string]float64 // req/s by the "round" tag
 }
 
 func median(xs []float64) float64 {
@@ -41,10 +43,31 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// roundRatio returns the median, over the rounds both ran, of a's req/s
+// divided by b's. The systems' runs of one round are next to each other in
+// time, so this ratio holds better than the ratio of medians when the
+// machine's speed drifts during a long run; "-" when they share no round.
+func roundRatio(a, b summary) string {
+	var rs []float64
+	for round, x := range a.roundRPS {
+		if y, ok := b.roundRPS[round]; ok && y > 0 {
+			rs = append(rs, x/y)
+		}
+	}
+	if len(rs) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", median(rs))
+}
+
 func summarise(c *cell) summary {
 	s := summary{label: c.label, runs: len(c.runs)}
-	var rps, p50, p99, cpu []float64
+	var rps, p50, p99, cpu, all []float64
+	s.roundRPS = map[string]float64{}
 	for _, r := range c.runs {
+		if round := r.Tags["round"]; round != "" {
+			s.roundRPS[round] = r.RPS
+		}
 		rps = append(rps, r.RPS)
 		p50 = append(p50, r.P50us)
 		p99 = append(p99, r.P99us)
@@ -59,9 +82,15 @@ func summarise(c *cell) summary {
 		if v, err := strconv.ParseFloat(r.Tags["cpu_us_per_req"], 64); err == nil {
 			s.hasCPU = true
 			cpu = append(cpu, v)
+			backend, err := strconv.ParseFloat(r.Tags["backend_cpu_us_per_req"], 64)
+			if n := r.Requests + r.WarmupRequests; err == nil && r.CPUSeconds > 0 && n > 0 {
+				all = append(all, v+backend+r.CPUSeconds*1e6/float64(n))
+			}
 		}
 	}
 	s.cpuUs = median(cpu)
+	s.hasAllCPU = len(all) > 0 && len(all) == len(cpu)
+	s.allCPUUs = median(all)
 	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
 	return s
 }
@@ -78,7 +107,10 @@ func fmtUs(us float64) string {
 
 // runReport prints, per scenario, each system's median req/s, p50 and p99
 // over its runs, its median CPU per request (the "cpu_us_per_req" tag,
-// when recorded), its total errors, and its ratios against refs. It returns
+// when recorded) and that of the whole machine (adding the
+// "backend_cpu_us_per_req" tag and the load generator's own CPU), its total
+// errors, and its ratios against refs: of the medians, and the median of
+// the ratios within each round. It returns
 // 1 when any run had an error or no successful request.
 func runReport(path string, refs []string, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
@@ -150,9 +182,12 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		header := "system\truns\treq/s\tp50\tp99\tcpu/req\terrors\tbusy%\t"
+		header := "system\truns\treq/s\tp50\tp99\tcpu/req\tall cpu/req\terrors\tbusy%\t"
 		for _, ref := range present {
 			header += "req/s ÷ " + ref + "\t"
+		}
+		for _, ref := range present {
+			header += "by round ÷ " + ref + "\t"
 		}
 		for _, ref := range present {
 			header += "p99 ÷ " + ref + "\t"
@@ -168,9 +203,16 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			if s.hasCPU {
 				cpu = fmtUs(s.cpuUs)
 			}
-			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, s.errors, busy)
+			all := "-"
+			if s.hasAllCPU {
+				all = fmtUs(s.allCPUUs)
+			}
+			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy)
 			for _, ref := range present {
 				line += ratio(s.rps, sums[ref].rps) + "\t"
+			}
+			for _, ref := range present {
+				line += roundRatio(s, sums[ref]) + "\t"
 			}
 			for _, ref := range present {
 				line += ratio(s.p99, sums[ref].p99) + "\t"

@@ -36,7 +36,11 @@ type result struct {
 	MaxUs          float64           `json:"max_us"`
 	MeanUs         float64           `json:"mean_us"`
 	ErrorKinds     map[string]uint64 `json:"error_kinds"`
-	Tags           map[string]string `json:"tags,omitempty"`
+	// CPUSeconds is the load generator's own CPU time (user and system)
+	// over the whole run, warm-up included: the client's share of a
+	// machine the system under test shares with it.
+	CPUSeconds float64           `json:"cpu_seconds"`
+	Tags       map[string]string `json:"tags,omitempty"`
 }
 
 // tally is one worker's accounting; workers merge theirs when done.
@@ -163,6 +167,7 @@ func run(cfg *config, stderr io.Writer) result {
 		total.merge(&tallies[i])
 	}
 	r := total.result(elapsed)
+	r.CPUSeconds = processCPU().Seconds()
 	r.Label, r.Scenario, r.URL, r.Conns, r.HTTP2, r.Curves = cfg.label, cfg.scenario, cfg.url.String(), cfg.conns, cfg.http2, cfg.curveList
 	r.Mode = "keepalive"
 	if cfg.newConn {
@@ -289,4 +294,13 @@ func classify(err error) string {
 		return "eof"
 	}
 	return "other"
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
