@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,7 @@ import (
 	"github.com/kubegate/kubegate/authn/tokenfile"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 const issuer = "https://kubernetes.default.svc.cluster.local"
@@ -599,18 +601,13 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 	// The lean path writes the audit line after the answer has gone out,
 	// so the client can get here first: wait for the line. The request
 	// counter goes up just before it.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testwait.For(t, 5*time.Second, "a complete audit line for alice's request", func() (bool, string) {
 		if err := e.gateway.Flush(); err != nil {
 			t.Fatal(err)
 		}
 		log := e.audit.String()
-		if hasCompleteAuditLine(t, log) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no complete audit line for alice's request in:\n%s", log)
-		}
-	}
+		return hasCompleteAuditLine(t, log), "not in:\n" + log
+	})
 	_, metricsBody := e.do(t, e.client(nil), "GET", "/metrics", nil)
 	for _, want := range []string{
 		`kubegate_gateway_requests_total{authenticator="x509",code="200",verb="GET"}`,
@@ -767,15 +764,8 @@ func TestKeyPairReload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testwait.For(t, 2*time.Second, "serving cert replaced", func() (bool, string) {
 		leaf, _ := x509Parse(kp.Certificate().Certificate[0])
-		if leaf.Subject.CommonName == "two" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serving cert still %q 2 s after replacement", leaf.Subject.CommonName)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return leaf.Subject.CommonName == "two", strconv.Quote(leaf.Subject.CommonName)
+	})
 }

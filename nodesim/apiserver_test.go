@@ -19,6 +19,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/nodesim"
 	"github.com/kubegate/kubegate/store/bolt"
 )
@@ -56,21 +57,6 @@ func serve(t *testing.T, contentType string) kubernetes.Interface {
 		t.Fatal(err)
 	}
 	return cs
-}
-
-func waitFor(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, got := f()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after 10 s", what, got)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Through the real API: nodes and leases registered, a pod bound through
@@ -123,7 +109,7 @@ func TestAgainstAPIServer(t *testing.T) {
 				Target: corev1.ObjectReference{Kind: "Node", Name: "node-2"}}, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "app Running", func() (bool, string) {
+			testwait.For(t, 10*time.Second, "app Running", func() (bool, string) {
 				p, err := pods.Get(ctx, "app", metav1.GetOptions{})
 				if err != nil {
 					return false, err.Error()
@@ -144,7 +130,7 @@ func TestAgainstAPIServer(t *testing.T) {
 			if err := pods.Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "app gone", func() (bool, string) {
+			testwait.For(t, 10*time.Second, "app gone", func() (bool, string) {
 				p, err := pods.Get(ctx, "app", metav1.GetOptions{})
 				if apierrors.IsNotFound(err) {
 					return true, ""

@@ -21,6 +21,8 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -78,24 +80,6 @@ func start(t *testing.T, c *fakeCluster, o Options) (*Simulator, *testingclock.F
 		t.Fatal("no pod watch after 10 s")
 	}
 	return s, clk
-}
-
-// eventually polls f, which reports whether the awaited state is there
-// and what it saw, until it holds or 10 s pass. The simulator works in its
-// own goroutines; this waits for them, not for time to pass.
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, got := f()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after 10 s", what, got)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func getPod(t *testing.T, c *fakeCluster, name string) *corev1.Pod {
@@ -226,11 +210,11 @@ func TestHeartbeats(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		clk.Step(10 * time.Second)
 		for _, n := range []string{"node-1", "node-2"} {
-			eventually(t, "lease "+n, renewed(n, clk.Now()))
+			testwait.For(t, 10*time.Second, "lease "+n, renewed(n, clk.Now()))
 		}
 	}
 	clk.Step(30 * time.Second) // a minute since registration
-	eventually(t, "node-2 Ready heartbeat", func() (bool, string) {
+	testwait.For(t, 10*time.Second, "node-2 Ready heartbeat", func() (bool, string) {
 		n, err := c.CoreV1().Nodes().Get(ctx, "node-2", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -267,7 +251,7 @@ func TestBoundPodRuns(t *testing.T) {
 	for _, name := range []string{"early", "web", "host"} {
 		// Seen so by the simulator too (its watch lags), so that it
 		// builds Running on this status.
-		eventually(t, name+" ContainerCreating", func() (bool, string) {
+		testwait.For(t, 10*time.Second, name+" ContainerCreating", func() (bool, string) {
 			p, err := s.pods.pods.Pods("default").Get(name)
 			if err != nil {
 				return false, err.Error()
@@ -290,7 +274,7 @@ func TestBoundPodRuns(t *testing.T) {
 		{"host", "10.0.0.1", "10.0.0.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			eventually(t, tc.name+" Running", func() (bool, string) {
+			testwait.For(t, 10*time.Second, tc.name+" Running", func() (bool, string) {
 				p := getPod(t, c, tc.name)
 				return p.Status.Phase == corev1.PodRunning, "phase " + string(p.Status.Phase)
 			})
@@ -336,7 +320,7 @@ func TestIgnoredPods(t *testing.T) {
 	if _, err := c.CoreV1().Pods("default").Create(context.Background(), newPod("mine", "node-1", "app"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "mine Running", func() (bool, string) {
+	testwait.For(t, 10*time.Second, "mine Running", func() (bool, string) {
 		p := getPod(t, c, "mine")
 		return p.Status.Phase == corev1.PodRunning, "phase " + string(p.Status.Phase)
 	})
@@ -373,7 +357,7 @@ func TestDeletedPodFinished(t *testing.T) {
 		return false, nil, nil
 	})
 	start(t, c, Options{Count: 1})
-	eventually(t, "gone deleted", func() (bool, string) {
+	testwait.For(t, 10*time.Second, "gone deleted", func() (bool, string) {
 		_, err := c.CoreV1().Pods("default").Get(context.Background(), "gone", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
 	})

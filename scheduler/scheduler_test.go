@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/scheduler/explain"
 	"github.com/kubegate/kubegate/scheduler/framework"
 	"github.com/kubegate/kubegate/scheduler/plugins"
@@ -127,17 +128,13 @@ func (h *harness) create(objs ...runtime.Object) {
 // cond holds for the pod, or fails after 10 s.
 func (h *harness) waitFor(name string, what string, cond func(*v1.Pod) bool) *v1.Pod {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p, err := h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && cond(p) {
-			return p
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("pod %s: timed out waiting until %s (last: %+v, %v)", name, what, p, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var p *v1.Pod
+	testwait.For(h.t, 10*time.Second, "pod "+name+" "+what, func() (bool, string) {
+		var err error
+		p, err = h.client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		return err == nil && cond(p), fmt.Sprintf("not (last: %+v, %v)", p, err)
+	})
+	return p
 }
 
 func (h *harness) bound(name string) string {
@@ -261,14 +258,10 @@ func TestScenarioResourceExhaustion(t *testing.T) {
 	// A node big enough joins: the pod waits out its 1 s backoff, then
 	// lands there.
 	h.create(testNode("big", "2000"))
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, b, _ := h.sched.Queue().Len(); b == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("pod did not move to backoff after the node was added")
-		}
-	}
+	testwait.For(t, 10*time.Second, "pod in backoff after the node was added", func() (bool, string) {
+		_, b, _ := h.sched.Queue().Len()
+		return b == 1, fmt.Sprintf("%d pods in backoff", b)
+	})
 	h.clock.Step(2 * time.Second)
 	if got := h.bound("huge"); got != "big" {
 		t.Errorf("bound to %s after the node was added, want big", got)

@@ -2,6 +2,7 @@ package up
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/gateway"
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -164,17 +166,10 @@ func TestRunKeepsStateAcrossRestarts(t *testing.T) {
 	if err := cs.CoreV1().ServiceAccounts("default").Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.For(t, 20*time.Second, "token of a deleted service account refused with 401", func() (bool, string) {
 		_, err = sa.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-		if apierrors.IsUnauthorized(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("token of a deleted service account: got %v, want 401", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return apierrors.IsUnauthorized(err), fmt.Sprintf("%v", err)
+	})
 }
 
 func contains(l []string, s string) bool {

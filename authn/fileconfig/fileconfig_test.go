@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 func write(t *testing.T, path string, data []byte) {
@@ -74,13 +75,9 @@ func TestLoad(t *testing.T) {
 	}
 	// The token file reloads.
 	write(t, o.TokenAuthFile, []byte("tok-2,carol,uid-2\n"))
-	deadline := time.Now().Add(2 * time.Second)
-	for bearer("tok-1") || !bearer("tok-2") {
-		if time.Now().After(deadline) {
-			t.Fatal("token file change not in force after 2 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 2*time.Second, "token file change in force", func() (bool, string) {
+		return !bearer("tok-1") && bearer("tok-2"), "the old tokens"
+	})
 }
 
 func TestLoadNamesTheFlag(t *testing.T) {

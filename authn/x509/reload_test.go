@@ -13,6 +13,7 @@ import (
 	kx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 func TestReloadUnderLoad(t *testing.T) {
@@ -71,16 +72,11 @@ func TestReloadUnderLoad(t *testing.T) {
 	waitFor := func(what string, c *testpki.Cert, want bool) {
 		t.Helper()
 		start := time.Now()
-		for {
-			if _, ok, _ := a.AuthenticateRequest(tlsRequest(c)); ok == want {
-				t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
-				return
-			}
-			if time.Since(start) > 2*time.Second {
-				t.Fatalf("%s: not in force after 2s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testwait.For(t, 2*time.Second, what, func() (bool, string) {
+			_, ok, _ := a.AuthenticateRequest(tlsRequest(c))
+			return ok == want, "not in force"
+		})
+		t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
 	}
 
 	t.Run("A.1 a grown CA bundle is in force within 2s and no request fails", func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/store/bolt"
 )
@@ -106,14 +108,10 @@ func TestNodesSimulate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n *corev1.Node
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, err = client.CoreV1().Nodes().Get(ctx, "kwok-2", metav1.GetOptions{}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node kwok-2 not registered after 10 s: %v", err)
-		}
-	}
+	testwait.For(t, 10*time.Second, "node kwok-2 registered", func() (bool, string) {
+		n, err = client.CoreV1().Nodes().Get(ctx, "kwok-2", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	a := n.Status.Allocatable
 	if cpu, mem, pods := a[corev1.ResourceCPU], a[corev1.ResourceMemory], a[corev1.ResourcePods]; cpu.String() != "8" || mem.String() != "32Gi" || pods.String() != "50" {
 		t.Errorf("allocatable cpu %s, memory %s, pods %s; want 8, 32Gi, 50", cpu.String(), mem.String(), pods.String())

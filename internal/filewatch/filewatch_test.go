@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kubegate/kubegate/internal/filewatch"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // store is a LoadFunc target that refuses contents starting with "bad".
@@ -57,18 +59,6 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// eventually polls cond until it holds or two seconds pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 2s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func replace(t *testing.T, path, data string) {
 	t.Helper()
 	tmp := path + ".tmp"
@@ -90,19 +80,21 @@ func TestWatch(t *testing.T) {
 			if err := os.WriteFile(path, []byte("second, longer"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "new contents loaded", func() bool { d, _ := s.get(); return d == "second, longer" })
+			testwait.For(t, 2*time.Second, "new contents loaded", func() (bool, string) { d, _ := s.get(); return d == "second, longer", strconv.Quote(d) })
 		}},
 		{name: "replacement by rename is loaded", run: func(t *testing.T, path string, s *store, _ *syncBuffer) {
 			replace(t, path, "first") // same size and contents: no reload
 			replace(t, path, "other")
-			eventually(t, "renamed file loaded", func() bool { d, _ := s.get(); return d == "other" })
+			testwait.For(t, 2*time.Second, "renamed file loaded", func() (bool, string) { d, _ := s.get(); return d == "other", strconv.Quote(d) })
 			if _, loads := s.get(); loads != 2 {
 				t.Errorf("%d loads, want 2 (identical contents are not reloaded)", loads)
 			}
 		}},
 		{name: "invalid contents keep the old ones and are logged without the data", run: func(t *testing.T, path string, s *store, logs *syncBuffer) {
 			replace(t, path, "bad secret-token-123")
-			eventually(t, "error logged", func() bool { return strings.Contains(logs.String(), "keeping previous contents") })
+			testwait.For(t, 2*time.Second, "error logged", func() (bool, string) {
+				return strings.Contains(logs.String(), "keeping previous contents"), "not in the log"
+			})
 			if d, _ := s.get(); d != "first" {
 				t.Errorf("contents = %q, want the old %q", d, "first")
 			}
@@ -110,18 +102,18 @@ func TestWatch(t *testing.T) {
 				t.Errorf("log = %q, want the path and the reason but not the data", l)
 			}
 			replace(t, path, "fixed")
-			eventually(t, "fixed file loaded", func() bool { d, _ := s.get(); return d == "fixed" })
+			testwait.For(t, 2*time.Second, "fixed file loaded", func() (bool, string) { d, _ := s.get(); return d == "fixed", strconv.Quote(d) })
 		}},
 		{name: "a file that disappears keeps the old contents until it is back", run: func(t *testing.T, path string, s *store, logs *syncBuffer) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "missing file logged", func() bool { return strings.Contains(logs.String(), "unreadable") })
+			testwait.For(t, 2*time.Second, "missing file logged", func() (bool, string) { return strings.Contains(logs.String(), "unreadable"), "not in the log" })
 			if d, _ := s.get(); d != "first" {
 				t.Errorf("contents = %q, want the old %q", d, "first")
 			}
 			replace(t, path, "back")
-			eventually(t, "restored file loaded", func() bool { d, _ := s.get(); return d == "back" })
+			testwait.For(t, 2*time.Second, "restored file loaded", func() (bool, string) { d, _ := s.get(); return d == "back", strconv.Quote(d) })
 		}},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/store/bolt"
 )
 
@@ -56,13 +57,12 @@ func startAPIServer(t *testing.T, dir, dataDir string, port int, extra ...string
 			_ = p.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(p.stderr.String(), "kubegate apiserver serving on") {
-		if time.Now().After(deadline) || p.cmd.ProcessState != nil {
-			t.Fatalf("kubegate apiserver did not start in 30 s; stderr:\n%s", p.stderr)
+	testwait.For(t, 30*time.Second, "kubegate apiserver serving", func() (bool, string) {
+		if p.cmd.ProcessState != nil {
+			t.Fatalf("kubegate apiserver exited; stderr:\n%s", p.stderr)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(p.stderr.String(), "kubegate apiserver serving on"), "not; stderr:\n" + p.stderr.String()
+	})
 	return p
 }
 
@@ -191,7 +191,7 @@ func TestAPIServerAuthentication(t *testing.T) {
 	t.Run("escalation through a binding is refused", func(t *testing.T) {
 		must(t, admin("create", "role", "binder", "--verb", "create", "--resource", "rolebindings.rbac.authorization.k8s.io"), "created")
 		must(t, admin("create", "rolebinding", "dave-binder", "--role", "binder", "--user", "dave"), "created")
-		eventually(t, "dave may create role bindings", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "dave may create role bindings", func() (bool, string) {
 			res := dave("auth", "can-i", "create", "rolebindings")
 			return res.code == 0, res.stdout
 		})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // TestGatewayReloadUnderLoad rotates the client CA bundle and the token
@@ -64,17 +65,10 @@ func TestGatewayReloadUnderLoad(t *testing.T) {
 	// A client cert from the new CA works once the bundle has reloaded.
 	carol := next.Issue(t, testpki.Options{CN: "carol"})
 	cc, ck := carol.WriteFiles(t, dir, "carol")
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testwait.For(t, 2*time.Second, "cert from the new CA accepted", func() (bool, string) {
 		res := runCmd(t, nil, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", e.serverCAFile, "--cert", cc, "--key", ck, url)
-		if res.stdout == "200" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cert from the new CA still refused (%s) 2 s after the bundle changed", res.stdout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return res.stdout == "200", "status " + res.stdout
+	})
 
 	for name, c := range map[string]struct {
 		cmd *exec.Cmd
@@ -104,16 +98,9 @@ func TestGatewayReloadUnderLoad(t *testing.T) {
 // waitStatus polls until a request with token gets status, for up to 2 s.
 func waitStatus(t *testing.T, curl string, e *gatewayEnv, token, status string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testwait.For(t, 2*time.Second, "token "+token[:4]+"… answered "+status, func() (bool, string) {
 		res := runCmd(t, nil, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", e.serverCAFile,
 			"-H", "Authorization: Bearer "+token, e.base+"/api/v1/namespaces/default/pods")
-		if res.stdout == status {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("token %s: status %s, want %s within 2 s", token[:4]+"…", res.stdout, status)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return res.stdout == status, "status " + res.stdout
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -283,18 +284,11 @@ func TestGatewayWithCurlAndKubectl(t *testing.T) {
 	})
 	t.Run("a token removed from the file stops working within 2s", func(t *testing.T) {
 		writeFile(t, tokens, []byte("other-token,carol,uid-carol\n"))
-		deadline := time.Now().Add(2 * time.Second)
-		for {
+		testwait.For(t, 2*time.Second, "removed token refused", func() (bool, string) {
 			res := runCmd(t, nil, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", serverCAFile,
 				"-H", "Authorization: Bearer s3cret-token", base+"/api/v1/namespaces/default/pods")
-			if res.stdout == "401" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("removed token still answered %s after 2 s", res.stdout)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return res.stdout == "401", "status " + res.stdout
+		})
 		res := runCmd(t, nil, curl, "-sS", "--fail", "--cacert", serverCAFile, "-H", "Authorization: Bearer other-token", base+"/api/v1/namespaces/default/pods")
 		if res.code != 0 {
 			t.Fatalf("new token refused: %+v", res)
@@ -308,15 +302,8 @@ func TestGatewayWithCurlAndKubectl(t *testing.T) {
 // waitHealthy polls base/healthz until the gateway answers.
 func waitHealthy(t *testing.T, curl, base, caFile string, stderr fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testwait.For(t, 15*time.Second, "gateway healthy", func() (bool, string) {
 		res := runCmd(t, nil, curl, "-sS", "--cacert", caFile, base+"/healthz")
-		if res.stdout == "ok" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway not healthy after 15 s: %s; stderr:\n%s", res.stderr, stderr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return res.stdout == "ok", fmt.Sprintf("%s; stderr:\n%s", res.stderr, stderr)
+	})
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // transcriptStep is one command of the README's transcript and the output
@@ -125,13 +127,9 @@ func TestREADMETranscript(t *testing.T) {
 				cmd.Process.Signal(syscall.SIGTERM)
 				cmd.Wait()
 			})
-			deadline := time.Now().Add(30 * time.Second)
-			for !strings.Contains(out.String(), "Ctrl-C stops everything") {
-				if time.Now().After(deadline) {
-					t.Fatalf("$ %s: not up after 30s; output:\n%s", st.command, out.String())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			testwait.For(t, 30*time.Second, "$ "+st.command+": up", func() (bool, string) {
+				return strings.Contains(out.String(), "Ctrl-C stops everything"), "not; output:\n" + out.String()
+			})
 			if got := normalizeTranscript(out.String()); got != want {
 				t.Errorf("$ %s\ngot (normalized):\n%s\nwant (normalized README):\n%s", st.command, got, want)
 			}

@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // TestSchedulingWithKubectl runs `kubegate up --nodes 3` and checks, with
@@ -15,14 +18,14 @@ func TestSchedulingWithKubectl(t *testing.T) {
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)
 
-	eventually(t, "3 Ready nodes", func() (bool, string) {
+	testwait.For(t, 10*time.Second, "3 Ready nodes", func() (bool, string) {
 		res := c.kubectl(t, nil, "get", "nodes", "--no-headers")
 		return strings.Count(res.stdout, " Ready ") == 3, res.stdout + res.stderr
 	})
 
 	t.Run("the app pod gets a node and turns Running", func(t *testing.T) {
 		must(t, c.kubectl(t, []byte(appPodYAML), "create", "-f", "-"), "pod/app created")
-		eventually(t, "app Running on a node", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "app Running on a node", func() (bool, string) {
 			res := c.kubectl(t, nil, "get", "pod", "app", "-o", "wide", "--no-headers")
 			f := strings.Fields(res.stdout)
 			return len(f) >= 7 && f[2] == "Running" && strings.HasPrefix(f[6], "node-"), res.stdout + res.stderr
@@ -45,7 +48,7 @@ func TestSchedulingWithKubectl(t *testing.T) {
 		huge := strings.Replace(strings.Replace(appPodYAML, "name: app\n", "name: huge\n", 1),
 			"    ports:\n", "    resources:\n      requests:\n        cpu: \"1000\"\n    ports:\n", 1)
 		must(t, c.kubectl(t, []byte(huge), "create", "-f", "-"), "pod/huge created")
-		eventually(t, "FailedScheduling on huge", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "FailedScheduling on huge", func() (bool, string) {
 			res := c.kubectl(t, nil, "describe", "pod", "huge")
 			return strings.Contains(res.stdout, "0/3 nodes are available") && strings.Contains(res.stdout, "Insufficient cpu"), res.stdout
 		})
@@ -58,7 +61,7 @@ func TestSchedulingWithKubectl(t *testing.T) {
 			pod := strings.Replace(appPodYAML, "name: app\n", "name: "+name+"\n", 1)
 			must(t, c.kubectl(t, []byte(pod), "create", "-f", "-"), "pod/"+name+" created")
 		}
-		eventually(t, "six pods bound", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "six pods bound", func() (bool, string) {
 			res := c.kubectl(t, nil, "get", "pods", "-l", "app=app", "-o", "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName", "--no-headers")
 			bound := 0
 			for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // upCluster is a running `kubegate up`.
@@ -44,13 +46,9 @@ func startUp(t *testing.T, dir string, port int, extra ...string) *upCluster {
 			_ = c.cmd.Wait()
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(c.stderr.String(), "kubegate is up") {
-		if time.Now().After(deadline) {
-			t.Fatalf("kubegate up did not come up in 30 s; stderr:\n%s", c.stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "kubegate up", func() (bool, string) {
+		return strings.Contains(c.stderr.String(), "kubegate is up"), "not; stderr:\n" + c.stderr.String()
+	})
 	c.started = time.Since(begin)
 	return c
 }
@@ -88,23 +86,6 @@ func must(t *testing.T, res result, want string) {
 	t.Helper()
 	if res.code != 0 || !strings.Contains(res.stdout, want) {
 		t.Fatalf("got exit %d, stdout %q, stderr %q; want success with %q", res.code, res.stdout, res.stderr, want)
-	}
-}
-
-// eventually retries f for up to 10 s: RBAC changes reach the authorizer
-// through a watch, a few milliseconds after the write.
-func eventually(t *testing.T, what string, f func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, got := f()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still %s after 10 s", what, got)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -235,7 +216,7 @@ func TestUpWithKubectlAndCurl(t *testing.T) {
 			t.Fatalf("fresh user: got exit %d %q %q, want exit 1 and no", res.code, res.stdout, res.stderr)
 		}
 		must(t, c.kubectl(t, nil, "create", "rolebinding", "dave-edit", "--clusterrole", "edit", "--user", "dave"), "rolebinding.rbac.authorization.k8s.io/dave-edit created")
-		eventually(t, "dave can create pods", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "dave can create pods", func() (bool, string) {
 			res := c.kubectl(t, nil, "--kubeconfig", daveConf, "auth", "can-i", "create", "pods")
 			return res.code == 0 && strings.TrimSpace(res.stdout) == "yes", res.stdout + res.stderr
 		})
@@ -264,7 +245,7 @@ func TestUpWithKubectlAndCurl(t *testing.T) {
 	})
 	t.Run("create namespace", func(t *testing.T) {
 		must(t, c.kubectl(t, nil, "create", "namespace", "team-a"), "namespace/team-a created")
-		eventually(t, "team-a has a default service account", func() (bool, string) {
+		testwait.For(t, 10*time.Second, "team-a has a default service account", func() (bool, string) {
 			res := c.kubectl(t, nil, "get", "serviceaccount", "default", "-n", "team-a", "-o", "name")
 			return res.code == 0, res.stderr
 		})
