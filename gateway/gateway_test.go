@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +24,7 @@ import (
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -756,11 +755,7 @@ func TestKeyPairReload(t *testing.T) {
 	two := ca.Issue(t, testpki.Options{CN: "two"})
 	// Replace both files by rename, as an atomic writer does.
 	for name, data := range map[string][]byte{certFile: two.CertPEM, keyFile: two.KeyPEM} {
-		tmp := filepath.Join(dir, "tmp")
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, name); err != nil {
+		if err := fsutil.WriteFile(name, data, fsutil.ModeKey, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,24 +7,20 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 func write(t *testing.T, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsutil.WriteFile(path, data, fsutil.ModeKey, true); err != nil { // replaced by rename
 		t.Fatal(err)
 	}
 }

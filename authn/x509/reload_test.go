@@ -3,7 +3,6 @@ package x509_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	kx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/internal/filewatch"
+	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -24,11 +24,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "client-ca.crt")
 	write := func(data []byte) {
-		tmp := filepath.Join(dir, "tmp")
-		if err := os.WriteFile(tmp, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := fsutil.WriteFile(path, data, fsutil.ModePublic, true); err != nil { // replaced by rename
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/internal/filewatch"
+	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -61,11 +62,7 @@ func (b *syncBuffer) String() string {
 
 func replace(t *testing.T, path, data string) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsutil.WriteFile(path, []byte(data), fsutil.ModeKey, true); err != nil { // replaced by rename
 		t.Fatal(err)
 	}
 }

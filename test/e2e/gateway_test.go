@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -106,11 +106,7 @@ func freePort(t *testing.T) int {
 
 func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsutil.WriteFile(path, data, fsutil.ModeKey, true); err != nil { // replaced by rename
 		t.Fatal(err)
 	}
 }
