@@ -75,7 +75,7 @@ type env struct {
 	gateway                          *Gateway
 	issuer                           *serviceaccount.Issuer
 	tokens                           *tokenfile.Authenticator
-	audit                            *lockedBuffer
+	audit                            *testwait.Buffer
 	revoked                          *Revocation
 }
 
@@ -104,7 +104,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		clientCA:     testpki.NewCA(t, "kubernetes"),
 		frontProxyCA: testpki.NewCA(t, "front-proxy-ca"),
 		serverCA:     testpki.NewCA(t, "server-ca"),
-		audit:        &lockedBuffer{},
+		audit:        &testwait.Buffer{},
 	}
 	serving := func() tls.Certificate {
 		c := e.serverCA.Issue(t, testpki.Options{CN: "localhost", DNSNames: []string{"localhost"},
@@ -638,25 +638,6 @@ func hasCompleteAuditLine(t *testing.T, log string) bool {
 		}
 	}
 	return found
-}
-
-// lockedBuffer is a buffer the gateway's audit flusher and a test can use
-// at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestStreamsWatchEvents(t *testing.T) { forEachProtocol(t, testStreamsWatchEvents) }

@@ -42,24 +42,6 @@ func (s *store) get() (string, int) {
 	return s.data, s.loads
 }
 
-// syncBuffer is a log sink safe for the watcher's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 func replace(t *testing.T, path, data string) {
 	t.Helper()
 	if err := fsutil.WriteFile(path, []byte(data), fsutil.ModeKey, true); err != nil { // replaced by rename
@@ -71,15 +53,15 @@ func TestWatch(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		run  func(t *testing.T, path string, s *store, logs *syncBuffer)
+		run  func(t *testing.T, path string, s *store, logs *testwait.Buffer)
 	}{
-		{name: "a write in place is loaded", run: func(t *testing.T, path string, s *store, _ *syncBuffer) {
+		{name: "a write in place is loaded", run: func(t *testing.T, path string, s *store, _ *testwait.Buffer) {
 			if err := os.WriteFile(path, []byte("second, longer"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			testwait.For(t, 2*time.Second, "new contents loaded", func() (bool, string) { d, _ := s.get(); return d == "second, longer", strconv.Quote(d) })
 		}},
-		{name: "replacement by rename is loaded", run: func(t *testing.T, path string, s *store, _ *syncBuffer) {
+		{name: "replacement by rename is loaded", run: func(t *testing.T, path string, s *store, _ *testwait.Buffer) {
 			replace(t, path, "first") // same size and contents: no reload
 			replace(t, path, "other")
 			testwait.For(t, 2*time.Second, "renamed file loaded", func() (bool, string) { d, _ := s.get(); return d == "other", strconv.Quote(d) })
@@ -87,7 +69,7 @@ func TestWatch(t *testing.T) {
 				t.Errorf("%d loads, want 2 (identical contents are not reloaded)", loads)
 			}
 		}},
-		{name: "invalid contents keep the old ones and are logged without the data", run: func(t *testing.T, path string, s *store, logs *syncBuffer) {
+		{name: "invalid contents keep the old ones and are logged without the data", run: func(t *testing.T, path string, s *store, logs *testwait.Buffer) {
 			replace(t, path, "bad secret-token-123")
 			testwait.For(t, 2*time.Second, "error logged", func() (bool, string) {
 				return strings.Contains(logs.String(), "keeping previous contents"), "not in the log"
@@ -101,7 +83,7 @@ func TestWatch(t *testing.T) {
 			replace(t, path, "fixed")
 			testwait.For(t, 2*time.Second, "fixed file loaded", func() (bool, string) { d, _ := s.get(); return d == "fixed", strconv.Quote(d) })
 		}},
-		{name: "a file that disappears keeps the old contents until it is back", run: func(t *testing.T, path string, s *store, logs *syncBuffer) {
+		{name: "a file that disappears keeps the old contents until it is back", run: func(t *testing.T, path string, s *store, logs *testwait.Buffer) {
 			if err := os.Remove(path); err != nil {
 				t.Fatal(err)
 			}
@@ -121,7 +103,7 @@ func TestWatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := &store{}
-			logs := &syncBuffer{}
+			logs := &testwait.Buffer{}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if err := filewatch.Watch(ctx, path, 10*time.Millisecond, s.Load, slog.New(slog.NewTextHandler(logs, nil))); err != nil {

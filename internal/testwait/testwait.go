@@ -1,8 +1,11 @@
 // Package testwait waits, in tests, for a state that other goroutines or
-// processes bring about: a reload, a watch event, a server coming up.
+// processes bring about: a reload, a watch event, a server coming up; and
+// collects what they write meanwhile.
 package testwait
 
 import (
+	"bytes"
+	"sync"
 	"testing"
 	"time"
 )
@@ -27,4 +30,24 @@ func For(t testing.TB, timeout time.Duration, what string, f func() (done bool, 
 		}
 		time.Sleep(min(pause, left))
 	}
+}
+
+// Buffer collects what another goroutine or a child process writes, such
+// as logs or stderr, for a test to read while writing goes on.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns everything written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -25,7 +25,7 @@ import (
 type apiserverProc struct {
 	url    string
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testwait.Buffer
 }
 
 // startAPIServer runs `kubegate apiserver` over DIR/pki (from pki init)
@@ -45,7 +45,7 @@ func startAPIServer(t *testing.T, dir, dataDir string, port int, extra ...string
 	if dataDir != "" {
 		args = append(args, "--data-dir", dataDir)
 	}
-	p := &apiserverProc{url: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &syncBuffer{}}
+	p := &apiserverProc{url: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &testwait.Buffer{}}
 	p.cmd = exec.Command(kubegateBin, args...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

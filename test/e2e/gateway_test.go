@@ -120,26 +120,7 @@ type gatewayEnv struct {
 	serverCAFile, tokens, caFile     string
 	alice                            *testpki.Cert
 	aliceCert, aliceKey              string
-	stderr                           *syncBuffer
-}
-
-// syncBuffer is a strings.Builder safe for a child process to write while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	stderr                           *testwait.Buffer
 }
 
 func startGateway(t *testing.T, curl string, extra ...string) *gatewayEnv {
@@ -149,7 +130,7 @@ func startGateway(t *testing.T, curl string, extra ...string) *gatewayEnv {
 		clientCA:     testpki.NewCA(t, "kubernetes"),
 		frontProxyCA: testpki.NewCA(t, "front-proxy-ca"),
 		serverCA:     testpki.NewCA(t, "server-ca"),
-		stderr:       &syncBuffer{},
+		stderr:       &testwait.Buffer{},
 	}
 	e.api = newFakeAPI(t, e.frontProxyCA, e.serverCA)
 

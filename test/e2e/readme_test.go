@@ -116,7 +116,7 @@ func TestREADMETranscript(t *testing.T) {
 			args = append(args[1:], "--secure-port", fmt.Sprint(freePort(t)))
 			cmd := exec.CommandContext(ctx, kubegateBin, args...)
 			cmd.Dir, cmd.Env = dir, env
-			var out syncBuffer
+			var out testwait.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 			cmd.WaitDelay = 10 * time.Second

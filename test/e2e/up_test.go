@@ -22,7 +22,7 @@ type upCluster struct {
 	dir, server string
 	port        int
 	cmd         *exec.Cmd
-	stderr      *syncBuffer
+	stderr      *testwait.Buffer
 	started     time.Duration // from exec to "kubegate is up"
 }
 
@@ -33,7 +33,7 @@ func startUp(t *testing.T, dir string, port int, extra ...string) *upCluster {
 	if port == 0 {
 		port = freePort(t)
 	}
-	c := &upCluster{dir: dir, port: port, server: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &syncBuffer{}}
+	c := &upCluster{dir: dir, port: port, server: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &testwait.Buffer{}}
 	c.cmd = exec.Command(kubegateBin, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, extra...)...)
 	c.cmd.Stderr = c.stderr
 	begin := time.Now()
