@@ -64,10 +64,10 @@ func DefaultCacheOptions() CacheOptions {
 // when the cache is made, of the token's secret part, and holds only its
 // public part, compared in full on every hit:
 //
-//   - A JWT (a header starting `eyJ`, the encoding of `{"`, exactly two
-//     dots and a signature of at least 43 characters, 256 bits) is secret
-//     only in its signature; its header and payload are public, useless
-//     without it. A success is keyed by SHA-256(key || signature) and holds
+//   - A JWT (a header starting `eyJ`, the encoding of `{"`, at least two
+//     dots and a last segment, the signature, of at least 43 characters,
+//     256 bits) is secret only in its signature; its header and payload
+//     are public, useless without it. A success is keyed by SHA-256(key || signature) and holds
 //     header.payload. A hit needs the same header and payload, and a
 //     signature with the same SHA-256, which nobody can find without the
 //     token. Hashing only the signature keeps a hit at two SHA-256 blocks
@@ -304,23 +304,49 @@ func (q *query) flightKey() string {
 	return string(b)
 }
 
-// signatureAt returns the offset of token's signature if token has the
-// shape of a JWT whose signature can stand for it (see CacheTokens), and
-// 0 otherwise.
+// signatureAt returns the offset of token's signature, its last segment,
+// if token has the shape of a JWT whose signature can stand for it (see
+// CacheTokens), and 0 otherwise.
+//
+// Tokens the cache remembers as JWTs have exactly two dots, because only
+// valid tokens are remembered so, but a hit does not need to check: its
+// header and payload are compared with a remembered pair, which has one
+// dot. So the signature is found from the end when its length is that of
+// a common algorithm's, without reading the payload, the longest part.
 func signatureAt(token string) int {
 	if !strings.HasPrefix(token, "eyJ") {
 		return 0
+	}
+	for _, n := range signatureLengths {
+		if dot := len(token) - n - 1; dot > 0 && token[dot] == '.' {
+			if strings.IndexByte(token[dot+1:], '.') >= 0 || strings.IndexByte(token[:dot], '.') < 0 {
+				break // not the last dot, or the only one
+			}
+			return dot + 1
+		}
 	}
 	dot := strings.IndexByte(token, '.')
 	if dot < 0 {
 		return 0
 	}
-	sig := strings.IndexByte(token[dot+1:], '.') + dot + 2
-	if sig == dot+1 || len(token)-sig < minSignature || strings.IndexByte(token[sig:], '.') >= 0 {
+	sig := 0
+	for i := dot + 1; ; {
+		j := strings.IndexByte(token[i:], '.')
+		if j < 0 {
+			break
+		}
+		sig = i + j + 1
+		i = sig
+	}
+	if sig == 0 || len(token)-sig < minSignature {
 		return 0
 	}
 	return sig
 }
+
+// signatureLengths are the base64url lengths of ES256, ES384 and ES512
+// signatures, and of RS256 signatures by 2048-, 3072- and 4096-bit keys.
+var signatureLengths = [...]int{86, 128, 176, 342, 512, 683}
 
 // monotonicNow returns a clock that reads only the monotonic clock, which
 // costs half of time.Now's two clock reads on every cache hit. Its times

@@ -8,6 +8,7 @@ import (
 func TestSignatureAt(t *testing.T) {
 	t.Parallel()
 	sig := strings.Repeat("s", minSignature)
+	es256, rs256 := strings.Repeat("e", 86), strings.Repeat("r", 342)
 	tests := []struct {
 		name  string
 		token string
@@ -19,7 +20,12 @@ func TestSignatureAt(t *testing.T) {
 		{name: "A.0 a signature under 43 characters is hashed whole", token: "eyJh.eyJw." + sig[1:]},
 		{name: "A.0 a header that is not a JSON object is hashed whole", token: "abcd.eyJw." + sig},
 		{name: "A.0 one dot is hashed whole", token: "eyJh." + sig},
-		{name: "A.0 three dots are hashed whole", token: "eyJh.eyJw.x." + sig},
+		{name: "A.0 three dots: the last segment is the signature", token: "eyJh.eyJw.x." + sig, want: len("eyJh.eyJw.x.")},
+		{name: "A.0 an ES256 JWT is keyed by its signature", token: "eyJh.eyJw." + es256, want: len("eyJh.eyJw.")},
+		{name: "A.0 an RS256 JWT is keyed by its signature", token: "eyJh.eyJw." + rs256, want: len("eyJh.eyJw.")},
+		{name: "A.0 a dot where an ES256 signature would start, then another", token: "eyJh.eyJw." + es256[:40] + "." + es256[:45], want: len("eyJh.eyJw." + es256[:40] + ".")},
+		{name: "A.0 an ES256-long last segment after the only dot is hashed whole", token: "eyJh." + es256},
+		{name: "A.0 a dot where an ES256 signature would start, then a short one, is hashed whole", token: "eyJh.eyJw." + es256[:60] + "." + es256[:25]},
 		{name: "A.0 no dot is hashed whole", token: "eyJh" + sig},
 		{name: "A.0 an empty token is hashed whole", token: ""},
 	}
