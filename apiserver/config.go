@@ -26,9 +26,14 @@ import (
 
 // Config configures a Server. Zero values are noted per field.
 type Config struct {
-	Store         store.Store      // required
-	Authenticator authn.Request    // required; the caller builds the union
-	Authorizer    authz.Authorizer // required; called per request with authz.Attributes
+	Store         store.Store   // required
+	Authenticator authn.Request // required; the caller builds the union
+	// IdentityHeaders name, besides Authorization and the standard
+	// X-Remote-* headers, the headers removed from every authenticated
+	// request (as authn.ClearIdentityHeaders does), usually the
+	// request-header authenticator's own.
+	IdentityHeaders []authn.IdentityHeaders
+	Authorizer      authz.Authorizer // required; called per request with authz.Attributes
 	// Impersonation: when true, Impersonate-* headers are authorized through
 	// Authorizer with authz.Impersonate and the request runs as the
 	// impersonated user. When false they are rejected with 403.

@@ -113,7 +113,8 @@ func (s *Server) withRequestInfo(next http.Handler) http.Handler {
 }
 
 // withAuthentication answers 401 unless the authenticator accepts the
-// request, and removes the Authorization header once it has.
+// request, and once it has removes the credential and every identity
+// header, so that nothing after it sees what the client sent (A.4).
 func (s *Server) withAuthentication(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := s.cfg.Authenticator.AuthenticateRequest(r)
@@ -124,7 +125,7 @@ func (s *Server) withAuthentication(next http.Handler) http.Handler {
 			s.writeErr(w, r, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
-		r.Header.Del("Authorization")
+		authn.ClearIdentityHeaders(r.Header, s.cfg.IdentityHeaders...)
 		next.ServeHTTP(w, r.WithContext(authn.WithResponse(r.Context(), resp)))
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -200,5 +201,32 @@ func TestFilterChain(t *testing.T) {
 				t.Errorf("got %d %s\nwant %d %s", code, body, tc.code, tc.body)
 			}
 		})
+	}
+}
+
+func TestAuthenticationClearsIdentityHeaders(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) {
+		c.IdentityHeaders = []authn.IdentityHeaders{authn.IdentityHeadersFunc(func(name string) bool {
+			return strings.EqualFold(name, "X-Proxy-User")
+		})}
+	})
+	var seen http.Header
+	h := ts.withAuthentication(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = r.Header.Clone() }))
+	r := httptest.NewRequest("GET", "/api/v1/pods", nil)
+	for _, k := range []string{"Authorization", "X-Remote-User", "X-Remote-Group", "X-Remote-Uid", "X-Remote-Extra-Scopes", "X-Proxy-User", "Accept"} {
+		r.Header.Set(k, "v")
+	}
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if seen == nil {
+		t.Fatal("handler not reached")
+	}
+	for k := range seen {
+		if k != "Accept" {
+			t.Errorf("A.4 header %q reached the handler after authentication", k)
+		}
+	}
+	if seen.Get("Accept") == "" {
+		t.Error("Accept removed, want it kept")
 	}
 }

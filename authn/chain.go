@@ -3,14 +3,13 @@ package authn
 import "net/http"
 
 // chain is the Request New builds: Union, WithAuthenticatedGroup,
-// FailOnError with anonymous, the API audience check and StripCredentials
-// as steps of one method rather than nested wrappers, each of which would
-// cost a call through an interface on every request.
+// FailOnError with anonymous and the API audience check as steps of one
+// method rather than nested wrappers, each of which would cost a call
+// through an interface on every request.
 type chain struct {
 	union     union
 	anonymous bool
 	auds      []string // the API audiences; nil: none
-	ids       []IdentityHeaders
 }
 
 var _ Request = (*chain)(nil)
@@ -30,6 +29,5 @@ func (c *chain) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
 	if err := checkResponseAudiences(resp, c.auds); err != nil {
 		return nil, false, err
 	}
-	stripIdentityHeaders(r.Header, c.ids)
 	return resp, true, nil
 }

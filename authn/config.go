@@ -6,8 +6,7 @@ import "slices"
 // that authenticator off.
 type Config struct {
 	// RequestHeader authenticates requests from a front proxy; it runs
-	// first. If it implements IdentityHeaders, its headers are removed
-	// after every successful authentication.
+	// first.
 	RequestHeader Request
 	// X509 authenticates client certificates; it runs second.
 	X509 Request
@@ -25,29 +24,30 @@ type Config struct {
 	// APIAudiences, when set, are the audiences tokens are checked against,
 	// and a response naming other audiences only is refused.
 	APIAudiences []string
-	// IdentityHeaders name further headers to remove after every
-	// successful authentication, for example the identity headers an
-	// upstream server trusts under non-standard names.
-	IdentityHeaders []IdentityHeaders
 	// Anonymous makes a request without any credential the anonymous user.
 	// A request with a bad credential is refused all the same.
 	Anonymous bool
 }
 
-// New assembles kube-apiserver's authentication chain from c:
+// New assembles kube-apiserver's authenticator from c:
 //
-//	strip credentials and identity headers on success (
-//	  check the API audiences (
-//	    fail on error (
-//	      authenticated group (
-//	        union (request-header, x509, bearer(tokens), websocket(tokens))),
-//	      anonymous)))
+//	check the API audiences (
+//	  fail on error (
+//	    authenticated group (
+//	      union (request-header, x509, bearer(tokens), websocket(tokens))),
+//	    anonymous))
 //
 // where tokens is the union of the static tokens and the cached union of
 // the other tokens, given the API audiences. The result behaves as
-// StripCredentials, FailOnError, WithAuthenticatedGroup and Union nested
-// so, in one call instead of one per wrapper.
+// FailOnError, WithAuthenticatedGroup and Union nested so, in one call
+// instead of one per wrapper.
 // With nothing configured and anonymous off, no request authenticates.
+//
+// As in kube-apiserver, removing the credential and identity headers after
+// a success is the job of the HTTP filter that passes the request on
+// (StripCredentials or ClearIdentityHeaders, with c.IdentityHeaders), not
+// of the authenticator: a proxy that writes its upstream request from a
+// filtered copy of the headers need not pay for it twice.
 func New(c Config) Request {
 	var rs []Request
 	if c.RequestHeader != nil {
@@ -85,12 +85,19 @@ func New(c Config) Request {
 		rs = append(rs, Bearer(t), WebSocketBearer(t))
 	}
 
-	ch := &chain{union: newUnion(rs), anonymous: c.Anonymous, ids: slices.Clone(c.IdentityHeaders)}
+	ch := &chain{union: newUnion(rs), anonymous: c.Anonymous}
 	if len(c.APIAudiences) > 0 {
 		ch.auds = slices.Clone(c.APIAudiences)
 	}
-	if id, ok := c.RequestHeader.(IdentityHeaders); ok {
-		ch.ids = append(ch.ids, id)
-	}
 	return ch
+}
+
+// IdentityHeaders returns the configured authenticators that name
+// identity headers of their own: the request-header authenticator, if it
+// does. Pass them to StripCredentials or ClearIdentityHeaders.
+func (c Config) IdentityHeaders() []IdentityHeaders {
+	if id, ok := c.RequestHeader.(IdentityHeaders); ok {
+		return []IdentityHeaders{id}
+	}
+	return nil
 }

@@ -32,10 +32,8 @@ const (
 )
 
 // StripCredentials returns a Request that, when a authenticates a request,
-// deletes the Authorization header, the standard X-Remote-User,
-// X-Remote-Uid, X-Remote-Group and X-Remote-Extra-* headers, and every
-// header one of ids names. Nothing downstream then sees a credential or an
-// identity header the client sent.
+// clears its identity headers as ClearIdentityHeaders does: the step
+// kube-apiserver's authentication filter takes after every success.
 func StripCredentials(a Request, ids ...IdentityHeaders) Request {
 	return stripCredentials{a: a, ids: ids}
 }
@@ -52,14 +50,17 @@ func (s stripCredentials) AuthenticateRequest(r *http.Request) (*Response, bool,
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	stripIdentityHeaders(r.Header, s.ids)
+	ClearIdentityHeaders(r.Header, s.ids...)
 	return resp, true, nil
 }
 
-// stripIdentityHeaders deletes from h the headers StripCredentials
-// removes. One pass over the headers, names compared in any case, so that
-// a header map built by hand with non-canonical keys is cleared too.
-func stripIdentityHeaders(h http.Header, ids []IdentityHeaders) {
+// ClearIdentityHeaders deletes from h the Authorization header, the
+// standard X-Remote-User, X-Remote-Uid, X-Remote-Group and X-Remote-Extra-*
+// headers, and every header one of ids names, so that nothing downstream
+// sees a credential or an identity header the client sent. One pass over
+// the headers, names compared in any case, so that a header map built by
+// hand with non-canonical keys is cleared too.
+func ClearIdentityHeaders(h http.Header, ids ...IdentityHeaders) {
 	for name := range h {
 		if IsStandardIdentityHeader(name) || isIdentityHeader(ids, name) {
 			delete(h, name)

@@ -49,6 +49,8 @@ var tokenFile = strings.Join([]string{
 // world is everything the hostile matrix needs: the PKI, the keys and the
 // union with all four authenticators configured, kube-apiserver style.
 type world struct {
+	// All four authenticators, with and without anonymous, followed by
+	// the removal of identity headers as a server's filter does it.
 	union, unionNoAnon authn.Request
 
 	clientCA, frontCA, otherCA, inter *testpki.Cert
@@ -121,9 +123,9 @@ func buildWorld(t testing.TB) (*world, error) {
 		APIAudiences:  []string{saIssuer},
 		Anonymous:     true,
 	}
-	w.union = authn.New(c)
+	w.union = authn.StripCredentials(authn.New(c), c.IdentityHeaders()...)
 	c.Anonymous = false
-	w.unionNoAnon = authn.New(c)
+	w.unionNoAnon = authn.StripCredentials(authn.New(c), c.IdentityHeaders()...)
 	return w, nil
 }
 

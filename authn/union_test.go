@@ -255,6 +255,7 @@ func TestStripCredentials(t *testing.T) {
 	tests := []struct {
 		name      string
 		c         authn.Config
+		ids       []authn.IdentityHeaders // besides c.IdentityHeaders()
 		wantStrip bool
 	}{
 		{name: "A.4 headers are removed after x509 success", c: authn.Config{X509: fixed(user("alice"), true, nil, nil), RequestHeader: struct {
@@ -265,9 +266,9 @@ func TestStripCredentials(t *testing.T) {
 			authn.Request
 			authn.IdentityHeaders
 		}{notMine, names{"X-Proxy-User"}}}, wantStrip: true},
-		{name: "A.4 headers named in IdentityHeaders are removed after success", c: authn.Config{X509: fixed(user("alice"), true, nil, nil), IdentityHeaders: []authn.IdentityHeaders{
+		{name: "A.4 headers named by further IdentityHeaders are removed after success", c: authn.Config{X509: fixed(user("alice"), true, nil, nil)}, ids: []authn.IdentityHeaders{
 			authn.IdentityHeadersFunc(func(name string) bool { return strings.EqualFold(name, "X-Proxy-User") }),
-		}}, wantStrip: true},
+		}, wantStrip: true},
 		{name: "A.4 headers stay when authentication fails", c: authn.Config{X509: fixed(nil, false, errA, nil)}},
 	}
 	for _, tt := range tests {
@@ -278,7 +279,7 @@ func TestStripCredentials(t *testing.T) {
 				r.Header[k] = []string{v} // as sent, some not canonical
 			}
 			r.Header.Add("X-Remote-Group", "second")
-			_, ok, _ := authn.New(tt.c).AuthenticateRequest(r)
+			_, ok, _ := authn.StripCredentials(authn.New(tt.c), append(tt.c.IdentityHeaders(), tt.ids...)...).AuthenticateRequest(r)
 			if ok != tt.wantStrip {
 				t.Fatalf("ok = %v, want %v", ok, tt.wantStrip)
 			}
@@ -290,6 +291,19 @@ func TestStripCredentials(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNewLeavesHeadersToTheFilter(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer secret-token")
+	r.Header.Set("X-Remote-User", "mallory")
+	if _, ok, err := authn.New(authn.Config{X509: fixed(user("alice"), true, nil, nil)}).AuthenticateRequest(r); !ok {
+		t.Fatalf("not authenticated: %v", err)
+	}
+	if r.Header.Get("Authorization") == "" || r.Header.Get("X-Remote-User") == "" {
+		t.Errorf("A.4 New removed headers (%v); removing them is the HTTP filter's step", r.Header)
 	}
 }
 

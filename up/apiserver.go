@@ -176,6 +176,7 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 	cfg := apiserver.Config{
 		Store:           s.Store,
 		Authenticator:   a.request,
+		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
 		Admission:       admission.Chain(),
 		Logger:          logger,
@@ -314,10 +315,11 @@ func (s *APIServer) InProcessTransport(frontProxy *gateway.KeyPair, fallback htt
 
 // authentication is the server's assembled authentication.
 type authentication struct {
-	request   authn.Request // the whole chain
-	tokens    authn.Request // token authenticators only, for TokenReview
-	audiences []string
-	issuer    *serviceaccount.Issuer
+	request         authn.Request // the whole chain
+	identityHeaders []authn.IdentityHeaders
+	tokens          authn.Request // token authenticators only, for TokenReview
+	audiences       []string
+	issuer          *serviceaccount.Issuer
 }
 
 func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store, logger *slog.Logger) (*authentication, error) {
@@ -346,7 +348,7 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
 		}
 	}
-	a.request = authn.New(ac)
+	a.request, a.identityHeaders = authn.New(ac), ac.IdentityHeaders()
 	if len(ac.StaticTokens)+len(ac.Tokens) > 0 {
 		a.tokens = authn.New(authn.Config{StaticTokens: ac.StaticTokens, Tokens: ac.Tokens, TokenCache: ac.TokenCache})
 	}
