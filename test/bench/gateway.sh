@@ -156,6 +156,15 @@ cpu_busy() {
 	echo $((100 * ((t2 - t1) - (i2 - i1)) / (t2 - t1 > 0 ? t2 - t1 : 1)))
 }
 
+# cpu_steal: prints the machine's total and stolen CPU ticks so far. Time
+# the hypervisor gave to other guests during a run slows every system in
+# it; the report shows it per run so that disturbed runs can be told apart.
+cpu_steal() {
+	local _ u n s i w q sq st
+	read -r _ u n s i w q sq st _ </proc/stat
+	echo "$((u + n + s + i + w + q + sq + st)) $st"
+}
+
 # wait_quiet: waits up to QUIET_WAIT seconds for the CPU to be idle and sets
 # BUSY to the busy percentage seen last.
 NOISY=0
@@ -388,6 +397,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 			read_stats
 			spoofed0=$SPOOFED nouser0=$NOUSER
 			ticks0=$(cpu_ticks "${SYS_PID[$sys]}") bticks0=$(cpu_ticks "$BACKEND_PID")
+			read -r total0 steal0 <<<"$(cpu_steal)"
 			# shellcheck disable=SC2046 # scenario_args is a list of flags
 			timeout $((DURATION + WARMUP + 30)) "$BIN/loadgen" \
 				-url "https://127.0.0.1:${PORT[$sys]}$URL_PATH" $(scenario_args "$sc") \
@@ -404,17 +414,19 @@ for ((r = 0; r < ROUNDS; r++)); do
 			# The backend's too: with the load generator's own (which it
 			# reports), the whole machine's CPU per request.
 			ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0)) bticks=$(($(cpu_ticks "$BACKEND_PID") - bticks0))
+			read -r total steal <<<"$(cpu_steal)"
+			steal_pct=$((100 * (steal - steal0) / (total - total0 > 0 ? total - total0 : 1)))
 			reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 			cpu_us=$(per_req "$ticks" "$((${reqs:-0}))") backend_us=$(per_req "$bticks" "$((${reqs:-0}))")
-			sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",/" "$OUT/run.json"
+			sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",\"steal_pct\":\"$steal_pct\",/" "$OUT/run.json"
 			cat "$OUT/run.json" >>"$RESULTS"
 			sed 's/^/  /' "$OUT/run.err" >&2
 			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")
 			line=$(sed -n 's/.*"rps":\([0-9.]*\).*"p50_us":\([0-9.]*\).*"p99_us":\([0-9.]*\).*/\1 \2 \3/p' "$OUT/run.json")
 			read -r rps p50 p99 <<<"${line:-0 0 0}"
 			errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
-			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%\n' \
-				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" >&2
+			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%  steal %s%%\n' \
+				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" "$steal_pct" >&2
 			read_stats
 			d=$((SPOOFED - spoofed0))
 			((d == 0)) || FAILED+=("round $((r + 1)) $sc $sys: $d requests reached the backend with a spoofed X-Remote-* header")

@@ -151,11 +151,13 @@ func TestReport(t *testing.T) {
 		return result{Label: label, Scenario: "ka64", Mode: "keepalive", Conns: 64, OK: 100, Requests: 100,
 			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3", "round": strconv.Itoa(round)}}
 	}
-	// withCPU adds the system's CPU per request, the backend's (50 µs) and
-	// the load generator's own (10 ms over 100 requests: 100 µs).
-	withCPU := func(r result, us string) result {
+	// withCPU adds the system's CPU per request, the backend's (50 µs),
+	// the load generator's own (10 ms over 100 requests: 100 µs) and the
+	// CPU stolen during the run.
+	withCPU := func(r result, us, steal string) result {
 		r.Tags["cpu_us_per_req"] = us
 		r.Tags["backend_cpu_us_per_req"] = "50"
+		r.Tags["steal_pct"] = steal
 		r.CPUSeconds = 0.01
 		return r
 	}
@@ -168,23 +170,23 @@ func TestReport(t *testing.T) {
 		{
 			name: "medians and ratios",
 			results: []result{
-				run("haproxy", 1, 20000, 300, 8000, 0), withCPU(run("plainproxy", 1, 9000, 400, 17000, 0), "150.5"),
-				run("haproxy", 2, 19000, 280, 9000, 0), withCPU(run("plainproxy", 2, 9500, 380, 16000, 0), "148.2"),
-				run("haproxy", 3, 10, 290, 8500, 0), withCPU(run("plainproxy", 3, 9300, 390, 18000, 0), "140"),
+				run("haproxy", 1, 20000, 300, 8000, 0), withCPU(run("plainproxy", 1, 9000, 400, 17000, 0), "150.5", "1"),
+				run("haproxy", 2, 19000, 280, 9000, 0), withCPU(run("plainproxy", 2, 9500, 380, 16000, 0), "148.2", "7"),
+				run("haproxy", 3, 10, 290, 8500, 0), withCPU(run("plainproxy", 3, 9300, 390, 18000, 0), "140", "2"),
 			},
 			// plainproxy: median 9300 req/s, p99 17ms, 148µs CPU per
-			// request, 298µs for the whole machine; the ratio of the
+			// request, 298µs for the whole machine, at most 7% stolen; the ratio of the
 			// medians is 0.49, the median of the rounds' ratios (0.45,
 			// 0.50, 930) 0.50. haproxy: 19000, 8.5ms, CPU not recorded.
 			wantLines: []string{
-				"haproxy     3  19000  290µs  8.50ms  -  -     0      3             1.00   1.00        1.00",
-				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3             0.49   0.50        2.00",
+				"haproxy     3  19000  290µs  8.50ms  -  -     0      3  -           1.00   1.00        1.00",
+				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3  7           0.49   0.50        2.00",
 			},
 		},
 		{
 			name:      "rounds without a partner are left out of the round ratio",
 			results:   []result{run("haproxy", 1, 20000, 300, 8000, 0), run("plainproxy", 2, 10000, 300, 8000, 0)},
-			wantLines: []string{"plainproxy 1 10000 300µs 8.00ms - - 0 3 0.50 - 1.00"},
+			wantLines: []string{"plainproxy 1 10000 300µs 8.00ms - - 0 3 - 0.50 - 1.00"},
 		},
 		{
 			name:    "errors fail the report",

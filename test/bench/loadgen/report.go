@@ -24,9 +24,11 @@ type summary struct {
 	rps, p50, p99      float64 // medians; latencies in µs
 	errors             uint64  // every failed attempt, warm-up included
 	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
+	stealPct           float64 // highest "steal_pct" tag: CPU time stolen by the hypervisor during a run
 	cpuUs              float64 // median "cpu_us_per_req" tag: the system's CPU per request
 	allCPUUs           float64 // median of the system's, the backend's and the load generator's CPU per request
 	hasBusy, emptyRuns bool
+	hasSteal           bool
 	hasCPU, hasAllCPU  bool
 	roundRPS           map[string]float64 // req/s by the "round" tag
 }
@@ -79,6 +81,10 @@ func summarise(c *cell) summary {
 			s.hasBusy = true
 			s.busyPct = max(s.busyPct, v)
 		}
+		if v, err := strconv.ParseFloat(r.Tags["steal_pct"], 64); err == nil {
+			s.hasSteal = true
+			s.stealPct = max(s.stealPct, v)
+		}
 		if v, err := strconv.ParseFloat(r.Tags["cpu_us_per_req"], 64); err == nil {
 			s.hasCPU = true
 			cpu = append(cpu, v)
@@ -109,7 +115,8 @@ func fmtUs(us float64) string {
 // over its runs, its median CPU per request (the "cpu_us_per_req" tag,
 // when recorded) and that of the whole machine (adding the
 // "backend_cpu_us_per_req" tag and the load generator's own CPU), its total
-// errors, and its ratios against refs: of the medians, and the median of
+// errors, the highest CPU use seen before a run and stolen during one, and
+// its ratios against refs: of the medians, and the median of
 // the ratios within each round. It returns
 // 1 when any run had an error or no successful request.
 func runReport(path string, refs []string, stdout, stderr io.Writer) int {
@@ -182,7 +189,7 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		header := "system\truns\treq/s\tp50\tp99\tcpu/req\tall cpu/req\terrors\tbusy%\t"
+		header := "system\truns\treq/s\tp50\tp99\tcpu/req\tall cpu/req\terrors\tbusy%\tsteal%\t"
 		for _, ref := range present {
 			header += "req/s ÷ " + ref + "\t"
 		}
@@ -199,6 +206,10 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			if s.hasBusy {
 				busy = fmt.Sprintf("%.0f", s.busyPct)
 			}
+			steal := "-"
+			if s.hasSteal {
+				steal = fmt.Sprintf("%.0f", s.stealPct)
+			}
 			cpu := "-"
 			if s.hasCPU {
 				cpu = fmtUs(s.cpuUs)
@@ -207,7 +218,7 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			if s.hasAllCPU {
 				all = fmtUs(s.allCPUUs)
 			}
-			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy)
+			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy, steal)
 			for _, ref := range present {
 				line += ratio(s.rps, sums[ref].rps) + "\t"
 			}
