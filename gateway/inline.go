@@ -41,10 +41,20 @@ func newInlineConn(conn net.Conn) *inlineConn {
 
 func newInlineTransport(addr string, tlsConfig *tls.Config, maxIdle int, fallback http.RoundTripper) *inlineTransport {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	dial := func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 	if tlsConfig != nil {
-		td := &tls.Dialer{NetDialer: d, Config: tlsConfig}
-		dial = func(ctx context.Context) (net.Conn, error) { return td.DialContext(ctx, "tcp", addr) }
+		tlsConfig = tlsClientConfig(tlsConfig, addr)
+	}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil || tlsConfig == nil {
+			return rawIO(c), err
+		}
+		tc := tls.Client(rawIO(c), tlsConfig)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return tc, nil
 	}
 	return &inlineTransport{dial: dial, fallback: fallback, max: maxIdle}
 }
@@ -177,4 +187,19 @@ func (b *inlineBody) release(reuse bool) {
 		return
 	}
 	b.t.put(b.c)
+}
+
+// tlsClientConfig returns c with ServerName set to addr's host when it is
+// empty, as tls.Dialer does.
+func tlsClientConfig(c *tls.Config, addr string) *tls.Config {
+	if c.ServerName != "" {
+		return c
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	c = c.Clone()
+	c.ServerName = host
+	return c
 }

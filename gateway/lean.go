@@ -118,6 +118,7 @@ func (f *front) serve(ln net.Listener) error {
 			continue
 		}
 		backoff = 0
+		c = rawIO(c)
 		if !f.track(c, true) {
 			c.Close()
 			continue
