@@ -54,14 +54,15 @@ func Example() {
 		must(filewatch.Watch(ctx, path, time.Second, load, log))
 	}
 
-	auth := authn.New(authn.Config{
+	c := authn.Config{
 		RequestHeader: rh,
 		X509:          x,
 		StaticTokens:  []authn.Token{tf},
 		Tokens:        []authn.Token{sa},
 		TokenCache:    authn.DefaultCacheOptions(),
 		Anonymous:     true,
-	})
+	}
+	auth, identityHeaders := authn.New(c), c.IdentityHeaders()
 	http.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := auth.AuthenticateRequest(r)
 		if !ok {
@@ -69,6 +70,9 @@ func Example() {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
+		// Nothing further down sees the credential or identity headers
+		// the client sent.
+		authn.ClearIdentityHeaders(r.Header, identityHeaders...)
 		// Handlers further down read the identity from the context.
 		u, _ := authn.UserFrom(authn.WithResponse(r.Context(), resp))
 		fmt.Fprintf(w, "hello %s (%s)\n", u.Name, resp.Authenticator)
