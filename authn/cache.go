@@ -95,14 +95,14 @@ func newTokenCache(t Token, o CacheOptions, auds []string) *tokenCache {
 	if o.Size <= 0 {
 		o.Size = DefaultTokenCacheSize
 	}
-	if o.Now == nil {
-		o.Now = monotonicNow()
-	}
 	var keys [2 * sha256.Size]byte
 	if _, err := rand.Read(keys[:]); err != nil {
 		panic(fmt.Sprintf("authn: token cache key: %v", err))
 	}
-	c := &tokenCache{t: t, o: o, auds: auds, m: ttlmap.New[uint64, *record](o.Size), seed: maphash.MakeSeed()}
+	c := &tokenCache{t: t, o: o, auds: auds, m: ttlmap.New[uint64, *record](o.Size), seed: maphash.MakeSeed(), epoch: time.Now()}
+	if o.Now != nil {
+		c.epoch = o.Now()
+	}
 	c.audsHash = c.hashAudiences(auds)
 	c.sigKey = [sha256.Size]byte(keys[:sha256.Size])
 	macKey := keys[sha256.Size:]
@@ -117,6 +117,7 @@ type tokenCache struct {
 	audsHash uint64                       // of auds
 	m        *ttlmap.Map[uint64, *record] // by cacheKey.index
 	seed     maphash.Seed                 // of audiences hashes
+	epoch    time.Time                    // of the clock now reads
 	group    singleflight.Group
 	sigKey   [sha256.Size]byte // prefix of the hashed JWT signature
 	macs     sync.Pool         // of *mac, HMAC-SHA256 under the other key
@@ -183,7 +184,7 @@ func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Resp
 // get returns the remembered answer to q: a success or, when failures
 // are remembered, a failure.
 func (c *tokenCache) get(q *query) (*record, bool) {
-	now := c.o.Now()
+	now := c.now()
 	if rec, ok := c.m.Get(q.key.index(), now); ok && rec.answers(q.key, q.public, q) {
 		return rec, true
 	}
@@ -279,8 +280,8 @@ func (c *tokenCache) remember(q *query, rec *record) {
 		key = c.failureKey(q)
 	}
 	rec.key = key
-	now := c.o.Now()
-	c.m.Set(key.index(), rec, now.Add(ttl), now)
+	now := c.now()
+	c.m.Set(key.index(), rec, now+int64(ttl), now)
 }
 
 // flightKey identifies q exactly among concurrent lookups. It holds no
@@ -348,14 +349,14 @@ func signatureAt(token string) int {
 // signatures, and of RS256 signatures by 2048-, 3072- and 4096-bit keys.
 var signatureLengths = [...]int{86, 128, 176, 342, 512, 683}
 
-// monotonicNow returns a clock that reads only the monotonic clock, which
-// costs half of time.Now's two clock reads on every cache hit. Its times
-// carry a monotonic reading, so comparisons between them are exact; their
-// wall-clock part is only as right as it was when the clock was made, which
-// is enough for expiries that are all its own times plus a TTL.
-func monotonicNow() func() time.Time {
-	epoch := time.Now()
-	return func() time.Time { return epoch.Add(time.Since(epoch)) }
+// now returns the nanoseconds since the cache was made, on o.Now's clock
+// or else the monotonic clock alone: one clock read, half of time.Now's
+// two, and an integer every expiry is compared with.
+func (c *tokenCache) now() int64 {
+	if c.o.Now != nil {
+		return int64(c.o.Now().Sub(c.epoch))
+	}
+	return int64(time.Since(c.epoch))
 }
 
 // hashSignature returns SHA-256(c.sigKey || sig).

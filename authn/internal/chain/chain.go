@@ -23,6 +23,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -168,17 +169,18 @@ func (v *Verifier[T]) Verify(certs []*x509.Certificate) (T, error) {
 		t, _, err := v.verify(b, certs, now)
 		return t, err
 	}
+	at := unixNanos(now)
 	key, memo := memoKeyOf(certs)
 	if memo {
-		if c, ok := b.memo.Get(key, now); ok {
+		if c, ok := b.memo.Get(key, at); ok {
 			return c.v, c.err
 		}
 	}
 	sum := chainSum(certs)
 	for _, m := range [...]*ttlmap.Map[[sha256.Size]byte, cached[T]]{b.ok, b.fail} {
-		if c, ok := m.Get(sum, now); ok {
+		if c, ok := m.Get(sum, at); ok {
 			if memo {
-				b.memo.Set(key, c, c.expires, now)
+				b.memo.Set(key, c, unixNanos(c.expires), at)
 			}
 			return c.v, c.err
 		}
@@ -190,9 +192,10 @@ func (v *Verifier[T]) Verify(certs []*x509.Certificate) (T, error) {
 		m = b.fail
 		c.expires = failureUntil(b, certs, now)
 	}
-	m.Set(sum, c, c.expires, now)
+	expires := unixNanos(c.expires)
+	m.Set(sum, c, expires, at)
 	if memo {
-		b.memo.Set(key, c, c.expires, now)
+		b.memo.Set(key, c, expires, at)
 	}
 	return t, err
 }
@@ -289,4 +292,16 @@ func colonHex(b []byte) string {
 		fmt.Fprintf(&sb, "%02X", x)
 	}
 	return sb.String()
+}
+
+// maxUnixNanos is the last time whose nanoseconds since 1970 fit an int64.
+var maxUnixNanos = time.Unix(0, math.MaxInt64)
+
+// unixNanos returns t as the caches keep times, nanoseconds since 1970,
+// with times past 2262 (a NotAfter of 9999-12-31) as the last one.
+func unixNanos(t time.Time) int64 {
+	if t.After(maxUnixNanos) {
+		return math.MaxInt64
+	}
+	return t.UnixNano()
 }

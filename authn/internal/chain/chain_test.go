@@ -2,6 +2,7 @@ package chain
 
 import (
 	"crypto/x509"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +82,24 @@ func FuzzParseCerts(f *testing.F) {
 			t.Fatalf("New disagrees with ParseCerts: %v vs %v", err2, err)
 		}
 	})
+}
+
+func TestUnixNanos(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		t    time.Time
+		want int64
+	}{
+		{name: "A.1 a time in range is its nanoseconds since 1970", t: time.Unix(1_700_000_000, 5), want: 1_700_000_000_000_000_005},
+		{name: "A.1 a NotAfter of 9999-12-31 is the last time the caches hold", t: time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), want: math.MaxInt64},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := unixNanos(tt.t); got != tt.want {
+				t.Errorf("unixNanos(%v) = %d, want %d", tt.t, got, tt.want)
+			}
+		})
+	}
 }

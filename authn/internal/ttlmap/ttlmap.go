@@ -1,6 +1,10 @@
 // Package ttlmap is a size-bounded map whose entries expire at a time given
 // when they are stored. It is safe for concurrent use.
 //
+// Times are nanoseconds on a clock of the caller's choosing, such as the
+// monotonic time since the caller started: a hit then compares two
+// integers, not two time.Time values.
+//
 // The bound is strict: when the map is full, expired entries are swept (at
 // most once a second) and, if it is still full, arbitrary live entries are
 // evicted. Eviction only costs a later recomputation, never correctness.
@@ -11,17 +15,21 @@ import (
 	"time"
 )
 
+// sweepEvery is how often, at most, a full map is swept of expired entries.
+const sweepEvery = int64(time.Second)
+
 // Map holds at most Size entries.
 type Map[K comparable, V any] struct {
 	mu        sync.RWMutex
 	m         map[K]entry[V]
 	size      int
-	lastSweep time.Time
+	lastSweep int64
+	swept     bool // lastSweep is set
 }
 
 type entry[V any] struct {
 	v       V
-	expires time.Time
+	expires int64
 }
 
 // New returns a map holding at most size entries; size must be positive.
@@ -33,11 +41,11 @@ func New[K comparable, V any](size int) *Map[K, V] {
 }
 
 // Get returns the value stored under k if it has not expired at now.
-func (c *Map[K, V]) Get(k K, now time.Time) (V, bool) {
+func (c *Map[K, V]) Get(k K, now int64) (V, bool) {
 	c.mu.RLock()
 	e, ok := c.m[k]
 	c.mu.RUnlock()
-	if !ok || !now.Before(e.expires) {
+	if !ok || now >= e.expires {
 		var zero V
 		return zero, false
 	}
@@ -46,8 +54,8 @@ func (c *Map[K, V]) Get(k K, now time.Time) (V, bool) {
 
 // Set stores v under k until expires. An entry that has already expired at
 // now is not stored.
-func (c *Map[K, V]) Set(k K, v V, expires, now time.Time) {
-	if !now.Before(expires) {
+func (c *Map[K, V]) Set(k K, v V, expires, now int64) {
+	if now >= expires {
 		return
 	}
 	c.mu.Lock()
@@ -59,11 +67,11 @@ func (c *Map[K, V]) Set(k K, v V, expires, now time.Time) {
 }
 
 // makeRoom frees at least one slot. Callers hold c.mu.
-func (c *Map[K, V]) makeRoom(now time.Time) {
-	if now.Sub(c.lastSweep) >= time.Second || now.Before(c.lastSweep) {
-		c.lastSweep = now
+func (c *Map[K, V]) makeRoom(now int64) {
+	if !c.swept || now-c.lastSweep >= sweepEvery || now < c.lastSweep {
+		c.lastSweep, c.swept = now, true
 		for k, e := range c.m {
-			if !now.Before(e.expires) {
+			if now >= e.expires {
 				delete(c.m, k)
 			}
 		}

@@ -7,17 +7,18 @@ import (
 
 func TestMap(t *testing.T) {
 	t.Parallel()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const t0 = int64(1_000_000_000)
+	add := func(t int64, d time.Duration) int64 { return t + int64(d) }
 	tests := []struct {
 		name string
 		run  func(t *testing.T, m *Map[int, string])
 	}{
 		{name: "an entry is found until it expires", run: func(t *testing.T, m *Map[int, string]) {
-			m.Set(1, "a", t0.Add(time.Second), t0)
-			if v, ok := m.Get(1, t0.Add(999*time.Millisecond)); !ok || v != "a" {
+			m.Set(1, "a", add(t0, time.Second), t0)
+			if v, ok := m.Get(1, add(t0, 999*time.Millisecond)); !ok || v != "a" {
 				t.Errorf("Get before expiry = (%q, %v), want (a, true)", v, ok)
 			}
-			if _, ok := m.Get(1, t0.Add(time.Second)); ok {
+			if _, ok := m.Get(1, add(t0, time.Second)); ok {
 				t.Error("Get at expiry found the entry, want it gone")
 			}
 		}},
@@ -29,7 +30,7 @@ func TestMap(t *testing.T) {
 		}},
 		{name: "the size bound holds", run: func(t *testing.T, m *Map[int, string]) {
 			for i := range 100 {
-				m.Set(i, "v", t0.Add(time.Hour), t0)
+				m.Set(i, "v", add(t0, time.Hour), t0)
 				if m.Len() > 3 {
 					t.Fatalf("after %d sets Len = %d, want at most 3", i+1, m.Len())
 				}
@@ -39,11 +40,11 @@ func TestMap(t *testing.T) {
 			}
 		}},
 		{name: "expired entries are swept before live ones are evicted", run: func(t *testing.T, m *Map[int, string]) {
-			m.Set(1, "live", t0.Add(time.Hour), t0)
-			m.Set(2, "dies", t0.Add(time.Second), t0)
-			m.Set(3, "dies", t0.Add(time.Second), t0)
-			later := t0.Add(2 * time.Second)
-			m.Set(4, "new", t0.Add(time.Hour), later)
+			m.Set(1, "live", add(t0, time.Hour), t0)
+			m.Set(2, "dies", add(t0, time.Second), t0)
+			m.Set(3, "dies", add(t0, time.Second), t0)
+			later := add(t0, 2*time.Second)
+			m.Set(4, "new", add(t0, time.Hour), later)
 			if _, ok := m.Get(1, later); !ok {
 				t.Error("live entry evicted while expired ones were there")
 			}
@@ -53,9 +54,9 @@ func TestMap(t *testing.T) {
 		}},
 		{name: "replacing a key in a full map evicts nothing", run: func(t *testing.T, m *Map[int, string]) {
 			for i := range 3 {
-				m.Set(i, "v", t0.Add(time.Hour), t0)
+				m.Set(i, "v", add(t0, time.Hour), t0)
 			}
-			m.Set(0, "w", t0.Add(time.Hour), t0)
+			m.Set(0, "w", add(t0, time.Hour), t0)
 			for i := range 3 {
 				if _, ok := m.Get(i, t0); !ok {
 					t.Errorf("entry %d evicted by a replacement", i)
