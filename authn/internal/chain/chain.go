@@ -73,7 +73,7 @@ type bundle[T any] struct {
 type cached[T any] struct {
 	v       T
 	err     error
-	expires time.Time
+	expires int64 // unixNanos: kept with the entry to copy it to the memo
 }
 
 // memoKey identifies a presented chain by the identity of its parsed
@@ -180,22 +180,20 @@ func (v *Verifier[T]) Verify(certs []*x509.Certificate) (T, error) {
 	for _, m := range [...]*ttlmap.Map[[sha256.Size]byte, cached[T]]{b.ok, b.fail} {
 		if c, ok := m.Get(sum, at); ok {
 			if memo {
-				b.memo.Set(key, c, unixNanos(c.expires), at)
+				b.memo.Set(key, c, c.expires, at)
 			}
 			return c.v, c.err
 		}
 	}
 	t, until, err := v.verify(b, certs, now)
-	c := cached[T]{v: t, err: err, expires: until}
 	m := b.ok
 	if err != nil {
-		m = b.fail
-		c.expires = failureUntil(b, certs, now)
+		m, until = b.fail, failureUntil(b, certs, now)
 	}
-	expires := unixNanos(c.expires)
-	m.Set(sum, c, expires, at)
+	c := cached[T]{v: t, err: err, expires: unixNanos(until)}
+	m.Set(sum, c, c.expires, at)
 	if memo {
-		b.memo.Set(key, c, expires, at)
+		b.memo.Set(key, c, c.expires, at)
 	}
 	return t, err
 }
