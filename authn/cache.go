@@ -67,11 +67,12 @@ func DefaultCacheOptions() CacheOptions {
 //   - A JWT (a header starting `eyJ`, the encoding of `{"`, at least two
 //     dots and a last segment, the signature, of at least 43 characters,
 //     256 bits) is secret only in its signature; its header and payload
-//     are public, useless without it. A success is keyed by SHA-256(key || signature) and holds
-//     header.payload. A hit needs the same header and payload, and a
-//     signature with the same SHA-256, which nobody can find without the
-//     token. Hashing only the signature keeps a hit at two SHA-256 blocks
-//     for ES256 instead of one per 64 bytes of token.
+//     are public, useless without it. A success is keyed by
+//     SHA-256(key || signature) and holds header.payload. A hit needs the
+//     same header and payload, and a signature with the same SHA-256,
+//     which nobody can find without the token. Hashing only the signature
+//     keeps a hit at two SHA-256 blocks for ES256 instead of one per 64
+//     bytes of token.
 //   - Any other token, and every failure, is keyed by HMAC-SHA256(key,
 //     token) and holds no part of it. Failures and JWT successes thus never
 //     share a key: a bad token carrying a good token's signature cannot

@@ -45,7 +45,7 @@ type Config struct {
 //
 // As in kube-apiserver, removing the credential and identity headers after
 // a success is the job of the HTTP filter that passes the request on
-// (StripCredentials or ClearIdentityHeaders, with c.IdentityHeaders), not
+// (StripCredentials or ClearIdentityHeaders, with c.IdentityHeaders()), not
 // of the authenticator: a proxy that writes its upstream request from a
 // filtered copy of the headers need not pay for it twice.
 func New(c Config) Request {
