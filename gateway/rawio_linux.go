@@ -29,16 +29,15 @@ func rawIO(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &rawConn{Conn: tc, tcp: tc, rc: rc}
+	return &rawConn{Conn: tc, rc: rc}
 }
 
 // rawConn is a TCP connection read and written with raw system calls. It
 // embeds net.Conn, not *net.TCPConn, so that no method of the TCP
 // connection (ReadFrom, WriteTo) bypasses Read and Write.
 type rawConn struct {
-	net.Conn
-	tcp *net.TCPConn
-	rc  syscall.RawConn
+	net.Conn // a *net.TCPConn
+	rc       syscall.RawConn
 }
 
 func (c *rawConn) Read(p []byte) (int, error) {
@@ -102,7 +101,7 @@ func (c *rawConn) Write(p []byte) (int, error) {
 }
 
 // CloseWrite shuts down the writing side, as *net.TCPConn does.
-func (c *rawConn) CloseWrite() error { return c.tcp.CloseWrite() }
+func (c *rawConn) CloseWrite() error { return c.Conn.(*net.TCPConn).CloseWrite() }
 
 func (c *rawConn) opError(op string, errno syscall.Errno) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError(op, errno)}
