@@ -393,7 +393,8 @@ RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 # run_once ROUND SCENARIO SYSTEM: one load generator run into $OUT/run.json,
 # with the system's and the backend's CPU per request and the CPU stolen
-# during it as tags; sets cpu_us and steal_pct.
+# during it as tags; sets cpu_us, steal_pct and errs (the run's errors,
+# measured + warm-up).
 run_once() {
 	local r=$1 sc=$2 sys=$3 ticks0 bticks0 total0 steal0 ticks bticks total steal reqs backend_us
 	ticks0=$(cpu_ticks "${SYS_PID[$sys]}") bticks0=$(cpu_ticks "$BACKEND_PID")
@@ -419,6 +420,7 @@ run_once() {
 	reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 	cpu_us=$(per_req "$ticks" "$((${reqs:-0}))") backend_us=$(per_req "$bticks" "$((${reqs:-0}))")
 	sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",\"steal_pct\":\"$steal_pct\",/" "$OUT/run.json"
+	errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 }
 
 n=${#ACTIVE[@]}
@@ -436,7 +438,6 @@ for ((r = 0; r < ROUNDS; r++)); do
 				((steal_pct > STEAL_MAX && attempt < STEAL_RETRIES)) || break
 				say "  round $((r + 1))  $sc $sys: ${steal_pct}% of the CPU time was stolen during the run; repeating it"
 				cat "$OUT/run.json" >>"$OUT/repeated.jsonl"
-				errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 				((${errs:-1} == 0)) || FAILED+=("round $((r + 1)) $sc $sys: a repeated run had errors (see $OUT/repeated.jsonl)")
 			done
 			cat "$OUT/run.json" >>"$RESULTS"
@@ -444,7 +445,6 @@ for ((r = 0; r < ROUNDS; r++)); do
 			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")
 			line=$(sed -n 's/.*"rps":\([0-9.]*\).*"p50_us":\([0-9.]*\).*"p99_us":\([0-9.]*\).*/\1 \2 \3/p' "$OUT/run.json")
 			read -r rps p50 p99 <<<"${line:-0 0 0}"
-			errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%  steal %s%%\n' \
 				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" "$steal_pct" >&2
 			read_stats
