@@ -82,6 +82,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		rawURL, mode              string
 		certFile, keyFile, caFile string
 		bearer, report, refs      string
+		stealMax                  float64
 	)
 	fs.StringVar(&rawURL, "url", "", "URL to GET (https:// or http://)")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "measured run time")
@@ -102,6 +103,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&cfg.tags, "tag", "name=value recorded in the output; repeatable")
 	fs.StringVar(&report, "report", "", "summarise the JSON lines in this file instead of generating load")
 	fs.StringVar(&refs, "ref", "haproxy,nginx", "with -report: systems every other system is compared with")
+	fs.Float64Var(&stealMax, "steal-max", -1, "with -report: leave out runs whose steal_pct tag is over this, unless all of a system's are; negative: keep every run")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -110,7 +112,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if report != "" {
-		return runReport(report, strings.Split(refs, ","), stdout, stderr)
+		return runReport(report, strings.Split(refs, ","), stealMax, stdout, stderr)
 	}
 	if err := cfg.complete(rawURL, mode, certFile, keyFile, caFile, bearer); err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)

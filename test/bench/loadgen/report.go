@@ -17,10 +17,10 @@ type cell struct {
 	runs  []result
 }
 
-// summary is the medians of a cell's runs.
+// summary is the medians of a cell's undisturbed runs.
 type summary struct {
 	label              string
-	runs               int
+	runs, used         int     // all runs; those the figures stand on
 	rps, p50, p99      float64 // medians; latencies in µs
 	errors             uint64  // every failed attempt, warm-up included
 	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
@@ -62,21 +62,37 @@ func roundRatio(a, b summary) string {
 	return fmt.Sprintf("%.2f", median(rs))
 }
 
-func summarise(c *cell) summary {
+// disturbed reports whether the hypervisor stole more than stealMax % of
+// the CPU time during r; a negative stealMax disturbs nothing.
+func disturbed(r result, stealMax float64) bool {
+	v, err := strconv.ParseFloat(r.Tags["steal_pct"], 64)
+	return stealMax >= 0 && err == nil && v > stealMax
+}
+
+// summarise sums up c's runs, leaving out those disturbed at stealMax
+// unless every run was; errors count in every run.
+func summarise(c *cell, stealMax float64) summary {
 	s := summary{label: c.label, runs: len(c.runs)}
 	var rps, p50, p99, cpu, all []float64
 	s.roundRPS = map[string]float64{}
+	runs := slices.DeleteFunc(slices.Clone(c.runs), func(r result) bool { return disturbed(r, stealMax) })
+	if len(runs) == 0 {
+		runs = c.runs
+	}
+	s.used = len(runs)
 	for _, r := range c.runs {
+		s.errors += r.Errors + r.WarmupErrors
+		if r.OK == 0 {
+			s.emptyRuns = true
+		}
+	}
+	for _, r := range runs {
 		if round := r.Tags["round"]; round != "" {
 			s.roundRPS[round] = r.RPS
 		}
 		rps = append(rps, r.RPS)
 		p50 = append(p50, r.P50us)
 		p99 = append(p99, r.P99us)
-		s.errors += r.Errors + r.WarmupErrors
-		if r.OK == 0 {
-			s.emptyRuns = true
-		}
 		if v, err := strconv.ParseFloat(r.Tags["busy_pct"], 64); err == nil {
 			s.hasBusy = true
 			s.busyPct = max(s.busyPct, v)
@@ -112,14 +128,16 @@ func fmtUs(us float64) string {
 }
 
 // runReport prints, per scenario, each system's median req/s, p50 and p99
-// over its runs, its median CPU per request (the "cpu_us_per_req" tag,
+// over its runs (leaving out those during which the hypervisor stole more
+// than stealMax % of the CPU time, unless all were; negative: none), its
+// median CPU per request (the "cpu_us_per_req" tag,
 // when recorded) and that of the whole machine (adding the
 // "backend_cpu_us_per_req" tag and the load generator's own CPU), its total
 // errors, the highest CPU use seen before a run and stolen during one, and
 // its ratios against refs: of the medians, and the median of
 // the ratios within each round. It returns
 // 1 when any run had an error or no successful request.
-func runReport(path string, refs []string, stdout, stderr io.Writer) int {
+func runReport(path string, refs []string, stealMax float64, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
@@ -135,7 +153,7 @@ func runReport(path string, refs []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "loadgen: read %s: no results\n", path)
 		return 1
 	}
-	if err := writeReport(stdout, results, refs); err != nil {
+	if err := writeReport(stdout, results, refs, stealMax); err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
 		return 1
 	}
@@ -160,7 +178,7 @@ func readResults(r io.Reader) ([]result, error) {
 
 // writeReport writes the tables and returns an error naming the systems and
 // scenarios that had errors or empty runs.
-func writeReport(w io.Writer, results []result, refs []string) error {
+func writeReport(w io.Writer, results []result, refs []string, stealMax float64) error {
 	var scenarios []string
 	cells := map[string][]*cell{}
 	for _, r := range results {
@@ -174,13 +192,16 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 		}
 		cells[r.Scenario][i].runs = append(cells[r.Scenario][i].runs, r)
 	}
+	if stealMax >= 0 {
+		fmt.Fprintf(w, "runs: used/all; a run during which over %g%% of the CPU time was stolen is left out of the figures, unless all of a system's were\n", stealMax)
+	}
 	var failures []string
 	for _, sc := range scenarios {
 		first := cells[sc][0].runs[0]
 		fmt.Fprintf(w, "\n%s: %s, %d conns (medians of runs)\n", sc, first.Mode, first.Conns)
 		sums := map[string]summary{}
 		for _, c := range cells[sc] {
-			sums[c.label] = summarise(c)
+			sums[c.label] = summarise(c, stealMax)
 		}
 		var present []string
 		for _, ref := range refs {
@@ -218,7 +239,11 @@ func writeReport(w io.Writer, results []result, refs []string) error {
 			if s.hasAllCPU {
 				all = fmtUs(s.allCPUUs)
 			}
-			line := fmt.Sprintf("%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t", s.label, s.runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy, steal)
+			runs := strconv.Itoa(s.runs)
+			if s.used < s.runs {
+				runs = fmt.Sprintf("%d/%d", s.used, s.runs)
+			}
+			line := fmt.Sprintf("%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t", s.label, runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy, steal)
 			for _, ref := range present {
 				line += ratio(s.rps, sums[ref].rps) + "\t"
 			}
