@@ -12,12 +12,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
 
@@ -94,8 +94,8 @@ func benchKeepAlive(b *testing.B, inline, lean bool) {
 	}}
 	target := gwURL + "/api/v1/namespaces/default/pods/app"
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
 	b.ResetTimer()
+	cpu := benchcpu.Start()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := client.Get(target)
@@ -112,16 +112,7 @@ func benchKeepAlive(b *testing.B, inline, lean bool) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU returns the CPU time this process has used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu.Report(b)
 }
 
 // BenchmarkLeanServe measures the lean path's own work per keep-alive

@@ -13,12 +13,12 @@ import (
 type Timer struct{ start time.Duration }
 
 // Start begins measuring.
-func Start() Timer { return Timer{start: processCPU()} }
+func Start() Timer { return Timer{start: Process()} }
 
 // Report records CPU time per iteration of b as "cpu-ns/op". Where the
 // platform offers no process CPU time it records nothing.
 func (c Timer) Report(b *testing.B) {
-	if now := processCPU(); b.N > 0 && now > 0 {
+	if now := Process(); b.N > 0 && now > 0 {
 		b.ReportMetric(float64(now-c.start)/float64(b.N), "cpu-ns/op")
 	}
 }

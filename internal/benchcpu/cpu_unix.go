@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-func processCPU() time.Duration {
+// Process returns the CPU time (user and system) this process has used so
+// far, or 0 where the platform does not say.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubegate/kubegate/internal/benchcpu"
 )
 
 // result is the JSON line a run prints.
@@ -167,7 +169,7 @@ func run(cfg *config, stderr io.Writer) result {
 		total.merge(&tallies[i])
 	}
 	r := total.result(elapsed)
-	r.CPUSeconds = processCPU().Seconds()
+	r.CPUSeconds = benchcpu.Process().Seconds()
 	r.Label, r.Scenario, r.URL, r.Conns, r.HTTP2, r.Curves = cfg.label, cfg.scenario, cfg.url.String(), cfg.conns, cfg.http2, cfg.curveList
 	r.Mode = "keepalive"
 	if cfg.newConn {
@@ -294,13 +296,4 @@ func classify(err error) string {
 		return "eof"
 	}
 	return "other"
-}
-
-// processCPU returns the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
