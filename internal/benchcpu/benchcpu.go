@@ -1,7 +1,7 @@
 // Package benchcpu adds a "cpu-ns/op" metric to benchmarks: process CPU
 // time per iteration. On a shared machine wall time per op grows with the
 // load average; CPU time mostly does not, so it is the fairer figure to
-// compare across runs.
+// compare across runs. Benchmark tools read the same figure with Process.
 package benchcpu
 
 import (
