@@ -163,13 +163,15 @@ cpu_busy() {
 	echo $((100 * ((t2 - t1) - (i2 - i1)) / (t2 - t1 > 0 ? t2 - t1 : 1)))
 }
 
-# cpu_steal: prints the machine's total and stolen CPU ticks so far. Time
-# the hypervisor gave to other guests during a run slows every system in
-# it; the report shows it per run so that disturbed runs can be told apart.
-cpu_steal() {
+# cpu_times: prints the machine's total, stolen and idle CPU ticks so far.
+# Time the hypervisor gave to other guests during a run slows every system
+# in it; the report shows it per run so that disturbed runs can be told
+# apart. Idle time is CPU that no process used: under a load that could
+# keep both CPUs busy, it is throughput a system left on the table.
+cpu_times() {
 	local _ u n s i w q sq st
 	read -r _ u n s i w q sq st _ </proc/stat
-	echo "$((u + n + s + i + w + q + sq + st)) $st"
+	echo "$((u + n + s + i + w + q + sq + st)) $st $((i + w))"
 }
 
 # wait_quiet: waits up to QUIET_WAIT seconds for the CPU to be idle and sets
@@ -395,12 +397,12 @@ RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 # run_once ROUND SCENARIO SYSTEM: one load generator run into $OUT/run.json,
 # with the system's and the backend's CPU per request and the CPU stolen
-# during it as tags; sets cpu_us, steal_pct and errs (the run's errors,
-# measured + warm-up).
+# and left idle during it as tags; sets cpu_us, steal_pct, idle_pct and
+# errs (the run's errors, measured + warm-up).
 run_once() {
-	local r=$1 sc=$2 sys=$3 ticks0 bticks0 total0 steal0 ticks bticks total steal reqs backend_us
+	local r=$1 sc=$2 sys=$3 ticks0 bticks0 total0 steal0 idle0 ticks bticks total steal idle reqs backend_us
 	ticks0=$(cpu_ticks "${SYS_PID[$sys]}") bticks0=$(cpu_ticks "$BACKEND_PID")
-	read -r total0 steal0 <<<"$(cpu_steal)"
+	read -r total0 steal0 idle0 <<<"$(cpu_times)"
 	# shellcheck disable=SC2046 # scenario_args is a list of flags
 	timeout $((DURATION + WARMUP + 30)) "$BIN/loadgen" \
 		-url "https://127.0.0.1:${PORT[$sys]}$URL_PATH" $(scenario_args "$sc") \
@@ -417,11 +419,12 @@ run_once() {
 	# The backend's too: with the load generator's own (which it
 	# reports), the whole machine's CPU per request.
 	ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0)) bticks=$(($(cpu_ticks "$BACKEND_PID") - bticks0))
-	read -r total steal <<<"$(cpu_steal)"
+	read -r total steal idle <<<"$(cpu_times)"
 	steal_pct=$((100 * (steal - steal0) / (total - total0 > 0 ? total - total0 : 1)))
+	idle_pct=$((100 * (idle - idle0) / (total - total0 > 0 ? total - total0 : 1)))
 	reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 	cpu_us=$(per_req "$ticks" "$((${reqs:-0}))") backend_us=$(per_req "$bticks" "$((${reqs:-0}))")
-	sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",\"steal_pct\":\"$steal_pct\",/" "$OUT/run.json"
+	sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",\"steal_pct\":\"$steal_pct\",\"idle_pct\":\"$idle_pct\",/" "$OUT/run.json"
 	errs=$(sed -n 's/.*"errors":\([0-9]*\),.*"warmup_errors":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 }
 
@@ -447,8 +450,8 @@ for ((r = 0; r < ROUNDS; r++)); do
 			[[ -s $OUT/run.json ]] || FAILED+=("round $((r + 1)) $sc $sys: loadgen printed no result")
 			line=$(sed -n 's/.*"rps":\([0-9.]*\).*"p50_us":\([0-9.]*\).*"p99_us":\([0-9.]*\).*/\1 \2 \3/p' "$OUT/run.json")
 			read -r rps p50 p99 <<<"${line:-0 0 0}"
-			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%  steal %s%%\n' \
-				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" "$steal_pct" >&2
+			printf '  round %d  %-11s %-11s %9.0f req/s  p50 %6.0fµs  p99 %7.0fµs  cpu %6sµs/req  errors %s  busy %s%%  steal %s%%  idle %s%%\n' \
+				$((r + 1)) "$sc" "$sys" "$rps" "$p50" "$p99" "$cpu_us" "${errs:-?}" "$BUSY" "$steal_pct" "$idle_pct" >&2
 			read_stats
 			d=$((SPOOFED - spoofed0))
 			((d == 0)) || FAILED+=("round $((r + 1)) $sc $sys: $d requests reached the backend with a spoofed X-Remote-* header")

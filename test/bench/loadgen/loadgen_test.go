@@ -152,12 +152,13 @@ func TestReport(t *testing.T) {
 			RPS: rps, P50us: p50, P99us: p99, Errors: errs, Tags: map[string]string{"busy_pct": "3", "round": strconv.Itoa(round)}}
 	}
 	// withCPU adds the system's CPU per request, the backend's (50 µs),
-	// the load generator's own (10 ms over 100 requests: 100 µs) and the
-	// CPU stolen during the run.
-	withCPU := func(r result, us, steal string) result {
+	// the load generator's own (10 ms over 100 requests: 100 µs), and the
+	// CPU stolen and left idle during the run.
+	withCPU := func(r result, us, steal, idle string) result {
 		r.Tags["cpu_us_per_req"] = us
 		r.Tags["backend_cpu_us_per_req"] = "50"
 		r.Tags["steal_pct"] = steal
+		r.Tags["idle_pct"] = idle
 		r.CPUSeconds = 0.01
 		return r
 	}
@@ -171,51 +172,53 @@ func TestReport(t *testing.T) {
 		{
 			name: "medians and ratios",
 			results: []result{
-				run("haproxy", 1, 20000, 300, 8000, 0), withCPU(run("plainproxy", 1, 9000, 400, 17000, 0), "150.5", "1"),
-				run("haproxy", 2, 19000, 280, 9000, 0), withCPU(run("plainproxy", 2, 9500, 380, 16000, 0), "148.2", "7"),
-				run("haproxy", 3, 10, 290, 8500, 0), withCPU(run("plainproxy", 3, 9300, 390, 18000, 0), "140", "2"),
+				run("haproxy", 1, 20000, 300, 8000, 0), withCPU(run("plainproxy", 1, 9000, 400, 17000, 0), "150.5", "1", "12"),
+				run("haproxy", 2, 19000, 280, 9000, 0), withCPU(run("plainproxy", 2, 9500, 380, 16000, 0), "148.2", "7", "9"),
+				run("haproxy", 3, 10, 290, 8500, 0), withCPU(run("plainproxy", 3, 9300, 390, 18000, 0), "140", "2", "10"),
 			},
 			// plainproxy: median 9300 req/s, p99 17ms, 148µs CPU per
-			// request, 298µs for the whole machine, at most 7% stolen; the ratio of the
+			// request, 298µs for the whole machine, at most 7% stolen, a
+			// median 10% idle; the ratio of the
 			// medians is 0.49, the median of the rounds' ratios (0.45,
 			// 0.50, 930) 0.50. haproxy: 19000, 8.5ms, CPU not recorded.
 			wantLines: []string{
-				"haproxy     3  19000  290µs  8.50ms  -  -     0      3  -           1.00   1.00        1.00",
-				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3  7           0.49   0.50        2.00",
+				"haproxy     3  19000  290µs  8.50ms  -  -     0      3  -  -         1.00   1.00        1.00",
+				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3  7  10         0.49   0.50        2.00",
 			},
 		},
 		{
 			name:      "rounds without a partner are left out of the round ratio",
 			results:   []result{run("haproxy", 1, 20000, 300, 8000, 0), run("plainproxy", 2, 10000, 300, 8000, 0)},
-			wantLines: []string{"plainproxy 1 10000 300µs 8.00ms - - 0 3 - 0.50 - 1.00"},
+			wantLines: []string{"plainproxy 1 10000 300µs 8.00ms - - 0 3 - - 0.50 - 1.00"},
 		},
 		{
 			name: "runs with more CPU stolen than the limit are left out",
 			results: []result{
-				withCPU(run("haproxy", 1, 20000, 300, 8000, 0), "60", "2"), withCPU(run("kubegate", 1, 22000, 280, 7000, 0), "40", "1"),
-				withCPU(run("haproxy", 2, 5000, 900, 50000, 0), "90", "40"), withCPU(run("kubegate", 2, 21000, 290, 7500, 0), "41", "3"),
-				withCPU(run("haproxy", 3, 18000, 320, 9000, 0), "62", "4"), withCPU(run("kubegate", 3, 6000, 800, 40000, 1), "70", "35"),
+				withCPU(run("haproxy", 1, 20000, 300, 8000, 0), "60", "2", "6"), withCPU(run("kubegate", 1, 22000, 280, 7000, 0), "40", "1", "11"),
+				withCPU(run("haproxy", 2, 5000, 900, 50000, 0), "90", "40", "30"), withCPU(run("kubegate", 2, 21000, 290, 7500, 0), "41", "3", "13"),
+				withCPU(run("haproxy", 3, 18000, 320, 9000, 0), "62", "4", "8"), withCPU(run("kubegate", 3, 6000, 800, 40000, 1), "70", "35", "40"),
 			},
 			stealMax: 10,
 			// haproxy: rounds 1 and 3, median 19000 req/s, p99 8.5ms,
-			// 61µs; kubegate: rounds 1 and 2, 21500, 7.25ms, 40.5µs, and
+			// 61µs, 7% idle; kubegate: rounds 1 and 2, 21500, 7.25ms,
+			// 40.5µs, 12% idle, and
 			// the error of its disturbed run still counts and fails the
 			// report. Only round 1 is clean for both: ratio 1.10.
 			wantLines: []string{
 				"runs: used/all; a run during which over 10% of the CPU time was stolen is left out",
-				"haproxy 2/3 19000 310µs 8.50ms 61µs 211µs 0 3 4 1.00 1.00 1.00",
-				"kubegate 2/3 21500 285µs 7.25ms 40µs 190µs 1 3 3 1.13 1.10 0.85",
+				"haproxy 2/3 19000 310µs 8.50ms 61µs 211µs 0 3 4 7 1.00 1.00 1.00",
+				"kubegate 2/3 21500 285µs 7.25ms 40µs 190µs 1 3 3 12 1.13 1.10 0.85",
 			},
 			wantErr: "ka64/kubegate: 1 errors",
 		},
 		{
 			name: "a system whose every run was disturbed keeps them all",
 			results: []result{
-				withCPU(run("haproxy", 1, 20000, 300, 8000, 0), "60", "20"),
-				withCPU(run("haproxy", 2, 10000, 300, 8000, 0), "60", "30"),
+				withCPU(run("haproxy", 1, 20000, 300, 8000, 0), "60", "20", "5"),
+				withCPU(run("haproxy", 2, 10000, 300, 8000, 0), "60", "30", "7"),
 			},
 			stealMax:  10,
-			wantLines: []string{"haproxy 2 15000 300µs 8.00ms 60µs 210µs 0 3 30 1.00 1.00 1.00"},
+			wantLines: []string{"haproxy 2 15000 300µs 8.00ms 60µs 210µs 0 3 30 6 1.00 1.00 1.00"},
 		},
 		{
 			name:    "errors fail the report",

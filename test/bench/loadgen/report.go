@@ -25,10 +25,11 @@ type summary struct {
 	errors             uint64  // every failed attempt, warm-up included
 	busyPct            float64 // highest "busy_pct" tag: CPU use seen before a run
 	stealPct           float64 // highest "steal_pct" tag: CPU time stolen by the hypervisor during a run
+	idlePct            float64 // median "idle_pct" tag: CPU time no process used during a run
 	cpuUs              float64 // median "cpu_us_per_req" tag: the system's CPU per request
 	allCPUUs           float64 // median of the system's, the backend's and the load generator's CPU per request
 	hasBusy, emptyRuns bool
-	hasSteal           bool
+	hasSteal, hasIdle  bool
 	hasCPU, hasAllCPU  bool
 	roundRPS           map[string]float64 // req/s by the "round" tag
 }
@@ -73,7 +74,7 @@ func disturbed(r result, stealMax float64) bool {
 // unless every run was; errors count in every run.
 func summarise(c *cell, stealMax float64) summary {
 	s := summary{label: c.label, runs: len(c.runs)}
-	var rps, p50, p99, cpu, all []float64
+	var rps, p50, p99, cpu, all, idle []float64
 	s.roundRPS = map[string]float64{}
 	runs := slices.DeleteFunc(slices.Clone(c.runs), func(r result) bool { return disturbed(r, stealMax) })
 	if len(runs) == 0 {
@@ -101,6 +102,9 @@ func summarise(c *cell, stealMax float64) summary {
 			s.hasSteal = true
 			s.stealPct = max(s.stealPct, v)
 		}
+		if v, err := strconv.ParseFloat(r.Tags["idle_pct"], 64); err == nil {
+			idle = append(idle, v)
+		}
 		if v, err := strconv.ParseFloat(r.Tags["cpu_us_per_req"], 64); err == nil {
 			s.hasCPU = true
 			cpu = append(cpu, v)
@@ -110,6 +114,7 @@ func summarise(c *cell, stealMax float64) summary {
 			}
 		}
 	}
+	s.hasIdle, s.idlePct = len(idle) > 0, median(idle)
 	s.cpuUs = median(cpu)
 	s.hasAllCPU = len(all) > 0 && len(all) == len(cpu)
 	s.allCPUUs = median(all)
@@ -133,9 +138,10 @@ func fmtUs(us float64) string {
 // median CPU per request (the "cpu_us_per_req" tag,
 // when recorded) and that of the whole machine (adding the
 // "backend_cpu_us_per_req" tag and the load generator's own CPU), its total
-// errors, the highest CPU use seen before a run and stolen during one, and
-// its ratios against refs: of the medians, and the median of
-// the ratios within each round. It returns
+// errors, the highest CPU use seen before a run and stolen during one, the
+// median CPU time left idle during a run (the "idle_pct" tag), and its
+// ratios against refs: of the medians, and the median of the ratios within
+// each round. It returns
 // 1 when any run had an error or no successful request.
 func runReport(path string, refs []string, stealMax float64, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
@@ -210,7 +216,7 @@ func writeReport(w io.Writer, results []result, refs []string, stealMax float64)
 			}
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		header := "system\truns\treq/s\tp50\tp99\tcpu/req\tall cpu/req\terrors\tbusy%\tsteal%\t"
+		header := "system\truns\treq/s\tp50\tp99\tcpu/req\tall cpu/req\terrors\tbusy%\tsteal%\tidle%\t"
 		for _, ref := range present {
 			header += "req/s ÷ " + ref + "\t"
 		}
@@ -231,6 +237,10 @@ func writeReport(w io.Writer, results []result, refs []string, stealMax float64)
 			if s.hasSteal {
 				steal = fmt.Sprintf("%.0f", s.stealPct)
 			}
+			idle := "-"
+			if s.hasIdle {
+				idle = fmt.Sprintf("%.0f", s.idlePct)
+			}
 			cpu := "-"
 			if s.hasCPU {
 				cpu = fmtUs(s.cpuUs)
@@ -243,7 +253,7 @@ func writeReport(w io.Writer, results []result, refs []string, stealMax float64)
 			if s.used < s.runs {
 				runs = fmt.Sprintf("%d/%d", s.used, s.runs)
 			}
-			line := fmt.Sprintf("%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t", s.label, runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy, steal)
+			line := fmt.Sprintf("%s\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t", s.label, runs, s.rps, fmtUs(s.p50), fmtUs(s.p99), cpu, all, s.errors, busy, steal, idle)
 			for _, ref := range present {
 				line += ratio(s.rps, sums[ref].rps) + "\t"
 			}
