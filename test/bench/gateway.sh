@@ -4,6 +4,9 @@
 # load generator: verify the client certificate against the CA, forward CN
 # and O as X-Remote-User and X-Remote-Group lines, strip client-supplied
 # X-Remote-* headers, and proxy over keep-alive to a plain-HTTP backend.
+# haproxy-kube is HAProxy forwarding also what kubegate adds to that
+# (system:authenticated, the credential ID, X-Request-Id, X-Forwarded-For),
+# so that the backend sees the same request from both.
 #
 # Usage: test/bench/gateway.sh        (from anywhere; see test/bench/README.md)
 #
@@ -11,7 +14,7 @@
 #   BENCH_ROUNDS [3]          rounds; each runs every scenario on every system
 #   BENCH_DURATION [10]       measured seconds per run
 #   BENCH_WARMUP [1]          warm-up seconds before each run (errors still count)
-#   BENCH_SYSTEMS ["kubegate haproxy nginx plainproxy"]
+#   BENCH_SYSTEMS ["kubegate haproxy haproxy-kube nginx plainproxy"]
 #   BENCH_SCENARIOS ["ka64 ka1 hs16 ka64-token ka64-sa"]  also: hs16-x25519, ka64-h2
 #                             (ka64-token and ka64-sa run on kubegate only)
 #   BENCH_HANDSHAKE_CURVES [""]  groups the client offers in hs16 ("" = Go's defaults)
@@ -36,7 +39,7 @@ set -euo pipefail
 ROUNDS=${BENCH_ROUNDS:-3}
 DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-1}
-SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy nginx plainproxy"}
+SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy haproxy-kube nginx plainproxy"}
 SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 ka64-token ka64-sa"}
 HS_CURVES=${BENCH_HANDSHAKE_CURVES:-}
 BUSY_MAX=${BENCH_BUSY_MAX:-25}
@@ -65,14 +68,14 @@ command -v go >/dev/null || missing+=("go (https://go.dev/dl)")
 command -v curl >/dev/null || missing+=("curl")
 for sys in "${SYSTEM_LIST[@]}"; do
 	case $sys in
-	haproxy) command -v haproxy >/dev/null || missing+=("haproxy") ;;
+	haproxy | haproxy-kube) command -v haproxy >/dev/null || missing+=("haproxy") ;;
 	nginx)
 		command -v nginx >/dev/null || missing+=("nginx")
 		[[ -f $NGINX_MODULES/ngx_http_headers_more_filter_module.so ]] ||
 			missing+=("libnginx-mod-http-headers-more-filter (looked in NGINX_MODULES=$NGINX_MODULES)")
 		;;
 	kubegate | plainproxy) ;;
-	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, haproxy, nginx, plainproxy)" ;;
+	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, haproxy, haproxy-kube, nginx, plainproxy)" ;;
 	esac
 done
 for sc in "${SCENARIO_LIST[@]}"; do
@@ -254,11 +257,15 @@ launch() {
 		start kubegate env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$BIN" \
 			bash -c "exec $cmd"
 		;;
-	haproxy)
+	haproxy | haproxy-kube)
+		# haproxy-kube: the same configuration, forwarding also what
+		# kubegate adds (see peers/haproxy.cfg).
+		local env=()
+		[[ $sys == haproxy-kube ]] && env=(BENCH_KUBE_IDENTITY=1)
 		sed -e "s|@LISTEN@|127.0.0.1:$port|g; s|@BACKEND@|$BACKEND|g; s|@PKI@|$PKI|g" \
-			"$HERE/peers/haproxy.cfg" >"$OUT/haproxy.cfg"
-		haproxy -c -q -f "$OUT/haproxy.cfg" || die "haproxy rejected $OUT/haproxy.cfg"
-		start haproxy haproxy -db -f "$OUT/haproxy.cfg"
+			"$HERE/peers/haproxy.cfg" >"$OUT/$sys.cfg"
+		env "${env[@]}" haproxy -c -q -f "$OUT/$sys.cfg" || die "haproxy rejected $OUT/$sys.cfg"
+		start "$sys" env "${env[@]}" haproxy -db -f "$OUT/$sys.cfg"
 		;;
 	nginx)
 		mkdir -p "$OUT/nginx"
@@ -465,7 +472,7 @@ done
 echo "kubegate gateway benchmark: $ROUNDS round(s) x ${DURATION}s, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "haproxy: $(haproxy -v 2>/dev/null | head -n1 | cut -d' ' -f3 || true)  nginx: $(nginx -v 2>&1 | cut -d/ -f2 || true)  $(go version | cut -d' ' -f3)"
 report_rc=0
-"$BIN/loadgen" -report "$RESULTS" -ref haproxy,nginx -steal-max "$STEAL_MAX" || report_rc=$?
+"$BIN/loadgen" -report "$RESULTS" -ref haproxy,haproxy-kube,nginx -steal-max "$STEAL_MAX" || report_rc=$?
 ((report_rc == 0)) || FAILED+=("requests failed (errors column above)")
 read_stats
 echo "spoofed X-Remote-* headers that reached the backend: $((SPOOFED - spoofed_before))"
