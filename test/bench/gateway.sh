@@ -155,17 +155,6 @@ free_port() {
 	done
 }
 
-# cpu_busy: percent of all CPU time that was busy over half a second.
-cpu_busy() {
-	local _ u n s i w q sq st t1 i1 t2 i2
-	read -r _ u n s i w q sq st _ </proc/stat
-	t1=$((u + n + s + i + w + q + sq + st)) i1=$((i + w))
-	sleep 0.5
-	read -r _ u n s i w q sq st _ </proc/stat
-	t2=$((u + n + s + i + w + q + sq + st)) i2=$((i + w))
-	echo $((100 * ((t2 - t1) - (i2 - i1)) / (t2 - t1 > 0 ? t2 - t1 : 1)))
-}
-
 # cpu_times: prints the machine's total, stolen and idle CPU ticks so far.
 # Time the hypervisor gave to other guests during a run slows every system
 # in it; the report shows it per run so that disturbed runs can be told
@@ -175,6 +164,18 @@ cpu_times() {
 	local _ u n s i w q sq st
 	read -r _ u n s i w q sq st _ </proc/stat
 	echo "$((u + n + s + i + w + q + sq + st)) $st $((i + w))"
+}
+
+# pct PART WHOLE: PART as a whole percentage of WHOLE (0 when WHOLE is 0).
+pct() { echo $((100 * $1 / ($2 > 0 ? $2 : 1))); }
+
+# cpu_busy: percent of all CPU time that was busy over half a second.
+cpu_busy() {
+	local t1 i1 t2 i2
+	read -r t1 _ i1 <<<"$(cpu_times)"
+	sleep 0.5
+	read -r t2 _ i2 <<<"$(cpu_times)"
+	pct $(((t2 - t1) - (i2 - i1))) $((t2 - t1))
 }
 
 # wait_quiet: waits up to QUIET_WAIT seconds for the CPU to be idle and sets
@@ -427,8 +428,8 @@ run_once() {
 	# reports), the whole machine's CPU per request.
 	ticks=$(($(cpu_ticks "${SYS_PID[$sys]}") - ticks0)) bticks=$(($(cpu_ticks "$BACKEND_PID") - bticks0))
 	read -r total steal idle <<<"$(cpu_times)"
-	steal_pct=$((100 * (steal - steal0) / (total - total0 > 0 ? total - total0 : 1)))
-	idle_pct=$((100 * (idle - idle0) / (total - total0 > 0 ? total - total0 : 1)))
+	steal_pct=$(pct $((steal - steal0)) $((total - total0)))
+	idle_pct=$(pct $((idle - idle0)) $((total - total0)))
 	reqs=$(sed -n 's/.*"requests":\([0-9]*\),.*"warmup_requests":\([0-9]*\).*/\1+\2/p' "$OUT/run.json")
 	cpu_us=$(per_req "$ticks" "$((${reqs:-0}))") backend_us=$(per_req "$bticks" "$((${reqs:-0}))")
 	sed -i "s/\"tags\":{/\"tags\":{\"cpu_us_per_req\":\"$cpu_us\",\"backend_cpu_us_per_req\":\"$backend_us\",\"steal_pct\":\"$steal_pct\",\"idle_pct\":\"$idle_pct\",/" "$OUT/run.json"

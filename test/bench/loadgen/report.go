@@ -63,11 +63,17 @@ func roundRatio(a, b summary) string {
 	return fmt.Sprintf("%.2f", median(rs))
 }
 
+// tag returns r's tag key as a number, and whether it holds one.
+func (r result) tag(key string) (float64, bool) {
+	v, err := strconv.ParseFloat(r.Tags[key], 64)
+	return v, err == nil
+}
+
 // disturbed reports whether the hypervisor stole more than stealMax % of
 // the CPU time during r; a negative stealMax disturbs nothing.
 func disturbed(r result, stealMax float64) bool {
-	v, err := strconv.ParseFloat(r.Tags["steal_pct"], 64)
-	return stealMax >= 0 && err == nil && v > stealMax
+	v, ok := r.tag("steal_pct")
+	return stealMax >= 0 && ok && v > stealMax
 }
 
 // summarise sums up c's runs, leaving out those disturbed at stealMax
@@ -94,22 +100,22 @@ func summarise(c *cell, stealMax float64) summary {
 		rps = append(rps, r.RPS)
 		p50 = append(p50, r.P50us)
 		p99 = append(p99, r.P99us)
-		if v, err := strconv.ParseFloat(r.Tags["busy_pct"], 64); err == nil {
+		if v, ok := r.tag("busy_pct"); ok {
 			s.hasBusy = true
 			s.busyPct = max(s.busyPct, v)
 		}
-		if v, err := strconv.ParseFloat(r.Tags["steal_pct"], 64); err == nil {
+		if v, ok := r.tag("steal_pct"); ok {
 			s.hasSteal = true
 			s.stealPct = max(s.stealPct, v)
 		}
-		if v, err := strconv.ParseFloat(r.Tags["idle_pct"], 64); err == nil {
+		if v, ok := r.tag("idle_pct"); ok {
 			idle = append(idle, v)
 		}
-		if v, err := strconv.ParseFloat(r.Tags["cpu_us_per_req"], 64); err == nil {
+		if v, ok := r.tag("cpu_us_per_req"); ok {
 			s.hasCPU = true
 			cpu = append(cpu, v)
-			backend, err := strconv.ParseFloat(r.Tags["backend_cpu_us_per_req"], 64)
-			if n := r.Requests + r.WarmupRequests; err == nil && r.CPUSeconds > 0 && n > 0 {
+			backend, ok := r.tag("backend_cpu_us_per_req")
+			if n := r.Requests + r.WarmupRequests; ok && r.CPUSeconds > 0 && n > 0 {
 				all = append(all, v+backend+r.CPUSeconds*1e6/float64(n))
 			}
 		}
