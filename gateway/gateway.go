@@ -338,6 +338,9 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 		h["X-Forwarded-For"] = []string{ip}
 	}
 	g.scrub.scrub(h)
+	// The client's Expect was answered by the gateway's server when the
+	// proxy began to read the body; the upstream gets the body at once.
+	delete(h, "Expect")
 	st := stateFrom(pr.In.Context())
 	h["X-Request-Id"] = []string{st.id}
 	switch g.cfg.Identity {

@@ -280,7 +280,10 @@ func (c *leanConn) plain() bool {
 // its target into r.url; impersonate says whether the gateway must
 // authorize Impersonate-* headers itself.
 func (r *h1Request) plain(impersonate bool) bool {
-	if parseTarget(r.target, &r.url) != nil {
+	if !idempotent(r.method) || parseTarget(r.target, &r.url) != nil {
+		// Other methods go to net/http, whose Transport notices an
+		// upstream closing an idle connection before a request is sent
+		// on it, rather than after.
 		return false
 	}
 	path, query, _ := strings.Cut(r.target, "?")
@@ -460,8 +463,13 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 		}
 		if err != nil {
 			uc.conn.Close()
-			if reused && attempt == 0 && uc.br.Buffered() == 0 && !errors.Is(err, errHeadTooLarge) {
-				continue // the pooled connection had gone stale
+			// A pooled connection that the upstream had closed answers
+			// nothing at all. The request is sent again on a new
+			// connection only if running it twice does no harm, as
+			// net/http's Transport decides: the upstream may have run it
+			// before closing.
+			if reused && attempt == 0 && uc.br.Buffered() == 0 && idempotent(c.req.method) && !errors.Is(err, errHeadTooLarge) {
+				continue
 			}
 			return 0, keep, err
 		}
@@ -477,7 +485,11 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 		}
 		c.upstreamObserver.Observe(time.Since(st.upstreamStart).Seconds())
 		code, keep, err = c.relayResponse(uc, st, keep)
-		if err != nil || resp.close {
+		// The connection goes back to the pool only when its answer was
+		// read to the exact end of its framing and nothing followed it:
+		// a byte left over would be taken for the start of the next
+		// request's answer, which may be another user's.
+		if err != nil || resp.close || uc.br.Buffered() != 0 {
 			uc.conn.Close()
 		} else {
 			t.put(uc)
@@ -632,9 +644,12 @@ func dropOnForward(name string) bool {
 // status sent and whether the client connection can be reused.
 func (c *leanConn) relayResponse(uc *inlineConn, st *reqState, keep bool) (int, bool, error) {
 	resp := &c.resp
-	for resp.status >= 100 && resp.status < 200 {
+	for informational := 0; resp.status >= 100 && resp.status < 200; informational++ {
 		if resp.status == http.StatusSwitchingProtocols {
 			return 0, false, errors.New("upstream switched protocols without an upgrade request")
+		}
+		if informational == maxInformational {
+			return 0, false, errors.New("upstream sent too many informational answers")
 		}
 		// An informational answer (103 Early Hints): pass it on and
 		// read the final one.
@@ -698,6 +713,21 @@ func (c *leanConn) relayResponse(uc *inlineConn, st *reqState, keep bool) (int, 
 		err = w.Flush()
 	}
 	return status, keep, err
+}
+
+// maxInformational bounds the 1xx answers relayed before the final one,
+// as net/http's Transport bounds them.
+const maxInformational = 5
+
+// idempotent reports whether a request with method may run twice with the
+// effect of once, so that it can be sent again after a pooled connection
+// failed.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
 }
 
 func writeFieldBytes(w *bufio.Writer, name, value []byte) {

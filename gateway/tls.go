@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,17 +130,46 @@ type UpstreamTransportOptions struct {
 	// MaxIdleConns is the idle pool size kept to the upstream; zero means
 	// 1024, enough for every connection a busy gateway keeps open.
 	MaxIdleConns int
-	// Upstream, when set, makes the transport do ordinary requests to that
-	// one upstream inline on the caller's goroutine (see inlineTransport),
-	// keeping an http.Transport for upgrades. Nil: an http.Transport for
-	// everything.
+	// MaxConns caps the upstream connections, idle, busy and being dialled,
+	// that carry requests other than streams; a request that finds none
+	// free waits for one, and leaves the queue if its client goes away.
+	// Zero means DefaultMaxUpstreamConns.
+	MaxConns int
+	// MaxStreamConns caps the connections that carry streams: watches,
+	// followed logs and upgrades (exec, attach, port-forward), each of
+	// which holds its connection for as long as it runs. Zero means
+	// DefaultMaxUpstreamStreamConns.
+	MaxStreamConns int
+	// DialContext opens TCP connections to the upstream; nil means a
+	// net.Dialer with a 10 s timeout and 30 s keep-alives.
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Upstream, when set, lets the lean HTTP/1.1 path (lean.go) keep
+	// connections of its own to that one upstream. Nil: an http.Transport
+	// for everything.
 	Upstream *url.URL
 }
+
+const (
+	// DefaultMaxUpstreamConns is kube-apiserver's default in-flight
+	// limit (400 reads and 200 writes): an API server so configured
+	// answers 429 to more concurrent requests anyway.
+	DefaultMaxUpstreamConns = 600
+	// DefaultMaxUpstreamStreamConns bounds the watches and other streams
+	// open through one gateway.
+	DefaultMaxUpstreamStreamConns = 8192
+)
 
 // NewUpstreamTransport returns the HTTP/1.1 transport the gateway uses to
 // reach its upstream. HTTP/1.1 is what lets SPDY and WebSocket upgrades
 // (exec, attach, port-forward) pass through; the idle pool is sized so
 // that keep-alive traffic never waits to open a new upstream connection.
+//
+// Requests go through net/http's Transport, which reads informational
+// answers up to the final one, pools a connection only after its answer
+// was read to the end, replays only requests that are safe to repeat,
+// and keeps a dial that completes after its request was cancelled. The
+// connection caps bound what a client can make the gateway dial, for
+// instance by opening and at once resetting HTTP/2 streams.
 func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAPEM != nil {
@@ -150,22 +182,30 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 	if o.ClientCert != nil {
 		tc.GetClientCertificate = o.ClientCert.GetClientCertificate
 	}
-	if o.MaxIdleConns == 0 {
-		o.MaxIdleConns = 1024
+	o.MaxIdleConns = cmp.Or(o.MaxIdleConns, 1024)
+	if o.DialContext == nil {
+		o.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
-	ht := &http.Transport{
-		Proxy:                 nil, // never send cluster traffic through an environment proxy
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       tc,
-		TLSHandshakeTimeout:   10 * time.Second,
-		MaxIdleConns:          o.MaxIdleConns,
-		MaxIdleConnsPerHost:   o.MaxIdleConns,
-		IdleConnTimeout:       90 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ForceAttemptHTTP2:     false,
+	newTransport := func(maxConns int) *http.Transport {
+		return &http.Transport{
+			Proxy:                 nil, // never send cluster traffic through an environment proxy
+			DialContext:           o.DialContext,
+			TLSClientConfig:       tc,
+			TLSHandshakeTimeout:   10 * time.Second,
+			MaxIdleConns:          min(o.MaxIdleConns, maxConns),
+			MaxIdleConnsPerHost:   min(o.MaxIdleConns, maxConns),
+			MaxConnsPerHost:       maxConns,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			ForceAttemptHTTP2:     false,
+		}
+	}
+	rt := &upstreamTransport{
+		requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
+		streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
 	}
 	if o.Upstream == nil {
-		return ht, nil
+		return rt, nil
 	}
 	addr := o.Upstream.Host
 	if o.Upstream.Port() == "" {
@@ -176,7 +216,43 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 		inlineTLS = tc.Clone()
 		inlineTLS.NextProtos = []string{"http/1.1"}
 	}
-	return newInlineTransport(addr, inlineTLS, o.MaxIdleConns, ht), nil
+	return newInlineTransport(addr, o.DialContext, inlineTLS, o.MaxIdleConns, rt), nil
+}
+
+// upstreamTransport sends streams and other requests over separate
+// connection pools, so that long-running streams filling their cap never
+// hold up ordinary requests.
+type upstreamTransport struct {
+	requests, streams *http.Transport
+}
+
+func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isStream(req) {
+		return t.streams.RoundTrip(req)
+	}
+	return t.requests.RoundTrip(req)
+}
+
+// CloseIdleConnections closes the idle connections of both pools.
+func (t *upstreamTransport) CloseIdleConnections() {
+	t.requests.CloseIdleConnections()
+	t.streams.CloseIdleConnections()
+}
+
+// isStream reports whether req may hold its connection for long: an
+// upgrade, a watch (by query or by the legacy /watch/ path) or a followed
+// log. The decoded path and query decide, so no spelling hides one.
+func isStream(req *http.Request) bool {
+	if req.Header.Get("Upgrade") != "" || strings.Contains(req.URL.Path, "/watch/") {
+		return true
+	}
+	q := req.URL.Query()
+	for _, k := range []string{"watch", "follow"} {
+		if on, err := strconv.ParseBool(q.Get(k)); err == nil && on {
+			return true
+		}
+	}
+	return false
 }
 
 // NewHTTPServer returns an http.Server for h with the gateway's limits: headers
