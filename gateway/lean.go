@@ -446,7 +446,7 @@ func (c *leanConn) record(code int, st *reqState) {
 // error means the answer broke off and the connection must close.
 func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool, err error) {
 	t := c.f.up
-	for attempt := 0; ; attempt++ {
+	for {
 		uc, reused := t.get(), true
 		if uc == nil {
 			conn, err := t.dial(context.Background())
@@ -464,11 +464,13 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 		if err != nil {
 			uc.conn.Close()
 			// A pooled connection that the upstream had closed answers
-			// nothing at all. The request is sent again on a new
-			// connection only if running it twice does no harm, as
-			// net/http's Transport decides: the upstream may have run it
-			// before closing.
-			if reused && attempt == 0 && uc.br.Buffered() == 0 && idempotent(c.req.method) && !errors.Is(err, errHeadTooLarge) {
+			// nothing at all. The request is sent again, on the next
+			// pooled connection or a new one, only if running it twice
+			// does no harm, as net/http's Transport decides: the
+			// upstream may have run it before closing. Each failed
+			// connection is closed, so this ends at the latest on a new
+			// connection.
+			if reused && uc.br.Buffered() == 0 && idempotent(c.req.method) && !errors.Is(err, errHeadTooLarge) {
 				continue
 			}
 			return 0, keep, err

@@ -66,6 +66,17 @@ type scriptedUpstream struct {
 
 	mu       sync.Mutex
 	receipts map[string]int // requests received, by nonce
+	conns    map[net.Conn]struct{}
+}
+
+// closeAll closes every connection the upstream has open, as an upstream
+// restarting or timing out its idle connections does.
+func (u *scriptedUpstream) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.conns {
+		c.Close()
+	}
 }
 
 // received returns how many requests with nonce the upstream received.
@@ -82,7 +93,7 @@ func startScriptedUpstream(tb testing.TB, serving tls.Certificate, frontProxyCA 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	u := &scriptedUpstream{ln: ln, impersonate: impersonate, receipts: map[string]int{}}
+	u := &scriptedUpstream{ln: ln, impersonate: impersonate, receipts: map[string]int{}, conns: map[net.Conn]struct{}{}}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -108,7 +119,15 @@ func answerBody(user, nonce, kind string) string {
 }
 
 func (u *scriptedUpstream) serve(c net.Conn) {
-	defer c.Close()
+	u.mu.Lock()
+	u.conns[c] = struct{}{}
+	u.mu.Unlock()
+	defer func() {
+		u.mu.Lock()
+		delete(u.conns, c)
+		u.mu.Unlock()
+		c.Close()
+	}()
 	br := bufio.NewReader(c)
 	for {
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
@@ -785,4 +804,29 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.once.Do(func() { c.open.Add(-1) })
 	return c.Conn.Close()
+}
+
+// TestLeanRetriesPastEveryStalePooledConnection fills the lean path's
+// pool with several upstream connections, has the upstream close them
+// all, then sends a GET: it must be answered, however many dead
+// connections the pool held.
+func TestLeanRetriesPastEveryStalePooledConnection(t *testing.T) {
+	e := newPoolEnv(t, RequestHeaderIdentity)
+	var steps []poolStep
+	for range 3 {
+		for _, who := range poolUsers {
+			steps = append(steps, poolStep{who: who, kind: "slow", via: "lean"})
+		}
+	}
+	if err := e.runConcurrently(steps); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.up.dials.Load(); n < 2 {
+		t.Fatalf("the pool holds %d upstream connection, want several", n)
+	}
+	e.up.closeAll()
+	time.Sleep(50 * time.Millisecond)
+	if err := e.run([]poolStep{{who: "alice", kind: "plain", via: "lean"}}); err != nil {
+		t.Error(err)
+	}
 }
