@@ -258,8 +258,11 @@ func LoadAuthority(name, certPath, keyPath string) (*Authority, error) {
 // key of algorithm alg, subject CN=cn, valid for validity (0: DefaultCAValidity),
 // under initca's CA policy (keyCertSign and cRLSign only: a CA key
 // signs certificates and CRLs, never TLS handshakes).
-// It returns the authority and the key's PEM.
+// It returns the authority and the key's PEM. cn must pass ValidateName.
 func CreateAuthority(name, cn string, alg KeyAlgorithm, validity time.Duration) (*Authority, []byte, error) {
+	if err := ValidateName("common name", cn); err != nil {
+		return nil, nil, fmt.Errorf("create CA %s: %w", name, err)
+	}
 	if validity <= 0 {
 		validity = DefaultCAValidity
 	}
