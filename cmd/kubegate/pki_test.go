@@ -111,6 +111,8 @@ func TestPKIInitBadInputWritesNothing(t *testing.T) {
 		{"bad server", []string{"--server", "http://x"}, "not an https:// URL"},
 		{"bad validity", []string{"--validity", "1y"}, "invalid duration"},
 		{"bad node", []string{"--node", "Bad_Node"}, "node name"},
+		{"space before node", []string{"--node", " n1"}, `node name " n1": begins with whitespace (U+0020)`},
+		{"control character in node", []string{"--node", "n1\t"}, `node name "n1\t": contains a control character (U+0009)`},
 		{"missing config", []string{"--config", "/nonexistent.yaml"}, "read cluster spec"},
 	}
 	for _, tt := range tests {
