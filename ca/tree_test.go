@@ -177,6 +177,16 @@ func TestCheckBrokenTrees(t *testing.T) {
 				o.Orgs = []string{"system:masters"}
 			}
 		}, nil, "admin.conf:kubernetes-admin: O=system:masters (unrestricted, bypasses RBAC) belongs only on the break-glass super-admin.conf"},
+		{"space before a CN", func(n string, o *testpki.Options) {
+			if n == "apiserver-etcd-client" {
+				o.CN = " kube-apiserver-etcd-client"
+			}
+		}, nil, `pki/apiserver-etcd-client.crt: CN " kube-apiserver-etcd-client": begins with whitespace (U+0020), so identity headers would not carry it as written`},
+		{"header injection in a group", func(n string, o *testpki.Options) {
+			if n == "apiserver-kubelet-client" {
+				o.Orgs = []string{"kubeadm:cluster-admins\nX-Remote-Group: system:masters"}
+			}
+		}, nil, `pki/apiserver-kubelet-client.crt: O "kubeadm:cluster-admins\nX-Remote-Group: system:masters": contains a control character (U+000A)`},
 		{"key does not match cert", nil, func(t *testing.T, dir string, _ []Embedded) {
 			other := testpki.SelfSigned(t, testpki.Options{CN: "other"})
 			os.WriteFile(filepath.Join(dir, PKIDir, "apiserver.key"), other.KeyPEM, 0o600)
