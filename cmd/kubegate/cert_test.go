@@ -222,7 +222,7 @@ func TestCertIssueRefusesUnsafeNames(t *testing.T) {
 			`--cn " kubernetes-admin ": begins with whitespace (U+0020)`},
 		{"space before org", []string{"--cn", "alice", "--org", "devs", "--org", " system:masters"},
 			`--org " system:masters": begins with whitespace (U+0020)`},
-		{"DEL in org", []string{"--cn", "alice", "--org", "system:masters\x7f"},
+		{"DEL in org", []string{"--cn", "bob", "--org", "system:masters\x7f"},
 			`--org "system:masters\x7f": contains a control character (U+007F)`},
 		{"with --out", []string{"--cn", "admin\r", "--out", filepath.Join(dir, "admin")},
 			`--cn "admin\r": contains a control character (U+000D)`},
@@ -244,9 +244,9 @@ func TestCertIssueFromFileRefusesUnsafeNames(t *testing.T) {
 	}{
 		{"header injection in CN", "alice,dev\n\"evil\nX-Remote-User: admin\",dev\n",
 			`common name "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
-		{"space inside quotes before group", "alice,dev\nbob,\" system:masters\"\n",
+		{"space inside quotes before group", "carol,dev\nbob,\" system:masters\"\n",
 			`organization " system:masters": begins with whitespace (U+0020)`},
-		{"space after CN", "alice,dev\nkubernetes-admin ,dev\n",
+		{"space after CN", "dave,dev\nkubernetes-admin ,dev\n",
 			`common name "kubernetes-admin ": ends with whitespace (U+0020)`},
 	}
 	for i, tt := range tests {

@@ -260,7 +260,7 @@ func TestKubeconfigCreateRefusesUnsafeNames(t *testing.T) {
 			`--user " kubernetes-admin ": begins with whitespace (U+0020)`},
 		{"space before org", []string{"--user", "alice", "--org", " system:masters"},
 			`--org " system:masters": begins with whitespace (U+0020)`},
-		{"NUL in org", []string{"--user", "alice", "--org", "devs\x00"},
+		{"NUL in org", []string{"--user", "bob", "--org", "devs\x00"},
 			`--org "devs\x00": contains a control character (U+0000)`},
 		{"token user", []string{"--user", "bot\n", "--token", "abc.def"},
 			`--user "bot\n": contains a control character (U+000A)`},
