@@ -6,8 +6,9 @@
 // Keys, CA creation and signing policy come from cfssl. The final
 // certificate is signed with crypto/x509 so that its subject is exactly the
 // one requested: every O its own RDN in the order given, or a CSR's subject
-// byte for byte. The package imports nothing of kubegate's except internal
-// packages, and nothing from client-go or apimachinery.
+// byte for byte. No CN or O that fails ValidateName is ever signed. The
+// package imports nothing of kubegate's except internal packages, and
+// nothing from client-go or apimachinery.
 package ca
 
 import (
