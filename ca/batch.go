@@ -17,7 +17,10 @@ import (
 
 // ParseUsers reads a users file: one identity per record, the CN first
 // and then one field per group (O), in order. Blank lines and lines
-// starting with # are skipped. name is used in errors, which give the line.
+// starting with # are skipped. Whitespace before a field is dropped; any
+// other whitespace at either end of a name, and any control character in
+// one (a quoted field may hold both), fails ValidateName. name is used in
+// errors, which give the line.
 func ParseUsers(name string, r io.Reader) ([]Request, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
@@ -33,9 +36,6 @@ func ParseUsers(name string, r io.Reader) ([]Request, error) {
 			return nil, fmt.Errorf("users file %s: %w", name, err)
 		}
 		line, _ := cr.FieldPos(0)
-		for i := range rec {
-			rec[i] = strings.TrimSpace(rec[i])
-		}
 		req := Request{CN: rec[0], Orgs: rec[1:]}
 		if err := req.Validate(); err != nil {
 			return nil, fmt.Errorf("users file %s line %d: %w", name, line, err)

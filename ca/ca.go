@@ -6,8 +6,9 @@
 // Keys, CA creation and signing policy come from cfssl. The final
 // certificate is signed with crypto/x509 so that its subject is exactly the
 // one requested: every O its own RDN in the order given, or a CSR's subject
-// byte for byte. The package imports nothing of kubegate's except internal
-// packages, and nothing from client-go or apimachinery.
+// byte for byte. No CN or O that fails ValidateName is ever signed. The
+// package imports nothing of kubegate's except internal packages, and
+// nothing from client-go or apimachinery.
 package ca
 
 import (
@@ -258,8 +259,11 @@ func LoadAuthority(name, certPath, keyPath string) (*Authority, error) {
 // key of algorithm alg, subject CN=cn, valid for validity (0: DefaultCAValidity),
 // under initca's CA policy (keyCertSign and cRLSign only: a CA key
 // signs certificates and CRLs, never TLS handshakes).
-// It returns the authority and the key's PEM.
+// It returns the authority and the key's PEM. cn must pass ValidateName.
 func CreateAuthority(name, cn string, alg KeyAlgorithm, validity time.Duration) (*Authority, []byte, error) {
+	if err := ValidateName("common name", cn); err != nil {
+		return nil, nil, fmt.Errorf("create CA %s: %w", name, err)
+	}
 	if validity <= 0 {
 		validity = DefaultCAValidity
 	}

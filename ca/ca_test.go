@@ -190,6 +190,9 @@ func TestRequestValidate(t *testing.T) {
 	}{
 		{"empty CN", Request{}, "common name is empty"},
 		{"empty org", Request{CN: "a", Orgs: []string{"x", " "}}, "organization (group) for \"a\" is empty"},
+		{"control character in CN", Request{CN: "evil\nX-Remote-User: admin"}, `common name "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+		{"space around CN", Request{CN: " kubernetes-admin "}, `common name " kubernetes-admin ": begins with whitespace (U+0020)`},
+		{"space before org", Request{CN: "a", Orgs: []string{" system:masters"}}, `organization " system:masters": begins with whitespace (U+0020)`},
 		{"unknown profile", Request{CN: "a", Profile: "server-ish"}, `unknown profile "server-ish"`},
 		{"server without SAN", Request{CN: "a", Profile: ProfileServer}, "needs at least one SAN"},
 		{"bad SAN", Request{CN: "a", Hosts: []string{"exa mple"}}, `SAN "exa mple" is neither`},

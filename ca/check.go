@@ -140,6 +140,11 @@ func Check(dir string, embedded []Embedded, opt CheckOptions) (*Report, error) {
 		if f.Key != nil && !KeyMatches(f.Key, c.PublicKey) {
 			add(f.Name, "private key %s does not match the certificate", f.KeyFile)
 		}
+		for _, n := range subjectNames(c.Subject) {
+			if err := ValidateName(n.kind, n.value); err != nil {
+				add(f.Name, "%v, so identity headers would not carry it as written", err)
+			}
+		}
 		for _, name := range append([]string{c.Subject.CommonName}, c.Subject.Organization...) {
 			if typo := nearMiss(name); typo != "" {
 				add(f.Name, "%q looks like a mistyped %q", name, typo)

@@ -14,7 +14,6 @@ import (
 	"net"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cloudflare/cfssl/config"
 	"github.com/cloudflare/cfssl/csr"
@@ -41,20 +40,21 @@ type Request struct {
 	KeyAlgorithm KeyAlgorithm
 }
 
-// Validate checks r without issuing anything.
+// Validate checks r without issuing anything. The CN and every O must
+// pass ValidateName.
 func (r *Request) Validate() error {
 	if strings.TrimSpace(r.CN) == "" {
 		return errors.New("common name is empty")
 	}
-	if !utf8.ValidString(r.CN) {
-		return fmt.Errorf("common name %q is not valid UTF-8", r.CN)
+	if err := ValidateName("common name", r.CN); err != nil {
+		return err
 	}
 	for _, o := range r.Orgs {
 		if strings.TrimSpace(o) == "" {
 			return fmt.Errorf("organization (group) for %q is empty", r.CN)
 		}
-		if !utf8.ValidString(o) {
-			return fmt.Errorf("organization %q is not valid UTF-8", o)
+		if err := ValidateName("organization", o); err != nil {
+			return err
 		}
 	}
 	name := r.profileName()
@@ -252,10 +252,14 @@ func ParseCSR(name string, data []byte) (*x509.CertificateRequest, error) {
 }
 
 // SignCSR signs a parsed, signature-checked CSR under profile, keeping its
-// subject byte for byte and its SANs. It refuses CSRs that ask for CA:TRUE.
+// subject byte for byte and its SANs. It refuses CSRs that ask for CA:TRUE
+// and CSRs whose subject fails ValidateSubject.
 func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validity time.Duration) (*Issued, error) {
 	p, err := lookupProfile(profile)
 	if err != nil {
+		return nil, err
+	}
+	if err := ValidateSubject(req.Subject); err != nil {
 		return nil, err
 	}
 	for _, ext := range req.Extensions {
@@ -331,7 +335,11 @@ var serialLimit = new(big.Int).Lsh(big.NewInt(1), 128)
 
 // reissue signs a new certificate for pub with the identity of old: same
 // subject bytes, SANs, key usages and EKUs. validity 0 means DefaultValidity.
+// A subject that fails ValidateSubject is not given a new lifetime.
 func (a *Authority) reissue(old *x509.Certificate, pub crypto.PublicKey, validity time.Duration) (*Issued, error) {
+	if err := ValidateSubject(old.Subject); err != nil {
+		return nil, err
+	}
 	if validity == 0 {
 		validity = DefaultValidity
 	}

@@ -72,6 +72,9 @@ func (s *Spec) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, n := range s.Nodes {
+		if err := ValidateName("node name", n); err != nil {
+			return err
+		}
 		if !validDNSName(n) || strings.ToLower(n) != n || strings.Contains(n, "*") {
 			return fmt.Errorf("node name %q is not a lowercase DNS name", n)
 		}

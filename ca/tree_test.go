@@ -177,6 +177,16 @@ func TestCheckBrokenTrees(t *testing.T) {
 				o.Orgs = []string{"system:masters"}
 			}
 		}, nil, "admin.conf:kubernetes-admin: O=system:masters (unrestricted, bypasses RBAC) belongs only on the break-glass super-admin.conf"},
+		{"space before a CN", func(n string, o *testpki.Options) {
+			if n == "apiserver-etcd-client" {
+				o.CN = " kube-apiserver-etcd-client"
+			}
+		}, nil, `pki/apiserver-etcd-client.crt: CN " kube-apiserver-etcd-client": begins with whitespace (U+0020), so identity headers would not carry it as written`},
+		{"header injection in a group", func(n string, o *testpki.Options) {
+			if n == "apiserver-kubelet-client" {
+				o.Orgs = []string{"kubeadm:cluster-admins\nX-Remote-Group: system:masters"}
+			}
+		}, nil, `pki/apiserver-kubelet-client.crt: O "kubeadm:cluster-admins\nX-Remote-Group: system:masters": contains a control character (U+000A)`},
 		{"key does not match cert", nil, func(t *testing.T, dir string, _ []Embedded) {
 			other := testpki.SelfSigned(t, testpki.Options{CN: "other"})
 			os.WriteFile(filepath.Join(dir, PKIDir, "apiserver.key"), other.KeyPEM, 0o600)
@@ -434,6 +444,7 @@ func TestSpecValidate(t *testing.T) {
 		{"bad cidr", Spec{ServiceCIDR: "10.96.0.0"}, "service CIDR"},
 		{"bad SAN", Spec{APIServerSANs: []string{"a b"}}, "apiserver SAN"},
 		{"upper-case node", Spec{Nodes: []string{"Node1"}}, "node name"},
+		{"space before node", Spec{Nodes: []string{" n1"}}, `node name " n1": begins with whitespace (U+0020)`},
 		{"duplicate node", Spec{Nodes: []string{"a", "a"}}, "given twice"},
 		{"leaf outlives CA", Spec{Validity: 20 * DefaultCAValidity}, "longer than the CA validity"},
 	}
@@ -512,6 +523,9 @@ func TestParseUsers(t *testing.T) {
 		{"a\n,devs\n", "line 2: common name is empty"},
 		{"", "has no identities"},
 		{"a,\"b\n", "u.csv"},
+		{"alice,dev\n\"evil\nX-Remote-User: admin\",dev\n", `users file u.csv line 2: common name "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+		{"bob,\" system:masters\"\n", `users file u.csv line 1: organization " system:masters": begins with whitespace (U+0020)`},
+		{"alice ,dev\n", `users file u.csv line 1: common name "alice ": ends with whitespace (U+0020)`},
 	} {
 		if _, err := ParseUsers("u.csv", strings.NewReader(bad.in)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("ParseUsers(%q) = %v, want %q", bad.in, err, bad.want)

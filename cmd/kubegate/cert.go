@@ -111,6 +111,14 @@ func runCertIssue(o *certIssueOptions, s streams) error {
 		}
 		return runCertIssueFile(o, alg, validity, s)
 	}
+	if err := ca.ValidateName("--cn", o.cn); err != nil {
+		return err
+	}
+	for _, g := range o.orgs {
+		if err := ca.ValidateName("--org", g); err != nil {
+			return err
+		}
+	}
 	req := &ca.Request{CN: o.cn, Orgs: o.orgs, Hosts: o.sans, Profile: o.profile, Validity: validity, KeyAlgorithm: alg}
 	if err := req.Validate(); err != nil {
 		return err
@@ -251,6 +259,9 @@ func runCertSign(o *certSignOptions, s streams) error {
 	req, err := ca.ParseCSR(o.csr, data)
 	if err != nil {
 		return err
+	}
+	if err := ca.ValidateSubject(req.Subject); err != nil {
+		return fmt.Errorf("CSR %s: %w", o.csr, err)
 	}
 	if o.out != "" && !o.force {
 		if err := mustNotExist(o.out); err != nil {

@@ -7,7 +7,11 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,4 +168,135 @@ func TestCertRenew(t *testing.T) {
 	if code != 0 || strings.Count(errOut, "renewed ") != 11 {
 		t.Errorf("renew all: code %d, stderr %q, want 11 renewals", code, errOut)
 	}
+}
+
+// treeFiles returns every file under dir with its contents, to show that a
+// refused command wrote nothing.
+func treeFiles(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[path] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// checkRefusedName checks that a command refused a name: exit 1, nothing
+// on stdout, exactly the line "kubegate: WANT" on stderr, and no file
+// under dir added or changed since before.
+func checkRefusedName(t *testing.T, dir string, before map[string]string, code int, out, errOut, want string) {
+	t.Helper()
+	if code != 1 || out != "" || errOut != "kubegate: "+want+"\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and the one line %q", code, out, errOut, "kubegate: "+want)
+	}
+	if after := treeFiles(t, dir); !maps.Equal(after, before) {
+		for path := range after {
+			if _, ok := before[path]; !ok {
+				t.Errorf("wrote %s", path)
+			}
+		}
+		t.Errorf("%s changed", dir)
+	}
+}
+
+func TestCertIssueRefusesUnsafeNames(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	before := treeFiles(t, dir)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"header injection in CN", []string{"--cn", "evil\nX-Remote-User: admin"},
+			`--cn "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+		{"spaces around CN", []string{"--cn", " kubernetes-admin "},
+			`--cn " kubernetes-admin ": begins with whitespace (U+0020)`},
+		{"space before org", []string{"--cn", "alice", "--org", "devs", "--org", " system:masters"},
+			`--org " system:masters": begins with whitespace (U+0020)`},
+		{"DEL in org", []string{"--cn", "bob", "--org", "system:masters\x7f"},
+			`--org "system:masters\x7f": contains a control character (U+007F)`},
+		{"with --out", []string{"--cn", "admin\r", "--out", filepath.Join(dir, "admin")},
+			`--cn "admin\r": contains a control character (U+000D)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append([]string{"cert", "issue", "--dir", dir}, tt.args...)...)
+			checkRefusedName(t, dir, before, code, out, errOut, tt.want)
+		})
+	}
+}
+
+func TestCertIssueFromFileRefusesUnsafeNames(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	csvDir := t.TempDir()
+	tests := []struct {
+		name, csv, want string
+	}{
+		{"header injection in CN", "alice,dev\n\"evil\nX-Remote-User: admin\",dev\n",
+			`common name "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+		{"space inside quotes before group", "carol,dev\nbob,\" system:masters\"\n",
+			`organization " system:masters": begins with whitespace (U+0020)`},
+		{"space after CN", "dave,dev\nkubernetes-admin ,dev\n",
+			`common name "kubernetes-admin ": ends with whitespace (U+0020)`},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			csv := filepath.Join(csvDir, fmt.Sprintf("users-%d.csv", i))
+			if err := os.WriteFile(csv, []byte(tt.csv), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := treeFiles(t, dir)
+			code, out, errOut := runCLI(t, "", "cert", "issue", "--dir", dir, "--from-file", csv)
+			checkRefusedName(t, dir, before, code, out, errOut, fmt.Sprintf("users file %s line 2: %s", csv, tt.want))
+		})
+	}
+}
+
+// requireOpenSSL returns the path of openssl, skipping the test when it is
+// missing, or failing it when CI=true.
+func requireOpenSSL(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("openssl")
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("openssl is required in CI but is not installed")
+	}
+	t.Skip("openssl not installed")
+	return ""
+}
+
+func TestCertSignRefusesUnsafeSubjectFromOpenSSL(t *testing.T) {
+	t.Parallel()
+	openssl := requireOpenSSL(t)
+	dir := initTree(t)
+	work := t.TempDir()
+	csr := filepath.Join(work, "admin.csr")
+	cmd := exec.Command(openssl, "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+		"-keyout", filepath.Join(work, "admin.key"), "-subj", "/CN= kubernetes-admin/O=devs", "-out", csr)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("openssl req: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(csr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := treeFiles(t, dir)
+	want := fmt.Sprintf(`CSR %s: CN " kubernetes-admin": begins with whitespace (U+0020)`, csr)
+	out := filepath.Join(dir, "admin.crt")
+	code, stdout, errOut := runCLI(t, "", "cert", "sign", "--dir", dir, "--csr", csr, "--out", out)
+	checkRefusedName(t, dir, before, code, stdout, errOut, want)
+	code, stdout, errOut = runCLI(t, string(data), "cert", "sign", "--dir", dir, "--csr", "-")
+	checkRefusedName(t, dir, before, code, stdout, errOut, `CSR -: CN " kubernetes-admin": begins with whitespace (U+0020)`)
 }

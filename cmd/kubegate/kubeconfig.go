@@ -82,9 +82,15 @@ func (o *kubeconfigCreateOptions) validate() error {
 			return fmt.Errorf("--validity %q: want a positive duration such as 720h or 30d", o.validity)
 		}
 	}
+	if err := ca.ValidateName("--user", o.user); err != nil {
+		return err
+	}
 	for _, g := range o.orgs {
 		if g == "" {
 			return errors.New("--org: a group name is empty")
+		}
+		if err := ca.ValidateName("--org", g); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -243,3 +243,32 @@ func mustLoad(t *testing.T, path string) *clientcmdapi.Config {
 	}
 	return cfg
 }
+
+func TestKubeconfigCreateRefusesUnsafeNames(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	before := treeFiles(t, dir)
+	base := []string{"kubeconfig", "create", "--dir", dir, "--server", "https://k:6443"}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"header injection in user", []string{"--user", "evil\nX-Remote-User: admin"},
+			`--user "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+		{"spaces around user", []string{"--user", " kubernetes-admin "},
+			`--user " kubernetes-admin ": begins with whitespace (U+0020)`},
+		{"space before org", []string{"--user", "alice", "--org", " system:masters"},
+			`--org " system:masters": begins with whitespace (U+0020)`},
+		{"NUL in org", []string{"--user", "bob", "--org", "devs\x00"},
+			`--org "devs\x00": contains a control character (U+0000)`},
+		{"token user", []string{"--user", "bot\n", "--token", "abc.def"},
+			`--user "bot\n": contains a control character (U+000A)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "", append(base, tt.args...)...)
+			checkRefusedName(t, dir, before, code, out, errOut, tt.want)
+		})
+	}
+}

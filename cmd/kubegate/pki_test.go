@@ -1,10 +1,15 @@
 package main
 
 import (
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -111,6 +116,8 @@ func TestPKIInitBadInputWritesNothing(t *testing.T) {
 		{"bad server", []string{"--server", "http://x"}, "not an https:// URL"},
 		{"bad validity", []string{"--validity", "1y"}, "invalid duration"},
 		{"bad node", []string{"--node", "Bad_Node"}, "node name"},
+		{"space before node", []string{"--node", " n1"}, `node name " n1": begins with whitespace (U+0020)`},
+		{"control character in node", []string{"--node", "n1\t"}, `node name "n1\t": contains a control character (U+0009)`},
 		{"missing config", []string{"--config", "/nonexistent.yaml"}, "read cluster spec"},
 	}
 	for _, tt := range tests {
@@ -125,5 +132,56 @@ func TestPKIInitBadInputWritesNothing(t *testing.T) {
 				t.Errorf("%s was created", dir)
 			}
 		})
+	}
+}
+
+func TestPKICheckFlagsUnsafeNames(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	// The CLI refuses to issue these names, so the certificate is made here.
+	a, err := ca.LoadAuthority("ca", filepath.Join(dir, "pki", "ca.crt"), filepath.Join(dir, "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, keyPEM, err := ca.GenerateKey(ca.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7),
+		Subject: pkix.Name{CommonName: " kubernetes-admin ",
+			Organization: []string{" system:masters", "devs\nX-Remote-Group: system:masters"}},
+		NotBefore:   time.Now().Add(-time.Hour),
+		NotAfter:    time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, key.Public(), a.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := filepath.Join(dir, "pki", "users")
+	if err := os.MkdirAll(users, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(users, "bad.crt"), ca.EncodeCert(der), 0o644)
+	os.WriteFile(filepath.Join(users, "bad.key"), keyPEM, 0o600)
+
+	code, out, errOut := runCLI(t, "", "pki", "check", "--dir", dir)
+	if code != 1 || !strings.Contains(errOut, "problems found") {
+		t.Errorf("pki check: code %d, stderr %q, want exit 1", code, errOut)
+	}
+	for _, want := range []string{
+		`pki/users/bad.crt: CN " kubernetes-admin ": begins with whitespace (U+0020), so identity headers would not carry it as written` + "\n",
+		`pki/users/bad.crt: O " system:masters": begins with whitespace (U+0020), so identity headers would not carry it as written` + "\n",
+		`pki/users/bad.crt: O "devs\nX-Remote-Group: system:masters": contains a control character (U+000A), so identity headers would not carry it as written` + "\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("pki check output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runCLI(t, "", "pki", "check", "--dir", dir, "-o", "json")
+	if want := `"problem": "CN \" kubernetes-admin \": begins with whitespace (U+0020)`; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("pki check -o json: code %d, output lacks %s:\n%s", code, want, out)
 	}
 }

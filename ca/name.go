@@ -1,0 +1,111 @@
+package ca
+
+import (
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrUnsafeName is wrapped by every NameError: a CN or O value that an
+// identity header (X-Remote-User, X-Remote-Group) would not carry as
+// written.
+var ErrUnsafeName = errors.New("name would change in identity headers")
+
+// NameError is a CN or O value that ValidateName refuses.
+type NameError struct {
+	// Kind names the value in the message as the caller knows it: a flag
+	// ("--cn"), a field ("common name") or an attribute ("CN").
+	Kind    string
+	Value   string
+	Problem string // for example "contains a control character (U+000A)"
+}
+
+// Error quotes the value with %q, so a control character shows as an
+// escape and is never printed raw.
+func (e *NameError) Error() string { return fmt.Sprintf("%s %q: %s", e.Kind, e.Value, e.Problem) }
+
+// Unwrap returns ErrUnsafeName.
+func (e *NameError) Unwrap() error { return ErrUnsafeName }
+
+// ValidateName checks a value that is to become a certificate's CN (a
+// Kubernetes user) or O (a group). The gateway forwards both in HTTP
+// headers, whose parsers trim leading and trailing whitespace and which a
+// control character can break or split, so upstream would see a different
+// identity than the certificate names. ValidateName refuses invalid UTF-8,
+// any control character (Unicode category Cc: C0, DEL and C1) and leading
+// or trailing whitespace (unicode.IsSpace). The empty string is not its
+// concern: callers that need a name check for it themselves. kind names
+// the value in the error, which is a *NameError.
+func ValidateName(kind, value string) error {
+	if problem := nameProblem(value); problem != "" {
+		return &NameError{Kind: kind, Value: value, Problem: problem}
+	}
+	return nil
+}
+
+// nameProblem says what ValidateName refuses in value, or returns "".
+func nameProblem(value string) string {
+	if !utf8.ValidString(value) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range value {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("contains a control character (%U)", r)
+		}
+	}
+	if first, _ := utf8.DecodeRuneInString(value); unicode.IsSpace(first) {
+		return fmt.Sprintf("begins with whitespace (%U)", first)
+	}
+	if last, _ := utf8.DecodeLastRuneInString(value); unicode.IsSpace(last) {
+		return fmt.Sprintf("ends with whitespace (%U)", last)
+	}
+	return ""
+}
+
+// subjectName is one CN or O value of a subject.
+type subjectName struct {
+	kind  string // "CN" or "O"
+	value string
+}
+
+// subjectNames returns every CN and O value of n in encoded order. A
+// parsed subject lists each attribute in Names, including a second CN
+// that CommonName does not show; a subject built by hand falls back to
+// CommonName and Organization.
+func subjectNames(n pkix.Name) []subjectName {
+	var out []subjectName
+	if len(n.Names) == 0 {
+		if n.CommonName != "" {
+			out = append(out, subjectName{"CN", n.CommonName})
+		}
+		for _, o := range n.Organization {
+			out = append(out, subjectName{"O", o})
+		}
+		return out
+	}
+	for _, atv := range n.Names {
+		v, ok := atv.Value.(string)
+		switch {
+		case !ok:
+		case atv.Type.Equal(oidCommonName):
+			out = append(out, subjectName{"CN", v})
+		case atv.Type.Equal(oidOrganization):
+			out = append(out, subjectName{"O", v})
+		}
+	}
+	return out
+}
+
+// ValidateSubject applies ValidateName to every CN and O value of a
+// parsed subject (a CSR's or a certificate's) and returns the first
+// error, whose Kind is "CN" or "O".
+func ValidateSubject(n pkix.Name) error {
+	for _, s := range subjectNames(n) {
+		if err := ValidateName(s.kind, s.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
