@@ -175,6 +175,37 @@ func TestCanBind(t *testing.T) {
 	}
 }
 
+// The bind verb is asked about roles of rbac.authorization.k8s.io, never
+// of the API group the roleRef names: holding every verb in another group
+// does not let a user bind cluster-admin.
+func TestCanBindAsksAboutRBACRoles(t *testing.T) {
+	t.Parallel()
+	objs := guardObjects()
+	objs.ClusterRoles = append(objs.ClusterRoles, clusterRole("example-all", rule(s("*"), s("example.com"), s("*"))))
+	objs.ClusterRoleBindings = append(objs.ClusterRoleBindings, crb("mallory", "example-all", subject("User", "mallory")))
+	az := New(NewMemory(objs))
+	g := NewGuard(az, authz.Union(authz.PrivilegedGroups(authz.SystemMasters), az))
+	for _, tt := range []struct {
+		ref       rbacv1.RoleRef
+		namespace string
+	}{
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "ClusterRole", Name: "cluster-admin"}, ""},
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "ClusterRole", Name: "cluster-admin"}, "ns1"},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, "ns1"},
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "Role", Name: "reader"}, "ns1"},
+	} {
+		if err := g.CanBind(context.Background(), user("mallory"), tt.ref, tt.namespace); err == nil {
+			t.Errorf("CanBind(mallory, %+v, %q) = nil, want refused", tt.ref, tt.namespace)
+		}
+	}
+	// binder holds bind on the cluster role cluster-admin of
+	// rbac.authorization.k8s.io, which is what a roleRef naming it means.
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}
+	if err := g.CanBind(context.Background(), user("binder"), ref, ""); err != nil {
+		t.Errorf("CanBind(binder, %+v) = %v, want allowed", ref, err)
+	}
+}
+
 func TestForbiddenEscalation(t *testing.T) {
 	t.Parallel()
 	g := NewGuard(New(NewMemory(guardObjects())), nil)
