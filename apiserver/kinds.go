@@ -196,7 +196,7 @@ func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
 
 // validatePod checks what a pod needs to be runnable: at least one
 // container, each with a DNS-label name unique in the pod and an image.
-func validatePod(obj runtime.Object) field.ErrorList {
+func validatePod(obj, _ runtime.Object) field.ErrorList {
 	p := obj.(*corev1.Pod)
 	var errs field.ErrorList
 	specPath := field.NewPath("spec")

@@ -40,8 +40,9 @@ type resource struct {
 	// prepare fills server-side defaults on a create or an update (old nil
 	// on create).
 	prepare func(obj, old runtime.Object)
-	// validate checks the kind-specific parts of an object.
-	validate func(obj runtime.Object) field.ErrorList
+	// validate checks the kind-specific parts of an object, and on an
+	// update (old not nil) what may not change.
+	validate func(obj, old runtime.Object) field.ErrorList
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
@@ -114,8 +115,10 @@ func builtinResources() []*resource {
 		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},
 		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment},
 		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment},
-		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment},
-		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment},
+		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment,
+			prepare: prepareBinding, validate: validateRoleBinding},
+		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
+			prepare: prepareBinding, validate: validateClusterRoleBinding},
 	}
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")

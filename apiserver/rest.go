@@ -274,7 +274,7 @@ func (s *Server) validate(res *resource, obj, old runtime.Object) error {
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
 	}
 	if res.validate != nil {
-		errs = append(errs, res.validate(obj)...)
+		errs = append(errs, res.validate(obj, old)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.kind}, acc.GetName(), errs)

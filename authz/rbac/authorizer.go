@@ -189,8 +189,14 @@ func (az *Authorizer) RulesFor(u authn.User, namespace string) ([]rbacv1.PolicyR
 }
 
 // RoleRefRules returns the rules of the role ref points at: a Role in
-// namespace, or a ClusterRole.
+// namespace, or a ClusterRole, of rbac.authorization.k8s.io. A reference
+// to any other API group is an error, so that a binding that slipped past
+// validation grants nothing; an empty group counts as
+// rbac.authorization.k8s.io, the default clients may leave out.
 func (az *Authorizer) RoleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
+	if ref.APIGroup != rbacv1.GroupName && ref.APIGroup != "" {
+		return nil, fmt.Errorf("unsupported role reference API group: %q", ref.APIGroup)
+	}
 	switch ref.Kind {
 	case "Role":
 		r, err := az.source.GetRole(namespace, ref.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -308,5 +309,41 @@ func TestNotFoundError(t *testing.T) {
 	}
 	if errors.Unwrap(err) != nil {
 		t.Errorf("unexpected wrapped error")
+	}
+}
+
+// A binding whose roleRef names another API group grants nothing, even
+// when a role of that kind and name exists in rbac.authorization.k8s.io;
+// one without an API group counts as rbac.authorization.k8s.io.
+func TestAuthorizeFollowsOnlyRBACRoleRefs(t *testing.T) {
+	t.Parallel()
+	foreign := crb("foreign", "cluster-admin", subject("User", "mallory"))
+	foreign.RoleRef.APIGroup = "example.com"
+	foreignRB := rb("ns1", "foreign", "ClusterRole", "cluster-admin", subject("User", "mallory"))
+	foreignRB.RoleRef.APIGroup = "example.com"
+	defaulted := crb("defaulted", "node-reader", subject("User", "dora"))
+	defaulted.RoleRef.APIGroup = ""
+	az := New(NewMemory(Objects{
+		ClusterRoles: []*rbacv1.ClusterRole{
+			clusterRole("cluster-admin", rule(s("*"), s("*"), s("*"))),
+			clusterRole("node-reader", rule(s("get"), s(""), s("nodes"))),
+		},
+		ClusterRoleBindings: []*rbacv1.ClusterRoleBinding{foreign, defaulted},
+		RoleBindings:        []*rbacv1.RoleBinding{foreignRB},
+	}))
+	for _, ns := range []string{"", "ns1"} {
+		d, reason, _ := az.Authorize(context.Background(), authz.Attributes{User: user("mallory"), Verb: "list",
+			Resource: "secrets", Namespace: ns, APIVersion: "v1", ResourceRequest: true})
+		if d != authz.NoOpinion {
+			t.Errorf("namespace %q: mallory list secrets = %v (%s), want NoOpinion", ns, d, reason)
+		}
+		if want := `unsupported role reference API group: "example.com"`; !strings.Contains(reason, want) {
+			t.Errorf("namespace %q: reason %q, want it to contain %q", ns, reason, want)
+		}
+	}
+	d, reason, _ := az.Authorize(context.Background(), authz.Attributes{User: user("dora"), Verb: "get",
+		Resource: "nodes", Name: "n1", APIVersion: "v1", ResourceRequest: true})
+	if d != authz.Allow {
+		t.Errorf("dora get nodes through a roleRef without API group = %v (%s), want Allow", d, reason)
 	}
 }

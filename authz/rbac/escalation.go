@@ -97,8 +97,11 @@ func (g *Guard) ConfirmRoleWrite(ctx context.Context, u authn.User, namespace, n
 // CanBind decides whether u may create or update a binding in namespace
 // ("" for a ClusterRoleBinding) that references ref: u must be allowed the
 // bind verb on the referenced role (checked in namespace), or hold every
-// permission the role grants there. A role that cannot be read is refused
-// with the error that says so.
+// permission the role grants there. The bind verb is always asked about
+// roles or clusterroles of rbac.authorization.k8s.io, whatever API group
+// ref names: roles are only ever resolved in that group. A role that does
+// not exist is refused with a 404 NotFound on roles or clusterroles, any
+// other role that cannot be read with the error that says so.
 func (g *Guard) CanBind(ctx context.Context, u authn.User, ref rbacv1.RoleRef, namespace string) error {
 	if authz.InGroup(u, authz.SystemMasters) {
 		return nil
@@ -112,11 +115,14 @@ func (g *Guard) CanBind(ctx context.Context, u authn.User, ref rbacv1.RoleRef, n
 	}
 	if resource != "" && g.allowed(ctx, authz.Attributes{
 		User: u, Verb: "bind", ResourceRequest: true,
-		APIGroup: ref.APIGroup, Resource: resource, Namespace: namespace, Name: ref.Name,
+		APIGroup: rbacv1.GroupName, Resource: resource, Namespace: namespace, Name: ref.Name,
 	}) {
 		return nil
 	}
 	rules, err := g.rules.RoleRefRules(ref, namespace)
+	if apierrors.IsNotFound(err) {
+		return apierrors.NewNotFound(rbacv1.Resource(resource), ref.Name)
+	}
 	if err != nil {
 		return err
 	}

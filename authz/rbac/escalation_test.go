@@ -163,7 +163,7 @@ func TestCanBind(t *testing.T) {
 		{"C.2 bind verb on the role allows binding it", user("binder"), ref("ClusterRole", "cluster-admin"), "ns7", ""},
 		{"C.2 bind verb on the role allows a cluster role binding", user("binder"), ref("ClusterRole", "cluster-admin"), "", ""},
 		{"C.2 bind verb is per role name", user("binder"), ref("ClusterRole", "pod-admin"), "ns1", "attempting to grant"},
-		{"C.2 missing role refused", user("bob"), ref("Role", "gone"), "ns1", `role.rbac.authorization.k8s.io "gone" not found`},
+		{"C.2 missing role refused", user("bob"), ref("Role", "gone"), "ns1", `roles.rbac.authorization.k8s.io "gone" not found`},
 		{"C.2 unsupported kind refused", user("bob"), ref("Robot", "x"), "ns1", `unsupported role reference kind: "Robot"`},
 		{"C.4 system:masters may bind anything", user("m", authz.SystemMasters), ref("ClusterRole", "missing-too"), "", ""},
 	}
@@ -172,6 +172,55 @@ func TestCanBind(t *testing.T) {
 			t.Parallel()
 			checkErr(t, g.CanBind(context.Background(), tt.user, tt.ref, tt.namespace), tt.wantErr)
 		})
+	}
+}
+
+// The bind verb is asked about roles of rbac.authorization.k8s.io, never
+// of the API group the roleRef names: holding every verb in another group
+// does not let a user bind cluster-admin.
+func TestCanBindAsksAboutRBACRoles(t *testing.T) {
+	t.Parallel()
+	objs := guardObjects()
+	objs.ClusterRoles = append(objs.ClusterRoles, clusterRole("example-all", rule(s("*"), s("example.com"), s("*"))))
+	objs.ClusterRoleBindings = append(objs.ClusterRoleBindings, crb("mallory", "example-all", subject("User", "mallory")))
+	az := New(NewMemory(objs))
+	g := NewGuard(az, authz.Union(authz.PrivilegedGroups(authz.SystemMasters), az))
+	for _, tt := range []struct {
+		ref       rbacv1.RoleRef
+		namespace string
+	}{
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "ClusterRole", Name: "cluster-admin"}, ""},
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "ClusterRole", Name: "cluster-admin"}, "ns1"},
+		{rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}, "ns1"},
+		{rbacv1.RoleRef{APIGroup: "example.com", Kind: "Role", Name: "reader"}, "ns1"},
+	} {
+		if err := g.CanBind(context.Background(), user("mallory"), tt.ref, tt.namespace); err == nil {
+			t.Errorf("CanBind(mallory, %+v, %q) = nil, want refused", tt.ref, tt.namespace)
+		}
+	}
+	// binder holds bind on the cluster role cluster-admin of
+	// rbac.authorization.k8s.io, which is what a roleRef naming it means.
+	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"}
+	if err := g.CanBind(context.Background(), user("binder"), ref, ""); err != nil {
+		t.Errorf("CanBind(binder, %+v) = %v, want allowed", ref, err)
+	}
+}
+
+// A role that does not exist is a 404 on roles or clusterroles, the answer
+// a read of that role would get.
+func TestCanBindMissingRole(t *testing.T) {
+	t.Parallel()
+	g := NewGuard(New(NewMemory(guardObjects())), nil)
+	for _, tt := range []struct {
+		kind, want string
+	}{
+		{"ClusterRole", `clusterroles.rbac.authorization.k8s.io "gone" not found`},
+		{"Role", `roles.rbac.authorization.k8s.io "gone" not found`},
+	} {
+		err := g.CanBind(context.Background(), user("bob"), rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: tt.kind, Name: "gone"}, "ns1")
+		if !apierrors.IsNotFound(err) || err.Error() != tt.want {
+			t.Errorf("CanBind(bob, %s gone) = %v, want 404 %s", tt.kind, err, tt.want)
+		}
 	}
 }
 
