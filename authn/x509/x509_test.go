@@ -148,9 +148,9 @@ func TestAuthenticateRequest(t *testing.T) {
 				leaf := tt.r.TLS.PeerCertificates[0]
 				sum := sha256.Sum256(leaf.Raw)
 				got := resp.User
-				// The O values in order, then system:authenticated, which
-				// kube-apiserver's chain adds and the cached response carries.
-				wantGroups := authn.AddAuthenticated(slices.Clone(tt.wantUser.Groups))
+				// The O values in order, then system:authenticated where
+				// the chain adds it; the cached response carries it.
+				wantGroups := authn.AddAuthenticated(tt.wantUser.Name, slices.Clone(tt.wantUser.Groups))
 				if got.Name != tt.wantUser.Name || got.UID != tt.wantUser.UID || !slices.Equal(got.Groups, wantGroups) {
 					t.Errorf("user = %+v, want %+v", got, *tt.wantUser)
 				}
@@ -298,4 +298,40 @@ func TestUIDOID(t *testing.T) {
 			t.Errorf("UIDOID = %v", kx509.UIDOID)
 		}
 	})
+}
+
+func TestAuthenticatedGroupFollowsTheUser(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, "client-ca")
+	a, err := kx509.New(ca.CertPEM, kx509.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		cn         string
+		orgs       []string
+		wantGroups []string
+	}{
+		{name: "an ordinary user gains system:authenticated", cn: "alice", orgs: []string{"devs"}, wantGroups: []string{"devs", authn.AllAuthenticated}},
+		{name: "CN system:anonymous gains nothing", cn: authn.Anonymous, orgs: []string{"devs"}, wantGroups: []string{"devs"}},
+		{name: "CN system:anonymous without O has no groups", cn: authn.Anonymous},
+		{name: "O system:unauthenticated gains nothing", cn: "bob", orgs: []string{authn.AllUnauthenticated}, wantGroups: []string{authn.AllUnauthenticated}},
+		{name: "O system:authenticated is not repeated", cn: "carol", orgs: []string{"ops", authn.AllAuthenticated}, wantGroups: []string{"ops", authn.AllAuthenticated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := tlsRequest(issue(t, ca, testpki.Options{CN: tt.cn, Orgs: tt.orgs}))
+			for range 2 { // uncached, then cached
+				resp, ok, err := a.AuthenticateRequest(r)
+				if !ok || err != nil {
+					t.Fatalf("got (%v, %v), want authenticated", ok, err)
+				}
+				if resp.User.Name != tt.cn || !slices.Equal(resp.User.Groups, tt.wantGroups) {
+					t.Errorf("user %q groups %q, want %q groups %q", resp.User.Name, resp.User.Groups, tt.cn, tt.wantGroups)
+				}
+			}
+		})
+	}
 }
