@@ -140,7 +140,14 @@ func TestSameDecisionsAsKubeAPIServer(t *testing.T) {
 	anonCertNoOrg := w.cert(t, w.clientCA, testpki.Options{CN: authn.Anonymous})
 	unauthCert := w.cert(t, w.clientCA, testpki.Options{CN: "erin", Orgs: []string{authn.AllUnauthenticated}})
 	aliceCert := w.cert(t, w.clientCA, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
+	serverOnlyCA := w.cert(t, w.clientCA, testpki.Options{CN: "server-only-ca", IsCA: true, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 
+	bearer := func(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
+	withHeaders := func(a, b map[string]string) map[string]string {
+		out := maps.Clone(a)
+		maps.Copy(out, b)
+		return out
+	}
 	remote := func(user string, groups ...string) map[string]string {
 		h := map[string]string{requestheader.UserHeader: user}
 		if len(groups) > 0 {
@@ -169,6 +176,15 @@ func TestSameDecisionsAsKubeAPIServer(t *testing.T) {
 		{name: "proxied user already unauthenticated gains no group", r: certReq(remote("frank", authn.AllUnauthenticated), proxy), proxies: []string{"front-proxy-client"}},
 		{name: "proxied user frank gains the authenticated group", r: certReq(remote("frank", "g1"), proxy), proxies: []string{"front-proxy-client"}},
 		{name: "no credential is anonymous and unauthenticated", r: headerReq(nil)},
+		{name: "client CA certificate as client certificate is its CN", r: certReq(nil, w.clientCA)},
+		{name: "client CA certificate beside a valid token is its CN", r: certReq(bearer(goodToken), w.clientCA)},
+		{name: "client CA certificate beside an unknown token is its CN", r: certReq(bearer("unknown"), w.clientCA)},
+		{name: "intermediate CA certificate with its root is its CN", r: certReq(nil, w.inter, w.clientCA)},
+		{name: "front-proxy CA certificate as proxy names the user", r: certReq(remote("grace", "g1"), w.frontCA)},
+		{name: "front-proxy CA certificate as proxy outside the allowed names is refused", r: certReq(remote("grace"), w.frontCA), proxies: []string{"front-proxy-client"}},
+		{name: "front-proxy CA certificate as proxy beside a valid token is the token user", r: certReq(withHeaders(remote("grace"), bearer(goodToken)), w.frontCA), proxies: []string{"front-proxy-client"}},
+		{name: "CA certificate for server auth only is refused", r: certReq(nil, serverOnlyCA)},
+		{name: "CA certificate of another CA beside a valid token is the token user", r: certReq(bearer(goodToken), w.otherCA)},
 	}
 	chains := map[bool][2]decider{}
 	for _, restricted := range []bool{false, true} {

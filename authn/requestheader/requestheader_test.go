@@ -99,6 +99,8 @@ func TestAuthenticateRequest(t *testing.T) {
 		{name: "A.4 a client-CA certificate without headers is still an error", a: a, certs: []*testpki.Cert{p.client}, wantErr: "unknown authority"},
 		{name: "A.4 a CN not in the allowed list is an error", a: a, certs: []*testpki.Cert{p.other}, headers: [][2]string{{"X-Remote-User", "mallory"}}, wantErr: "x509: subject with cn=some-other-proxy is not in the allowed list", wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 an empty allowed list accepts any verified CN", a: m, certs: []*testpki.Cert{p.other}, headers: [][2]string{{"X-Remote-User", "carol"}}, want: &authn.User{Name: "carol"}},
+		{name: "the front-proxy CA's own certificate is a proxy like any other", a: m, certs: []*testpki.Cert{p.frontCA}, headers: [][2]string{{"X-Remote-User", "carol"}}, want: &authn.User{Name: "carol"}},
+		{name: "the front-proxy CA's own certificate must still be an allowed name", a: a, certs: []*testpki.Cert{p.frontCA}, headers: [][2]string{{"X-Remote-User", "carol"}}, wantErr: "x509: subject with cn=front-proxy-ca is not in the allowed list", wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 a trusted proxy without a user name is not mine", a: a, certs: proxy, headers: [][2]string{{"X-Remote-Group", "system:masters"}}, wantKept: []string{"X-Remote-Group"}},
 		{name: "A.4 an empty user name is no user name", a: a, certs: proxy, headers: [][2]string{{"X-Remote-User", ""}}, wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 the first non-empty user header wins", a: m, certs: proxy, headers: [][2]string{{"X-Remote-User", ""}, {"X-Other-User", "dave"}},

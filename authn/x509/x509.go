@@ -4,8 +4,10 @@
 // user name and each O is a group, in order.
 //
 // Unlike kube-apiserver, verification results are cached (see
-// Options.CacheSize), and a leaf that is itself a CA certificate is
-// refused.
+// Options.CacheSize). As in kube-apiserver, a leaf that is itself a CA
+// certificate is accepted when it verifies for client authentication: the
+// CA's own self-signed certificate, or one it issued, names a user by its
+// CN like any other.
 package x509
 
 import (

@@ -81,8 +81,9 @@ func TestAuthenticateRequest(t *testing.T) {
 	ca2 := newCA(t, "client-ca-2")
 	other := newCA(t, "other-ca")
 	inter := ca.Intermediate(t, "client-intermediate")
+	serverCA := testpki.SelfSigned(t, testpki.Options{CN: "server-ca", IsCA: true, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	now := time.Now()
-	a, err := kx509.New(bundle(ca, ca2), kx509.Options{})
+	a, err := kx509.New(bundle(ca, ca2, serverCA), kx509.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +117,9 @@ func TestAuthenticateRequest(t *testing.T) {
 		{name: "A.1 a missing intermediate is an error", r: tlsRequest(issue(t, inter, testpki.Options{CN: "carol"})), wantErr: "unknown authority", wantFormat: true},
 		{name: "A.1 a self-signed copy of a real subject is an error", r: tlsRequest(testpki.SelfSigned(t, testpki.Options{CN: "alice", Orgs: []string{"system:masters"}})), wantErr: "unknown authority", wantFormat: true},
 		{name: "A.1 system roots are not trusted", r: tlsRequest(issue(t, other, testpki.Options{CN: "x"})), wantErr: "unknown authority"},
-		{name: "A.1 a CA certificate is not a client certificate", r: tlsRequest(ca), wantErr: "CA certificate", wantFormat: true},
-		{name: "A.1 an intermediate CA is not a client certificate", r: tlsRequest(inter), wantErr: "CA certificate", wantFormat: true},
+		{name: "the CA's own certificate names its CN", r: tlsRequest(ca), wantUser: &authn.User{Name: "client-ca"}},
+		{name: "an intermediate CA certificate names its CN", r: tlsRequest(inter), wantUser: &authn.User{Name: "client-intermediate"}},
+		{name: "a CA certificate without client-auth usage is an error", r: tlsRequest(serverCA), wantErr: "incompatible key usage", wantFormat: true},
 		{name: "A.1 two UID attributes are an error", r: tlsRequest(issue(t, ca, testpki.Options{CN: "e", ExtraNames: []pkix.AttributeTypeAndValue{uidName("1"), uidName("2")}})), wantErr: "more than one UID"},
 		{name: "A.1 a non-string UID is an error", r: tlsRequest(nonStringUID(issue(t, ca, testpki.Options{CN: "e"}))), wantErr: "not a string"},
 		{name: "A.1 an empty UID is an error", r: tlsRequest(issue(t, ca, testpki.Options{CN: "e", ExtraNames: []pkix.AttributeTypeAndValue{uidName("")}})), wantErr: "UID attribute is empty"},
