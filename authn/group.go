@@ -6,22 +6,36 @@ import (
 )
 
 // WithAuthenticatedGroup returns a Request that adds AllAuthenticated to
-// the groups of every user a authenticates, except the anonymous user and
-// users that already carry AllAuthenticated or AllUnauthenticated. The
-// response is copied, never modified in place, because it may be shared
-// with a cache.
+// the groups of the users a authenticates, as AddsAuthenticated decides.
+// The response is copied, never modified in place, because it may be
+// shared with a cache.
 func WithAuthenticatedGroup(a Request) Request { return groupAdder{a} }
 
-// AddAuthenticated returns groups with AllAuthenticated appended, unless
-// it (or AllUnauthenticated) is already there. It appends in place when
-// groups has room, so callers pass a slice they own. Authenticators build
-// their responses with it, so that the group adder of the chain finds
-// nothing to add and copies nothing.
-func AddAuthenticated(groups []string) []string {
+// AddsAuthenticated reports whether the chain adds AllAuthenticated to the
+// groups of a user called name: it does for every user except the
+// anonymous one, whatever authenticated it, and except users whose groups
+// already hold AllAuthenticated or AllUnauthenticated.
+func AddsAuthenticated(name string, groups []string) bool {
+	if name == Anonymous {
+		return false
+	}
 	for _, g := range groups {
 		if g == AllAuthenticated || g == AllUnauthenticated {
-			return groups
+			return false
 		}
+	}
+	return true
+}
+
+// AddAuthenticated returns the groups of the user called name with
+// AllAuthenticated appended when AddsAuthenticated says so, and groups
+// unchanged otherwise. It appends in place when groups has room, so
+// callers pass a slice they own. Authenticators build their responses
+// with it, so that the group adder of the chain finds nothing to add and
+// copies nothing.
+func AddAuthenticated(name string, groups []string) []string {
+	if !AddsAuthenticated(name, groups) {
+		return groups
 	}
 	return append(groups, AllAuthenticated)
 }
@@ -41,13 +55,8 @@ func (g groupAdder) AuthenticateRequest(r *http.Request) (*Response, bool, error
 // withAuthenticatedGroup returns resp, or a copy of it with
 // AllAuthenticated added to the groups (see WithAuthenticatedGroup).
 func withAuthenticatedGroup(resp *Response) *Response {
-	if resp.User.Name == Anonymous {
+	if !AddsAuthenticated(resp.User.Name, resp.User.Groups) {
 		return resp
-	}
-	for _, group := range resp.User.Groups {
-		if group == AllAuthenticated || group == AllUnauthenticated {
-			return resp
-		}
 	}
 	out := *resp
 	out.User.Groups = append(slices.Clip(resp.User.Groups), AllAuthenticated)

@@ -186,6 +186,35 @@ func TestAuthenticatedGroup(t *testing.T) {
 	})
 }
 
+func TestAddAuthenticated(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		user   string
+		groups []string
+		want   []string
+	}{
+		{name: "an ordinary user gains system:authenticated", user: "alice", groups: []string{"dev"}, want: []string{"dev", authn.AllAuthenticated}},
+		{name: "a user without groups gains system:authenticated", user: "alice", want: []string{authn.AllAuthenticated}},
+		{name: "system:anonymous gains nothing", user: authn.Anonymous, groups: []string{"dev"}, want: []string{"dev"}},
+		{name: "system:anonymous without groups gains nothing", user: authn.Anonymous},
+		{name: "system:authenticated is not added twice", user: "bob", groups: []string{authn.AllAuthenticated, "x"}, want: []string{authn.AllAuthenticated, "x"}},
+		{name: "system:unauthenticated blocks the addition", user: "bob", groups: []string{"x", authn.AllUnauthenticated}, want: []string{"x", authn.AllUnauthenticated}},
+		{name: "a name that only looks anonymous gains system:authenticated", user: "System:Anonymous", want: []string{authn.AllAuthenticated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := authn.AddsAuthenticated(tt.user, tt.groups); got != !slices.Equal(tt.groups, tt.want) {
+				t.Errorf("AddsAuthenticated(%q, %q) = %v, want %v", tt.user, tt.groups, got, !got)
+			}
+			if got := authn.AddAuthenticated(tt.user, slices.Clone(tt.groups)); !slices.Equal(got, tt.want) {
+				t.Errorf("AddAuthenticated(%q, %q) = %q, want %q", tt.user, tt.groups, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestNew(t *testing.T) {
 	t.Parallel()
 	bad := fixed(nil, false, errA, nil)

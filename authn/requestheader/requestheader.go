@@ -180,10 +180,10 @@ func (a *Authenticator) AuthenticateRequest(r *http.Request) (*authn.Response, b
 		User: authn.User{
 			Name: name,
 			UID:  first(r.Header, a.uid),
-			// kube-apiserver's chain adds system:authenticated to every
-			// proxied user; adding it here, where the groups are
-			// gathered, spares the chain a copy of the response.
-			Groups: authn.AddAuthenticated(all(r.Header, a.group)),
+			// The chain adds system:authenticated to the groups of most
+			// users; adding it here, where the groups are gathered,
+			// spares the chain a copy of the response.
+			Groups: authn.AddAuthenticated(name, all(r.Header, a.group)),
 			Extra:  a.extra(r.Header),
 		},
 		Authenticator: Name,

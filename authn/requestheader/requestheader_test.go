@@ -99,6 +99,8 @@ func TestAuthenticateRequest(t *testing.T) {
 		{name: "A.4 a client-CA certificate without headers is still an error", a: a, certs: []*testpki.Cert{p.client}, wantErr: "unknown authority"},
 		{name: "A.4 a CN not in the allowed list is an error", a: a, certs: []*testpki.Cert{p.other}, headers: [][2]string{{"X-Remote-User", "mallory"}}, wantErr: "x509: subject with cn=some-other-proxy is not in the allowed list", wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 an empty allowed list accepts any verified CN", a: m, certs: []*testpki.Cert{p.other}, headers: [][2]string{{"X-Remote-User", "carol"}}, want: &authn.User{Name: "carol"}},
+		{name: "the front-proxy CA's own certificate is a proxy like any other", a: m, certs: []*testpki.Cert{p.frontCA}, headers: [][2]string{{"X-Remote-User", "carol"}}, want: &authn.User{Name: "carol"}},
+		{name: "the front-proxy CA's own certificate must still be an allowed name", a: a, certs: []*testpki.Cert{p.frontCA}, headers: [][2]string{{"X-Remote-User", "carol"}}, wantErr: "x509: subject with cn=front-proxy-ca is not in the allowed list", wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 a trusted proxy without a user name is not mine", a: a, certs: proxy, headers: [][2]string{{"X-Remote-Group", "system:masters"}}, wantKept: []string{"X-Remote-Group"}},
 		{name: "A.4 an empty user name is no user name", a: a, certs: proxy, headers: [][2]string{{"X-Remote-User", ""}}, wantKept: []string{"X-Remote-User"}},
 		{name: "A.4 the first non-empty user header wins", a: m, certs: proxy, headers: [][2]string{{"X-Remote-User", ""}, {"X-Other-User", "dave"}},
@@ -145,10 +147,10 @@ func TestAuthenticateRequest(t *testing.T) {
 				if !ok {
 					t.Fatalf("not authenticated, want %+v", *tt.want)
 				}
-				// The header groups in order, then system:authenticated,
-				// which kube-apiserver's chain adds to every proxied user.
+				// The header groups in order, then system:authenticated
+				// where the chain adds it.
 				want := *tt.want
-				want.Groups = append(slices.Clip(want.Groups), authn.AllAuthenticated)
+				want.Groups = authn.AddAuthenticated(want.Name, slices.Clone(want.Groups))
 				if !reflect.DeepEqual(resp.User, want) {
 					t.Errorf("user = %+v, want %+v", resp.User, want)
 				}
@@ -163,6 +165,37 @@ func TestAuthenticateRequest(t *testing.T) {
 			slices.Sort(left)
 			if want := slices.Sorted(slices.Values(tt.wantKept)); !slices.Equal(left, want) && !(len(left) == 0 && len(want) == 0) {
 				t.Errorf("headers left = %q, want %q", left, want)
+			}
+		})
+	}
+}
+
+func TestAuthenticatedGroupFollowsTheUser(t *testing.T) {
+	t.Parallel()
+	p := fixtures(t)
+	a, err := requestheader.New(p.frontCA.CertPEM, requestheader.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		headers    [][2]string
+		wantGroups []string
+	}{
+		{name: "an ordinary user gains system:authenticated", headers: [][2]string{{"X-Remote-User", "alice"}, {"X-Remote-Group", "g1"}}, wantGroups: []string{"g1", authn.AllAuthenticated}},
+		{name: "system:anonymous gains nothing", headers: [][2]string{{"X-Remote-User", authn.Anonymous}, {"X-Remote-Group", "g1"}}, wantGroups: []string{"g1"}},
+		{name: "system:anonymous without groups has none", headers: [][2]string{{"X-Remote-User", authn.Anonymous}}},
+		{name: "a user in system:unauthenticated gains nothing", headers: [][2]string{{"X-Remote-User", "bob"}, {"X-Remote-Group", authn.AllUnauthenticated}}, wantGroups: []string{authn.AllUnauthenticated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, ok, err := a.AuthenticateRequest(request([]*testpki.Cert{p.proxy}, tt.headers))
+			if !ok || err != nil {
+				t.Fatalf("got (%v, %v), want authenticated", ok, err)
+			}
+			if !slices.Equal(resp.User.Groups, tt.wantGroups) {
+				t.Errorf("groups = %q, want %q", resp.User.Groups, tt.wantGroups)
 			}
 		})
 	}
@@ -271,7 +304,7 @@ func FuzzHeaders(f *testing.F) {
 		if resp.User.Name != user {
 			t.Fatalf("name = %q, want %q", resp.User.Name, user)
 		}
-		if want := []string{group, authn.AllAuthenticated}; group != "" && group != authn.AllAuthenticated && group != authn.AllUnauthenticated && !slices.Equal(resp.User.Groups, want) {
+		if want := authn.AddAuthenticated(user, []string{group}); group != "" && !slices.Equal(resp.User.Groups, want) {
 			t.Fatalf("groups = %q, want %q", resp.User.Groups, want)
 		}
 		for k := range r.Header {

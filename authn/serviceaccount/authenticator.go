@@ -383,13 +383,17 @@ func (a *Authenticator) validateBound(ctx context.Context, c *claims, auds []str
 }
 
 func response(ns, name, uid string, auds []string, extra map[string][]string) *authn.Response {
+	user := Username(ns, name)
+	groups := make([]string, 2, 3)
+	groups[0], groups[1] = AllServiceAccountsGroup, GroupPrefix+ns
 	return &authn.Response{
 		User: authn.User{
-			Name: Username(ns, name),
+			Name: user,
 			UID:  uid,
-			// system:authenticated is what kube-apiserver's chain adds; it
-			// is here so that cached responses need no copy per request.
-			Groups: []string{AllServiceAccountsGroup, GroupPrefix + ns, authn.AllAuthenticated},
+			// The chain adds system:authenticated to the groups of every
+			// service account; adding it here spares cached responses a
+			// copy per request.
+			Groups: authn.AddAuthenticated(user, groups),
 			Extra:  extra,
 		},
 		Audiences:     auds,

@@ -84,7 +84,7 @@ func FuzzParse(f *testing.F) {
 			if len(rec) > 3 {
 				groups = strings.Split(rec[3], ",")
 			}
-			groups = authn.AddAuthenticated(groups)
+			groups = authn.AddAuthenticated(rec[1], groups)
 			if !reflect.DeepEqual(resp.User.Groups, groups) {
 				t.Fatalf("groups = %q, want %q", resp.User.Groups, groups)
 			}

@@ -215,10 +215,10 @@ func parse(r io.Reader, source string) (*table, error) {
 			}
 			e.resp.User.Groups = g[:len(g):len(g)]
 		}
-		// kube-apiserver's chain adds system:authenticated to every
-		// token-file user; the shared response carries it already, so
-		// the chain copies nothing per request.
-		e.resp.User.Groups = authn.AddAuthenticated(e.resp.User.Groups)
+		// The chain adds system:authenticated to the groups of most
+		// users; the shared response carries it already where it
+		// belongs, so the chain copies nothing per request.
+		e.resp.User.Groups = authn.AddAuthenticated(e.resp.User.Name, e.resp.User.Groups)
 		maxLen = max(maxLen, len(rec[0]))
 		if prev, ok := byHash[e.hash]; ok {
 			warnings = append(warnings, fmt.Sprintf("%s: line %d: duplicate token (also on line %d), the last one wins", source, line, prev.line))

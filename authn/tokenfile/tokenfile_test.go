@@ -23,9 +23,9 @@ type lookup struct {
 func TestParse(t *testing.T) {
 	t.Parallel()
 	u := func(name, uid string, groups ...string) *authn.User {
-		// The shared response carries system:authenticated, which
-		// kube-apiserver's chain adds to every token-file user.
-		return &authn.User{Name: name, UID: uid, Groups: authn.AddAuthenticated(groups)}
+		// The shared response carries system:authenticated where the
+		// chain adds it.
+		return &authn.User{Name: name, UID: uid, Groups: authn.AddAuthenticated(name, groups)}
 	}
 	tests := []struct {
 		name      string
@@ -267,6 +267,43 @@ func TestAppendingGroupsToACopyLeavesTheTableAlone(t *testing.T) {
 	want := authn.User{Name: "alice", UID: "1", Groups: []string{"g1", "g2", authn.AllAuthenticated}}
 	if !reflect.DeepEqual(second.User, want) {
 		t.Errorf("second lookup = %#v, want %#v", second.User, want)
+	}
+}
+
+func TestAuthenticatedGroupFollowsTheUser(t *testing.T) {
+	t.Parallel()
+	a, _, err := Parse(strings.NewReader(strings.Join([]string{
+		`t1,alice,1,"dev,ops"`,
+		`t2,system:anonymous,2`,
+		`t3,system:anonymous,3,"ops,system:authenticated"`,
+		`t4,bob,4,"ops,system:unauthenticated"`,
+		`t5,carol,5,`,
+	}, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		token      string
+		wantGroups []string
+	}{
+		{name: "an ordinary user gains system:authenticated", token: "t1", wantGroups: []string{"dev", "ops", authn.AllAuthenticated}},
+		{name: "system:anonymous without groups gains nothing", token: "t2"},
+		{name: "system:anonymous keeps exactly its own groups", token: "t3", wantGroups: []string{"ops", authn.AllAuthenticated}},
+		{name: "a user in system:unauthenticated gains nothing", token: "t4", wantGroups: []string{"ops", authn.AllUnauthenticated}},
+		{name: "one empty group and system:authenticated", token: "t5", wantGroups: []string{"", authn.AllAuthenticated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, ok, err := a.AuthenticateToken(context.Background(), tt.token)
+			if !ok || err != nil {
+				t.Fatalf("got (%v, %v), want authenticated", ok, err)
+			}
+			if !reflect.DeepEqual(resp.User.Groups, tt.wantGroups) {
+				t.Errorf("groups = %q, want %q", resp.User.Groups, tt.wantGroups)
+			}
+		})
 	}
 }
 

@@ -4,8 +4,10 @@
 // user name and each O is a group, in order.
 //
 // Unlike kube-apiserver, verification results are cached (see
-// Options.CacheSize), and a leaf that is itself a CA certificate is
-// refused.
+// Options.CacheSize). As in kube-apiserver, a leaf that is itself a CA
+// certificate is accepted when it verifies for client authentication: the
+// CA's own self-signed certificate, or one it issued, names a user by its
+// CN like any other.
 package x509
 
 import (
@@ -107,10 +109,10 @@ func convert(leaf *x509.Certificate, _ [][]*x509.Certificate) result {
 		User: authn.User{
 			Name: leaf.Subject.CommonName,
 			UID:  uid,
-			// kube-apiserver's chain adds system:authenticated to every
-			// certificate user; adding it here, once per cached
-			// verification, spares the chain a copy per request.
-			Groups: authn.AddAuthenticated(slices.Clone(leaf.Subject.Organization)),
+			// The chain adds system:authenticated to the groups of most
+			// users; adding it here, once per cached verification,
+			// spares the chain a copy per request.
+			Groups: authn.AddAuthenticated(leaf.Subject.CommonName, slices.Clone(leaf.Subject.Organization)),
 			Extra:  map[string][]string{authn.CredentialIDKey: {"X509SHA256=" + hex.EncodeToString(sum[:])}},
 		},
 		Authenticator: Name,

@@ -81,8 +81,9 @@ func TestAuthenticateRequest(t *testing.T) {
 	ca2 := newCA(t, "client-ca-2")
 	other := newCA(t, "other-ca")
 	inter := ca.Intermediate(t, "client-intermediate")
+	serverCA := testpki.SelfSigned(t, testpki.Options{CN: "server-ca", IsCA: true, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	now := time.Now()
-	a, err := kx509.New(bundle(ca, ca2), kx509.Options{})
+	a, err := kx509.New(bundle(ca, ca2, serverCA), kx509.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +117,9 @@ func TestAuthenticateRequest(t *testing.T) {
 		{name: "A.1 a missing intermediate is an error", r: tlsRequest(issue(t, inter, testpki.Options{CN: "carol"})), wantErr: "unknown authority", wantFormat: true},
 		{name: "A.1 a self-signed copy of a real subject is an error", r: tlsRequest(testpki.SelfSigned(t, testpki.Options{CN: "alice", Orgs: []string{"system:masters"}})), wantErr: "unknown authority", wantFormat: true},
 		{name: "A.1 system roots are not trusted", r: tlsRequest(issue(t, other, testpki.Options{CN: "x"})), wantErr: "unknown authority"},
-		{name: "A.1 a CA certificate is not a client certificate", r: tlsRequest(ca), wantErr: "CA certificate", wantFormat: true},
-		{name: "A.1 an intermediate CA is not a client certificate", r: tlsRequest(inter), wantErr: "CA certificate", wantFormat: true},
+		{name: "the CA's own certificate names its CN", r: tlsRequest(ca), wantUser: &authn.User{Name: "client-ca"}},
+		{name: "an intermediate CA certificate names its CN", r: tlsRequest(inter), wantUser: &authn.User{Name: "client-intermediate"}},
+		{name: "a CA certificate without client-auth usage is an error", r: tlsRequest(serverCA), wantErr: "incompatible key usage", wantFormat: true},
 		{name: "A.1 two UID attributes are an error", r: tlsRequest(issue(t, ca, testpki.Options{CN: "e", ExtraNames: []pkix.AttributeTypeAndValue{uidName("1"), uidName("2")}})), wantErr: "more than one UID"},
 		{name: "A.1 a non-string UID is an error", r: tlsRequest(nonStringUID(issue(t, ca, testpki.Options{CN: "e"}))), wantErr: "not a string"},
 		{name: "A.1 an empty UID is an error", r: tlsRequest(issue(t, ca, testpki.Options{CN: "e", ExtraNames: []pkix.AttributeTypeAndValue{uidName("")}})), wantErr: "UID attribute is empty"},
@@ -148,9 +150,9 @@ func TestAuthenticateRequest(t *testing.T) {
 				leaf := tt.r.TLS.PeerCertificates[0]
 				sum := sha256.Sum256(leaf.Raw)
 				got := resp.User
-				// The O values in order, then system:authenticated, which
-				// kube-apiserver's chain adds and the cached response carries.
-				wantGroups := authn.AddAuthenticated(slices.Clone(tt.wantUser.Groups))
+				// The O values in order, then system:authenticated where
+				// the chain adds it; the cached response carries it.
+				wantGroups := authn.AddAuthenticated(tt.wantUser.Name, slices.Clone(tt.wantUser.Groups))
 				if got.Name != tt.wantUser.Name || got.UID != tt.wantUser.UID || !slices.Equal(got.Groups, wantGroups) {
 					t.Errorf("user = %+v, want %+v", got, *tt.wantUser)
 				}
@@ -298,4 +300,40 @@ func TestUIDOID(t *testing.T) {
 			t.Errorf("UIDOID = %v", kx509.UIDOID)
 		}
 	})
+}
+
+func TestAuthenticatedGroupFollowsTheUser(t *testing.T) {
+	t.Parallel()
+	ca := newCA(t, "client-ca")
+	a, err := kx509.New(ca.CertPEM, kx509.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		cn         string
+		orgs       []string
+		wantGroups []string
+	}{
+		{name: "an ordinary user gains system:authenticated", cn: "alice", orgs: []string{"devs"}, wantGroups: []string{"devs", authn.AllAuthenticated}},
+		{name: "CN system:anonymous gains nothing", cn: authn.Anonymous, orgs: []string{"devs"}, wantGroups: []string{"devs"}},
+		{name: "CN system:anonymous without O has no groups", cn: authn.Anonymous},
+		{name: "O system:unauthenticated gains nothing", cn: "bob", orgs: []string{authn.AllUnauthenticated}, wantGroups: []string{authn.AllUnauthenticated}},
+		{name: "O system:authenticated is not repeated", cn: "carol", orgs: []string{"ops", authn.AllAuthenticated}, wantGroups: []string{"ops", authn.AllAuthenticated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := tlsRequest(issue(t, ca, testpki.Options{CN: tt.cn, Orgs: tt.orgs}))
+			for range 2 { // uncached, then cached
+				resp, ok, err := a.AuthenticateRequest(r)
+				if !ok || err != nil {
+					t.Fatalf("got (%v, %v), want authenticated", ok, err)
+				}
+				if resp.User.Name != tt.cn || !slices.Equal(resp.User.Groups, tt.wantGroups) {
+					t.Errorf("user %q groups %q, want %q groups %q", resp.User.Name, resp.User.Groups, tt.cn, tt.wantGroups)
+				}
+			}
+		})
+	}
 }

@@ -145,10 +145,6 @@ func ParseCerts(data []byte) ([]*x509.Certificate, error) {
 	return certs, nil
 }
 
-// ErrCALeaf is returned when the presented leaf is itself a certificate
-// authority. A CA certificate identifies an issuer, not a client.
-var ErrCALeaf = errors.New("presented certificate is a CA certificate, not a client certificate")
-
 // FailureTTL bounds how long a failed verification is remembered. A
 // failure can only turn into a success when a certificate in play reaches
 // its NotBefore, and the cache entry ends then too; the bound is a second
@@ -200,12 +196,15 @@ func (v *Verifier[T]) Verify(certs []*x509.Certificate) (T, error) {
 
 // verify runs crypto/x509 verification at now, converts the leaf and says
 // until when a success holds.
+//
+// The leaf may be a CA certificate: one in the bundle (its own root) or
+// one the bundle issued verifies like any other certificate, provided its
+// extended key usages allow client authentication. Refusing it would
+// protect nothing, since whoever holds a CA's key can issue a client
+// certificate with any name.
 func (v *Verifier[T]) verify(b *bundle[T], certs []*x509.Certificate, now time.Time) (T, time.Time, error) {
 	var zero T
 	leaf := certs[0]
-	if leaf.BasicConstraintsValid && leaf.IsCA {
-		return zero, time.Time{}, fmt.Errorf("verifying certificate %s failed: %w", Identify(leaf), ErrCALeaf)
-	}
 	opts := x509.VerifyOptions{
 		Roots:       b.roots,
 		CurrentTime: now,
