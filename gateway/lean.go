@@ -430,7 +430,7 @@ func (c *leanConn) record(code int, st *reqState) {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	k := requestKey{code, c.req.method, st.authenticator()}
+	k := requestKey{code, verbLabel(c.req.method), st.authenticator()}
 	if c.counter == nil || k != c.counterKey {
 		c.counterKey, c.counter = k, g.metrics.requestCounter(k)
 	}
