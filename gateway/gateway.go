@@ -38,6 +38,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -80,10 +81,14 @@ type Config struct {
 	// Impersonation authorizes a client's own Impersonate-* headers in
 	// ImpersonateIdentity mode; nil refuses them with 403.
 	Impersonation ImpersonationAuthorizer
+	// MetricsAuthorization decides who may read /kubegate/metrics: those
+	// who may get the non-resource path /metrics, as on kube-apiserver.
+	// Nil refuses everyone with 403.
+	MetricsAuthorization NonResourceAuthorizer
 	// Revoked lists refused client certificates; nil refuses none.
 	Revoked *Revocation
-	// Registry receives the gateway's metrics, served at /metrics; nil
-	// means a new registry of the gateway's own.
+	// Registry receives the gateway's metrics, served at
+	// /kubegate/metrics; nil means a new registry of the gateway's own.
 	Registry *prometheus.Registry
 	// AuditLog receives one JSON line per request; nil means no audit log.
 	AuditLog io.Writer
@@ -106,6 +111,9 @@ type Gateway struct {
 	ready   readiness
 	ridBase string
 	ridSeq  atomic.Uint64
+
+	// metricsHandler serves the registry once authorized.
+	metricsHandler http.Handler
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -159,11 +167,14 @@ func New(c Config) (*Gateway, error) {
 		BufferPool:     bufferPool{},
 	}
 
+	// The gateway's own endpoints live under /kubegate/; /healthz,
+	// /metrics and the like are the upstream's and are forwarded.
+	g.metricsHandler = promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{})
 	r := chi.NewRouter()
-	r.Get("/healthz", ok)
-	r.Get("/livez", ok)
-	r.Get("/readyz", g.serveReadyz)
-	r.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	r.Get("/kubegate/healthz", ok)
+	r.Get("/kubegate/livez", ok)
+	r.Get("/kubegate/readyz", g.serveReadyz)
+	r.Get("/kubegate/metrics", g.authenticated(g.serveMetrics))
 	r.Get("/kubegate/whoami", g.authenticated(g.serveWhoami))
 	r.NotFound(g.authenticated(g.forward))
 	r.MethodNotAllowed(g.authenticated(g.forward))
@@ -410,6 +421,34 @@ func (g *Gateway) serveWhoami(w http.ResponseWriter, _ *http.Request, st *reqSta
 		Username:      u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra,
 		Forwarded: fwd,
 	})
+}
+
+// serveMetrics serves the gateway's metrics to those who may get /metrics.
+func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request, st *reqState) {
+	u := &st.resp.User
+	attrs := authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}
+	msg := fmt.Sprintf("forbidden: User %q cannot get path %q", u.Name, attrs.Path)
+	if g.cfg.MetricsAuthorization == nil {
+		st.err = errors.New(msg)
+		forbidden(w, msg)
+		return
+	}
+	allowed, reason, err := g.cfg.MetricsAuthorization.AuthorizeNonResource(r.Context(), u, attrs)
+	switch {
+	case err != nil:
+		g.log.Error("metrics authorization failed", "requestID", st.id, "user", u.Name, "error", err)
+		st.err = err
+		forbidden(w, msg+": authorization check failed")
+		return
+	case !allowed:
+		if reason != "" {
+			msg += ": " + reason
+		}
+		st.err = errors.New(msg)
+		forbidden(w, msg)
+		return
+	}
+	g.metricsHandler.ServeHTTP(w, r)
 }
 
 // readiness checks the upstream's /readyz at most once a second.

@@ -173,8 +173,10 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		Logger:              logger,
 		MaxBodyBytes:        o.MaxBodyBytes,
 	}
+	sar := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+	cfg.MetricsAuthorization = sar
 	if o.UpstreamIdentity == ImpersonateIdentity {
-		cfg.Impersonation = &SubjectAccessReviewer{Upstream: up, Transport: rt}
+		cfg.Impersonation = sar
 	}
 	if s.Gateway, err = New(cfg); err != nil {
 		return nil, err

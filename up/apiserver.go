@@ -357,7 +357,7 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 
 // GatewayLookupRole is the cluster role (and binding) that lets a kubegate
 // gateway in front of this server look up the objects service-account
-// tokens name, as gateway.LookupUser.
+// tokens name, and ask who may read its metrics, as gateway.LookupUser.
 const GatewayLookupRole = "system:kubegate:gateway"
 
 // Policy is the RBAC policy the API server writes at first start: the
@@ -370,6 +370,9 @@ func Policy() rbac.Objects {
 	}
 	p.ClusterRoles = append(p.ClusterRoles, &rbacv1.ClusterRole{ObjectMeta: meta(), Rules: []rbacv1.PolicyRule{{
 		Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts", "secrets", "pods", "nodes"},
+	}, {
+		// Who may read the gateway's /kubegate/metrics.
+		Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"},
 	}}})
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: meta(),
