@@ -123,3 +123,42 @@ func TestSubjectAccessReviewerNonResource(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestReadinessProbeCarriesTheGatewayIdentity(t *testing.T) {
+	forEachProtocol(t, testReadinessProbeCarriesTheGatewayIdentity)
+}
+
+// testReadinessProbeCarriesTheGatewayIdentity runs the gateway's
+// readiness probe against an upstream that, as kube-apiserver without
+// anonymous access, refuses /readyz to a request without an identity.
+func testReadinessProbeCarriesTheGatewayIdentity(t *testing.T, proto string) {
+	for _, tt := range []struct {
+		identity UpstreamIdentity
+		wantUser string
+	}{
+		{RequestHeaderIdentity, LookupUser},
+		{ImpersonateIdentity, ""},
+	} {
+		t.Run(string(tt.identity), func(t *testing.T) {
+			e := newEnv(t, envOptions{proto: proto, identity: tt.identity})
+			e.up.handler = func(w http.ResponseWriter, r *http.Request) {
+				// The impersonate-mode credential is the client certificate
+				// the test upstream requires in either mode.
+				if tt.identity == RequestHeaderIdentity && r.Header.Get("X-Remote-User") == "" {
+					w.WriteHeader(http.StatusUnauthorized)
+					return
+				}
+				_, _ = io.WriteString(w, "ok")
+			}
+			resp, body := e.do(t, e.client(nil), "GET", "/kubegate/readyz", nil)
+			if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+				t.Fatalf("/kubegate/readyz: %d %q, want 200 ok", resp.StatusCode, body)
+			}
+			last := e.up.last(t)
+			if last.path != "/readyz" || last.header.Get("X-Remote-User") != tt.wantUser || last.header.Get("Impersonate-User") != "" {
+				t.Errorf("probe reached the upstream as %s X-Remote-User=%q Impersonate-User=%q, want /readyz as %q",
+					last.path, last.header.Get("X-Remote-User"), last.header.Get("Impersonate-User"), tt.wantUser)
+			}
+		})
+	}
+}

@@ -158,6 +158,11 @@ func New(c Config) (*Gateway, error) {
 		g.audit = newAuditLog(c.AuditLog)
 	}
 	g.ready = readiness{url: c.Upstream.JoinPath("/readyz").String(), rt: c.Transport}
+	if c.Identity == RequestHeaderIdentity {
+		// The upstream authenticates the probe as any other request: by
+		// the front-proxy certificate and a user header.
+		g.ready.asUser = LookupUser
+	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      c.Transport,
@@ -451,10 +456,13 @@ func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request, st *reqSt
 	g.metricsHandler.ServeHTTP(w, r)
 }
 
-// readiness checks the upstream's /readyz at most once a second.
+// readiness checks the upstream's /readyz at most once a second, with
+// the gateway's own credential.
 type readiness struct {
 	url string
 	rt  http.RoundTripper
+	// asUser, when set, is sent as X-Remote-User (request-header mode).
+	asUser string
 
 	mu      sync.Mutex
 	checked time.Time
@@ -470,6 +478,9 @@ func (rd *readiness) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rd.url, nil)
+	if rd.asUser != "" {
+		req.Header.Set(remoteUser, rd.asUser)
+	}
 	resp, err := rd.rt.RoundTrip(req)
 	switch {
 	case err != nil:
