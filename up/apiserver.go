@@ -55,6 +55,8 @@ type APIServerOptions struct {
 	SecurePort  int // default 6443
 	TLSCertFile string
 	TLSKeyFile  string
+	// TLS are the cipher suites and minimum TLS version served.
+	TLS gateway.TLSFlags
 
 	// Flags are the authentication flags. SAKeyFiles empty means the
 	// public half of SASigningKeyFile; the first of SAIssuers is the iss of
@@ -120,7 +122,7 @@ func (o *APIServerOptions) Validate() error {
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
 	}
-	return nil
+	return o.TLS.Validate()
 }
 
 // APIServer is a configured API server ready to serve.
@@ -222,7 +224,11 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 		return nil, err
 	}
 	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), gateway.ServerTLSConfig(serving, requestCerts, nil), logger)
+	tc := gateway.ServerTLSConfig(serving, requestCerts, nil)
+	if err := o.TLS.Apply(tc, logger); err != nil {
+		return nil, err
+	}
+	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), tc, logger)
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
