@@ -206,7 +206,8 @@ func ok(w http.ResponseWriter, _ *http.Request) {
 
 // reqState follows one request through the gateway, for metrics and audit.
 type reqState struct {
-	id             string
+	id             string // the gateway's own request ID
+	clientID       string // the client's X-Request-Id, for the audit line only
 	start          time.Time
 	resp           *authn.Response
 	target         *authn.User // the identity forwarded upstream
@@ -226,10 +227,7 @@ func stateFrom(ctx context.Context) *reqState {
 // ID, metrics and the audit line. Unauthenticated requests get 401.
 func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *reqState)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st := &reqState{start: time.Now(), id: r.Header.Get("X-Request-Id")}
-		if st.id == "" || len(st.id) > 128 {
-			st.id = g.newRequestID()
-		}
+		st := &reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(r.Header.Get("X-Request-Id"))}
 		w.Header()["X-Request-Id"] = []string{st.id}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer g.finish(rec, r, st)
@@ -263,7 +261,21 @@ func (g *Gateway) authenticate(r *http.Request, now time.Time) (*authn.Response,
 	return g.cfg.Authenticator.AuthenticateRequest(r)
 }
 
-// newRequestID returns a request ID unique to this gateway process.
+// clientRequestID returns the part of a client's X-Request-Id that the
+// audit line records: at most 128 bytes.
+func clientRequestID(v string) string {
+	if len(v) > maxClientRequestID {
+		v = v[:maxClientRequestID]
+	}
+	return v
+}
+
+const maxClientRequestID = 128
+
+// newRequestID returns a request ID unique to this gateway process. It is
+// the request's only ID: in the audit line, upstream and to the client.
+// A client's own X-Request-Id is recorded beside it, never used as it,
+// so that no request can pass for another in the audit log.
 func (g *Gateway) newRequestID() string {
 	var b [32]byte // ridBase is 13 bytes, a uint64 in base 36 at most 13
 	return string(strconv.AppendUint(append(b[:0], g.ridBase...), g.ridSeq.Add(1), 36))
@@ -307,6 +319,7 @@ func (g *Gateway) auditRequest(code int, method, path string, st *reqState) {
 		UpstreamStatus: st.upstreamStatus,
 		LatencySeconds: time.Since(st.start).Seconds(),
 	}
+	ev.ClientRequestID = st.clientID
 	if st.resp != nil {
 		u := st.resp.User
 		ev.User, ev.UID, ev.Groups = u.Name, u.UID, u.Groups

@@ -337,10 +337,7 @@ func (r *h1Request) wantsClose() bool {
 // the connection can serve another request.
 func (g *Gateway) serveLean(c *leanConn) bool {
 	r := c.request()
-	st := reqState{start: time.Now(), id: first(r.Header, "X-Request-Id")}
-	if st.id == "" || len(st.id) > 128 {
-		st.id = g.newRequestID()
-	}
+	st := reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(first(r.Header, "X-Request-Id"))}
 	keep := !c.req.wantsClose()
 
 	resp, ok, err := g.authenticate(r, st.start)
