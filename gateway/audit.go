@@ -24,6 +24,11 @@ type auditEvent struct {
 	UpstreamStatus int       `json:"upstreamStatus,omitempty"`
 	LatencySeconds float64   `json:"latencySeconds"`
 	Error          string    `json:"error,omitempty"`
+
+	// ClientRequestID is the X-Request-Id the client sent, if any: the
+	// client's claim, never the request's identity, which is RequestID,
+	// always the gateway's own.
+	ClientRequestID string `json:"clientRequestID,omitempty"`
 }
 
 // auditLog writes one JSON line per request through a buffer that is

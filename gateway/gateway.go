@@ -38,6 +38,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -80,10 +81,14 @@ type Config struct {
 	// Impersonation authorizes a client's own Impersonate-* headers in
 	// ImpersonateIdentity mode; nil refuses them with 403.
 	Impersonation ImpersonationAuthorizer
+	// MetricsAuthorization decides who may read /kubegate/metrics: those
+	// who may get the non-resource path /metrics, as on kube-apiserver.
+	// Nil refuses everyone with 403.
+	MetricsAuthorization NonResourceAuthorizer
 	// Revoked lists refused client certificates; nil refuses none.
 	Revoked *Revocation
-	// Registry receives the gateway's metrics, served at /metrics; nil
-	// means a new registry of the gateway's own.
+	// Registry receives the gateway's metrics, served at
+	// /kubegate/metrics; nil means a new registry of the gateway's own.
 	Registry *prometheus.Registry
 	// AuditLog receives one JSON line per request; nil means no audit log.
 	AuditLog io.Writer
@@ -106,6 +111,9 @@ type Gateway struct {
 	ready   readiness
 	ridBase string
 	ridSeq  atomic.Uint64
+
+	// metricsHandler serves the registry once authorized.
+	metricsHandler http.Handler
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -150,6 +158,11 @@ func New(c Config) (*Gateway, error) {
 		g.audit = newAuditLog(c.AuditLog)
 	}
 	g.ready = readiness{url: c.Upstream.JoinPath("/readyz").String(), rt: c.Transport}
+	if c.Identity == RequestHeaderIdentity {
+		// The upstream authenticates the probe as any other request: by
+		// the front-proxy certificate and a user header.
+		g.ready.asUser = LookupUser
+	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      c.Transport,
@@ -159,11 +172,14 @@ func New(c Config) (*Gateway, error) {
 		BufferPool:     bufferPool{},
 	}
 
+	// The gateway's own endpoints live under /kubegate/; /healthz,
+	// /metrics and the like are the upstream's and are forwarded.
+	g.metricsHandler = promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{})
 	r := chi.NewRouter()
-	r.Get("/healthz", ok)
-	r.Get("/livez", ok)
-	r.Get("/readyz", g.serveReadyz)
-	r.Handle("/metrics", promhttp.HandlerFor(c.Registry, promhttp.HandlerOpts{}))
+	r.Get("/kubegate/healthz", ok)
+	r.Get("/kubegate/livez", ok)
+	r.Get("/kubegate/readyz", g.serveReadyz)
+	r.Get("/kubegate/metrics", g.authenticated(g.serveMetrics))
 	r.Get("/kubegate/whoami", g.authenticated(g.serveWhoami))
 	r.NotFound(g.authenticated(g.forward))
 	r.MethodNotAllowed(g.authenticated(g.forward))
@@ -190,7 +206,8 @@ func ok(w http.ResponseWriter, _ *http.Request) {
 
 // reqState follows one request through the gateway, for metrics and audit.
 type reqState struct {
-	id             string
+	id             string // the gateway's own request ID
+	clientID       string // the client's X-Request-Id, for the audit line only
 	start          time.Time
 	resp           *authn.Response
 	target         *authn.User // the identity forwarded upstream
@@ -210,10 +227,7 @@ func stateFrom(ctx context.Context) *reqState {
 // ID, metrics and the audit line. Unauthenticated requests get 401.
 func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *reqState)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st := &reqState{start: time.Now(), id: r.Header.Get("X-Request-Id")}
-		if st.id == "" || len(st.id) > 128 {
-			st.id = g.newRequestID()
-		}
+		st := &reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(r.Header.Get("X-Request-Id"))}
 		w.Header()["X-Request-Id"] = []string{st.id}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer g.finish(rec, r, st)
@@ -247,7 +261,21 @@ func (g *Gateway) authenticate(r *http.Request, now time.Time) (*authn.Response,
 	return g.cfg.Authenticator.AuthenticateRequest(r)
 }
 
-// newRequestID returns a request ID unique to this gateway process.
+// clientRequestID returns the part of a client's X-Request-Id that the
+// audit line records: at most 128 bytes.
+func clientRequestID(v string) string {
+	if len(v) > maxClientRequestID {
+		v = v[:maxClientRequestID]
+	}
+	return v
+}
+
+const maxClientRequestID = 128
+
+// newRequestID returns a request ID unique to this gateway process. It is
+// the request's only ID: in the audit line, upstream and to the client.
+// A client's own X-Request-Id is recorded beside it, never used as it,
+// so that no request can pass for another in the audit log.
 func (g *Gateway) newRequestID() string {
 	var b [32]byte // ridBase is 13 bytes, a uint64 in base 36 at most 13
 	return string(strconv.AppendUint(append(b[:0], g.ridBase...), g.ridSeq.Add(1), 36))
@@ -291,6 +319,7 @@ func (g *Gateway) auditRequest(code int, method, path string, st *reqState) {
 		UpstreamStatus: st.upstreamStatus,
 		LatencySeconds: time.Since(st.start).Seconds(),
 	}
+	ev.ClientRequestID = st.clientID
 	if st.resp != nil {
 		u := st.resp.User
 		ev.User, ev.UID, ev.Groups = u.Name, u.UID, u.Groups
@@ -415,10 +444,41 @@ func (g *Gateway) serveWhoami(w http.ResponseWriter, _ *http.Request, st *reqSta
 	})
 }
 
-// readiness checks the upstream's /readyz at most once a second.
+// serveMetrics serves the gateway's metrics to those who may get /metrics.
+func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request, st *reqState) {
+	u := &st.resp.User
+	attrs := authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}
+	msg := fmt.Sprintf("forbidden: User %q cannot get path %q", u.Name, attrs.Path)
+	if g.cfg.MetricsAuthorization == nil {
+		st.err = errors.New(msg)
+		forbidden(w, msg)
+		return
+	}
+	allowed, reason, err := g.cfg.MetricsAuthorization.AuthorizeNonResource(r.Context(), u, attrs)
+	switch {
+	case err != nil:
+		g.log.Error("metrics authorization failed", "requestID", st.id, "user", u.Name, "error", err)
+		st.err = err
+		forbidden(w, msg+": authorization check failed")
+		return
+	case !allowed:
+		if reason != "" {
+			msg += ": " + reason
+		}
+		st.err = errors.New(msg)
+		forbidden(w, msg)
+		return
+	}
+	g.metricsHandler.ServeHTTP(w, r)
+}
+
+// readiness checks the upstream's /readyz at most once a second, with
+// the gateway's own credential.
 type readiness struct {
 	url string
 	rt  http.RoundTripper
+	// asUser, when set, is sent as X-Remote-User (request-header mode).
+	asUser string
 
 	mu      sync.Mutex
 	checked time.Time
@@ -434,6 +494,9 @@ func (rd *readiness) check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rd.url, nil)
+	if rd.asUser != "" {
+		req.Header.Set(remoteUser, rd.asUser)
+	}
 	resp, err := rd.rt.RoundTrip(req)
 	switch {
 	case err != nil:

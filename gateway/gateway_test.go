@@ -82,6 +82,7 @@ type env struct {
 type envOptions struct {
 	identity      UpstreamIdentity
 	impersonation ImpersonationAuthorizer
+	metricsAuthz  NonResourceAuthorizer
 	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
 	// and the default) or "HTTP/2.0" (net/http).
 	proto string
@@ -186,16 +187,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 
 	up, _ := url.Parse(e.up.URL)
 	e.gateway, err = New(Config{
-		Upstream:            up,
-		Transport:           rt,
-		Authenticator:       a,
-		Identity:            o.identity,
-		ClearHeaders:        []string{"X-Custom-User", "X-Custom-Group"},
-		ClearHeaderPrefixes: []string{"X-Custom-Extra-"},
-		Impersonation:       o.impersonation,
-		Revoked:             e.revoked,
-		AuditLog:            e.audit,
-		Logger:              slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Upstream:             up,
+		Transport:            rt,
+		Authenticator:        a,
+		Identity:             o.identity,
+		ClearHeaders:         []string{"X-Custom-User", "X-Custom-Group"},
+		ClearHeaderPrefixes:  []string{"X-Custom-Extra-"},
+		Impersonation:        o.impersonation,
+		MetricsAuthorization: o.metricsAuthz,
+		Revoked:              e.revoked,
+		AuditLog:             e.audit,
+		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -566,16 +568,16 @@ func testUnreachableUpstreamIs502Status(t *testing.T, proto string) {
 	if resp.StatusCode != http.StatusBadGateway || !bytes.Contains(body, []byte(`"kind":"Status"`)) {
 		t.Fatalf("status %d body %s, want a 502 Status", resp.StatusCode, body)
 	}
-	resp, _ = e.do(t, e.client(nil), "GET", "/readyz", nil)
+	resp, _ = e.do(t, e.client(nil), "GET", "/kubegate/readyz", nil)
 	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("/readyz with the upstream down = %d, want 503", resp.StatusCode)
+		t.Errorf("/kubegate/readyz with the upstream down = %d, want 503", resp.StatusCode)
 	}
 }
 
 func TestWhoamiHealthMetricsAudit(t *testing.T) { forEachProtocol(t, testWhoamiHealthMetricsAudit) }
 
 func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
-	e := newEnv(t, envOptions{proto: proto})
+	e := newEnv(t, envOptions{proto: proto, metricsAuthz: allowUsers("alice")})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 	resp, body := e.do(t, e.client(alice), "GET", "/kubegate/whoami", nil)
 	if resp.StatusCode != 200 {
@@ -591,7 +593,7 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 	resp, body = e.do(t, e.client(nil), "GET", "/kubegate/whoami", nil)
 	wantUnauthorized(t, resp, body)
 
-	for _, p := range []string{"/healthz", "/livez", "/readyz"} {
+	for _, p := range []string{"/kubegate/healthz", "/kubegate/livez", "/kubegate/readyz"} {
 		if resp, body := e.do(t, e.client(nil), "GET", p, nil); resp.StatusCode != 200 {
 			t.Errorf("%s = %d %s", p, resp.StatusCode, body)
 		}
@@ -607,7 +609,7 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 		log := e.audit.String()
 		return hasCompleteAuditLine(t, log), "not in:\n" + log
 	})
-	_, metricsBody := e.do(t, e.client(nil), "GET", "/metrics", nil)
+	_, metricsBody := e.do(t, e.client(alice), "GET", "/kubegate/metrics", nil)
 	for _, want := range []string{
 		`kubegate_gateway_requests_total{authenticator="x509",code="200",verb="GET"}`,
 		`kubegate_gateway_requests_total{authenticator="",code="401",verb="GET"} 1`,
@@ -616,7 +618,7 @@ func testWhoamiHealthMetricsAudit(t *testing.T, proto string) {
 		"kubegate_gateway_client_certificate_expiration_seconds_bucket",
 	} {
 		if !bytes.Contains(metricsBody, []byte(want)) {
-			t.Errorf("/metrics lacks %s", want)
+			t.Errorf("/kubegate/metrics lacks %s", want)
 		}
 	}
 }

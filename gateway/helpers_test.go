@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
+	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 
@@ -24,4 +25,20 @@ type impersonationFunc func(ctx context.Context, u *authn.User, a authorizationv
 
 func (f impersonationFunc) AuthorizeImpersonation(ctx context.Context, u *authn.User, a authorizationv1.ResourceAttributes) (bool, string, error) {
 	return f(ctx, u, a)
+}
+
+type nonResourceFunc func(ctx context.Context, u *authn.User, a authorizationv1.NonResourceAttributes) (bool, string, error)
+
+func (f nonResourceFunc) AuthorizeNonResource(ctx context.Context, u *authn.User, a authorizationv1.NonResourceAttributes) (bool, string, error) {
+	return f(ctx, u, a)
+}
+
+// allowUsers allows the named users to get /metrics and nothing else.
+func allowUsers(names ...string) NonResourceAuthorizer {
+	return nonResourceFunc(func(_ context.Context, u *authn.User, a authorizationv1.NonResourceAttributes) (bool, string, error) {
+		if a.Verb != "get" || a.Path != "/metrics" {
+			return false, "", nil
+		}
+		return slices.Contains(names, u.Name), "", nil
+	})
 }

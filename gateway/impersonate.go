@@ -23,26 +23,48 @@ type ImpersonationAuthorizer interface {
 	AuthorizeImpersonation(ctx context.Context, user *authn.User, attrs authorizationv1.ResourceAttributes) (allowed bool, reason string, err error)
 }
 
-// SubjectAccessReviewer authorizes impersonation by posting a
-// SubjectAccessReview to the upstream API server with the gateway's own
-// credential (which therefore needs create on subjectaccessreviews).
+// NonResourceAuthorizer decides whether user may use attrs.Verb on the
+// non-resource path attrs.Path, as kube-apiserver's authorizer decides
+// for /metrics.
+type NonResourceAuthorizer interface {
+	AuthorizeNonResource(ctx context.Context, user *authn.User, attrs authorizationv1.NonResourceAttributes) (allowed bool, reason string, err error)
+}
+
+// SubjectAccessReviewer authorizes impersonation and non-resource
+// requests by posting a SubjectAccessReview to the upstream API server
+// with the gateway's own credential (which therefore needs create on
+// subjectaccessreviews).
 type SubjectAccessReviewer struct {
 	Upstream  *url.URL
 	Transport http.RoundTripper
+	// Identity is how the gateway names itself; RequestHeaderIdentity
+	// sends X-Remote-User: LookupUser over the front-proxy certificate,
+	// ImpersonateIdentity (and zero) sends no identity header, so that the
+	// transport's own credential speaks.
+	Identity UpstreamIdentity
 }
 
-var _ ImpersonationAuthorizer = (*SubjectAccessReviewer)(nil)
+var (
+	_ ImpersonationAuthorizer = (*SubjectAccessReviewer)(nil)
+	_ NonResourceAuthorizer   = (*SubjectAccessReviewer)(nil)
+)
 
 // AuthorizeImpersonation asks the upstream.
 func (s *SubjectAccessReviewer) AuthorizeImpersonation(ctx context.Context, user *authn.User, attrs authorizationv1.ResourceAttributes) (bool, string, error) {
+	return s.review(ctx, user, authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: &attrs})
+}
+
+// AuthorizeNonResource asks the upstream.
+func (s *SubjectAccessReviewer) AuthorizeNonResource(ctx context.Context, user *authn.User, attrs authorizationv1.NonResourceAttributes) (bool, string, error) {
+	return s.review(ctx, user, authorizationv1.SubjectAccessReviewSpec{NonResourceAttributes: &attrs})
+}
+
+// review completes spec with user and posts it.
+func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, spec authorizationv1.SubjectAccessReviewSpec) (bool, string, error) {
+	spec.User, spec.UID, spec.Groups = user.Name, user.UID, user.Groups
 	sar := authorizationv1.SubjectAccessReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
-		Spec: authorizationv1.SubjectAccessReviewSpec{
-			ResourceAttributes: &attrs,
-			User:               user.Name,
-			UID:                user.UID,
-			Groups:             user.Groups,
-		},
+		Spec:     spec,
 	}
 	if len(user.Extra) > 0 {
 		sar.Spec.Extra = make(map[string]authorizationv1.ExtraValue, len(user.Extra))
@@ -61,6 +83,9 @@ func (s *SubjectAccessReviewer) AuthorizeImpersonation(ctx context.Context, user
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if s.Identity == RequestHeaderIdentity {
+		req.Header.Set(remoteUser, LookupUser)
+	}
 	resp, err := s.Transport.RoundTrip(req)
 	if err != nil {
 		return false, "", fmt.Errorf("subject access review: %w", err)

@@ -32,8 +32,8 @@ import (
 // It takes only requests whose meaning is plain: HTTP/1.1, origin-form
 // target, no body, no upgrade, no Expect, a single Host, no hop-by-hop
 // header named in Connection, a head that fits 4 KiB, and none of the
-// gateway's own endpoints, watches or follows. At the first request that
-// is anything else, the connection (with the bytes already read) goes to
+// gateway's own endpoints (/kubegate/…), watches or follows. At the
+// first request that is anything else, the connection (with the bytes already read) goes to
 // net/http for the rest of its life, so every unusual case keeps
 // net/http's behaviour: its errors, header limits, HTTP/2, upgrades and
 // streams that notice a client going away.
@@ -287,10 +287,6 @@ func (r *h1Request) plain(impersonate bool) bool {
 		return false
 	}
 	path, query, _ := strings.Cut(r.target, "?")
-	switch path {
-	case "/healthz", "/livez", "/readyz", "/metrics":
-		return false
-	}
 	if strings.HasPrefix(path, "/kubegate/") || strings.Contains(path, "/watch/") ||
 		strings.Contains(query, "watch=") || strings.Contains(query, "follow=") {
 		return false
@@ -344,10 +340,7 @@ func (r *h1Request) wantsClose() bool {
 // the connection can serve another request.
 func (g *Gateway) serveLean(c *leanConn) bool {
 	r := c.request()
-	st := reqState{start: time.Now(), id: first(r.Header, "X-Request-Id")}
-	if st.id == "" || len(st.id) > 128 {
-		st.id = g.newRequestID()
-	}
+	st := reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(first(r.Header, "X-Request-Id"))}
 	keep := !c.req.wantsClose()
 
 	resp, ok, err := g.authenticate(r, st.start)
@@ -433,7 +426,7 @@ func (c *leanConn) record(code int, st *reqState) {
 	if code == 0 {
 		code = http.StatusOK
 	}
-	k := requestKey{code, c.req.method, st.authenticator()}
+	k := requestKey{code, verbLabel(c.req.method), st.authenticator()}
 	if c.counter == nil || k != c.counterKey {
 		c.counterKey, c.counter = k, g.metrics.requestCounter(k)
 	}

@@ -109,7 +109,7 @@ func TestLeanWire(t *testing.T) {
 				}
 			},
 		},
-		{name: "gateway endpoints", steps: []string{"GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n", "GET /kubegate/whoami HTTP/1.1\r\nHost: gw\r\n\r\n"}, want: []int{200, 200}},
+		{name: "gateway endpoints", steps: []string{"GET /kubegate/healthz HTTP/1.1\r\nHost: gw\r\n\r\n", "GET /kubegate/whoami HTTP/1.1\r\nHost: gw\r\n\r\n"}, want: []int{200, 200}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,21 +53,61 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// countRequest increments the request counter for one label set.
-func (m *metrics) countRequest(code int, verb, authenticator string) {
-	m.requestCounter(requestKey{code, verb, authenticator}).Inc()
+// countRequest increments the request counter for a request with the
+// given method.
+func (m *metrics) countRequest(code int, method, authenticator string) {
+	m.requestCounter(requestKey{code, verbLabel(method), authenticator}).Inc()
 }
 
-// requestCounter returns the request counter for k. The counters are
-// cached, so that a request costs no label hashing.
+// verbLabel maps a request method to the verb label: the standard
+// methods name themselves, anything else a client makes up is "other",
+// so that clients cannot add series.
+func verbLabel(method string) string {
+	switch method {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodHead:
+		return http.MethodHead
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodPatch:
+		return http.MethodPatch
+	case http.MethodDelete:
+		return http.MethodDelete
+	case http.MethodOptions:
+		return http.MethodOptions
+	case http.MethodConnect:
+		return http.MethodConnect
+	case http.MethodTrace:
+		return http.MethodTrace
+	}
+	return "other"
+}
+
+// codeLabel is the code label: a three-digit HTTP status as text, or
+// "other" for anything outside 100-599, so that neither clients nor the
+// upstream can add series with odd status codes.
+func codeLabel(code int) string {
+	if code < 100 || code > 599 {
+		return "other"
+	}
+	return strconv.Itoa(code)
+}
+
+// requestCounter returns the request counter for k, whose verb must come
+// from verbLabel. The counters are cached, so that a request costs no
+// label hashing.
 func (m *metrics) requestCounter(k requestKey) prometheus.Counter {
 	m.mu.RLock()
 	c := m.byLabels[k]
 	m.mu.RUnlock()
 	if c == nil {
-		c = m.requests.WithLabelValues(strconv.Itoa(k.code), k.verb, k.authenticator)
-		// The verb may point into a whole request head; keep only itself.
-		k.verb = strings.Clone(k.verb)
+		// Copies of the label values: none may keep a request's memory
+		// alive.
+		k.verb, k.authenticator = strings.Clone(k.verb), strings.Clone(k.authenticator)
+		c = m.requests.WithLabelValues(codeLabel(k.code), k.verb, k.authenticator)
 		m.mu.Lock()
 		if len(m.byLabels) < maxCachedLabelSets {
 			m.byLabels[k] = c
@@ -87,7 +128,7 @@ func (m *metrics) upstreamObserver(code int) prometheus.Observer {
 	o := m.upstreamByCode[code]
 	m.mu.RUnlock()
 	if o == nil {
-		o = m.upstreamLatency.WithLabelValues(strconv.Itoa(code))
+		o = m.upstreamLatency.WithLabelValues(codeLabel(code))
 		m.mu.Lock()
 		if len(m.upstreamByCode) < maxCachedLabelSets {
 			m.upstreamByCode[code] = o
@@ -97,8 +138,7 @@ func (m *metrics) upstreamObserver(code int) prometheus.Observer {
 	return o
 }
 
-// maxCachedLabelSets bounds the caches: a client choosing odd verbs
-// cannot grow them without limit.
+// maxCachedLabelSets bounds the caches, whatever the labels.
 const maxCachedLabelSets = 1024
 
 type requestKey struct {

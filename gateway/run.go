@@ -26,6 +26,8 @@ type Options struct {
 	TLSCertFile string // required
 	TLSKeyFile  string // required
 	TLSCurves   []string
+	// TLS are the cipher suites and minimum TLS version served.
+	TLS TLSFlags
 	// Flags are the authentication flags; SALookup checks tokens'
 	// objects through the upstream.
 	fileconfig.Flags
@@ -78,6 +80,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := ParseCurves(o.TLSCurves); err != nil {
 		return fmt.Errorf("--tls-curve-preferences: %w", err)
+	}
+	if err := o.TLS.Validate(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -173,15 +178,21 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		Logger:              logger,
 		MaxBodyBytes:        o.MaxBodyBytes,
 	}
+	sar := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+	cfg.MetricsAuthorization = sar
 	if o.UpstreamIdentity == ImpersonateIdentity {
-		cfg.Impersonation = &SubjectAccessReviewer{Upstream: up, Transport: rt}
+		cfg.Impersonation = sar
 	}
 	if s.Gateway, err = New(cfg); err != nil {
 		return nil, err
 	}
 	curves, _ := ParseCurves(o.TLSCurves)
 	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	s.HTTP = NewHTTPServer(s.Gateway, ServerTLSConfig(serving, requestCerts, curves), logger)
+	tc := ServerTLSConfig(serving, requestCerts, curves)
+	if err := o.TLS.Apply(tc, logger); err != nil {
+		return nil, err
+	}
+	s.HTTP = NewHTTPServer(s.Gateway, tc, logger)
 	addr := net.JoinHostPort(o.BindAddress, fmt.Sprint(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)

@@ -55,6 +55,8 @@ type APIServerOptions struct {
 	SecurePort  int // default 6443
 	TLSCertFile string
 	TLSKeyFile  string
+	// TLS are the cipher suites and minimum TLS version served.
+	TLS gateway.TLSFlags
 
 	// Flags are the authentication flags. SAKeyFiles empty means the
 	// public half of SASigningKeyFile; the first of SAIssuers is the iss of
@@ -120,7 +122,7 @@ func (o *APIServerOptions) Validate() error {
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
 	}
-	return nil
+	return o.TLS.Validate()
 }
 
 // APIServer is a configured API server ready to serve.
@@ -222,7 +224,11 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 		return nil, err
 	}
 	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), gateway.ServerTLSConfig(serving, requestCerts, nil), logger)
+	tc := gateway.ServerTLSConfig(serving, requestCerts, nil)
+	if err := o.TLS.Apply(tc, logger); err != nil {
+		return nil, err
+	}
+	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), tc, logger)
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -357,7 +363,7 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 
 // GatewayLookupRole is the cluster role (and binding) that lets a kubegate
 // gateway in front of this server look up the objects service-account
-// tokens name, as gateway.LookupUser.
+// tokens name, and ask who may read its metrics, as gateway.LookupUser.
 const GatewayLookupRole = "system:kubegate:gateway"
 
 // Policy is the RBAC policy the API server writes at first start: the
@@ -370,6 +376,9 @@ func Policy() rbac.Objects {
 	}
 	p.ClusterRoles = append(p.ClusterRoles, &rbacv1.ClusterRole{ObjectMeta: meta(), Rules: []rbacv1.PolicyRule{{
 		Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"serviceaccounts", "secrets", "pods", "nodes"},
+	}, {
+		// Who may read the gateway's /kubegate/metrics.
+		Verbs: []string{"create"}, APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"},
 	}}})
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: meta(),

@@ -29,6 +29,9 @@ type Options struct {
 	// BindAddress and SecurePort are where the gateway listens.
 	BindAddress string // default 127.0.0.1
 	SecurePort  int    // default 6443
+	// TLS are the cipher suites and minimum TLS version both the gateway
+	// and the API server serve.
+	TLS gateway.TLSFlags
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
 	// the scheduler; 0 means neither runs.
 	Nodes int
@@ -57,7 +60,7 @@ func (o *Options) Validate() error {
 	case o.InitPKI == nil:
 		return errors.New("up: InitPKI is required")
 	}
-	return nil
+	return o.TLS.Validate()
 }
 
 // Cluster is a running local cluster.
@@ -116,6 +119,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a := APIServerDefaults()
 	a.BindAddress, a.SecurePort = "127.0.0.1", 0
 	a.TLSCertFile, a.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
+	a.TLS = o.TLS
 	a.ClientCAFile = pki("ca.crt")
 	a.SAKeyFiles = []string{pki("sa.pub")}
 	a.SASigningKeyFile = pki("sa.key")
@@ -138,6 +142,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	g := gateway.Defaults()
 	g.BindAddress, g.SecurePort = o.BindAddress, o.SecurePort
 	g.TLSCertFile, g.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
+	g.TLS = o.TLS
 	g.ClientCAFile = pki("ca.crt")
 	if tokens := filepath.Join(o.Dir, "tokens.csv"); fileExists(tokens) {
 		g.TokenAuthFile = tokens

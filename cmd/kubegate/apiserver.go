@@ -22,6 +22,7 @@ func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port to serve HTTPS on (0: any free port)")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded on change)")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "serving key (reloaded on change)")
+	addTLSFlags(fs, &o.TLS)
 	addAuthnFlags(fs, &o.Flags,
 		"PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable (default: the signing key)",
 		"check that a legacy token's service account and secret still exist (bound tokens are always checked)")

@@ -23,6 +23,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port to serve HTTPS on")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serving certificate (reloaded on change)")
 	fs.StringVar(&o.TLSKeyFile, "tls-private-key-file", "", "serving key (reloaded on change)")
+	addTLSFlags(fs, &o.TLS)
 	fs.StringSliceVar(&o.TLSCurves, "tls-curve-preferences", nil, "key-exchange groups offered, in order (X25519, X25519MLKEM768, P256, P384, P521); default Go's")
 	addAuthnFlags(fs, &o.Flags,
 		"PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable",

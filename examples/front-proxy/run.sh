@@ -43,7 +43,7 @@ background gateway.log kubegate gateway --bind-address 127.0.0.1 --secure-port "
 	--upstream "https://127.0.0.1:$API" --upstream-ca-file cluster/pki/ca.crt \
 	--proxy-client-cert-file cluster/pki/front-proxy-client.crt \
 	--proxy-client-key-file cluster/pki/front-proxy-client.key
-wait_until 30 curl -s --max-time 2 --cacert cluster/pki/ca.crt "https://127.0.0.1:$GW/healthz"
+wait_until 30 curl -s --max-time 2 --cacert cluster/pki/ca.crt "https://127.0.0.1:$GW/kubegate/healthz"
 echo "gateway serving on https://127.0.0.1:$GW"
 
 # whoami asks the API server, through the gateway, who it thinks the caller is.
@@ -86,7 +86,7 @@ background gateway-impersonate.log kubegate gateway --bind-address 127.0.0.1 --s
 	--upstream "https://127.0.0.1:$API" --upstream-ca-file cluster/pki/ca.crt \
 	--upstream-identity impersonate \
 	--proxy-client-cert-file gateway-client.crt --proxy-client-key-file gateway-client.key
-wait_until 30 curl -s --max-time 2 --cacert cluster/pki/ca.crt "https://127.0.0.1:$GW2/healthz"
+wait_until 30 curl -s --max-time 2 --cacert cluster/pki/ca.crt "https://127.0.0.1:$GW2/kubegate/healthz"
 echo "impersonating gateway serving on https://127.0.0.1:$GW2"
 GW=$GW2
 run whoami -H "Authorization: Bearer $TOKEN"

@@ -276,11 +276,11 @@ func TestGatewayWithCurlAndKubectl(t *testing.T) {
 	}
 }
 
-// waitHealthy polls base/healthz until the gateway answers.
+// waitHealthy polls base/kubegate/healthz until the gateway answers.
 func waitHealthy(t *testing.T, curl, base, caFile string, stderr fmt.Stringer) {
 	t.Helper()
 	testwait.For(t, 15*time.Second, "gateway healthy", func() (bool, string) {
-		res := runCmd(t, nil, curl, "-sS", "--cacert", caFile, base+"/healthz")
+		res := runCmd(t, nil, curl, "-sS", "--cacert", caFile, base+"/kubegate/healthz")
 		return res.stdout == "ok", fmt.Sprintf("%s; stderr:\n%s", res.stderr, stderr)
 	})
 }

@@ -295,3 +295,24 @@ func TestUpWithKubectlAndCurl(t *testing.T) {
 		t.Fatalf("no state.db: %v", err)
 	}
 }
+
+// TestUpIsReady checks both readiness endpoints of `kubegate up`: the API
+// server's /readyz, reached through the gateway with kubectl, and the
+// gateway's own /kubegate/readyz, which asks the API server in turn; and
+// that the admin may read the gateway's metrics.
+func TestUpIsReady(t *testing.T) {
+	requireTool(t, "kubectl")
+	curl := requireTool(t, "curl")
+	dir := filepath.Join(t.TempDir(), "cluster")
+	c := startUp(t, dir, 0)
+	must(t, c.kubectl(t, nil, "get", "--raw", "/readyz"), "ok")
+	ca := filepath.Join(dir, "pki", "ca.crt")
+	var last result
+	testwait.For(t, 5*time.Second, "/kubegate/readyz ok", func() (bool, string) {
+		last = runCmd(t, nil, curl, "-sS", "--cacert", ca, c.server+"/kubegate/readyz")
+		return last.code == 0 && last.stdout == "ok", fmt.Sprintf("got %+v", last)
+	})
+	// The gateway's metrics, which the API server authorizes for the admin.
+	must(t, c.kubectl(t, nil, "get", "--raw", "/kubegate/metrics"), "kubegate_gateway_requests_total")
+	c.stop(t)
+}
