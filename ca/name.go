@@ -4,8 +4,8 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/kubegate/kubegate/internal/names"
 )
 
 // ErrUnsafeName is wrapped by every NameError: a CN or O value that an
@@ -46,23 +46,7 @@ func ValidateName(kind, value string) error {
 }
 
 // nameProblem says what ValidateName refuses in value, or returns "".
-func nameProblem(value string) string {
-	if !utf8.ValidString(value) {
-		return "is not valid UTF-8"
-	}
-	for _, r := range value {
-		if unicode.IsControl(r) {
-			return fmt.Sprintf("contains a control character (%U)", r)
-		}
-	}
-	if first, _ := utf8.DecodeRuneInString(value); unicode.IsSpace(first) {
-		return fmt.Sprintf("begins with whitespace (%U)", first)
-	}
-	if last, _ := utf8.DecodeLastRuneInString(value); unicode.IsSpace(last) {
-		return fmt.Sprintf("ends with whitespace (%U)", last)
-	}
-	return ""
-}
+func nameProblem(value string) string { return names.Problem(value) }
 
 // subjectName is one CN or O value of a subject.
 type subjectName struct {

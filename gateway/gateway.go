@@ -258,7 +258,13 @@ func (g *Gateway) authenticate(r *http.Request, now time.Time) (*authn.Response,
 			return nil, false, err
 		}
 	}
-	return g.cfg.Authenticator.AuthenticateRequest(r)
+	resp, ok, err := g.cfg.Authenticator.AuthenticateRequest(r)
+	if ok {
+		if err := forwardable(&resp.User); err != nil {
+			return nil, false, err
+		}
+	}
+	return resp, ok, err
 }
 
 // clientRequestID returns the part of a client's X-Request-Id that the
@@ -345,6 +351,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 			default:
 				forbidden(w, msg)
 			}
+			return
+		}
+		if err := forwardable(target); err != nil {
+			st.err = err
+			badRequest(w, "impersonation refused: "+err.Error())
 			return
 		}
 		st.target = target
