@@ -57,7 +57,15 @@ func (s scrubber) scrub(h http.Header) {
 	}
 }
 
+// matches reports whether the header named k is removed. Besides the
+// identity names, every name with an underscore goes, as nginx drops
+// them by default: a server or middlebox that reads X_Remote_User as
+// X-Remote-User would take a client's header for an identity. No
+// Kubernetes client sends such names.
 func (s scrubber) matches(k string) bool {
+	if strings.IndexByte(k, '_') >= 0 {
+		return true
+	}
 	for _, n := range s.names {
 		if strings.EqualFold(k, n) {
 			return true

@@ -103,3 +103,36 @@ func TestImpersonatedIdentityThatWouldChangeIsRefused(t *testing.T) {
 		t.Errorf("impersonating bob: status %d %s, want 200", resp.StatusCode, body)
 	}
 }
+
+// TestUnderscoreHeadersNeverReachTheUpstream sends identity headers spelt
+// with underscores, which some servers and middleboxes read as the
+// hyphenated names; none may reach the upstream, on either serving path
+// or in either upstream identity mode.
+func TestUnderscoreHeadersNeverReachTheUpstream(t *testing.T) {
+	spoofed := http.Header{
+		"X_remote_user":        {"admin"},
+		"X_Remote_Group":       {"system:masters"},
+		"X_remote_extra_scope": {"all"},
+		"Impersonate_user":     {"admin"},
+		"Impersonate_Group":    {"system:masters"},
+		"X_custom_user":        {"admin"},
+		"Authorization_":       {"Bearer x"},
+	}
+	for _, mode := range []UpstreamIdentity{RequestHeaderIdentity, ImpersonateIdentity} {
+		forEachProtocol(t, func(t *testing.T, proto string) {
+			t.Run(string(mode), func(t *testing.T) {
+				e := newEnv(t, envOptions{identity: mode, proto: proto})
+				alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
+				resp, body := e.do(t, e.client(alice), "GET", "/api/v1/pods", spoofed)
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("status %d %s", resp.StatusCode, body)
+				}
+				for k := range e.up.last(t).header {
+					if strings.Contains(k, "_") {
+						t.Errorf("the upstream received %s: %q", k, e.up.last(t).header[k])
+					}
+				}
+			})
+		})
+	}
+}
