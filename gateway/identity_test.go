@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -134,5 +135,44 @@ func TestUnderscoreHeadersNeverReachTheUpstream(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestEncodedWatchesAreStreams sends watches and followed logs spelt in
+// ways a substring test on the raw target misses. Each must be served as
+// a stream: when the client goes away mid-stream, the upstream's request
+// is cancelled at once rather than left open until the upstream writes
+// again.
+func TestEncodedWatchesAreStreams(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cancelled := make(chan bool, 1) // whether the upstream saw its request cancelled
+	e.up.handler = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"type":"ADDED"}`+"\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+			cancelled <- true
+		case <-time.After(5 * time.Second):
+			cancelled <- false
+		}
+	}
+	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
+	for _, target := range []string{
+		"/api/v1/pods?wat%63h=1",
+		"/api/v1/%77atch/pods",
+		"/api/v1/pods?watch=yes",
+		"/api/v1/pods?watch",
+		"/api/v1/namespaces/default/pods/app/log?fol%6Cow=true",
+	} {
+		conn, br := e.dialLean(t, alice)
+		io.WriteString(conn, "GET "+target+" HTTP/1.1\r\nHost: gw\r\n\r\n")
+		if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("%s: status line %q, %v", target, line, err)
+		}
+		conn.Close()
+		if !<-cancelled {
+			t.Errorf("%s: the upstream's request was not cancelled within 5 s of the client leaving", target)
+		}
 	}
 }

@@ -286,9 +286,8 @@ func (r *h1Request) plain(impersonate bool) bool {
 		// on it, rather than after.
 		return false
 	}
-	path, query, _ := strings.Cut(r.target, "?")
-	if strings.HasPrefix(path, "/kubegate/") || strings.Contains(path, "/watch/") ||
-		strings.Contains(query, "watch=") || strings.Contains(query, "follow=") {
+	path, _, _ := strings.Cut(r.target, "?")
+	if strings.HasPrefix(path, "/kubegate/") || isStreamURL(&r.url) {
 		return false
 	}
 	hosts := 0

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -351,15 +350,26 @@ func (t *upstreamTransport) CloseIdleConnections() {
 }
 
 // isStream reports whether req may hold its connection for long: an
-// upgrade, a watch (by query or by the legacy /watch/ path) or a followed
-// log. The decoded path and query decide, so no spelling hides one.
+// upgrade, or a stream by its URL (isStreamURL).
 func isStream(req *http.Request) bool {
-	if req.Header.Get("Upgrade") != "" || strings.Contains(req.URL.Path, "/watch/") {
+	return req.Header.Get("Upgrade") != "" || isStreamURL(req.URL)
+}
+
+// isStreamURL reports whether u asks for a stream: a watch, by the legacy
+// /watch/ path or the watch parameter, or a followed log. The decoded
+// path and query decide, so that no spelling hides one, and a parameter
+// is on unless its first value is "0" or "false", as the API server reads
+// it.
+func isStreamURL(u *url.URL) bool {
+	if strings.Contains(u.Path, "/watch/") {
 		return true
 	}
-	q := req.URL.Query()
+	if u.RawQuery == "" {
+		return false
+	}
+	q := u.Query()
 	for _, k := range []string{"watch", "follow"} {
-		if on, err := strconv.ParseBool(q.Get(k)); err == nil && on {
+		if vs := q[k]; len(vs) > 0 && vs[0] != "0" && !strings.EqualFold(vs[0], "false") {
 			return true
 		}
 	}
