@@ -18,6 +18,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -30,6 +31,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -59,6 +62,10 @@ const (
 // DefaultMaxBodyBytes bounds request bodies that are not streams; it is
 // kube-apiserver's limit for a single object request (3 MiB).
 const DefaultMaxBodyBytes = 3 << 20
+
+// DefaultBodyTimeout is how long a client may take to send a request
+// body: kube-apiserver's default request timeout.
+const DefaultBodyTimeout = time.Minute
 
 // Config configures a Gateway.
 type Config struct {
@@ -95,8 +102,12 @@ type Config struct {
 	// Logger logs errors and refusals; nil means slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies that are not upgrades; zero means
-	// DefaultMaxBodyBytes, negative means no limit.
+	// DefaultMaxBodyBytes, negative means no limit. A body within the
+	// limit is read whole before the request goes upstream (readBody).
 	MaxBodyBytes int64
+	// BodyTimeout is how long a client may take to send a request body;
+	// zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Gateway is an http.Handler that authenticates and forwards requests.
@@ -144,6 +155,9 @@ func New(c Config) (*Gateway, error) {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	var rid [6]byte
 	_, _ = rand.Read(rid[:])
@@ -360,10 +374,65 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 		}
 		st.target = target
 	}
-	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Header.Get("Upgrade") == "" {
-		r.Body = http.MaxBytesReader(w, r.Body, g.cfg.MaxBodyBytes)
+	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody && r.Header.Get("Upgrade") == "" {
+		if !g.readBody(w, r, st) {
+			return
+		}
 	}
 	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+}
+
+// readBody reads r's whole body before anything goes upstream, so that a
+// client sending its body slowly holds no upstream connection, nor one of
+// the API server's in-flight seats, and a body over the limit is refused
+// with 413 before a byte of it is forwarded, never cut short on the way.
+// The body must arrive within BodyTimeout, or the answer is 408. It
+// reports whether the request can go on.
+func (g *Gateway) readBody(w http.ResponseWriter, r *http.Request, st *reqState) bool {
+	limit := g.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		st.err = fmt.Errorf("request body of %d bytes is larger than the limit of %d", r.ContentLength, limit)
+		tooLarge(w, limit)
+		return false
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.cfg.BodyTimeout))
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	_ = rc.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil && errors.Is(err, os.ErrDeadlineExceeded):
+		st.err = fmt.Errorf("request body not received within %v", g.cfg.BodyTimeout)
+		w.Header().Set("Connection", "close")
+		writeStatus(w, http.StatusRequestTimeout, statusBody(http.StatusRequestTimeout, metav1.StatusReasonTimeout,
+			fmt.Sprintf("request body not received within %v", g.cfg.BodyTimeout)))
+		return false
+	case err != nil:
+		st.err = fmt.Errorf("reading the request body: %w", err)
+		writeStatus(w, http.StatusBadRequest, statusBody(http.StatusBadRequest, metav1.StatusReasonBadRequest, "the request body could not be read"))
+		return false
+	case int64(buf.Len()) > limit:
+		st.err = fmt.Errorf("request body larger than the limit of %d bytes", limit)
+		tooLarge(w, limit)
+		return false
+	}
+	body := buf.Bytes()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	r.ContentLength = int64(len(body))
+	r.TransferEncoding = nil
+	return true
+}
+
+// tooLarge answers 413 for a body over limit bytes, as kube-apiserver
+// does, and closes the connection rather than read the rest of the body.
+func tooLarge(w http.ResponseWriter, limit int64) {
+	w.Header().Set("Connection", "close")
+	writeStatus(w, http.StatusRequestEntityTooLarge, statusBody(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
+		fmt.Sprintf("request body larger than %d bytes", limit)))
 }
 
 // rewrite builds the upstream request: the client's identity headers and
@@ -411,12 +480,6 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	if errors.Is(err, context.Canceled) {
 		// The client went away; there is nobody to answer.
 		w.WriteHeader(499)
-		return
-	}
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		writeStatus(w, http.StatusRequestEntityTooLarge, statusBody(http.StatusRequestEntityTooLarge, "RequestEntityTooLarge",
-			fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)))
 		return
 	}
 	id := ""

@@ -83,6 +83,8 @@ type envOptions struct {
 	identity      UpstreamIdentity
 	impersonation ImpersonationAuthorizer
 	metricsAuthz  NonResourceAuthorizer
+	maxBodyBytes  int64
+	bodyTimeout   time.Duration
 	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
 	// and the default) or "HTTP/2.0" (net/http).
 	proto string
@@ -197,6 +199,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 		MetricsAuthorization: o.metricsAuthz,
 		Revoked:              e.revoked,
 		AuditLog:             e.audit,
+		MaxBodyBytes:         o.maxBodyBytes,
+		BodyTimeout:          o.bodyTimeout,
 		Logger:               slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
