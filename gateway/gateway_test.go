@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -85,6 +86,8 @@ type envOptions struct {
 	metricsAuthz  NonResourceAuthorizer
 	maxBodyBytes  int64
 	bodyTimeout   time.Duration
+	// headerTimeout and idleTimeout replace the server's, when set.
+	headerTimeout, idleTimeout time.Duration
 	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
 	// and the default) or "HTTP/2.0" (net/http).
 	proto string
@@ -212,7 +215,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{servingPair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
-	_, shutdown := serve(e.gateway, NewHTTPServer(e.gateway, tc, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
+	srv := NewHTTPServer(e.gateway, tc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv.ReadHeaderTimeout = cmp.Or(o.headerTimeout, srv.ReadHeaderTimeout)
+	srv.IdleTimeout = cmp.Or(o.idleTimeout, srv.IdleTimeout)
+	_, shutdown := serve(e.gateway, srv, ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

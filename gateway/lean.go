@@ -54,6 +54,7 @@ type front struct {
 	handoff   *chanListener
 
 	headerTimeout, idleTimeout time.Duration
+	maxHeaderBytes             int // as net/http's server counts them
 
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -78,6 +79,8 @@ func newFront(g *Gateway, up *inlineTransport, srv *http.Server, addr net.Addr) 
 		headerTimeout: cmp.Or(srv.ReadHeaderTimeout, srv.ReadTimeout, 10*time.Second),
 	}
 	f.idleTimeout = cmp.Or(srv.IdleTimeout, f.headerTimeout)
+	// net/http allows 4096 bytes over MaxHeaderBytes.
+	f.maxHeaderBytes = cmp.Or(srv.MaxHeaderBytes, http.DefaultMaxHeaderBytes) + 4096
 	// Connections handed over after a TLS handshake are not *tls.Conn any
 	// more; their TLS state travels in the connection's context.
 	prev := srv.ConnContext
@@ -223,12 +226,18 @@ func (f *front) serveConn(raw net.Conn) {
 // serve runs the request loop; it reports whether the connection went to
 // net/http.
 func (c *leanConn) serve() (handedOff bool) {
-	// The idle deadline is moved only when half of it has gone, which
-	// saves a timer update per request: an idle connection closes after
-	// between half and all of the idle timeout.
-	var idleDeadline time.Time
-	for {
-		if now := time.Now(); idleDeadline.Sub(now) < c.f.idleTimeout/2 {
+	// The first request's head must be whole within the header timeout
+	// of the connection's start, as net/http's server requires. Later
+	// requests may wait the idle timeout for their first byte, then have
+	// the header timeout for the rest of their head. The idle deadline is
+	// moved only when half of it has gone, which saves a timer update per
+	// request: an idle connection closes after between half and all of
+	// the idle timeout.
+	first := true
+	idleDeadline := time.Now().Add(c.f.headerTimeout)
+	_ = c.raw.SetReadDeadline(idleDeadline)
+	for ; ; first = false {
+		if now := time.Now(); !first && idleDeadline.Sub(now) < c.f.idleTimeout/2 {
 			idleDeadline = now.Add(c.f.idleTimeout)
 			_ = c.raw.SetReadDeadline(idleDeadline)
 		}
@@ -241,14 +250,16 @@ func (c *leanConn) serve() (handedOff bool) {
 		p, _ := c.br.Peek(c.br.Buffered())
 		n := bytes.Index(p, []byte("\r\n\r\n")) + 4
 		if n < 4 {
-			// The head is still arriving: it has ReadHeaderTimeout.
-			_ = c.raw.SetReadDeadline(time.Now().Add(c.f.headerTimeout))
+			// The head is still arriving: it has the header timeout.
+			if !first {
+				_ = c.raw.SetReadDeadline(time.Now().Add(c.f.headerTimeout))
+			}
 			idleDeadline = time.Time{}
 			var err error
 			n, err = peekHead(c.br)
 			switch {
 			case errors.Is(err, errHeadTooLarge):
-				return c.handOff()
+				return c.handOffLargeHead()
 			case err != nil:
 				return false
 			}
@@ -269,6 +280,30 @@ func (c *leanConn) serve() (handedOff bool) {
 func (c *leanConn) handOff() bool {
 	_ = c.raw.SetReadDeadline(time.Time{})
 	return c.f.handoff.give(&handoffConn{Conn: c.tc, r: c.br, state: c.state})
+}
+
+// handOffLargeHead reads a head that outgrew the lean path's buffer to its
+// end, under the header deadline already set, then gives the connection
+// to net/http with the head read. net/http would otherwise start its own
+// header timeout at the hand-off, giving a slow client up to twice the
+// time. A head over net/http's limit is handed off at the limit, for
+// net/http to refuse.
+func (c *leanConn) handOffLargeHead() bool {
+	var head []byte
+	buf := make([]byte, leanReadBuffer)
+	for len(head) <= c.f.maxHeaderBytes {
+		n, err := c.br.Read(buf)
+		if err != nil {
+			return false // the header timeout, or the client left
+		}
+		from := max(0, len(head)-3)
+		head = append(head, buf[:n]...)
+		if bytes.Contains(head[from:], []byte("\r\n\r\n")) {
+			break
+		}
+	}
+	_ = c.raw.SetReadDeadline(time.Time{})
+	return c.f.handoff.give(&handoffConn{Conn: c.tc, r: io.MultiReader(bytes.NewReader(head), c.br), state: c.state})
 }
 
 // plain reports whether the parsed request is one the lean path takes.
@@ -853,7 +888,7 @@ func (c *leanConn) writeStatus(code int, body []byte, id string, keep bool) bool
 // bytes were read into r.
 type handoffConn struct {
 	net.Conn
-	r     *bufio.Reader
+	r     io.Reader
 	state *tls.ConnectionState
 }
 
