@@ -80,7 +80,7 @@ func TestOversizedBodiesNeverReachTheUpstream(t *testing.T) {
 // upstream ever seeing the request.
 func TestSlowBodiesHoldNoUpstreamConnection(t *testing.T) {
 	forEachProtocol(t, func(t *testing.T, proto string) {
-		e := newEnv(t, envOptions{proto: proto, bodyTimeout: 500 * time.Millisecond})
+		e := newEnv(t, envOptions{proto: proto, bodyTimeout: time.Second})
 		bodyRecorder(e)
 		alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 		c := e.client(alice)
