@@ -61,29 +61,20 @@ func (m *metrics) countRequest(code int, method, authenticator string) {
 
 // verbLabel maps a request method to the verb label: the standard
 // methods name themselves, anything else a client makes up is "other",
-// so that clients cannot add series.
+// so that clients cannot add series. The label is one of the constants,
+// never the request's own string, which may point into its whole head.
 func verbLabel(method string) string {
-	switch method {
-	case http.MethodGet:
-		return http.MethodGet
-	case http.MethodHead:
-		return http.MethodHead
-	case http.MethodPost:
-		return http.MethodPost
-	case http.MethodPut:
-		return http.MethodPut
-	case http.MethodPatch:
-		return http.MethodPatch
-	case http.MethodDelete:
-		return http.MethodDelete
-	case http.MethodOptions:
-		return http.MethodOptions
-	case http.MethodConnect:
-		return http.MethodConnect
-	case http.MethodTrace:
-		return http.MethodTrace
+	for _, m := range standardMethods {
+		if method == m {
+			return m
+		}
 	}
 	return "other"
+}
+
+var standardMethods = []string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace,
 }
 
 // codeLabel is the code label: a three-digit HTTP status as text, or
