@@ -128,3 +128,21 @@ func TestSlowBodiesHoldNoUpstreamConnection(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeHeaderDoesNotLiftTheBodyLimit sends an oversized body on a
+// request that names an Upgrade: the limit still holds, and nothing
+// reaches the upstream.
+func TestUpgradeHeaderDoesNotLiftTheBodyLimit(t *testing.T) {
+	e := newEnv(t, envOptions{maxBodyBytes: 1024})
+	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
+	conn, br := e.dialLean(t, alice)
+	body := strings.Repeat("x", 4096)
+	fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	resp, b := readResponse(t, br, "POST")
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("status %d %s, want 413", resp.StatusCode, b)
+	}
+	if n := e.up.count(); n != 0 {
+		t.Errorf("the upstream received %d requests, want none", n)
+	}
+}

@@ -374,7 +374,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 		}
 		st.target = target
 	}
-	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody && r.Header.Get("Upgrade") == "" {
+	// Upgrades (exec, attach, port-forward) carry no body before the
+	// switch; one that does gets the same treatment, so that an Upgrade
+	// header cannot lift the limit or the timeout.
+	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if !g.readBody(w, r, st) {
 			return
 		}
