@@ -9,8 +9,11 @@ RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kub
 
 test: lint unit race
 
+# The version is the nearest tag, or the commit, with -dirty for local changes.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
-	$(GO) build -o bin/kubegate ./cmd/kubegate
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/kubegate ./cmd/kubegate
 
 # staticcheck is installed from the Go module proxy on first use.
 $(STATICCHECK):
