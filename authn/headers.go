@@ -22,13 +22,15 @@ func (f IdentityHeadersFunc) IsIdentityHeader(name string) bool { return f(name)
 
 var _ IdentityHeaders = IdentityHeadersFunc(nil)
 
-// The identity headers a front proxy sets, removed after every successful
-// authentication whatever the configuration.
+// The identity headers a front proxy sets, as kubeadm configures
+// kube-apiserver's --requestheader-* flags: the one place kubegate names
+// them. They are removed after every successful authentication whatever
+// the configuration.
 const (
-	remoteUser        = "X-Remote-User"
-	remoteUID         = "X-Remote-Uid"
-	remoteGroup       = "X-Remote-Group"
-	remoteExtraPrefix = "X-Remote-Extra-"
+	RemoteUserHeader        = "X-Remote-User"
+	RemoteUIDHeader         = "X-Remote-Uid"
+	RemoteGroupHeader       = "X-Remote-Group"
+	RemoteExtraHeaderPrefix = "X-Remote-Extra-"
 )
 
 // StripCredentials returns a Request that, when a authenticates a request,
@@ -87,12 +89,12 @@ func IsStandardIdentityHeader(name string) bool {
 		return false
 	}
 	switch len(name) { // then most of the rest: one comparison at most
-	case len(remoteUID):
-		return strings.EqualFold(name, remoteUID)
-	case len(remoteUser): // and of Authorization
-		return strings.EqualFold(name, remoteUser) || strings.EqualFold(name, "Authorization")
-	case len(remoteGroup):
-		return strings.EqualFold(name, remoteGroup)
+	case len(RemoteUIDHeader):
+		return strings.EqualFold(name, RemoteUIDHeader)
+	case len(RemoteUserHeader): // and of Authorization
+		return strings.EqualFold(name, RemoteUserHeader) || strings.EqualFold(name, "Authorization")
+	case len(RemoteGroupHeader):
+		return strings.EqualFold(name, RemoteGroupHeader)
 	}
-	return len(name) >= len(remoteExtraPrefix) && strings.EqualFold(name[:len(remoteExtraPrefix)], remoteExtraPrefix)
+	return len(name) >= len(RemoteExtraHeaderPrefix) && strings.EqualFold(name[:len(RemoteExtraHeaderPrefix)], RemoteExtraHeaderPrefix)
 }

@@ -572,7 +572,7 @@ func (rd *readiness) check(ctx context.Context) error {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rd.url, nil)
 	if rd.asUser != "" {
-		req.Header.Set(remoteUser, rd.asUser)
+		req.Header.Set(authn.RemoteUserHeader, rd.asUser)
 	}
 	resp, err := rd.rt.RoundTrip(req)
 	switch {

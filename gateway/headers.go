@@ -5,22 +5,14 @@ import (
 	"strings"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 )
 
-// Identity header names, as kube-apiserver's --requestheader-* flags are
-// conventionally set and as the impersonation API defines them.
+// The prefixes of the identity header families: authn names the
+// request-header ones and authz the impersonation ones.
 const (
-	remoteUser        = "X-Remote-User"
-	remoteUID         = "X-Remote-Uid"
-	remoteGroup       = "X-Remote-Group"
-	remoteExtraPrefix = "X-Remote-Extra-"
 	remotePrefix      = "X-Remote-"
-
-	impersonateUser        = "Impersonate-User"
-	impersonateUID         = "Impersonate-Uid"
-	impersonateGroup       = "Impersonate-Group"
-	impersonateExtraPrefix = "Impersonate-Extra-"
-	impersonatePrefix      = "Impersonate-"
+	impersonatePrefix = "Impersonate-"
 )
 
 // scrubber removes every header through which a client could claim an
@@ -106,15 +98,15 @@ func hasPrefixFold(s, prefix string) bool {
 // X-Remote-Group line per group and X-Remote-Extra-<escaped key> per extra
 // value. h must already be scrubbed.
 func setRemoteIdentity(h http.Header, u *authn.User) {
-	h[remoteUser] = []string{u.Name}
+	h[authn.RemoteUserHeader] = []string{u.Name}
 	if u.UID != "" {
-		h[remoteUID] = []string{u.UID}
+		h[authn.RemoteUIDHeader] = []string{u.UID}
 	}
 	if len(u.Groups) > 0 {
-		h[remoteGroup] = append([]string(nil), u.Groups...)
+		h[authn.RemoteGroupHeader] = append([]string(nil), u.Groups...)
 	}
 	for k, vs := range u.Extra {
-		h[remoteExtraPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
+		h[authn.RemoteExtraHeaderPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
 	}
 }
 
@@ -122,17 +114,17 @@ func setRemoteIdentity(h http.Header, u *authn.User) {
 // system:authenticated is left out: the upstream adds it to every
 // impersonated user that is not anonymous.
 func setImpersonation(h http.Header, u *authn.User) {
-	h[impersonateUser] = []string{u.Name}
+	h[authz.ImpersonateUserHeader] = []string{u.Name}
 	if u.UID != "" {
-		h[impersonateUID] = []string{u.UID}
+		h[authz.ImpersonateUIDHeader] = []string{u.UID}
 	}
 	for _, g := range u.Groups {
 		if g != authn.AllAuthenticated {
-			h[impersonateGroup] = append(h[impersonateGroup], g)
+			h[authz.ImpersonateGroupHeader] = append(h[authz.ImpersonateGroupHeader], g)
 		}
 	}
 	for k, vs := range u.Extra {
-		h[impersonateExtraPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
+		h[authz.ImpersonateExtraHeaderPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
 	}
 }
 

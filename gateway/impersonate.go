@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 )
 
 // ImpersonationAuthorizer decides whether user may use the verb
@@ -84,7 +85,7 @@ func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, sp
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	if s.Identity == RequestHeaderIdentity {
-		req.Header.Set(remoteUser, LookupUser)
+		req.Header.Set(authn.RemoteUserHeader, LookupUser)
 	}
 	resp, err := s.Transport.RoundTrip(req)
 	if err != nil {
@@ -109,20 +110,20 @@ func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, sp
 func requestedImpersonation(h http.Header) (u authn.User, hasOthers bool) {
 	for k, vs := range h {
 		switch {
-		case strings.EqualFold(k, impersonateUser):
+		case strings.EqualFold(k, authz.ImpersonateUserHeader):
 			if len(vs) > 0 {
 				u.Name = vs[0]
 			}
-		case strings.EqualFold(k, impersonateUID):
+		case strings.EqualFold(k, authz.ImpersonateUIDHeader):
 			if len(vs) > 0 {
 				u.UID = vs[0]
 			}
 			hasOthers = true
-		case strings.EqualFold(k, impersonateGroup):
+		case strings.EqualFold(k, authz.ImpersonateGroupHeader):
 			u.Groups = append(u.Groups, vs...)
 			hasOthers = true
-		case hasPrefixFold(k, impersonateExtraPrefix):
-			key := strings.ToLower(k[len(impersonateExtraPrefix):])
+		case hasPrefixFold(k, authz.ImpersonateExtraHeaderPrefix):
+			key := strings.ToLower(k[len(authz.ImpersonateExtraHeaderPrefix):])
 			if unescaped, err := url.PathUnescape(key); err == nil {
 				key = unescaped
 			}

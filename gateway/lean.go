@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 )
 
 // The lean path serves ordinary HTTP/1.1 requests on TLS connections
@@ -551,25 +552,25 @@ func (g *Gateway) writeUpstreamHead(w *bufio.Writer, c *leanConn, st *reqState) 
 	writeField(w, "X-Request-Id", st.id)
 	u := st.target
 	if impersonate {
-		writeField(w, impersonateUser, u.Name)
+		writeField(w, authz.ImpersonateUserHeader, u.Name)
 		if u.UID != "" {
-			writeField(w, impersonateUID, u.UID)
+			writeField(w, authz.ImpersonateUIDHeader, u.UID)
 		}
 		for _, grp := range u.Groups {
 			if grp != authn.AllAuthenticated {
-				writeField(w, impersonateGroup, grp)
+				writeField(w, authz.ImpersonateGroupHeader, grp)
 			}
 		}
-		writeExtra(w, impersonateExtraPrefix, u.Extra)
+		writeExtra(w, authz.ImpersonateExtraHeaderPrefix, u.Extra)
 	} else {
-		writeField(w, remoteUser, u.Name)
+		writeField(w, authn.RemoteUserHeader, u.Name)
 		if u.UID != "" {
-			writeField(w, remoteUID, u.UID)
+			writeField(w, authn.RemoteUIDHeader, u.UID)
 		}
 		for _, grp := range u.Groups {
-			writeField(w, remoteGroup, grp)
+			writeField(w, authn.RemoteGroupHeader, grp)
 		}
-		writeExtra(w, remoteExtraPrefix, u.Extra)
+		writeExtra(w, authn.RemoteExtraHeaderPrefix, u.Extra)
 	}
 	w.WriteString("\r\n")
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 )
 
@@ -112,7 +113,7 @@ func (g *UpstreamGetter) fetch(ctx context.Context, path string, secret bool) lo
 	}
 	req.Header.Set("Accept", "application/json")
 	if g.Identity != ImpersonateIdentity {
-		req.Header.Set(remoteUser, LookupUser)
+		req.Header.Set(authn.RemoteUserHeader, LookupUser)
 	}
 	resp, err := g.Transport.RoundTrip(req)
 	if err != nil {

@@ -25,10 +25,10 @@ const Name = "requestheader"
 
 // The header names kubeadm configures and API aggregation expects.
 const (
-	UserHeader        = "X-Remote-User"
-	UIDHeader         = "X-Remote-Uid"
-	GroupHeader       = "X-Remote-Group"
-	ExtraHeaderPrefix = "X-Remote-Extra-"
+	UserHeader        = authn.RemoteUserHeader
+	UIDHeader         = authn.RemoteUIDHeader
+	GroupHeader       = authn.RemoteGroupHeader
+	ExtraHeaderPrefix = authn.RemoteExtraHeaderPrefix
 )
 
 // Options configure an Authenticator.
