@@ -12,6 +12,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
 
@@ -106,8 +107,8 @@ func TestSubjectAccessReviewerNonResource(t *testing.T) {
 	} {
 		s := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: tt.identity}
 		u := &authn.User{Name: tt.user, Groups: []string{"devs"}}
-		allowed, _, err := s.AuthorizeNonResource(context.Background(), u, authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"})
-		if err != nil || allowed != tt.want {
+		d, _, err := s.Authorize(context.Background(), authz.Attributes{User: *u, Verb: "get", Path: "/metrics"})
+		if allowed := d == authz.Allow; err != nil || allowed != tt.want {
 			t.Errorf("%s %s: allowed %v, %v; want %v", tt.identity, tt.user, allowed, err, tt.want)
 		}
 		if a := got.Spec.NonResourceAttributes; a == nil || a.Verb != "get" || a.Path != "/metrics" || got.Spec.ResourceAttributes != nil ||

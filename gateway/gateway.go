@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -40,10 +39,10 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 )
 
 // UpstreamIdentity says how the gateway tells the upstream who the user is.
@@ -86,12 +85,13 @@ type Config struct {
 	ClearHeaders        []string
 	ClearHeaderPrefixes []string
 	// Impersonation authorizes a client's own Impersonate-* headers in
-	// ImpersonateIdentity mode; nil refuses them with 403.
-	Impersonation ImpersonationAuthorizer
+	// ImpersonateIdentity mode, one "impersonate" check at a time
+	// (authz.Impersonate); nil refuses them with 403.
+	Impersonation authz.Authorizer
 	// MetricsAuthorization decides who may read /kubegate/metrics: those
 	// who may get the non-resource path /metrics, as on kube-apiserver.
 	// Nil refuses everyone with 403.
-	MetricsAuthorization NonResourceAuthorizer
+	MetricsAuthorization authz.Authorizer
 	// Revoked lists refused client certificates; nil refuses none.
 	Revoked *Revocation
 	// Registry receives the gateway's metrics, served at
@@ -228,6 +228,7 @@ type reqState struct {
 	upstreamStatus int
 	upstreamStart  time.Time
 	err            error
+	refusal        *refusal // set when the request is answered, not forwarded
 }
 
 type stateKey struct{}
@@ -237,27 +238,18 @@ func stateFrom(ctx context.Context) *reqState {
 	return s
 }
 
-// authenticated wraps next with authentication, revocation, the request
-// ID, metrics and the audit line. Unauthenticated requests get 401.
+// authenticated wraps next with the request policy's admission (admit),
+// the metrics and the audit line; a refused request gets its refusal.
 func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *reqState)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		st := &reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(r.Header.Get("X-Request-Id"))}
+		st := g.admit(r)
 		w.Header()["X-Request-Id"] = []string{st.id}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer g.finish(rec, r, st)
-
-		resp, ok, err := g.authenticate(r, st.start)
-		g.metrics.authnLatency.Observe(time.Since(st.start).Seconds())
-		if !ok {
-			if err != nil {
-				st.err = err
-				g.log.Info("request not authenticated", "requestID", st.id, "remote", r.RemoteAddr, "error", err)
-			}
-			writeStatus(rec, http.StatusUnauthorized, unauthorizedBody)
+		if st.refusal != nil {
+			writeStatus(rec, st.refusal.code, st.refusal.body)
 			return
 		}
-		st.resp = resp
-		st.target = &resp.User
 		next(rec, r, st)
 	}
 }
@@ -353,27 +345,8 @@ func (g *Gateway) auditRequest(code int, method, path string, st *reqState) {
 	g.audit.write(ev)
 }
 
-// forward sends an authenticated request upstream.
+// forward sends an admitted request upstream.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) {
-	if hasImpersonation(r.Header) && g.cfg.Identity == ImpersonateIdentity {
-		target, status, msg := g.authorizeImpersonation(r, &st.resp.User)
-		if target == nil {
-			st.err = errors.New(msg)
-			switch status {
-			case http.StatusBadRequest:
-				badRequest(w, msg)
-			default:
-				forbidden(w, msg)
-			}
-			return
-		}
-		if err := forwardable(target); err != nil {
-			st.err = err
-			badRequest(w, "impersonation refused: "+err.Error())
-			return
-		}
-		st.target = target
-	}
 	// Upgrades (exec, attach, port-forward) carry no body before the
 	// switch; one that does gets the same treatment, so that an Upgrade
 	// header cannot lift the limit or the timeout.
@@ -438,32 +411,12 @@ func tooLarge(w http.ResponseWriter, limit int64) {
 		fmt.Sprintf("request body larger than %d bytes", limit)))
 }
 
-// rewrite builds the upstream request: the client's identity headers and
-// credentials go, the verified identity comes in.
+// rewrite builds the upstream request: the upstream's URL, and the
+// header set the request policy gives (outbound).
 func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.cfg.Upstream)
-	h := pr.Out.Header
-	// The client's address, which kube-apiserver records as the source
-	// IP in its audit log. X-Forwarded-Host and -Proto are not sent: the
-	// upstream has no use for them.
-	if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
-		h["X-Forwarded-For"] = []string{ip}
-	}
-	g.scrub.scrub(h)
-	// The client's Expect was answered by the gateway's server when the
-	// proxy began to read the body; the upstream gets the body at once.
-	delete(h, "Expect")
 	st := stateFrom(pr.In.Context())
-	h["X-Request-Id"] = []string{st.id}
-	switch g.cfg.Identity {
-	case ImpersonateIdentity:
-		deleteImpersonation(h)
-		setImpersonation(h, st.target)
-	default:
-		// The client's own Impersonate-* headers pass through: the
-		// upstream authorizes them for the user named here.
-		setRemoteIdentity(h, st.target)
-	}
+	pr.Out.Header = g.outbound(pr.In.Header, pr.In.RemoteAddr, st)
 	st.upstreamStart = time.Now()
 }
 
@@ -504,12 +457,12 @@ type whoami struct {
 }
 
 func (g *Gateway) serveWhoami(w http.ResponseWriter, _ *http.Request, st *reqState) {
-	u := st.resp.User
+	u := st.target
 	fwd := http.Header{}
 	if g.cfg.Identity == ImpersonateIdentity {
-		setImpersonation(fwd, &u)
+		setImpersonation(fwd, u)
 	} else {
-		setRemoteIdentity(fwd, &u)
+		setRemoteIdentity(fwd, u)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
@@ -523,27 +476,20 @@ func (g *Gateway) serveWhoami(w http.ResponseWriter, _ *http.Request, st *reqSta
 
 // serveMetrics serves the gateway's metrics to those who may get /metrics.
 func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request, st *reqState) {
-	u := &st.resp.User
-	attrs := authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}
-	msg := fmt.Sprintf("forbidden: User %q cannot get path %q", u.Name, attrs.Path)
+	a := authz.Attributes{User: *st.target, Verb: "get", Path: "/metrics"}
 	if g.cfg.MetricsAuthorization == nil {
-		st.err = errors.New(msg)
-		forbidden(w, msg)
+		st.refuseWith(authz.Forbidden(a, ""), http.StatusForbidden)
+		writeStatus(w, st.refusal.code, st.refusal.body)
 		return
 	}
-	allowed, reason, err := g.cfg.MetricsAuthorization.AuthorizeNonResource(r.Context(), u, attrs)
-	switch {
-	case err != nil:
-		g.log.Error("metrics authorization failed", "requestID", st.id, "user", u.Name, "error", err)
-		st.err = err
-		forbidden(w, msg+": authorization check failed")
-		return
-	case !allowed:
-		if reason != "" {
-			msg += ": " + reason
-		}
-		st.err = errors.New(msg)
-		forbidden(w, msg)
+	d, reason, err := g.cfg.MetricsAuthorization.Authorize(r.Context(), a)
+	if err != nil {
+		g.log.Error("metrics authorization failed", "requestID", st.id, "user", a.User.Name, "error", err)
+		reason = "authorization check failed"
+	}
+	if err != nil || d != authz.Allow {
+		st.refuseWith(authz.Forbidden(a, reason), http.StatusForbidden)
+		writeStatus(w, st.refusal.code, st.refusal.body)
 		return
 	}
 	g.metricsHandler.ServeHTTP(w, r)

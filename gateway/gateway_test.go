@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
@@ -82,8 +83,8 @@ type env struct {
 
 type envOptions struct {
 	identity      UpstreamIdentity
-	impersonation ImpersonationAuthorizer
-	metricsAuthz  NonResourceAuthorizer
+	impersonation authz.Authorizer
+	metricsAuthz  authz.Authorizer
 	maxBodyBytes  int64
 	bodyTimeout   time.Duration
 	// headerTimeout and idleTimeout replace the server's, when set.
@@ -485,13 +486,13 @@ func TestImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T) {
 func testImpersonateModeRefusesUnauthorizedImpersonation(t *testing.T, proto string) {
 	var asked []string
 	var mu sync.Mutex
-	authz := impersonationFunc(func(_ context.Context, u *authn.User, a authorizationAttrs) (bool, string, error) {
+	az := impersonationFunc(func(_ context.Context, u *authn.User, a authorizationAttrs) (bool, string, error) {
 		mu.Lock()
 		asked = append(asked, u.Name+":"+a.Resource+"/"+a.Name)
 		mu.Unlock()
 		return u.Name == "alice" && a.Resource == "users" && a.Name == "bob", "", nil
 	})
-	e := newEnv(t, envOptions{proto: proto, identity: ImpersonateIdentity, impersonation: authz})
+	e := newEnv(t, envOptions{proto: proto, identity: ImpersonateIdentity, impersonation: az})
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 
 	// No impersonation: the gateway impersonates alice herself.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -189,6 +190,7 @@ func parseResponseHead(head []byte, r *h1Response) error {
 	}
 	r.status = code
 	keepAlive := false
+	var named [][]byte
 	for {
 		line, rest, ok = cutLineBytes(rest)
 		if !ok {
@@ -225,9 +227,9 @@ func parseResponseHead(head []byte, r *h1Response) error {
 				case bytes.EqualFold(tok, []byte("keep-alive")):
 					keepAlive = true
 				case len(tok) > 0:
-					// A header named here is hop-by-hop; this path
-					// does not track them, so the caller fails over.
-					return errors.New("upstream named hop-by-hop headers in Connection")
+					// A header named here is hop-by-hop: it is
+					// dropped below, as net/http's proxy drops it.
+					named = append(named, tok)
 				}
 			}
 			continue
@@ -236,6 +238,11 @@ func parseResponseHead(head []byte, r *h1Response) error {
 			continue // hop-by-hop
 		}
 		r.fields = append(r.fields, [2][]byte{name, value})
+	}
+	if len(named) > 0 {
+		r.fields = slices.DeleteFunc(r.fields, func(f [2][]byte) bool {
+			return slices.ContainsFunc(named, func(n []byte) bool { return bytes.EqualFold(n, f[0]) })
+		})
 	}
 	if r.chunked {
 		r.contentLength = -1

@@ -8,12 +8,8 @@ import (
 	"github.com/kubegate/kubegate/authz"
 )
 
-// The prefixes of the identity header families: authn names the
-// request-header ones and authz the impersonation ones.
-const (
-	remotePrefix      = "X-Remote-"
-	impersonatePrefix = "Impersonate-"
-)
+// remotePrefix starts every request-header identity header name.
+const remotePrefix = "X-Remote-"
 
 // scrubber removes every header through which a client could claim an
 // identity: Authorization, the whole X-Remote-* family, and the header
@@ -40,15 +36,6 @@ func newScrubber(names, prefixes []string) scrubber {
 	return s
 }
 
-// scrub deletes the identity headers from h.
-func (s scrubber) scrub(h http.Header) {
-	for k := range h {
-		if s.matches(k) {
-			delete(h, k)
-		}
-	}
-}
-
 // matches reports whether the header named k is removed. Besides the
 // identity names, every name with an underscore goes, as nginx drops
 // them by default: a server or middlebox that reads X_Remote_User as
@@ -65,25 +52,6 @@ func (s scrubber) matches(k string) bool {
 	}
 	for _, p := range s.prefixes {
 		if hasPrefixFold(k, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// deleteImpersonation removes every Impersonate-* header from h.
-func deleteImpersonation(h http.Header) {
-	for k := range h {
-		if hasPrefixFold(k, impersonatePrefix) {
-			delete(h, k)
-		}
-	}
-}
-
-// hasImpersonation reports whether h asks to impersonate anyone.
-func hasImpersonation(h http.Header) bool {
-	for k := range h {
-		if hasPrefixFold(k, impersonatePrefix) {
 			return true
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/internal/testpki"
@@ -81,7 +80,7 @@ func TestIdentitiesThatWouldChangeUpstreamAreRefused(t *testing.T) {
 // others (sent over HTTP/2, whose header values keep their edges): the
 // gateway must not authorize one name and forward another.
 func TestImpersonatedIdentityThatWouldChangeIsRefused(t *testing.T) {
-	allowAll := impersonationFunc(func(context.Context, *authn.User, authorizationv1.ResourceAttributes) (bool, string, error) {
+	allowAll := impersonationFunc(func(context.Context, *authn.User, authorizationAttrs) (bool, string, error) {
 		return true, "", nil
 	})
 	e := newEnv(t, envOptions{identity: ImpersonateIdentity, impersonation: allowAll, proto: "HTTP/2.0"})

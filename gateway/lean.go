@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,9 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authz"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The lean path serves ordinary HTTP/1.1 requests on TLS connections
@@ -308,15 +307,12 @@ func (c *leanConn) handOffLargeHead() bool {
 }
 
 // plain reports whether the parsed request is one the lean path takes.
-func (c *leanConn) plain() bool {
-	return c.req.plain(c.f.g.cfg.Identity == ImpersonateIdentity)
-}
+func (c *leanConn) plain() bool { return c.req.plain() }
 
 // plain reports whether r is a request the lean path takes, and parses
-// its target into r.url; impersonate says whether the gateway must
-// authorize Impersonate-* headers itself.
-func (r *h1Request) plain(impersonate bool) bool {
-	if !idempotent(r.method) || parseTarget(r.target, &r.url) != nil {
+// its target into r.url.
+func (r *h1Request) plain() bool {
+	if !idempotent(r.method) || parseTarget(r.target, &r.url) != nil || !plainQuery(r.url.RawQuery) {
 		// Other methods go to net/http, whose Transport notices an
 		// upstream closing an idle connection before a request is sent
 		// on it, rather than after.
@@ -345,11 +341,33 @@ func (r *h1Request) plain(impersonate bool) bool {
 					return false
 				}
 			}
-		case impersonate && hasPrefixFold(n, impersonatePrefix):
-			return false
 		}
 	}
 	return hosts == 1
+}
+
+// plainQuery reports whether httputil.ReverseProxy forwards the query q
+// as it is: it re-encodes one with a ';', a '%' not followed by two hex
+// digits, or more than 10,000 parameters, dropping what it cannot parse.
+func plainQuery(q string) bool {
+	if strings.Count(q, "&") >= 10000 {
+		return false
+	}
+	for i := 0; i < len(q); i++ {
+		switch q[i] {
+		case ';':
+			return false
+		case '%':
+			if i+2 >= len(q) || !isHex(q[i+1]) || !isHex(q[i+2]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // validHost reports whether h holds only the bytes net/http's server
@@ -370,29 +388,21 @@ func (r *h1Request) wantsClose() bool {
 	return false
 }
 
-// serveLean authenticates and forwards one request on the lean path, as
-// authenticated and forward do on the net/http path. It reports whether
-// the connection can serve another request.
+// serveLean renders the request policy for one request on the lean path,
+// as authenticated and forward do on the net/http path. It reports
+// whether the connection can serve another request.
 func (g *Gateway) serveLean(c *leanConn) bool {
 	r := c.request()
-	st := reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(first(r.Header, "X-Request-Id"))}
+	st := g.admit(r)
 	keep := !c.req.wantsClose()
-
-	resp, ok, err := g.authenticate(r, st.start)
-	st.upstreamStart = time.Now()
-	g.metrics.authnLatency.Observe(st.upstreamStart.Sub(st.start).Seconds())
-	if !ok {
-		if err != nil {
-			st.err = err
-			g.log.Info("request not authenticated", "requestID", st.id, "remote", c.remote, "error", err)
-		}
-		keep = c.writeStatus(http.StatusUnauthorized, unauthorizedBody, st.id, keep)
-		c.record(http.StatusUnauthorized, &st)
+	if st.refusal != nil {
+		keep = c.writeStatus(st.refusal.code, st.refusal.body, st.id, keep)
+		c.record(st.refusal.code, st)
 		return keep
 	}
-	st.resp, st.target = resp, &resp.User
-
-	code, keep, err := g.relay(c, &st, keep)
+	header := g.outbound(r.Header, c.remote, st)
+	st.upstreamStart = time.Now()
+	code, keep, err := g.relay(c, st, header, keep)
 	if err != nil {
 		st.err = err
 		if code == 0 {
@@ -403,7 +413,7 @@ func (g *Gateway) serveLean(c *leanConn) bool {
 			keep = false
 		}
 	}
-	c.record(code, &st)
+	c.record(code, st)
 	return keep
 }
 
@@ -472,8 +482,11 @@ func (c *leanConn) record(code int, st *reqState) {
 // relay sends the request upstream and the answer back. A zero code
 // with an error means nothing reached the client; a non-zero code with an
 // error means the answer broke off and the connection must close.
-func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool, err error) {
+func (g *Gateway) relay(c *leanConn, st *reqState, header http.Header, keep bool) (code int, _ bool, err error) {
 	t := c.f.up
+	if err := validHeader(header); err != nil {
+		return 0, keep, err
+	}
 	for {
 		uc, reused := t.get(), true
 		if uc == nil {
@@ -483,7 +496,7 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 			}
 			uc, reused = newInlineConn(conn), false
 		}
-		g.writeUpstreamHead(uc.bw, c, st)
+		writeUpstreamHead(uc.bw, &c.req, c.f.upHost, header)
 		err = uc.bw.Flush()
 		var n int
 		if err == nil {
@@ -528,82 +541,46 @@ func (g *Gateway) relay(c *leanConn, st *reqState, keep bool) (code int, _ bool,
 	}
 }
 
-// writeUpstreamHead writes the request line and headers for the upstream:
-// the client's headers without hop-by-hop, forwarding and identity
-// headers, then X-Forwarded-For, X-Request-Id and the verified identity.
-func (g *Gateway) writeUpstreamHead(w *bufio.Writer, c *leanConn, st *reqState) {
-	req := &c.req
+// validHeader refuses a header set that net/http's Transport would not
+// send, with its error.
+func validHeader(h http.Header) error {
+	for k, vs := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("net/http: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("net/http: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+// writeUpstreamHead writes the request line for req, Host and header as
+// net/http's Transport writes them: one User-Agent line at most, then
+// every value but those of the headers the framing owns, trimmed.
+// header must have passed validHeader.
+func writeUpstreamHead(w *bufio.Writer, req *h1Request, host string, header http.Header) {
 	w.WriteString(req.method)
 	w.WriteByte(' ')
 	w.WriteString(req.target)
 	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(c.f.upHost)
+	w.WriteString(host)
 	w.WriteString("\r\n")
-	impersonate := g.cfg.Identity == ImpersonateIdentity
-	for _, f := range req.fields {
-		if dropOnForward(f.name) || g.scrub.matches(f.name) || (impersonate && hasPrefixFold(f.name, impersonatePrefix)) {
+	if ua := first(header, "User-Agent"); ua != "" {
+		writeField(w, "User-Agent", textproto.TrimString(ua))
+	}
+	for k, vs := range header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
 			continue
 		}
-		writeParsedField(w, f)
-	}
-	if c.ip != "" {
-		writeField(w, "X-Forwarded-For", c.ip) // as rewrite sets it
-	}
-	writeField(w, "X-Request-Id", st.id)
-	u := st.target
-	if impersonate {
-		writeField(w, authz.ImpersonateUserHeader, u.Name)
-		if u.UID != "" {
-			writeField(w, authz.ImpersonateUIDHeader, u.UID)
+		for _, v := range vs {
+			writeField(w, k, textproto.TrimString(v))
 		}
-		for _, grp := range u.Groups {
-			if grp != authn.AllAuthenticated {
-				writeField(w, authz.ImpersonateGroupHeader, grp)
-			}
-		}
-		writeExtra(w, authz.ImpersonateExtraHeaderPrefix, u.Extra)
-	} else {
-		writeField(w, authn.RemoteUserHeader, u.Name)
-		if u.UID != "" {
-			writeField(w, authn.RemoteUIDHeader, u.UID)
-		}
-		for _, grp := range u.Groups {
-			writeField(w, authn.RemoteGroupHeader, grp)
-		}
-		writeExtra(w, authn.RemoteExtraHeaderPrefix, u.Extra)
 	}
 	w.WriteString("\r\n")
-}
-
-// writeExtra writes one header line per extra value, the key escaped as
-// escapeHeaderKey escapes it.
-func writeExtra(w *bufio.Writer, prefix string, extra map[string][]string) {
-	for k, vs := range extra {
-		for _, v := range vs {
-			w.WriteString(prefix)
-			writeEscapedKey(w, k)
-			w.WriteString(": ")
-			writeValue(w, v)
-			w.WriteString("\r\n")
-		}
-	}
-}
-
-// writeEscapedKey writes k with every byte plainKeyByte refuses
-// percent-encoded.
-func writeEscapedKey(w *bufio.Writer, k string) {
-	const hex = "0123456789ABCDEF"
-	plain := 0 // k[plain:i] is still to be written
-	for i := 0; i < len(k); i++ {
-		if c := k[i]; !plainKeyByte(c) {
-			w.WriteString(k[plain:i])
-			w.WriteByte('%')
-			w.WriteByte(hex[c>>4])
-			w.WriteByte(hex[c&15])
-			plain = i + 1
-		}
-	}
-	w.WriteString(k[plain:])
 }
 
 // writeField writes one header line. Line breaks in a value become
@@ -626,46 +603,6 @@ func writeValue(w *bufio.Writer, v string) {
 		w.WriteByte(' ')
 		v = v[i+1:]
 	}
-}
-
-// writeParsedField writes a header line the request parser accepted,
-// which holds no line break.
-func writeParsedField(w *bufio.Writer, f h1Field) {
-	w.WriteString(f.name)
-	w.WriteString(": ")
-	w.WriteString(f.value)
-	w.WriteString("\r\n")
-}
-
-// dropOnForward reports whether a client header never goes upstream as
-// is: hop-by-hop headers, Host and the forwarding headers the gateway
-// sets itself.
-func dropOnForward(name string) bool {
-	switch len(name) {
-	case 2:
-		return strings.EqualFold(name, "TE")
-	case 4:
-		return strings.EqualFold(name, "Host")
-	case 7:
-		return strings.EqualFold(name, "Trailer")
-	case 9:
-		return strings.EqualFold(name, "Forwarded")
-	case 10:
-		return strings.EqualFold(name, "Connection") || strings.EqualFold(name, "Keep-Alive")
-	case 12:
-		return strings.EqualFold(name, "X-Request-Id")
-	case 15:
-		return strings.EqualFold(name, "X-Forwarded-For")
-	case 16:
-		return strings.EqualFold(name, "X-Forwarded-Host") || strings.EqualFold(name, "Proxy-Connection")
-	case 17:
-		return strings.EqualFold(name, "X-Forwarded-Proto")
-	case 18:
-		return strings.EqualFold(name, "Proxy-Authenticate")
-	case 19:
-		return strings.EqualFold(name, "Proxy-Authorization")
-	}
-	return false
 }
 
 // relayResponse copies the parsed upstream response head and its body to

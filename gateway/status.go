@@ -39,13 +39,3 @@ func writeStatus(w http.ResponseWriter, code int, body []byte) {
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }
-
-// forbidden writes a 403 Status with message.
-func forbidden(w http.ResponseWriter, message string) {
-	writeStatus(w, http.StatusForbidden, statusBody(http.StatusForbidden, metav1.StatusReasonForbidden, message))
-}
-
-// badRequest writes a 400 Status with message.
-func badRequest(w http.ResponseWriter, message string) {
-	writeStatus(w, http.StatusBadRequest, statusBody(http.StatusBadRequest, metav1.StatusReasonBadRequest, message))
-}
