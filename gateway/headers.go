@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/kubegate/kubegate/authn"
@@ -64,35 +65,34 @@ func hasPrefixFold(s, prefix string) bool {
 
 // setRemoteIdentity sets u as request-header identity headers on h: one
 // X-Remote-Group line per group and X-Remote-Extra-<escaped key> per extra
-// value. h must already be scrubbed.
+// value. h must already be scrubbed. The values share u's slices, capped
+// so that an append to one copies it: nothing that writes h changes u.
 func setRemoteIdentity(h http.Header, u *authn.User) {
-	h[authn.RemoteUserHeader] = []string{u.Name}
-	if u.UID != "" {
-		h[authn.RemoteUIDHeader] = []string{u.UID}
-	}
-	if len(u.Groups) > 0 {
-		h[authn.RemoteGroupHeader] = append([]string(nil), u.Groups...)
-	}
-	for k, vs := range u.Extra {
-		h[authn.RemoteExtraHeaderPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
-	}
+	setIdentity(h, u, authn.RemoteUserHeader, authn.RemoteUIDHeader, authn.RemoteGroupHeader, authn.RemoteExtraHeaderPrefix, u.Groups)
 }
 
-// setImpersonation sets u as Impersonate-* headers on h. The group
-// system:authenticated is left out: the upstream adds it to every
-// impersonated user that is not anonymous.
+// setImpersonation sets u as Impersonate-* headers on h, as
+// setRemoteIdentity does. The group system:authenticated is left out:
+// the upstream adds it to every impersonated user that is not anonymous.
 func setImpersonation(h http.Header, u *authn.User) {
-	h[authz.ImpersonateUserHeader] = []string{u.Name}
-	if u.UID != "" {
-		h[authz.ImpersonateUIDHeader] = []string{u.UID}
+	groups := u.Groups
+	if slices.Contains(groups, authn.AllAuthenticated) {
+		groups = slices.DeleteFunc(slices.Clone(groups), func(g string) bool { return g == authn.AllAuthenticated })
 	}
-	for _, g := range u.Groups {
-		if g != authn.AllAuthenticated {
-			h[authz.ImpersonateGroupHeader] = append(h[authz.ImpersonateGroupHeader], g)
-		}
+	setIdentity(h, u, authz.ImpersonateUserHeader, authz.ImpersonateUIDHeader, authz.ImpersonateGroupHeader, authz.ImpersonateExtraHeaderPrefix, groups)
+}
+
+func setIdentity(h http.Header, u *authn.User, userKey, uidKey, groupKey, extraPrefix string, groups []string) {
+	vals := []string{u.Name, u.UID}
+	h[userKey] = vals[0:1:1]
+	if u.UID != "" {
+		h[uidKey] = vals[1:2:2]
+	}
+	if len(groups) > 0 {
+		h[groupKey] = groups[:len(groups):len(groups)]
 	}
 	for k, vs := range u.Extra {
-		h[authz.ImpersonateExtraHeaderPrefix+escapeHeaderKey(k)] = append([]string(nil), vs...)
+		h[extraPrefix+escapeHeaderKey(k)] = vs[:len(vs):len(vs)]
 	}
 }
 

@@ -155,10 +155,12 @@ func (g *Gateway) outbound(in http.Header, remoteAddr string, st *reqState) http
 	// The client's address, which kube-apiserver records as the source
 	// IP in its audit log. X-Forwarded-Host and -Proto are not sent: the
 	// upstream has no use for them.
+	vals := []string{st.id, ""}
+	out["X-Request-Id"] = vals[0:1:1]
 	if ip, _, err := net.SplitHostPort(remoteAddr); err == nil {
-		out["X-Forwarded-For"] = []string{ip}
+		vals[1] = ip
+		out["X-Forwarded-For"] = vals[1:2:2]
 	}
-	out["X-Request-Id"] = []string{st.id}
 	switch g.cfg.Identity {
 	case ImpersonateIdentity:
 		authz.DeleteImpersonationHeaders(out)
