@@ -456,7 +456,7 @@ func TestParseResponseHead(t *testing.T) {
 		{name: "conflicting lengths", head: "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", wantErr: true},
 		{name: "negative length", head: "HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", wantErr: true},
 		{name: "other transfer coding", head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", wantErr: true},
-		{name: "Connection names a header", head: "HTTP/1.1 200 OK\r\nConnection: X-Secret\r\n\r\n", wantErr: true},
+		{name: "Connection names a header", head: "HTTP/1.1 200 OK\r\nConnection: X-Secret, close\r\nx-secret: 1\r\nX-A: 2\r\n\r\n", status: 200, length: -1, close: true, wantFields: "X-A"},
 		{name: "bad status", head: "HTTP/1.1 2x0 OK\r\n\r\n", wantErr: true},
 		{name: "not HTTP", head: "SSH-2.0-OpenSSH\r\n\r\n", wantErr: true},
 		{name: "header without colon", head: "HTTP/1.1 200 OK\r\nnocolon\r\n\r\n", wantErr: true},
