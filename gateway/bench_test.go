@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/gateway/internal/h1"
 	"github.com/kubegate/kubegate/internal/benchcpu"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
@@ -49,13 +49,20 @@ func benchKeepAlive(b *testing.B, lean bool) {
 		b.Fatal(err)
 	}
 	up, _ := url.Parse(backend.URL)
-	rt, err := NewUpstreamTransport(UpstreamTransportOptions{Upstream: up})
+	rt, err := NewUpstreamTransport(UpstreamTransportOptions{})
 	if err != nil {
 		b.Fatal(err)
+	}
+	var fast *FastPath
+	if lean {
+		if fast, err = NewFastPath(up, UpstreamTransportOptions{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	g, err := New(Config{
 		Upstream:      up,
 		Transport:     rt,
+		FastPath:      fast,
 		Authenticator: authn.New(authn.Config{X509: x}),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
@@ -110,7 +117,7 @@ func benchKeepAlive(b *testing.B, lean bool) {
 	cpu.Report(b)
 }
 
-// BenchmarkLeanServe measures the lean path's own work per keep-alive
+// BenchmarkLeanServe measures the fast path's own work per keep-alive
 // request, without sockets, TLS or other goroutines: one connection
 // reads b.N request heads from memory, authenticates each by its client
 // certificate and relays a canned answer from an upstream connection in
@@ -133,21 +140,20 @@ func BenchmarkLeanServe(b *testing.B) {
 	user := ca.Issue(b, testpki.Options{CN: "bench-user", Orgs: []string{"devs", "devops"}})
 	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\n" +
 		"Content-Length: " + strconv.Itoa(len(benchPod)) + "\r\n\r\n" + benchPod
-	t := &inlineTransport{max: 1}
-	t.put(newInlineConn(&memConn{msg: []byte(answer), n: -1}))
-	f := &front{g: g, up: t, upHost: up.Host, headerTimeout: time.Minute, idleTimeout: time.Minute}
+	upstream := &memConn{msg: []byte(answer), n: -1}
+	fs := h1.NewServer(h1.Options{
+		Handler:      g.serveFast,
+		Upstream:     h1.NewUpstream(func(context.Context) (net.Conn, error) { return upstream, nil }, 1),
+		UpstreamHost: up.Host,
+		HTTP:         &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute},
+	}, &net.TCPAddr{})
 	head := "GET /api/v1/namespaces/default/pods/app HTTP/1.1\r\nHost: 127.0.0.1:6443\r\n" +
 		"User-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n"
 	client := &memConn{msg: []byte(head), n: b.N}
-	c := &leanConn{
-		f: f, raw: client, state: &tls.ConnectionState{PeerCertificates: []*x509.Certificate{user.Cert}},
-		remote: "127.0.0.1:40000", ip: "127.0.0.1",
-		br: bufio.NewReaderSize(client, leanReadBuffer),
-		bw: bufio.NewWriterSize(client, leanWriteBuffer),
-	}
+	state := &tls.ConnectionState{PeerCertificates: []*x509.Certificate{user.Cert}}
 	b.ReportAllocs()
 	b.ResetTimer()
-	c.serve()
+	fs.ServeConn(client, client, state)
 	b.StopTimer()
 	if want := int64(b.N) * int64(len(answer)); client.written < want {
 		b.Fatalf("wrote %d bytes to the client, want at least %d", client.written, want)

@@ -10,11 +10,12 @@
 // protocol upgrades (SPDY and WebSocket, for exec, attach and port-forward)
 // are spliced in both directions.
 //
-// Gateway.ServeHTTP forwards with httputil.ReverseProxy. Server.Serve adds
-// a lean path for ordinary HTTP/1.1 requests over TLS (lean.go): it
-// authenticates and scrubs exactly as ServeHTTP does but writes the
-// request straight into a pooled upstream connection, and hands HTTP/2,
-// upgrades, bodies and anything unusual to the net/http server.
+// One request policy (policy.go) decides every request: its ID, who sent
+// it, whether it goes on, and the exact header set that goes upstream.
+// Gateway.ServeHTTP renders it with httputil.ReverseProxy; with a
+// FastPath configured, Server.Serve renders it for plain HTTP/1.1
+// requests with package gateway/internal/h1, which frames bytes only,
+// and hands HTTP/2, upgrades, bodies and anything unusual to net/http.
 package gateway
 
 import (
@@ -74,6 +75,10 @@ type Config struct {
 	// http.DefaultTransport (tests only: it has no client certificate and
 	// a small idle pool). See NewUpstreamTransport.
 	Transport http.RoundTripper
+	// FastPath, when set, serves plain HTTP/1.1 requests on the fast path
+	// under the same request policy (see FastPath); nil serves every
+	// request with net/http and httputil.ReverseProxy.
+	FastPath *FastPath
 	// Authenticator decides who each request comes from. Required.
 	Authenticator authn.Request
 	// Identity is how the identity is forwarded; zero means
@@ -211,6 +216,15 @@ func (g *Gateway) Flush() error {
 		return nil
 	}
 	return g.audit.flush()
+}
+
+// first returns the first value of the header key, which must be in
+// canonical form.
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 func ok(w http.ResponseWriter, _ *http.Request) {

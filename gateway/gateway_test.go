@@ -21,11 +21,11 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
@@ -150,7 +150,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	upURL, _ := url.Parse(e.up.URL)
-	rt, err := NewUpstreamTransport(UpstreamTransportOptions{CAPEM: e.serverCA.CertPEM, ClientCert: proxyPair, Upstream: upURL})
+	upOpts := UpstreamTransportOptions{CAPEM: e.serverCA.CertPEM, ClientCert: proxyPair}
+	rt, err := NewUpstreamTransport(upOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := NewFastPath(upURL, upOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +200,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	e.gateway, err = New(Config{
 		Upstream:             up,
 		Transport:            rt,
+		FastPath:             fast,
 		Authenticator:        a,
 		Identity:             o.identity,
 		ClearHeaders:         []string{"X-Custom-User", "X-Custom-Group"},

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"

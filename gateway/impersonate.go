@@ -95,4 +95,3 @@ func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, sp
 	}
 	return out.Status.Allowed, out.Status.Reason, nil
 }
-

@@ -250,8 +250,12 @@ func newPoolEnvWith(tb testing.TB, identity UpstreamIdentity, o UpstreamTranspor
 		tb.Fatal(err)
 	}
 	upURL, _ := url.Parse("https://" + up.ln.Addr().String())
-	o.CAPEM, o.ClientCert, o.Upstream = serverCA.CertPEM, proxyPair, upURL
+	o.CAPEM, o.ClientCert = serverCA.CertPEM, proxyPair
 	rt, err := NewUpstreamTransport(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fast, err := NewFastPath(upURL, o)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -267,6 +271,7 @@ func newPoolEnvWith(tb testing.TB, identity UpstreamIdentity, o UpstreamTranspor
 	g, err := New(Config{
 		Upstream:      upURL,
 		Transport:     rt,
+		FastPath:      fast,
 		Authenticator: authn.New(authn.Config{X509: x, StaticTokens: []authn.Token{tokens}}),
 		Identity:      identity,
 		Logger:        quiet,

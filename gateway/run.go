@@ -43,6 +43,10 @@ type Options struct {
 	// Transport carries requests to Upstream; nil means one built from
 	// the upstream options (NewUpstreamTransport).
 	Transport http.RoundTripper
+	// HTTP1FastPath serves plain HTTP/1.1 requests on the fast path
+	// (FastPath); it needs Transport nil and an upstream URL without a
+	// path or query.
+	HTTP1FastPath bool
 }
 
 // Defaults returns the options' defaults.
@@ -54,6 +58,7 @@ func Defaults() Options {
 		UpstreamIdentity: RequestHeaderIdentity,
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
+		HTTP1FastPath:    true,
 	}
 }
 
@@ -74,6 +79,12 @@ func (o *Options) Validate() error {
 	u, err := url.Parse(o.Upstream)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("--upstream %q is not an http(s) URL", o.Upstream)
+	}
+	if o.HTTP1FastPath && ((u.Path != "" && u.Path != "/") || u.RawQuery != "") {
+		return fmt.Errorf("--upstream %q has a path or query, which the HTTP/1.1 fast path cannot forward to; give --http1-fast-path=false", o.Upstream)
+	}
+	if o.HTTP1FastPath && o.Transport != nil {
+		return errors.New("the HTTP/1.1 fast path needs the gateway's own upstream transport")
 	}
 	if o.UpstreamIdentity != RequestHeaderIdentity && o.UpstreamIdentity != ImpersonateIdentity {
 		return fmt.Errorf("--upstream-identity %q is not one of requestheader, impersonate", o.UpstreamIdentity)
@@ -114,6 +125,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		return nil, err
 	}
 	rt := o.Transport
+	var fast *FastPath
 	if rt == nil {
 		var upCA []byte
 		if o.UpstreamCAFile != "" {
@@ -121,7 +133,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 				return nil, fmt.Errorf("--upstream-ca-file: %w", err)
 			}
 		}
-		tro := UpstreamTransportOptions{CAPEM: upCA, Upstream: up}
+		tro := UpstreamTransportOptions{CAPEM: upCA}
 		if o.ProxyCertFile != "" {
 			if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
 				return nil, err
@@ -132,6 +144,11 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 		if rt, err = NewUpstreamTransport(tro); err != nil {
 			return nil, err
+		}
+		if o.HTTP1FastPath {
+			if fast, err = NewFastPath(up, tro); err != nil {
+				return nil, err
+			}
 		}
 	}
 
@@ -169,6 +186,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	cfg := Config{
 		Upstream:            up,
 		Transport:           rt,
+		FastPath:            fast,
 		Authenticator:       authn.New(ac),
 		Identity:            o.UpstreamIdentity,
 		ClearHeaders:        append(append(append([]string(nil), o.RequestHeaderUsernameHeaders...), o.RequestHeaderUIDHeaders...), o.RequestHeaderGroupHeaders...),
@@ -223,27 +241,5 @@ func (s *Server) Serve(ctx context.Context) error {
 			defer cancel()
 			return shutdown(sctx)
 		}
-	}
-}
-
-// serve starts serving g on ln with srv's TLS configuration and limits.
-// When the upstream transport allows it, ordinary HTTP/1.1 requests take
-// the lean path (lean.go) and srv serves HTTP/2 and everything unusual;
-// otherwise srv serves everything. The returned channel reports a
-// server that stopped; shutdown stops both gracefully.
-func serve(g *Gateway, srv *http.Server, ln net.Listener) (<-chan error, func(context.Context) error) {
-	errc := make(chan error, 2)
-	up, ok := leanTransport(g)
-	if !ok {
-		go func() { errc <- srv.ServeTLS(ln, "", "") }()
-		return errc, srv.Shutdown
-	}
-	fr := newFront(g, up, srv, ln.Addr())
-	go func() { errc <- srv.Serve(fr.handoff) }()
-	go func() { errc <- fr.serve(ln) }()
-	return errc, func(ctx context.Context) error {
-		fr.closing.Store(true)
-		_ = ln.Close()
-		return errors.Join(fr.shutdown(ctx), srv.Shutdown(ctx))
 	}
 }

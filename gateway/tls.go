@@ -253,10 +253,29 @@ type UpstreamTransportOptions struct {
 	// DialContext opens TCP connections to the upstream; nil means a
 	// net.Dialer with a 10 s timeout and 30 s keep-alives.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Upstream, when set, lets the lean HTTP/1.1 path (lean.go) keep
-	// connections of its own to that one upstream. Nil: an http.Transport
-	// for everything.
-	Upstream *url.URL
+}
+
+// defaultDialer opens the gateway's upstream TCP connections.
+var defaultDialer = &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+
+// defaultMaxIdleConns is the idle pool kept to the upstream: enough for
+// every connection a busy gateway keeps open.
+const defaultMaxIdleConns = 1024
+
+// upstreamTLSConfig returns the TLS client configuration o describes.
+func upstreamTLSConfig(o UpstreamTransportOptions) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CAPEM != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(o.CAPEM) {
+			return nil, fmt.Errorf("upstream CA: no PEM certificates found")
+		}
+		tc.RootCAs = pool
+	}
+	if o.ClientCert != nil {
+		tc.GetClientCertificate = o.ClientCert.GetClientCertificate
+	}
+	return tc, nil
 }
 
 const (
@@ -281,20 +300,13 @@ const (
 // connection caps bound what a client can make the gateway dial, for
 // instance by opening and at once resetting HTTP/2 streams.
 func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if o.CAPEM != nil {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(o.CAPEM) {
-			return nil, fmt.Errorf("upstream CA: no PEM certificates found")
-		}
-		tc.RootCAs = pool
+	tc, err := upstreamTLSConfig(o)
+	if err != nil {
+		return nil, err
 	}
-	if o.ClientCert != nil {
-		tc.GetClientCertificate = o.ClientCert.GetClientCertificate
-	}
-	o.MaxIdleConns = cmp.Or(o.MaxIdleConns, 1024)
+	o.MaxIdleConns = cmp.Or(o.MaxIdleConns, defaultMaxIdleConns)
 	if o.DialContext == nil {
-		o.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		o.DialContext = defaultDialer.DialContext
 	}
 	newTransport := func(maxConns int) *http.Transport {
 		return &http.Transport{
@@ -308,25 +320,15 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 			IdleConnTimeout:       90 * time.Second,
 			ExpectContinueTimeout: time.Second,
 			ForceAttemptHTTP2:     false,
+			// The answer reaches the client as the upstream encoded it:
+			// the Transport neither asks for gzip nor decodes it.
+			DisableCompression: true,
 		}
 	}
-	rt := &upstreamTransport{
+	return &upstreamTransport{
 		requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
 		streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
-	}
-	if o.Upstream == nil {
-		return rt, nil
-	}
-	addr := o.Upstream.Host
-	if o.Upstream.Port() == "" {
-		addr = net.JoinHostPort(o.Upstream.Hostname(), map[string]string{"https": "443", "http": "80"}[o.Upstream.Scheme])
-	}
-	var inlineTLS *tls.Config
-	if o.Upstream.Scheme == "https" {
-		inlineTLS = tc.Clone()
-		inlineTLS.NextProtos = []string{"http/1.1"}
-	}
-	return newInlineTransport(addr, o.DialContext, inlineTLS, o.MaxIdleConns, rt), nil
+	}, nil
 }
 
 // upstreamTransport sends streams and other requests over separate

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -67,19 +66,16 @@ func serveTLSConfig(t *testing.T, lean bool, tc *tls.Config) string {
 	t.Helper()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	up, _ := url.Parse("https://127.0.0.1:1")
-	var rt http.RoundTripper = http.DefaultTransport
+	var fast *FastPath
 	if lean {
 		var err error
-		if rt, err = NewUpstreamTransport(UpstreamTransportOptions{Upstream: up}); err != nil {
+		if fast, err = NewFastPath(up, UpstreamTransportOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g, err := New(Config{Upstream: up, Transport: rt, Authenticator: authn.New(authn.Config{}), Logger: discard})
+	g, err := New(Config{Upstream: up, FastPath: fast, Authenticator: authn.New(authn.Config{}), Logger: discard})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, ok := leanTransport(g); ok != lean {
-		t.Fatalf("lean path %v, want %v", ok, lean)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,6 +139,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 
 	g := gateway.Defaults()
+	g.HTTP1FastPath = false // the API server is called in process
 	g.BindAddress, g.SecurePort = o.BindAddress, o.SecurePort
 	g.TLSCertFile, g.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
 	g.TLS = o.TLS
@@ -222,11 +222,7 @@ func gatewayTransport(ctx context.Context, api *APIServer, pki func(string) stri
 	if err != nil {
 		return nil, err
 	}
-	up, err := url.Parse(api.URL())
-	if err != nil {
-		return nil, err
-	}
-	fallback, err := gateway.NewUpstreamTransport(gateway.UpstreamTransportOptions{CAPEM: caPEM, ClientCert: frontProxy, Upstream: up})
+	fallback, err := gateway.NewUpstreamTransport(gateway.UpstreamTransportOptions{CAPEM: caPEM, ClientCert: frontProxy})
 	if err != nil {
 		return nil, err
 	}

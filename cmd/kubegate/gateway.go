@@ -32,6 +32,7 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.UpstreamCAFile, "upstream-ca-file", "", "CA that verifies the upstream's serving certificate")
 	fs.StringVar(&o.ProxyCertFile, "proxy-client-cert-file", "", "the gateway's client certificate to the upstream (front-proxy-client)")
 	fs.StringVar(&o.ProxyKeyFile, "proxy-client-key-file", "", "key of --proxy-client-cert-file")
+	fs.BoolVar(&o.HTTP1FastPath, "http1-fast-path", o.HTTP1FastPath, "serve plain HTTP/1.1 requests without net/http's server and reverse proxy, under the same request policy; needs an --upstream without a path")
 	fs.StringVar(&o.identity, "upstream-identity", string(o.UpstreamIdentity), "how the identity is forwarded: requestheader (X-Remote-*) or impersonate (Impersonate-*)")
 	fs.StringVar(&o.RevokedCertsFile, "revoked-certs", "", "refused client certificates: a CRL, or hex serials and sha256:<fingerprint> lines (reloaded on change)")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "write one JSON line per request here (- for standard output)")

@@ -1,4 +1,4 @@
-package gateway
+package h1
 
 import (
 	"bufio"
@@ -21,19 +21,19 @@ var (
 	errHeadTooLarge = errors.New("message head does not fit the buffer")
 )
 
-// maxLeanHeaders bounds the header lines of a request the lean path takes.
-const maxLeanHeaders = 64
+// maxHeaders bounds the header lines of a request the lean path takes.
+const maxHeaders = 64
 
-// h1Field is one header line; both strings point into the head.
-type h1Field struct{ name, value string }
+// field is one header line; both strings point into the head.
+type field struct{ name, value string }
 
-// h1Request is a parsed request head. Every string points into head, one
+// request is a parsed request head. Every string points into head, one
 // allocation per request.
-type h1Request struct {
+type request struct {
 	head   string
 	method string
 	target string // origin-form: starts with '/'
-	fields []h1Field
+	fields []field
 	url    url.URL // target, parsed by plain
 }
 
@@ -101,7 +101,7 @@ func plainPathByte(c byte) bool {
 // parseRequestHead parses head, which ends with "\r\n\r\n", into r,
 // reusing r.fields. It returns errNotPlain for anything but
 // "METHOD /origin-form-target HTTP/1.1" and well-formed header lines.
-func parseRequestHead(head string, r *h1Request) error {
+func parseRequestHead(head string, r *request) error {
 	r.head, r.fields = head, r.fields[:0]
 	line, rest, ok := cutLine(head)
 	if !ok {
@@ -137,7 +137,7 @@ func parseRequestHead(head string, r *h1Request) error {
 		if line == "" {
 			return nil
 		}
-		if len(r.fields) == maxLeanHeaders {
+		if len(r.fields) == maxHeaders {
 			return errNotPlain
 		}
 		f, err := parseField(line)
@@ -150,22 +150,22 @@ func parseRequestHead(head string, r *h1Request) error {
 
 // parseField parses "Name: value" with optional whitespace around the
 // value. Obsolete line folding, empty names and control bytes are refused.
-func parseField(line string) (h1Field, error) {
+func parseField(line string) (field, error) {
 	colon := strings.IndexByte(line, ':')
 	if colon <= 0 || !isToken(line[:colon]) {
-		return h1Field{}, errNotPlain
+		return field{}, errNotPlain
 	}
 	v := line[colon+1:]
 	for i := 0; i < len(v); i++ {
 		if c := v[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return h1Field{}, errNotPlain
+			return field{}, errNotPlain
 		}
 	}
-	return h1Field{name: line[:colon], value: trimOWS(v)}, nil
+	return field{name: line[:colon], value: trimOWS(v)}, nil
 }
 
-// h1Response is the part of an upstream response head the relay needs.
-type h1Response struct {
+// response is the part of an upstream response head the relay needs.
+type response struct {
 	head          []byte // the whole head, valid until the reader moves
 	status        int
 	statusLine    []byte // "200 OK", after the version
@@ -176,8 +176,8 @@ type h1Response struct {
 }
 
 // parseResponseHead parses an upstream response head into r.
-func parseResponseHead(head []byte, r *h1Response) error {
-	*r = h1Response{head: head, fields: r.fields[:0], contentLength: -1}
+func parseResponseHead(head []byte, r *response) error {
+	*r = response{head: head, fields: r.fields[:0], contentLength: -1}
 	line, rest, ok := cutLineBytes(head)
 	if !ok || len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
 		return errors.New("upstream sent a malformed status line")

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/kubegate/kubegate/gateway/internal/h1"
+)
+
+// FastPath is the HTTP/1.1 fast path's pool of upstream connections. A
+// Gateway configured with one (Config.FastPath) serves plain HTTP/1.1
+// requests with package gateway/internal/h1, which frames bytes and
+// nothing else, instead of net/http's server and httputil.ReverseProxy:
+// the same request policy (admit, outbound) decides every request, on
+// either path. HTTP/2, bodies, upgrades, streams and anything unusual
+// stay on net/http. The fast path needs an upstream URL with no path or
+// query of its own and a network connection to it: kubegate up, which
+// calls its API server in process, does without.
+type FastPath struct {
+	up   *h1.Upstream
+	host string
+}
+
+// NewFastPath returns the fast path's pool for upstream, opening
+// connections as o says (its TLS settings, client certificate and dialer)
+// and keeping at most o.MaxIdleConns idle.
+func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, error) {
+	if upstream == nil || (upstream.Path != "" && upstream.Path != "/") || upstream.RawQuery != "" {
+		return nil, errors.New("gateway: the HTTP/1.1 fast path needs an upstream URL without a path or query")
+	}
+	tc, err := upstreamTLSConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	addr := upstream.Host
+	if upstream.Port() == "" {
+		addr = net.JoinHostPort(upstream.Hostname(), map[string]string{"https": "443", "http": "80"}[upstream.Scheme])
+	}
+	dialTCP := o.DialContext
+	if dialTCP == nil {
+		dialTCP = defaultDialer.DialContext
+	}
+	if upstream.Scheme == "https" {
+		tc.NextProtos = []string{"http/1.1"}
+		if tc.ServerName == "" {
+			tc.ServerName = upstream.Hostname()
+		}
+	} else {
+		tc = nil
+	}
+	dial := func(ctx context.Context) (net.Conn, error) {
+		c, err := dialTCP(ctx, "tcp", addr)
+		if err != nil || tc == nil {
+			return c, err
+		}
+		tlsConn := tls.Client(c, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return tlsConn, nil
+	}
+	return &FastPath{up: h1.NewUpstream(dial, cmp.Or(o.MaxIdleConns, defaultMaxIdleConns)), host: upstream.Host}, nil
+}
+
+// CloseIdleConnections closes the pool's idle connections.
+func (f *FastPath) CloseIdleConnections() { f.up.CloseIdleConnections() }
+
+// skipFast reports whether a request for u stays on net/http: the
+// gateway's own endpoints, routed there, and streams, which net/http
+// notices a client leaving.
+func skipFast(u *url.URL) bool {
+	return strings.HasPrefix(u.Path, "/kubegate/") || isStreamURL(u)
+}
+
+// serveFast renders the request policy for one request on the fast path,
+// as authenticated and forward do on the net/http path.
+func (g *Gateway) serveFast(x *h1.Exchange) {
+	r := x.Request
+	st := g.admit(r)
+	if st.refusal != nil {
+		x.Answer(st.refusal.code, st.id, st.refusal.body)
+		g.record(st.refusal.code, r.Method, r.URL.Path, st)
+		return
+	}
+	st.upstreamStart = time.Now()
+	res := x.Forward(g.outbound(r.Header, r.RemoteAddr, st), st.id)
+	if res.UpstreamStatus != 0 {
+		st.upstreamStatus = res.UpstreamStatus
+		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)
+	}
+	code := res.Status
+	if res.Err != nil {
+		st.err = res.Err
+		if code == 0 {
+			g.log.Error("upstream request failed", "requestID", st.id, "method", r.Method, "path", r.URL.Path, "error", res.Err)
+			code = http.StatusBadGateway
+			x.Answer(code, st.id, badGatewayBody)
+		}
+	}
+	g.record(code, r.Method, r.URL.Path, st)
+}
+
+// serve starts serving g on ln with srv's TLS configuration and limits.
+// With a fast path configured, plain HTTP/1.1 requests take it and srv
+// serves HTTP/2 and everything else; otherwise srv serves everything. The
+// returned channel reports a server that stopped; shutdown stops both
+// gracefully.
+func serve(g *Gateway, srv *http.Server, ln net.Listener) (<-chan error, func(context.Context) error) {
+	errc := make(chan error, 2)
+	if g.cfg.FastPath == nil {
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+		return errc, srv.Shutdown
+	}
+	fs := h1.NewServer(h1.Options{
+		Handler: g.serveFast, Upstream: g.cfg.FastPath.up, UpstreamHost: g.cfg.FastPath.host,
+		HTTP: srv, Skip: skipFast, Logger: g.log,
+	}, ln.Addr())
+	go func() { errc <- srv.Serve(fs.Handoff()) }()
+	go func() { errc <- fs.Serve(ln) }()
+	return errc, func(ctx context.Context) error {
+		_ = ln.Close()
+		return errors.Join(fs.Shutdown(ctx), srv.Shutdown(ctx))
+	}
+}

@@ -1,0 +1,423 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// Exchange is one request on the fast path, from its parsed head to the
+// end of its answer. The handler calls Answer or Forward once.
+type Exchange struct {
+	// Request is the request as parsed: Method, URL, Proto, Header (with
+	// canonical keys, Host included), Host, RemoteAddr, RequestURI and
+	// TLS; its Body is empty. It and everything in it are reused for the
+	// connection's next request: a handler must not keep them.
+	Request *http.Request
+
+	c    *conn
+	keep bool // the client connection can serve another request
+}
+
+// Result is how a forwarded request ended.
+type Result struct {
+	// Status is the status of the answer the client got, or 0 when
+	// nothing was written to it: Err then says why, and the handler
+	// answers.
+	Status int
+	// UpstreamStatus is the status of the upstream's final answer, and
+	// UpstreamWait the time from Forward's call to its head; 0 when the
+	// upstream gave none.
+	UpstreamStatus int
+	UpstreamWait   time.Duration
+	// Err is why the exchange failed, if it did. When Status is not 0,
+	// the answer broke off and the connection closes.
+	Err error
+}
+
+// exchange runs the handler on the request just parsed. It reports
+// whether the connection can serve another request.
+func (c *conn) exchange() bool {
+	c.x = Exchange{Request: c.request(), c: c, keep: !c.req.wantsClose()}
+	c.s.o.Handler(&c.x)
+	return c.x.keep
+}
+
+// Forward sends the request upstream with header, which must hold every
+// header line to send but Host (the framing's own: Content-Length,
+// Transfer-Encoding and Trailer are not sent), and relays the answer to
+// the client, adding X-Request-Id: id. It writes the header as net/http's
+// Transport does, and refuses one the Transport would refuse.
+func (x *Exchange) Forward(header http.Header, id string) Result {
+	start := time.Now()
+	if err := validHeader(header); err != nil {
+		return Result{Err: err}
+	}
+	code, upstream, err := x.c.relay(header, id, start)
+	res := Result{Status: code, Err: err}
+	if upstream != nil {
+		res.UpstreamStatus, res.UpstreamWait = upstream.status, upstream.wait
+	}
+	if err != nil && code != 0 {
+		x.keep = false
+	}
+	return res
+}
+
+// relay sends the request upstream and the answer back. A zero code
+// with an error means nothing reached the client; a non-zero code with an
+// error means the answer broke off and the connection must close. The
+// upstream's final answer, once it came, is described by the second
+// result.
+func (c *conn) relay(header http.Header, id string, start time.Time) (code int, _ *upstreamAnswer, err error) {
+	t := c.s.o.Upstream
+	for {
+		uc, reused := t.get(), true
+		if uc == nil {
+			conn, err := t.dial(context.Background())
+			if err != nil {
+				return 0, nil, err
+			}
+			uc, reused = newUpstreamConn(conn), false
+		}
+		writeUpstreamHead(uc.bw, &c.req, c.s.o.UpstreamHost, header)
+		err = uc.bw.Flush()
+		var n int
+		if err == nil {
+			n, err = peekHead(uc.br)
+		}
+		if err != nil {
+			uc.conn.Close()
+			// A pooled connection that the upstream had closed answers
+			// nothing at all. The request is sent again, on the next
+			// pooled connection or a new one, only if running it twice
+			// does no harm, as net/http's Transport decides: the
+			// upstream may have run it before closing. Each failed
+			// connection is closed, so this ends at the latest on a new
+			// connection.
+			if reused && uc.br.Buffered() == 0 && idempotent(c.req.method) && !errors.Is(err, errHeadTooLarge) {
+				continue
+			}
+			return 0, nil, err
+		}
+		head, _ := uc.br.Peek(n)
+		if err := parseResponseHead(head, &c.resp); err != nil {
+			uc.conn.Close()
+			return 0, nil, err
+		}
+		resp := &c.resp
+		ans := &upstreamAnswer{wait: time.Since(start)}
+		code, err = c.relayResponse(uc, id, ans)
+		// The connection goes back to the pool only when its answer was
+		// read to the exact end of its framing and nothing followed it:
+		// a byte left over would be taken for the start of the next
+		// request's answer, which may be another user's.
+		if err != nil || resp.close || uc.br.Buffered() != 0 {
+			uc.conn.Close()
+		} else {
+			t.put(uc)
+		}
+		return code, ans, err
+	}
+}
+
+// upstreamAnswer describes the upstream's final answer.
+type upstreamAnswer struct {
+	status int
+	wait   time.Duration // until its first head
+}
+
+// validHeader refuses a header set that net/http's Transport would not
+// send, with its error.
+func validHeader(h http.Header) error {
+	for k, vs := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return fmt.Errorf("net/http: invalid header field name %q", k)
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return fmt.Errorf("net/http: invalid header field value for %q", k)
+			}
+		}
+	}
+	return nil
+}
+
+// writeUpstreamHead writes the request line for req, Host and header as
+// net/http's Transport writes them: one User-Agent line at most, then
+// every value but those of the headers the framing owns, trimmed.
+// header must have passed validHeader.
+func writeUpstreamHead(w *bufio.Writer, req *request, host string, header http.Header) {
+	w.WriteString(req.method)
+	w.WriteByte(' ')
+	w.WriteString(req.target)
+	w.WriteString(" HTTP/1.1\r\nHost: ")
+	w.WriteString(host)
+	w.WriteString("\r\n")
+	if ua := header.Get("User-Agent"); ua != "" {
+		writeField(w, "User-Agent", textproto.TrimString(ua))
+	}
+	for k, vs := range header {
+		switch k {
+		case "Host", "User-Agent", "Content-Length", "Transfer-Encoding", "Trailer":
+			continue
+		}
+		for _, v := range vs {
+			writeField(w, k, textproto.TrimString(v))
+		}
+	}
+	w.WriteString("\r\n")
+}
+
+// writeField writes one header line. Line breaks in a value become
+// spaces, as net/http writes them, so no value can start a new header.
+func writeField(w *bufio.Writer, name, value string) {
+	w.WriteString(name)
+	w.WriteString(": ")
+	writeValue(w, value)
+	w.WriteString("\r\n")
+}
+
+func writeValue(w *bufio.Writer, v string) {
+	for {
+		i := strings.IndexAny(v, "\r\n")
+		if i < 0 {
+			w.WriteString(v)
+			return
+		}
+		w.WriteString(v[:i])
+		w.WriteByte(' ')
+		v = v[i+1:]
+	}
+}
+
+// relayResponse copies the parsed upstream response head and its body to
+// the client, flushing whenever it would otherwise wait for the upstream,
+// so that streamed answers arrive as they are produced. It reports the
+// status sent, and marks the exchange not to keep the client connection
+// when the answer's framing ends only with the upstream connection.
+func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (int, error) {
+	resp := &c.resp
+	for informational := 0; resp.status >= 100 && resp.status < 200; informational++ {
+		if resp.status == http.StatusSwitchingProtocols {
+			return 0, errors.New("upstream switched protocols without an upgrade request")
+		}
+		if informational == maxInformational {
+			return 0, errors.New("upstream sent too many informational answers")
+		}
+		// An informational answer (103 Early Hints): pass it on and
+		// read the final one.
+		w := c.bw
+		w.WriteString("HTTP/1.1 ")
+		w.Write(resp.statusLine)
+		w.WriteString("\r\n")
+		for _, f := range resp.fields {
+			writeFieldBytes(w, f[0], f[1])
+		}
+		w.WriteString("\r\n")
+		_, _ = uc.br.Discard(len(resp.head))
+		n, err := peekHeadFlushing(c.bw, uc.br)
+		if err != nil {
+			return resp.status, err
+		}
+		head, _ := uc.br.Peek(n)
+		if err := parseResponseHead(head, resp); err != nil {
+			return resp.status, err
+		}
+	}
+	ans.status = resp.status
+	hasBody := !bodyless(c.req.method, resp.status)
+	untilClose := hasBody && !resp.chunked && resp.contentLength < 0
+	if untilClose {
+		c.x.keep = false
+		resp.close = true
+	}
+	w := c.bw
+	w.WriteString("HTTP/1.1 ")
+	w.Write(resp.statusLine)
+	w.WriteString("\r\n")
+	for _, f := range resp.fields {
+		writeFieldBytes(w, f[0], f[1])
+	}
+	writeField(w, "X-Request-Id", id)
+	switch {
+	case resp.chunked && hasBody:
+		w.WriteString("Transfer-Encoding: chunked\r\n")
+	case !resp.chunked && resp.contentLength >= 0:
+		w.WriteString("Content-Length: ")
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), resp.contentLength, 10))
+		w.WriteString("\r\n")
+	}
+	if !c.x.keep {
+		w.WriteString("Connection: close\r\n")
+	}
+	w.WriteString("\r\n")
+	_, _ = uc.br.Discard(len(resp.head))
+	status := resp.status
+	var err error
+	switch {
+	case !hasBody:
+	case resp.chunked:
+		err = relayChunked(w, uc.br)
+	case untilClose:
+		err = relayN(w, uc.br, -1)
+	default:
+		err = relayN(w, uc.br, resp.contentLength)
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	return status, err
+}
+
+// maxInformational bounds the 1xx answers relayed before the final one,
+// as net/http's Transport bounds them.
+const maxInformational = 5
+
+// idempotent reports whether a request with method may run twice with the
+// effect of once, so that it can be sent again after a pooled connection
+// failed.
+func idempotent(method string) bool {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+func writeFieldBytes(w *bufio.Writer, name, value []byte) {
+	w.Write(name)
+	w.WriteString(": ")
+	w.Write(value)
+	w.WriteString("\r\n")
+}
+
+// relayN copies n bytes (n < 0: until EOF) from src to dst, flushing dst
+// before every read that would block.
+func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
+	for n != 0 {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+			if _, err := src.Peek(1); err != nil {
+				if n < 0 && errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+		}
+		k := src.Buffered()
+		if n > 0 && int64(k) > n {
+			k = int(n)
+		}
+		p, _ := src.Peek(k)
+		if _, err := dst.Write(p); err != nil {
+			return err
+		}
+		_, _ = src.Discard(k)
+		if n > 0 {
+			n -= int64(k)
+		}
+	}
+	return nil
+}
+
+// relayChunked copies a chunked body, framing included, from src to dst,
+// checking the framing so that the upstream connection stays in step.
+func relayChunked(dst *bufio.Writer, src *bufio.Reader) error {
+	for {
+		line, err := readLineFlushing(dst, src)
+		if err != nil {
+			return err
+		}
+		sizeText, _, _ := bytes.Cut(line, []byte(";"))
+		size, err := strconv.ParseInt(string(bytes.TrimSpace(sizeText)), 16, 64)
+		if err != nil || size < 0 {
+			return errors.New("upstream sent a malformed chunk size")
+		}
+		dst.Write(line)
+		dst.WriteString("\r\n")
+		if size == 0 {
+			// Trailer fields, then the empty line.
+			for {
+				line, err := readLineFlushing(dst, src)
+				if err != nil {
+					return err
+				}
+				dst.Write(line)
+				dst.WriteString("\r\n")
+				if len(line) == 0 {
+					return nil
+				}
+			}
+		}
+		if err := relayN(dst, src, size); err != nil {
+			return err
+		}
+		if line, err := readLineFlushing(dst, src); err != nil || len(line) != 0 {
+			return errors.New("upstream sent a malformed chunk")
+		}
+		dst.WriteString("\r\n")
+	}
+}
+
+// readLineFlushing reads one CRLF-terminated line (without the CRLF),
+// flushing dst first if the line has not fully arrived. The line is valid
+// until src is read again.
+func readLineFlushing(dst *bufio.Writer, src *bufio.Reader) ([]byte, error) {
+	if p, _ := src.Peek(src.Buffered()); bytes.IndexByte(p, '\n') < 0 {
+		if err := dst.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	line, err := src.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, errors.New("upstream sent a line without CRLF")
+	}
+	return line[:len(line)-2], nil
+}
+
+// peekHeadFlushing is peekHead, flushing dst before it waits.
+func peekHeadFlushing(dst *bufio.Writer, src *bufio.Reader) (int, error) {
+	if p, _ := src.Peek(src.Buffered()); !bytes.Contains(p, []byte("\r\n\r\n")) {
+		if err := dst.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return peekHead(src)
+}
+
+// Answer answers the request without going upstream: code, a JSON
+// body, and X-Request-Id: id, as the gateway's net/http path writes its
+// own answers.
+func (x *Exchange) Answer(code int, id string, body []byte) {
+	w := x.c.bw
+	w.WriteString("HTTP/1.1 ")
+	w.WriteString(strconv.Itoa(code))
+	w.WriteByte(' ')
+	w.WriteString(http.StatusText(code))
+	w.WriteString("\r\nCache-Control: no-cache, private\r\nContent-Type: application/json\r\n")
+	writeField(w, "X-Request-Id", id)
+	writeField(w, "Date", time.Now().UTC().Format(http.TimeFormat))
+	writeField(w, "Content-Length", strconv.Itoa(len(body)))
+	if !x.keep {
+		w.WriteString("Connection: close\r\n")
+	}
+	w.WriteString("\r\n")
+	w.Write(body)
+	x.keep = w.Flush() == nil && x.keep
+}

@@ -1,0 +1,70 @@
+package h1
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"sync"
+)
+
+// Upstream is the fast path's pool of connections to one upstream, which
+// it writes and reads itself on the client connection's goroutine. A
+// connection goes back to the pool only when its answer was read to the
+// exact end of its framing (see Exchange.Forward).
+type Upstream struct {
+	dial func(ctx context.Context) (net.Conn, error)
+
+	mu   sync.Mutex
+	idle []*upstreamConn
+	max  int
+}
+
+type upstreamConn struct {
+	conn net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+}
+
+func newUpstreamConn(conn net.Conn) *upstreamConn {
+	return &upstreamConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}
+}
+
+// NewUpstream returns a pool that opens connections with dial (TCP, and
+// TLS if the upstream wants it) and keeps at most maxIdle of them idle.
+func NewUpstream(dial func(ctx context.Context) (net.Conn, error), maxIdle int) *Upstream {
+	return &Upstream{dial: dial, max: maxIdle}
+}
+
+func (t *Upstream) get() *upstreamConn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.idle); n > 0 {
+		c := t.idle[n-1]
+		t.idle = t.idle[:n-1]
+		return c
+	}
+	return nil
+}
+
+func (t *Upstream) put(c *upstreamConn) {
+	t.mu.Lock()
+	if len(t.idle) < t.max {
+		t.idle = append(t.idle, c)
+		c = nil
+	}
+	t.mu.Unlock()
+	if c != nil {
+		c.conn.Close()
+	}
+}
+
+// CloseIdleConnections closes every pooled connection.
+func (t *Upstream) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle = nil
+	t.mu.Unlock()
+	for _, c := range idle {
+		c.conn.Close()
+	}
+}
