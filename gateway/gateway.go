@@ -257,8 +257,7 @@ func stateFrom(ctx context.Context) *reqState {
 func (g *Gateway) authenticated(next func(http.ResponseWriter, *http.Request, *reqState)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		st := g.admit(r)
-		w.Header()["X-Request-Id"] = []string{st.id}
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &statusRecorder{ResponseWriter: w, id: st.id}
 		defer g.finish(rec, r, st)
 		if st.refusal != nil {
 			writeStatus(rec, st.refusal.code, st.refusal.body)
@@ -565,12 +564,14 @@ func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
 // upgrades) reaches the real writer.
 type statusRecorder struct {
 	http.ResponseWriter
+	id   string // the request's ID
 	code int
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.code == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
 		s.code = code
+		s.head()
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
@@ -578,8 +579,21 @@ func (s *statusRecorder) WriteHeader(code int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.code == 0 {
 		s.code = http.StatusOK
+		s.head()
 	}
 	return s.ResponseWriter.Write(b)
+}
+
+// head completes the final answer's header, as the fast path writes it:
+// the request ID after any the upstream sent, and no Content-Type that
+// net/http's server would guess from the body. Informational answers
+// carry neither.
+func (s *statusRecorder) head() {
+	h := s.ResponseWriter.Header()
+	h["X-Request-Id"] = append(h["X-Request-Id"], s.id)
+	if _, ok := h["Content-Type"]; !ok {
+		h["Content-Type"] = nil
+	}
 }
 
 // Flush lets the reverse proxy flush watch events through the recorder.

@@ -218,9 +218,7 @@ func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (
 		// An informational answer (103 Early Hints): pass it on and
 		// read the final one.
 		w := c.bw
-		w.WriteString("HTTP/1.1 ")
-		w.Write(resp.statusLine)
-		w.WriteString("\r\n")
+		writeStatusLine(w, resp.status)
 		for _, f := range resp.fields {
 			writeFieldBytes(w, f[0], f[1])
 		}
@@ -237,21 +235,23 @@ func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (
 	}
 	ans.status = resp.status
 	hasBody := !bodyless(c.req.method, resp.status)
+	// A body that ends only when the upstream closes is sent chunked, as
+	// net/http's server sends it: the client connection stays open.
 	untilClose := hasBody && !resp.chunked && resp.contentLength < 0
 	if untilClose {
-		c.x.keep = false
 		resp.close = true
 	}
 	w := c.bw
-	w.WriteString("HTTP/1.1 ")
-	w.Write(resp.statusLine)
-	w.WriteString("\r\n")
+	writeStatusLine(w, resp.status)
 	for _, f := range resp.fields {
 		writeFieldBytes(w, f[0], f[1])
 	}
+	if !resp.date {
+		writeField(w, "Date", time.Now().UTC().Format(http.TimeFormat))
+	}
 	writeField(w, "X-Request-Id", id)
 	switch {
-	case resp.chunked && hasBody:
+	case (resp.chunked || untilClose) && hasBody:
 		w.WriteString("Transfer-Encoding: chunked\r\n")
 	case !resp.chunked && resp.contentLength >= 0:
 		w.WriteString("Content-Length: ")
@@ -270,7 +270,7 @@ func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (
 	case resp.chunked:
 		err = relayChunked(w, uc.br)
 	case untilClose:
-		err = relayN(w, uc.br, -1)
+		err = relayAsChunks(w, uc.br)
 	default:
 		err = relayN(w, uc.br, resp.contentLength)
 	}
@@ -331,6 +331,33 @@ func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
 		}
 	}
 	return nil
+}
+
+// relayAsChunks copies src to dst as chunks until src ends, then ends
+// the chunked body, flushing dst before every read that would block.
+func relayAsChunks(dst *bufio.Writer, src *bufio.Reader) error {
+	for {
+		if src.Buffered() == 0 {
+			if err := dst.Flush(); err != nil {
+				return err
+			}
+			if _, err := src.Peek(1); err != nil {
+				if errors.Is(err, io.EOF) {
+					_, err = dst.WriteString("0\r\n\r\n")
+					return err
+				}
+				return err
+			}
+		}
+		p, _ := src.Peek(src.Buffered())
+		dst.Write(strconv.AppendUint(dst.AvailableBuffer(), uint64(len(p)), 16))
+		dst.WriteString("\r\n")
+		dst.Write(p)
+		if _, err := dst.WriteString("\r\n"); err != nil {
+			return err
+		}
+		_, _ = src.Discard(len(p))
+	}
 }
 
 // relayChunked copies a chunked body, framing included, from src to dst,
@@ -406,11 +433,8 @@ func peekHeadFlushing(dst *bufio.Writer, src *bufio.Reader) (int, error) {
 // own answers.
 func (x *Exchange) Answer(code int, id string, body []byte) {
 	w := x.c.bw
-	w.WriteString("HTTP/1.1 ")
-	w.WriteString(strconv.Itoa(code))
-	w.WriteByte(' ')
-	w.WriteString(http.StatusText(code))
-	w.WriteString("\r\nCache-Control: no-cache, private\r\nContent-Type: application/json\r\n")
+	writeStatusLine(w, code)
+	w.WriteString("Cache-Control: no-cache, private\r\nContent-Type: application/json\r\n")
 	writeField(w, "X-Request-Id", id)
 	writeField(w, "Date", time.Now().UTC().Format(http.TimeFormat))
 	writeField(w, "Content-Length", strconv.Itoa(len(body)))
@@ -418,6 +442,23 @@ func (x *Exchange) Answer(code int, id string, body []byte) {
 		w.WriteString("Connection: close\r\n")
 	}
 	w.WriteString("\r\n")
-	w.Write(body)
+	if x.c.req.method != http.MethodHead {
+		w.Write(body)
+	}
 	x.keep = w.Flush() == nil && x.keep
+}
+
+// writeStatusLine writes the status line as net/http's server does: the
+// standard reason phrase, whatever the upstream's was.
+func writeStatusLine(w *bufio.Writer, code int) {
+	w.WriteString("HTTP/1.1 ")
+	w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	w.WriteByte(' ')
+	if text := http.StatusText(code); text != "" {
+		w.WriteString(text)
+	} else {
+		w.WriteString("status code ")
+		w.Write(strconv.AppendInt(w.AvailableBuffer(), int64(code), 10))
+	}
+	w.WriteString("\r\n")
 }

@@ -173,6 +173,7 @@ type response struct {
 	contentLength int64 // -1: none
 	chunked       bool
 	close         bool // the upstream will close the connection after this response
+	date          bool // the head has a Date
 }
 
 // parseResponseHead parses an upstream response head into r.
@@ -233,8 +234,11 @@ func parseResponseHead(head []byte, r *response) error {
 				}
 			}
 			continue
+		case bytes.EqualFold(name, []byte("Date")):
+			r.date = true
 		case bytes.EqualFold(name, []byte("Keep-Alive")), bytes.EqualFold(name, []byte("Proxy-Connection")),
-			bytes.EqualFold(name, []byte("Upgrade")), bytes.EqualFold(name, []byte("TE")):
+			bytes.EqualFold(name, []byte("Upgrade")), bytes.EqualFold(name, []byte("TE")),
+			bytes.EqualFold(name, []byte("Proxy-Authenticate")), bytes.EqualFold(name, []byte("Proxy-Authorization")):
 			continue // hop-by-hop
 		}
 		r.fields = append(r.fields, [2][]byte{name, value})
