@@ -29,15 +29,19 @@ const benchPod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"app","name
 // the CPU profile (-cpuprofile). cpu-ns/op is the process's CPU time (user
 // and system, all three parties) per request: on a shared machine it is
 // steadier than ns/op.
+//
+// path=h2 is HTTP/2: 64 requests in flight on one connection, served by
+// net/http's HTTP/2 server.
 func BenchmarkGatewayKeepAlive(b *testing.B) {
-	b.Run("path=lean", func(b *testing.B) { benchKeepAlive(b, true) })
-	b.Run("path=net-http", func(b *testing.B) { benchKeepAlive(b, false) })
+	b.Run("path=lean", func(b *testing.B) { benchKeepAlive(b, true, false) })
+	b.Run("path=net-http", func(b *testing.B) { benchKeepAlive(b, false, false) })
+	b.Run("path=h2", func(b *testing.B) { benchKeepAlive(b, true, true) })
 }
 
 // benchKeepAlive runs the benchmark served by serve (the lean path for
 // HTTP/1.1) or by a plain net/http server, whose requests go upstream
 // through net/http's Transport.
-func benchKeepAlive(b *testing.B, lean bool) {
+func benchKeepAlive(b *testing.B, lean, h2 bool) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, benchPod)
@@ -71,7 +75,7 @@ func benchKeepAlive(b *testing.B, lean bool) {
 	}
 	serving := ca.Issue(b, testpki.Options{CN: "gw", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
 	pair, _ := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	tc := &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"http/1.1"}}
+	tc := &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
 	var gwURL string
 	if lean {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,7 +97,13 @@ func benchKeepAlive(b *testing.B, lean bool) {
 	client := &http.Client{Transport: &http.Transport{
 		TLSClientConfig:     &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{upair}},
 		MaxIdleConnsPerHost: 64,
+		ForceAttemptHTTP2:   h2,
 	}}
+	if h2 {
+		b.SetParallelism(32)
+	} else {
+		client.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"http/1.1"}
+	}
 	target := gwURL + "/api/v1/namespaces/default/pods/app"
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -107,7 +117,7 @@ func benchKeepAlive(b *testing.B, lean bool) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != 200 {
+			if resp.StatusCode != 200 || (resp.ProtoMajor == 2) != h2 {
 				b.Errorf("status %d", resp.StatusCode)
 				return
 			}

@@ -363,6 +363,12 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 	// Upgrades (exec, attach, port-forward) carry no body before the
 	// switch; one that does gets the same treatment, so that an Upgrade
 	// header cannot lift the limit or the timeout.
+	if r.ContentLength == 0 {
+		// No body, announced or not: an HTTP/2 stream that ended with
+		// its headers, or a declared length of 0, which both servers
+		// hold the client to.
+		r.Body = http.NoBody
+	}
 	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if !g.readBody(w, r, st) {
 			return
