@@ -129,6 +129,9 @@ func (u *diffUpstream) serve(c net.Conn) {
 		u.seen = append(u.seen, describeUpstreamRequest(req, body))
 		a := u.script
 		u.mu.Unlock()
+		if req.Method == http.MethodHead {
+			a.pieces = withoutBody(a.pieces)
+		}
 		for i, p := range a.pieces {
 			if i > 0 {
 				time.Sleep(2 * time.Millisecond)
@@ -139,6 +142,27 @@ func (u *diffUpstream) serve(c net.Conn) {
 		}
 		if a.close {
 			return
+		}
+	}
+}
+
+// withoutBody returns an answer's pieces cut after the head of its
+// final answer, as a server answers HEAD. Bytes after an answer are a
+// hostile upstream's (the pool tests send them); with them, whether
+// net/http's Transport reuses the connection is a race, which is not
+// what this test compares.
+func withoutBody(pieces []string) []string {
+	all := strings.Join(pieces, "")
+	end := 0
+	for {
+		i := strings.Index(all[end:], "\r\n\r\n")
+		if i < 0 {
+			return pieces
+		}
+		head := all[end : end+i]
+		end += i + 4
+		if !strings.HasPrefix(head, "HTTP/1.1 1") || strings.HasPrefix(head, "HTTP/1.1 101") {
+			return []string{all[:end]}
 		}
 	}
 }
