@@ -153,7 +153,7 @@ func BenchmarkLeanServe(b *testing.B) {
 	upstream := &memConn{msg: []byte(answer), n: -1}
 	fs := h1.NewServer(h1.Options{
 		Handler:      g.serveFast,
-		Upstream:     h1.NewUpstream(func(context.Context) (net.Conn, error) { return upstream, nil }, 1),
+		Upstream:     h1.NewUpstream(func(context.Context) (net.Conn, error) { return upstream, nil }, 1, 1),
 		UpstreamHost: up.Host,
 		HTTP:         &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute},
 	}, &net.TCPAddr{})

@@ -14,13 +14,15 @@ import (
 	"github.com/kubegate/kubegate/gateway/internal/h1"
 )
 
-// FastPath is the HTTP/1.1 fast path's pool of upstream connections. A
-// Gateway configured with one (Config.FastPath) serves plain HTTP/1.1
-// requests with package gateway/internal/h1, which frames bytes and
-// nothing else, instead of net/http's server and httputil.ReverseProxy:
-// the same request policy (admit, outbound) decides every request, on
-// either path. HTTP/2, bodies, upgrades, streams and anything unusual
-// stay on net/http. The fast path needs an upstream URL with no path or
+// FastPath is the fast path's pool of upstream connections. A Gateway
+// configured with one (Config.FastPath) serves plain HTTP/1.1 requests
+// with package gateway/internal/h1, which frames bytes and nothing else,
+// instead of net/http's server and httputil.ReverseProxy; and it sends
+// plain requests that arrive on HTTP/2 streams (framed by Go's HTTP/2
+// server) over the same pool instead of through ReverseProxy and
+// net/http's Transport. The same request policy (admit, outbound)
+// decides every request, on every path. Bodies, upgrades, streams and
+// anything unusual stay on ReverseProxy. The fast path needs an upstream URL with no path or
 // query of its own and a network connection to it: kubegate up, which
 // calls its API server in process, does without.
 type FastPath struct {
@@ -67,7 +69,8 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		}
 		return tlsConn, nil
 	}
-	return &FastPath{up: h1.NewUpstream(dial, cmp.Or(o.MaxIdleConns, defaultMaxIdleConns)), host: upstream.Host}, nil
+	up := h1.NewUpstream(dial, cmp.Or(o.MaxIdleConns, defaultMaxIdleConns), cmp.Or(o.MaxConns, DefaultMaxUpstreamConns))
+	return &FastPath{up: up, host: upstream.Host}, nil
 }
 
 // CloseIdleConnections closes the pool's idle connections.
@@ -106,6 +109,30 @@ func (g *Gateway) serveFast(x *h1.Exchange) {
 		}
 	}
 	g.record(code, r.Method, r.URL.Path, st)
+}
+
+// forwardFast sends an admitted HTTP/2 request that the fast path takes
+// (h1.TakesStream) over the fast path's pool, as forward does through
+// httputil.ReverseProxy.
+func (g *Gateway) forwardFast(w http.ResponseWriter, r *http.Request, st *reqState) {
+	f := g.cfg.FastPath
+	st.upstreamStart = time.Now()
+	res := f.up.ForwardStream(w, r, f.host, g.outbound(r.Header, r.RemoteAddr, st))
+	if res.UpstreamStatus != 0 {
+		st.upstreamStatus = res.UpstreamStatus
+		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)
+	}
+	switch {
+	case res.Err == nil:
+	case res.Status == 0:
+		g.upstreamFailed(w, r, res.Err)
+	default:
+		// The answer broke off after its head: the stream is reset, as
+		// httputil.ReverseProxy resets it, so that the client cannot
+		// take a part for the whole.
+		st.err = res.Err
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // serve starts serving g on ln with srv's TLS configuration and limits.

@@ -44,6 +44,7 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/gateway/internal/h1"
 )
 
 // UpstreamIdentity says how the gateway tells the upstream who the user is.
@@ -368,6 +369,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, st *reqState) 
 		// its headers, or a declared length of 0, which both servers
 		// hold the client to.
 		r.Body = http.NoBody
+	}
+	if g.cfg.FastPath != nil && h1.TakesStream(r, skipFast) {
+		g.forwardFast(w, r, st)
+		return
 	}
 	if g.cfg.MaxBodyBytes > 0 && r.Body != nil && r.Body != http.NoBody {
 		if !g.readBody(w, r, st) {

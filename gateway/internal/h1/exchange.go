@@ -79,25 +79,58 @@ func (x *Exchange) Forward(header http.Header, id string) Result {
 // error means the answer broke off and the connection must close. The
 // upstream's final answer, once it came, is described by the second
 // result.
-func (c *conn) relay(header http.Header, id string, start time.Time) (code int, _ *upstreamAnswer, err error) {
-	t := c.s.o.Upstream
+func (c *conn) relay(header http.Header, id string, start time.Time) (int, *upstreamAnswer, error) {
+	req := upstreamRequest{method: c.req.method, target: c.req.target, host: c.s.o.UpstreamHost, header: header}
+	var ans *upstreamAnswer
+	code, err := c.s.o.Upstream.roundTrip(context.Background(), &req, &c.resp, func(uc *upstreamConn) (int, error) {
+		ans = &upstreamAnswer{wait: time.Since(start)}
+		return c.relayResponse(uc, id, ans)
+	})
+	return code, ans, err
+}
+
+// upstreamRequest is what goes upstream: the request line's method and
+// target, the Host, and every other header line.
+type upstreamRequest struct {
+	method, target, host string
+	header               http.Header
+}
+
+// roundTrip sends req over a pooled connection or a new one, reads the
+// head of the answer into resp, and calls relay to move the answer, from
+// that head on, to the client. It returns relay's results, or a zero
+// code with the error that kept any answer from coming. When ctx ends,
+// the upstream connection is closed, which ends the exchange.
+func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *response, relay func(*upstreamConn) (int, error)) (int, error) {
+	if err := t.acquire(ctx); err != nil {
+		return 0, err
+	}
+	defer t.release()
 	for {
 		uc, reused := t.get(), true
 		if uc == nil {
-			conn, err := t.dial(context.Background())
+			conn, err := t.dial(ctx)
 			if err != nil {
-				return 0, nil, err
+				return 0, err
 			}
 			uc, reused = newUpstreamConn(conn), false
 		}
-		writeUpstreamHead(uc.bw, &c.req, c.s.o.UpstreamHost, header)
-		err = uc.bw.Flush()
+		stop := noStop
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() { uc.conn.Close() })
+		}
+		writeUpstreamHead(uc.bw, req)
+		err := uc.bw.Flush()
 		var n int
 		if err == nil {
 			n, err = peekHead(uc.br)
 		}
 		if err != nil {
+			stop()
 			uc.conn.Close()
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
 			// A pooled connection that the upstream had closed answers
 			// nothing at all. The request is sent again, on the next
 			// pooled connection or a new one, only if running it twice
@@ -105,31 +138,36 @@ func (c *conn) relay(header http.Header, id string, start time.Time) (code int, 
 			// upstream may have run it before closing. Each failed
 			// connection is closed, so this ends at the latest on a new
 			// connection.
-			if reused && uc.br.Buffered() == 0 && idempotent(c.req.method) && !errors.Is(err, errHeadTooLarge) {
+			if reused && uc.br.Buffered() == 0 && idempotent(req.method) && !errors.Is(err, errHeadTooLarge) {
 				continue
 			}
-			return 0, nil, err
+			return 0, err
 		}
 		head, _ := uc.br.Peek(n)
-		if err := parseResponseHead(head, &c.resp); err != nil {
+		if err := parseResponseHead(head, resp); err != nil {
+			stop()
 			uc.conn.Close()
-			return 0, nil, err
+			return 0, err
 		}
-		resp := &c.resp
-		ans := &upstreamAnswer{wait: time.Since(start)}
-		code, err = c.relayResponse(uc, id, ans)
+		code, err := relay(uc)
 		// The connection goes back to the pool only when its answer was
 		// read to the exact end of its framing and nothing followed it:
 		// a byte left over would be taken for the start of the next
 		// request's answer, which may be another user's.
-		if err != nil || resp.close || uc.br.Buffered() != 0 {
+		if !stop() || err != nil || resp.close || uc.br.Buffered() != 0 {
 			uc.conn.Close()
+			if err == nil && ctx.Err() != nil {
+				err = ctx.Err()
+			}
 		} else {
 			t.put(uc)
 		}
-		return code, ans, err
+		return code, err
 	}
 }
+
+// noStop stands for the AfterFunc of a context that never ends.
+func noStop() bool { return true }
 
 // upstreamAnswer describes the upstream's final answer.
 type upstreamAnswer struct {
@@ -153,16 +191,17 @@ func validHeader(h http.Header) error {
 	return nil
 }
 
-// writeUpstreamHead writes the request line for req, Host and header as
+// writeUpstreamHead writes the request line, Host and header of req as
 // net/http's Transport writes them: one User-Agent line at most, then
 // every value but those of the headers the framing owns, trimmed.
-// header must have passed validHeader.
-func writeUpstreamHead(w *bufio.Writer, req *request, host string, header http.Header) {
+// req.header must have passed validHeader.
+func writeUpstreamHead(w *bufio.Writer, req *upstreamRequest) {
+	header := req.header
 	w.WriteString(req.method)
 	w.WriteByte(' ')
 	w.WriteString(req.target)
 	w.WriteString(" HTTP/1.1\r\nHost: ")
-	w.WriteString(host)
+	w.WriteString(req.host)
 	w.WriteString("\r\n")
 	if ua := header.Get("User-Agent"); ua != "" {
 		writeField(w, "User-Agent", textproto.TrimString(ua))

@@ -12,7 +12,8 @@ import (
 // connection goes back to the pool only when its answer was read to the
 // exact end of its framing (see Exchange.Forward).
 type Upstream struct {
-	dial func(ctx context.Context) (net.Conn, error)
+	dial  func(ctx context.Context) (net.Conn, error)
+	slots chan struct{} // one per request in flight
 
 	mu   sync.Mutex
 	idle []*upstreamConn
@@ -30,10 +31,25 @@ func newUpstreamConn(conn net.Conn) *upstreamConn {
 }
 
 // NewUpstream returns a pool that opens connections with dial (TCP, and
-// TLS if the upstream wants it) and keeps at most maxIdle of them idle.
-func NewUpstream(dial func(ctx context.Context) (net.Conn, error), maxIdle int) *Upstream {
-	return &Upstream{dial: dial, max: maxIdle}
+// TLS if the upstream wants it), keeps at most maxIdle of them idle and
+// uses at most maxBusy at once: a request that finds none free waits for
+// one, or until its context ends. The cap bounds what clients can make
+// the gateway dial, for instance by opening HTTP/2 streams and resetting
+// them at once.
+func NewUpstream(dial func(ctx context.Context) (net.Conn, error), maxIdle, maxBusy int) *Upstream {
+	return &Upstream{dial: dial, max: maxIdle, slots: make(chan struct{}, maxBusy)}
 }
+
+func (t *Upstream) acquire(ctx context.Context) error {
+	select {
+	case t.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (t *Upstream) release() { <-t.slots }
 
 func (t *Upstream) get() *upstreamConn {
 	t.mu.Lock()
