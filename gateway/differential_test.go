@@ -3,12 +3,15 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"slices"
@@ -315,6 +318,9 @@ type diffCase struct {
 	methods []string
 	anon    bool // no client certificate
 	answer  diffAnswer
+	// h2, when set, is the one request to send over HTTP/2 instead of
+	// client's bytes.
+	h2 *diffRequest
 }
 
 // observe runs c against the gateway at addr and describes what the
@@ -327,6 +333,9 @@ func (e *diffEnv) observe(c diffCase, addr string) string {
 	tc := e.clientTC
 	if c.anon {
 		tc = e.anonTC
+	}
+	if c.h2 != nil {
+		return e.observeH2(c, addr, tc)
 	}
 	conn, err := tls.Dial("tcp", addr, tc)
 	if err != nil {
@@ -341,6 +350,11 @@ func (e *diffEnv) observe(c diffCase, addr string) string {
 		done := false
 		for !done {
 			resp, err := http.ReadResponse(br, &http.Request{Method: m})
+			if err != nil && c.answer.cut {
+				b.WriteString(brokenOff)
+				done = true
+				break
+			}
 			if err != nil {
 				fmt.Fprintf(&b, "client: no answer (%s)\n", readErrorKind(err))
 				done = true
@@ -348,7 +362,7 @@ func (e *diffEnv) observe(c diffCase, addr string) string {
 			}
 			body, err := io.ReadAll(resp.Body)
 			if err != nil && c.answer.cut {
-				b.WriteString("client: no answer (closed)\n")
+				b.WriteString(brokenOff)
 				done = true
 				break
 			}
@@ -379,6 +393,90 @@ func (e *diffEnv) observe(c diffCase, addr string) string {
 	return b.String()
 }
 
+// observeH2 sends c's request over HTTP/2 and describes what the
+// upstream received and what the client read, as observe does.
+func (e *diffEnv) observeH2(c diffCase, addr string, tc *tls.Config) string {
+	tc = tc.Clone()
+	tc.NextProtos = []string{"h2"}
+	tr := &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}
+	defer tr.CloseIdleConnections()
+	r := c.h2
+	req, err := http.NewRequest(r.method, "https://"+addr+r.target, strings.NewReader(r.body))
+	if err != nil {
+		return "request: " + err.Error()
+	}
+	if r.body == "" {
+		req.Body = http.NoBody
+	}
+	var b strings.Builder
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			fmt.Fprintf(&b, "client: %d\n", code)
+			writeSortedHeader(&b, http.Header(h), "X-Request-Id", "Date")
+			return nil
+		},
+	}))
+	for _, line := range strings.Split(r.headers, "\r\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		value = strings.TrimSpace(value)
+		switch http.CanonicalHeaderKey(name) {
+		case "Host":
+			req.Host = value
+		case "Content-Length", "Transfer-Encoding", "Connection", "Upgrade", "Keep-Alive", "Proxy-Connection", "Te":
+			// Not sent over HTTP/2 (the client refuses or drops them).
+		default:
+			req.Header.Add(name, value)
+		}
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+	defer cancel()
+	resp, err := tr.RoundTrip(req.WithContext(ctx))
+	switch {
+	case err != nil && c.answer.cut:
+		b.WriteString(brokenOff)
+	case err != nil:
+		fmt.Fprintf(&b, "client: no answer (%s)\n", h2ErrorKind(err))
+	default:
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil && c.answer.cut {
+			b.WriteString(brokenOff)
+		} else {
+			fmt.Fprintf(&b, "client: %s\n", resp.Status)
+			writeSortedHeader(&b, answerHeaders(resp.Header), "X-Request-Id", "Date")
+			fmt.Fprintf(&b, "  body %q", body)
+			if err != nil {
+				fmt.Fprintf(&b, " broken off (%s)", h2ErrorKind(err))
+			}
+			if len(resp.Trailer) > 0 {
+				fmt.Fprintf(&b, " trailer %v", resp.Trailer)
+			}
+			b.WriteString("\n")
+		}
+	}
+	time.Sleep(5 * time.Millisecond)
+	for _, r := range e.up.received() {
+		b.WriteString("upstream: " + r)
+	}
+	return b.String()
+}
+
+// h2ErrorKind reduces an HTTP/2 client error to what both paths can
+// agree on.
+func h2ErrorKind(err error) string {
+	if strings.Contains(err.Error(), "timeout") || strings.Contains(err.Error(), "deadline") {
+		return "timeout"
+	}
+	return "reset"
+}
+
+// brokenOff is what the client got of an answer that broke off in its
+// body: the head and part of the body, or nothing, as buffering has it.
+const brokenOff = "client: answer broken off\n"
+
 // answerHeaders leaves out the framing headers, which may differ (see
 // the comment at the top of this file).
 func answerHeaders(h http.Header) http.Header {
@@ -405,8 +503,12 @@ func readErrorKind(err error) string {
 func (e *diffEnv) compare(c diffCase) error {
 	fast, std := e.observe(c, e.fast), e.observe(c, e.std)
 	if fast != std {
-		return fmt.Errorf("client sent %q, upstream answered %q:\n%s\nwith the fast path:\n%s\non net/http:\n%s",
-			c.client, c.answer.name, lineDiff(fast, std), fast, std)
+		sent := fmt.Sprintf("%q", c.client)
+		if c.h2 != nil {
+			sent = fmt.Sprintf("over HTTP/2 %+v", *c.h2)
+		}
+		return fmt.Errorf("client sent %s, upstream answered %q:\n%s\nwith the fast path:\n%s\non net/http:\n%s",
+			sent, c.answer.name, lineDiff(fast, std), fast, std)
 	}
 	return nil
 }
@@ -431,9 +533,11 @@ func lineDiff(a, b string) string {
 
 // diffRequests are the client's requests, ordinary and hostile; each is
 // a method, a target and header lines, and the body it sends, if any.
-var diffRequests = []struct {
+type diffRequest struct {
 	method, target, headers, body string
-}{
+}
+
+var diffRequests = []diffRequest{
 	{"GET", "/api/v1/namespaces/default/pods/app", "", ""},
 	{"GET", "/api/v1/pods?labelSelector=app%3Dweb&limit=5", "Accept: application/json\r\n", ""},
 	{"HEAD", "/api/v1/pods", "", ""},
@@ -487,6 +591,11 @@ func diffCaseFrom(in []byte) diffCase {
 		return v
 	}
 	c := diffCase{answer: diffAnswers[next(len(diffAnswers))], anon: next(4) == 0}
+	if next(3) == 0 {
+		r := diffRequests[next(len(diffRequests))]
+		c.h2 = &r
+		return c
+	}
 	var b bytes.Buffer
 	for n := 1 + next(3); n > 0; n-- {
 		r := diffRequests[next(len(diffRequests))]
@@ -507,9 +616,11 @@ func TestFastPathMatchesNetHTTP(t *testing.T) {
 	e := newDiffEnv(t)
 	for ri := range diffRequests {
 		for ai := range diffAnswers {
-			c := diffCaseFrom([]byte{byte(ai), 1, 0, byte(ri)})
-			if err := e.compare(c); err != nil {
-				t.Error(err)
+			for _, h2 := range []byte{0, 1} { // HTTP/2, then HTTP/1.1
+				c := diffCaseFrom([]byte{byte(ai), 1, h2, byte(ri), 0, byte(ri)})
+				if err := e.compare(c); err != nil {
+					t.Error(err)
+				}
 			}
 		}
 	}
