@@ -66,7 +66,6 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // kube-apiserver does, and logs the request at debug level when it ends.
 func (s *Server) withRequestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		growStack()
 		start := time.Now()
 		id := r.Header.Get("Audit-ID")
 		if id == "" {
@@ -181,26 +180,4 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		s.writeErr(w, r, authz.Forbidden(attrs, reason))
 	})
-}
-
-// requestStack is the frame growStack puts on the stack. The runtime
-// doubles a stack until the new frame fits, so near the top of a fresh
-// goroutine it makes a 32 KiB stack, which the create, update and binding
-// requests of test/bench/scheduler fit in.
-const requestStack = 16 << 10
-
-// stackIndex is always 0; a variable, so that the compiler keeps growStack's
-// array.
-var stackIndex = 0
-
-// growStack grows the calling goroutine's stack to fit a request in one
-// step. The HTTP/2 server serves each request on a new goroutine whose
-// small stack would otherwise be doubled several times as the request goes
-// deeper, each time copying every frame on it; at the top of the handler
-// chain there are few frames to copy.
-//
-//go:noinline
-func growStack() byte {
-	var pad [requestStack]byte
-	return pad[stackIndex]
 }

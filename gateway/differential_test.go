@@ -133,7 +133,7 @@ func (u *diffUpstream) serve(c net.Conn) {
 		a := u.script
 		u.mu.Unlock()
 		if req.Method == http.MethodHead {
-			a.pieces = withoutBody(a.pieces)
+			a.pieces = withoutBody(a.pieces, a.close)
 		}
 		for i, p := range a.pieces {
 			if i > 0 {
@@ -153,8 +153,11 @@ func (u *diffUpstream) serve(c net.Conn) {
 // final answer, as a server answers HEAD. Bytes after an answer are a
 // hostile upstream's (the pool tests send them); with them, whether
 // net/http's Transport reuses the connection is a race, which is not
-// what this test compares.
-func withoutBody(pieces []string) []string {
+// what this test compares. When the upstream then closes the
+// connection, the head says so, as a server closing after an answer
+// does: otherwise whether the next request finds the connection closed
+// is a race too.
+func withoutBody(pieces []string, closing bool) []string {
 	all := strings.Join(pieces, "")
 	end := 0
 	for {
@@ -165,6 +168,9 @@ func withoutBody(pieces []string) []string {
 		head := all[end : end+i]
 		end += i + 4
 		if !strings.HasPrefix(head, "HTTP/1.1 1") || strings.HasPrefix(head, "HTTP/1.1 101") {
+			if closing {
+				return []string{all[:end-2] + "Connection: close\r\n\r\n"}
+			}
 			return []string{all[:end]}
 		}
 	}

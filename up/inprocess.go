@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/kubegate/kubegate/gateway"
 )
@@ -88,7 +87,6 @@ type inProcessTransport struct {
 	local    *localRequests
 	cert     *gateway.KeyPair // the front-proxy client certificate
 	fallback http.RoundTripper
-	workers  workers
 
 	tls atomic.Pointer[peerState]
 }
@@ -172,13 +170,13 @@ func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error
 		sreq.Header = http.Header{}
 	}
 	w := &pipeWriter{header: http.Header{}, req: req, ready: make(chan struct{}), cancel: cancel}
-	t.workers.run(func() {
+	go func() {
 		defer t.local.wg.Done()
 		defer stopWithServer()
 		defer body.Close()
 		defer w.finish()
 		t.handler.ServeHTTP(w, sreq)
-	})
+	}()
 	select {
 	case <-w.ready:
 	case <-req.Context().Done():
@@ -189,43 +187,6 @@ func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error
 		return nil, w.err
 	}
 	return w.resp, nil
-}
-
-// workerIdle is how long a handler goroutine waits for another request
-// before it exits.
-const workerIdle = 10 * time.Second
-
-// workers run handlers on goroutines that are kept for the next request. A
-// handler runs deep (filters, decoding, admission, the store): on a new
-// goroutine its stack is grown and copied several times per request, which
-// costs more CPU than the hand-off itself.
-type workers struct {
-	jobs chan func() // unbuffered: a send succeeds only to an idle worker
-	once sync.Once
-}
-
-func (p *workers) run(f func()) {
-	p.once.Do(func() { p.jobs = make(chan func()) })
-	select {
-	case p.jobs <- f:
-	default:
-		go p.work(f)
-	}
-}
-
-func (p *workers) work(f func()) {
-	f()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		select {
-		case f := <-p.jobs:
-			f()
-			idle.Reset(workerIdle)
-		case <-idle.C:
-			return
-		}
-	}
 }
 
 // pipeWriter is the handler's ResponseWriter. The response is collected

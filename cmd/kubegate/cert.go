@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -186,11 +185,6 @@ func runCertIssueFile(o *certIssueOptions, alg ca.KeyAlgorithm, validity time.Du
 	if err := fsutil.CheckWritableDir(outDir); err != nil {
 		return err
 	}
-	// Issuing allocates a few kilobytes per certificate on a heap of a few
-	// megabytes, so at the default GOGC the collector runs every few
-	// hundred certificates; a larger target trades some memory (tens of
-	// megabytes) for about a tenth of the CPU time.
-	debug.SetGCPercent(400)
 	start := time.Now()
 	if err := a.IssueFiles(context.Background(), reqs, prefixes, ca.BatchOptions{Workers: o.workers, Overwrite: o.force}); err != nil {
 		return err
