@@ -11,7 +11,6 @@ import (
 	"hash"
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,37 +56,13 @@ func DefaultCacheOptions() CacheOptions {
 // same audiences run t once. Responses returned from the cache are shared:
 // callers must copy before changing them.
 //
-// The cache never holds a token, nor anything from which one that passes a
-// cache hit can be rebuilt, so a memory dump of the process does not yield
-// credentials (kube-apiserver keys its cache by HMAC for the same reason).
-// An entry is found by a one-way function, under keys drawn at random
-// when the cache is made, of the token's secret part, and holds only its
-// public part, compared in full on every hit:
-//
-//   - A JWT (a header starting `eyJ`, the encoding of `{"`, at least two
-//     dots and a last segment, the signature, of at least 43 characters,
-//     256 bits) is secret only in its signature; its header and payload
-//     are public, useless without it. A success is keyed by
-//     SHA-256(key || signature) and holds header.payload. A hit needs the
-//     same header and payload, and a signature with the same SHA-256,
-//     which nobody can find without the token. Hashing only the signature
-//     keeps a hit at two SHA-256 blocks for ES256 instead of one per 64
-//     bytes of token.
-//   - Any other token, and every failure, is keyed by HMAC-SHA256(key,
-//     token) and holds no part of it. Failures and JWT successes thus never
-//     share a key: a bad token carrying a good token's signature cannot
-//     evict or shadow its entry, and a flood of bad tokens holds nothing
-//     but keys and errors.
-//
-// Entries are per audiences too: the key includes a hash of them, and the
-// entry holds them, compared on every hit.
+// The cache never holds a token: an entry is found by the HMAC-SHA256 of
+// the token under a key drawn at random when the cache is made, as
+// kube-apiserver's token cache keys its entries, so that a memory dump of
+// the process yields no credential. Entries are per audiences too: the
+// key includes a hash of them, and the entry holds them, compared on
+// every hit.
 func CacheTokens(t Token, o CacheOptions) Token { return newTokenCache(t, o, nil) }
-
-// minSignature is the shortest JWT signature keyed by its hash alone: 43
-// base64url characters carry 256 bits. Real ones are longer or as long
-// (HS256 43, ES256 86, RS256 342); a shorter last segment is no signature
-// to rely on, and the whole token is hashed instead.
-const minSignature = 43
 
 // newTokenCache is CacheTokens with audiences used when the context has
 // none, as if t were wrapped in withTokenAudiences, without a context per
@@ -96,8 +71,8 @@ func newTokenCache(t Token, o CacheOptions, auds []string) *tokenCache {
 	if o.Size <= 0 {
 		o.Size = DefaultTokenCacheSize
 	}
-	var keys [2 * sha256.Size]byte
-	if _, err := rand.Read(keys[:]); err != nil {
+	macKey := make([]byte, sha256.Size)
+	if _, err := rand.Read(macKey); err != nil {
 		panic(fmt.Sprintf("authn: token cache key: %v", err))
 	}
 	c := &tokenCache{t: t, o: o, auds: auds, m: ttlmap.New[uint64, *record](o.Size), seed: maphash.MakeSeed(), epoch: time.Now()}
@@ -105,8 +80,6 @@ func newTokenCache(t Token, o CacheOptions, auds []string) *tokenCache {
 		c.epoch = o.Now()
 	}
 	c.audsHash = c.hashAudiences(auds)
-	c.sigKey = [sha256.Size]byte(keys[:sha256.Size])
-	macKey := keys[sha256.Size:]
 	c.macs.New = func() any { return &mac{h: hmac.New(sha256.New, macKey)} }
 	return c
 }
@@ -120,31 +93,29 @@ type tokenCache struct {
 	seed     maphash.Seed                 // of audiences hashes
 	epoch    time.Time                    // of the clock now reads
 	group    singleflight.Group
-	sigKey   [sha256.Size]byte // prefix of the hashed JWT signature
-	macs     sync.Pool         // of *mac, HMAC-SHA256 under the other key
+	macs     sync.Pool // of *mac, HMAC-SHA256 under the cache's key
 }
 
 var _ Token = (*tokenCache)(nil)
 
-// cacheKey identifies an answer: a one-way function of the token's secret
-// part, and a hash of the audiences, so that a token used with several
-// audiences has an entry for each.
+// cacheKey identifies an answer: the HMAC of the token, and a hash of the
+// audiences, so that a token used with several audiences has an entry for
+// each.
 type cacheKey struct {
-	secret [sha256.Size]byte
-	auds   uint64
+	mac  [sha256.Size]byte
+	auds uint64
 }
 
 // index is where k is kept in the map: 64 bits of it are as good as all,
 // and cheaper to hash. Records hold the whole key, compared on every hit,
 // so keys that share an index only take each other's place.
 func (k *cacheKey) index() uint64 {
-	return binary.LittleEndian.Uint64(k.secret[:8]) ^ k.auds
+	return binary.LittleEndian.Uint64(k.mac[:8]) ^ k.auds
 }
 
-// record is one remembered answer, with the public parts of the question.
+// record is one remembered answer, with its key and audiences.
 type record struct {
 	key     cacheKey
-	public  string // JWT header.payload; "" when the key covers the whole token
 	auds    []string
 	hasAuds bool
 	resp    *Response
@@ -152,15 +123,12 @@ type record struct {
 	err     error
 }
 
-// query is one lookup: the token's keys and public parts.
+// query is one lookup.
 type query struct {
 	token   string
-	public  string // JWT header.payload, "" for other tokens
 	key     cacheKey
 	auds    []string
 	hasAuds bool
-	mac     [sha256.Size]byte // of the token, for failureKey; computed when first needed
-	hasMAC  bool
 }
 
 func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Response, bool, error) {
@@ -171,44 +139,20 @@ func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Resp
 	} else if c.auds != nil {
 		q.auds, q.hasAuds, q.key.auds = c.auds, true, c.audsHash
 	}
-	if sig := signatureAt(token); sig > 0 {
-		q.public, q.key.secret = token[:sig-1], c.hashSignature(token[sig:])
-	} else {
-		q.key.secret = c.mac(token)
-	}
+	q.key.mac = c.mac(token)
 	if rec, ok := c.get(&q); ok {
 		return rec.resp, rec.ok, rec.err
 	}
 	return c.lookup(ctx, q)
 }
 
-// get returns the remembered answer to q: a success or, when failures
-// are remembered, a failure.
+// get returns the remembered answer to q.
 func (c *tokenCache) get(q *query) (*record, bool) {
-	now := c.now()
-	if rec, ok := c.m.Get(q.key.index(), now); ok && rec.answers(q.key, q.public, q) {
-		return rec, true
-	}
-	if c.o.FailureTTL <= 0 || q.public == "" { // "": the key above is the failure key too
-		return nil, false
-	}
-	key := c.failureKey(q)
-	if rec, ok := c.m.Get(key.index(), now); ok && rec.answers(key, "", q) {
+	rec, ok := c.m.Get(q.key.index(), c.now())
+	if ok && rec.key == q.key && rec.hasAuds == q.hasAuds && slices.Equal(rec.auds, q.auds) {
 		return rec, true
 	}
 	return nil, false
-}
-
-// failureKey returns the key of a failure to answer q: the HMAC of the
-// whole token.
-func (c *tokenCache) failureKey(q *query) cacheKey {
-	if q.public == "" {
-		return q.key
-	}
-	if !q.hasMAC {
-		q.mac, q.hasMAC = c.mac(q.token), true
-	}
-	return cacheKey{secret: q.mac, auds: q.key.auds}
 }
 
 // hashAudiences spreads entries for different audiences over the map
@@ -220,12 +164,6 @@ func (c *tokenCache) hashAudiences(auds []string) uint64 {
 		h = h*31 + maphash.String(c.seed, a)
 	}
 	return h
-}
-
-// answers reports whether r answers q, looked up under key with public
-// as its public part.
-func (r *record) answers(key cacheKey, public string, q *query) bool {
-	return r.key == key && r.public == public && r.hasAuds == q.hasAuds && slices.Equal(r.auds, q.auds)
 }
 
 // lookup asks the wrapped authenticator, once for all concurrent callers
@@ -249,9 +187,9 @@ func (c *tokenCache) lookup(ctx context.Context, q query) (*Response, bool, erro
 		if q.hasAuds {
 			lctx = WithAudiences(lctx, q.auds)
 		}
-		rec := &record{auds: slices.Clone(q.auds), hasAuds: q.hasAuds}
+		rec := &record{key: q.key, auds: slices.Clone(q.auds), hasAuds: q.hasAuds}
 		rec.resp, rec.ok, rec.err = c.t.AuthenticateToken(lctx, q.token)
-		c.remember(&q, rec)
+		c.remember(rec)
 		return rec, nil
 	})
 	select {
@@ -263,8 +201,8 @@ func (c *tokenCache) lookup(ctx context.Context, q query) (*Response, bool, erro
 	}
 }
 
-// remember stores rec, the answer to q, for the TTL of its kind.
-func (c *tokenCache) remember(q *query, rec *record) {
+// remember stores rec for the TTL of its kind.
+func (c *tokenCache) remember(rec *record) {
 	ttl := c.o.FailureTTL
 	if rec.ok {
 		ttl = c.o.SuccessTTL
@@ -272,30 +210,19 @@ func (c *tokenCache) remember(q *query, rec *record) {
 	if ttl <= 0 {
 		return
 	}
-	key := q.key
-	if rec.ok {
-		// A copy: a substring would keep the whole token, signature
-		// included, in memory.
-		rec.public = strings.Clone(q.public)
-	} else {
-		key = c.failureKey(q)
-	}
-	rec.key = key
 	now := c.now()
-	c.m.Set(key.index(), rec, now+int64(ttl), now)
+	c.m.Set(rec.key.index(), rec, now+int64(ttl), now)
 }
 
 // flightKey identifies q exactly among concurrent lookups. It holds no
-// secret: the key is a hash, the rest is public.
+// secret: the key is an HMAC, the audiences are public.
 func (q *query) flightKey() string {
-	n := len(q.key.secret) + 2*binary.MaxVarintLen64 + len(q.public)
+	n := len(q.key.mac) + binary.MaxVarintLen64
 	for _, a := range q.auds {
 		n += binary.MaxVarintLen64 + len(a)
 	}
 	b := make([]byte, 0, n)
-	b = append(b, q.key.secret[:]...)
-	b = binary.AppendUvarint(b, uint64(len(q.public)))
-	b = append(b, q.public...)
+	b = append(b, q.key.mac[:]...)
 	if q.hasAuds {
 		b = binary.AppendUvarint(b, uint64(len(q.auds))+1)
 	}
@@ -305,50 +232,6 @@ func (q *query) flightKey() string {
 	}
 	return string(b)
 }
-
-// signatureAt returns the offset of token's signature, its last segment,
-// if token has the shape of a JWT whose signature can stand for it (see
-// CacheTokens), and 0 otherwise.
-//
-// Tokens the cache remembers as JWTs have exactly two dots, because only
-// valid tokens are remembered so, but a hit does not need to check: its
-// header and payload are compared with a remembered pair, which has one
-// dot. So the signature is found from the end when its length is that of
-// a common algorithm's, without reading the payload, the longest part.
-func signatureAt(token string) int {
-	if !strings.HasPrefix(token, "eyJ") {
-		return 0
-	}
-	for _, n := range signatureLengths {
-		if dot := len(token) - n - 1; dot > 0 && token[dot] == '.' {
-			if strings.IndexByte(token[dot+1:], '.') >= 0 || strings.IndexByte(token[:dot], '.') < 0 {
-				break // not the last dot, or the only one
-			}
-			return dot + 1
-		}
-	}
-	dot := strings.IndexByte(token, '.')
-	if dot < 0 {
-		return 0
-	}
-	sig := 0
-	for i := dot + 1; ; {
-		j := strings.IndexByte(token[i:], '.')
-		if j < 0 {
-			break
-		}
-		sig = i + j + 1
-		i = sig
-	}
-	if sig == 0 || len(token)-sig < minSignature {
-		return 0
-	}
-	return sig
-}
-
-// signatureLengths are the base64url lengths of ES256, ES384 and ES512
-// signatures, and of RS256 signatures by 2048-, 3072- and 4096-bit keys.
-var signatureLengths = [...]int{86, 128, 176, 342, 512, 683}
 
 // now returns the nanoseconds since the cache was made, on o.Now's clock
 // or else the monotonic clock alone: one clock read, half of time.Now's
@@ -360,22 +243,6 @@ func (c *tokenCache) now() int64 {
 	return int64(time.Since(c.epoch))
 }
 
-// hashSignature returns SHA-256(c.sigKey || sig).
-func (c *tokenCache) hashSignature(sig string) [sha256.Size]byte {
-	h := sha256.New()
-	h.Write(c.sigKey[:])
-	var chunk [128]byte // a string cannot be hashed without a copy
-	for s := sig; len(s) > 0; {
-		n := copy(chunk[:], s)
-		h.Write(chunk[:n])
-		s = s[n:]
-	}
-	clear(chunk[:]) // leave no copy of the signature behind
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
-}
-
 // mac is a pooled HMAC with scratch space, so computing a key does not
 // allocate.
 type mac struct {
@@ -384,7 +251,7 @@ type mac struct {
 	sum [sha256.Size]byte
 }
 
-// mac returns HMAC-SHA256 of token under the cache's other key.
+// mac returns HMAC-SHA256 of token under the cache's key.
 func (c *tokenCache) mac(token string) [sha256.Size]byte {
 	m := c.macs.Get().(*mac) // reset, as new or as put back below
 	for s := token; len(s) > 0; {
