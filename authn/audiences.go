@@ -2,6 +2,7 @@ package authn
 
 import (
 	"context"
+	"net/http"
 	"slices"
 )
 
@@ -37,6 +38,32 @@ func (w withTokenAudiences) AuthenticateToken(ctx context.Context, token string)
 		ctx = context.WithValue(ctx, audiencesKey{}, w.auds)
 	}
 	return w.t.AuthenticateToken(ctx, token)
+}
+
+// WithAPIAudiences returns a Request that refuses a response of a whose
+// audiences, when it names any, include none of the API audiences auds:
+// the check kube-apiserver's authentication filter makes after every
+// success.
+func WithAPIAudiences(a Request, auds []string) Request {
+	return apiAudiences{a: a, auds: slices.Clone(auds)}
+}
+
+type apiAudiences struct {
+	a    Request
+	auds []string
+}
+
+var _ Request = apiAudiences{}
+
+func (w apiAudiences) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
+	resp, ok, err := w.a.AuthenticateRequest(r)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if err := checkResponseAudiences(resp, w.auds); err != nil {
+		return nil, false, err
+	}
+	return resp, true, nil
 }
 
 // audienceError names the audiences that did not match; audiences are

@@ -29,19 +29,18 @@ type Config struct {
 	Anonymous bool
 }
 
-// New assembles kube-apiserver's authenticator from c:
+// New assembles kube-apiserver's authenticator from c, composing the
+// exported decorators in kube-apiserver's order (A.0):
 //
-//	check the API audiences (
-//	  fail on error (
-//	    authenticated group (
-//	      union (request-header, x509, bearer(tokens), websocket(tokens))),
-//	    anonymous))
+//	WithAPIAudiences(                      when c.APIAudiences are set
+//	  FailOnError(                         when c.Anonymous is set
+//	    WithAuthenticatedGroup(
+//	      Union(request-header, x509, Bearer(tokens), WebSocketBearer(tokens))),
+//	    NewAnonymous()))
 //
 // where tokens is the union of the static tokens and the cached union of
-// the other tokens, given the API audiences. The result behaves as
-// FailOnError, WithAuthenticatedGroup and Union nested so, in one call
-// instead of one per wrapper.
-// With nothing configured and anonymous off, no request authenticates.
+// the other tokens (CacheTokens), given the API audiences. With nothing
+// configured and anonymous off, no request authenticates.
 //
 // As in kube-apiserver, removing the credential and identity headers after
 // a success is the job of the HTTP filter that passes the request on
@@ -56,40 +55,51 @@ func New(c Config) Request {
 	if c.X509 != nil {
 		rs = append(rs, c.X509)
 	}
-	if len(c.StaticTokens)+len(c.Tokens) > 0 {
-		var t Token
-		if len(c.Tokens) > 0 {
-			t = UnionTokens(c.Tokens...)
-			var auds []string // nil: none
-			if len(c.APIAudiences) > 0 {
-				auds = slices.Clone(c.APIAudiences)
-			}
-			switch {
-			case c.TokenCache.SuccessTTL > 0 || c.TokenCache.FailureTTL > 0:
-				// The cache gives lookups the audiences itself, so
-				// that a hit needs no context of its own.
-				t = newTokenCache(t, c.TokenCache, auds)
-			case len(auds) > 0:
-				t = newTokenAudiences(t, auds)
-			}
+	if t := c.tokens(); t != nil {
+		rs = append(rs, Bearer(t), WebSocketBearer(t))
+	}
+	a := WithAuthenticatedGroup(Union(rs...))
+	if c.Anonymous {
+		// A bad credential is refused, never anonymous.
+		a = FailOnError(a, NewAnonymous())
+	}
+	if len(c.APIAudiences) > 0 {
+		a = WithAPIAudiences(a, c.APIAudiences)
+	}
+	return a
+}
+
+// tokens returns the token authenticator of c, or nil: the static tokens,
+// then the other tokens as one union, cached when c.TokenCache says so
+// and given the API audiences.
+func (c Config) tokens() Token {
+	var ts []Token
+	ts = append(ts, c.StaticTokens...)
+	if len(c.Tokens) > 0 {
+		t := UnionTokens(c.Tokens...)
+		var auds []string // nil: none
+		if len(c.APIAudiences) > 0 {
+			auds = slices.Clone(c.APIAudiences)
+		}
+		switch {
+		case c.TokenCache.SuccessTTL > 0 || c.TokenCache.FailureTTL > 0:
+			// The cache gives lookups the audiences itself, so that a
+			// hit needs no context of its own.
+			t = newTokenCache(t, c.TokenCache, auds)
+		case len(auds) > 0:
+			t = newTokenAudiences(t, auds)
 		}
 		// Static tokens carry no audiences, so they sit outside the
 		// audience wrapper: same outcome, no context per request.
-		if len(c.StaticTokens) > 0 {
-			ts := slices.Clone(c.StaticTokens)
-			if t != nil {
-				ts = append(ts, t)
-			}
-			t = UnionTokens(ts...)
-		}
-		rs = append(rs, Bearer(t), WebSocketBearer(t))
+		ts = append(ts, t)
 	}
-
-	ch := &chain{union: newUnion(rs), anonymous: c.Anonymous}
-	if len(c.APIAudiences) > 0 {
-		ch.auds = slices.Clone(c.APIAudiences)
+	switch len(ts) {
+	case 0:
+		return nil
+	case 1:
+		return ts[0]
 	}
-	return ch
+	return UnionTokens(ts...)
 }
 
 // IdentityHeaders returns the configured authenticators that name
