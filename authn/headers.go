@@ -2,6 +2,7 @@ package authn
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +22,27 @@ type IdentityHeadersFunc func(name string) bool
 func (f IdentityHeadersFunc) IsIdentityHeader(name string) bool { return f(name) }
 
 var _ IdentityHeaders = IdentityHeadersFunc(nil)
+
+// IdentityHeaderNames returns the IdentityHeaders of the header names and
+// name prefixes given, compared in any case: those configured for
+// request-header authentication, for instance, whether or not a
+// request-header authenticator runs.
+func IdentityHeaderNames(names, prefixes []string) IdentityHeaders {
+	names, prefixes = slices.Clone(names), slices.Clone(prefixes)
+	return IdentityHeadersFunc(func(name string) bool {
+		for _, n := range names {
+			if n != "" && strings.EqualFold(name, n) {
+				return true
+			}
+		}
+		for _, p := range prefixes {
+			if p != "" && len(name) >= len(p) && strings.EqualFold(name[:len(p)], p) {
+				return true
+			}
+		}
+		return false
+	})
+}
 
 // The identity headers a front proxy sets, as kubeadm configures
 // kube-apiserver's --requestheader-* flags: the one place kubegate names

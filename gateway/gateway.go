@@ -85,11 +85,10 @@ type Config struct {
 	// Identity is how the identity is forwarded; zero means
 	// RequestHeaderIdentity.
 	Identity UpstreamIdentity
-	// ClearHeaders and ClearHeaderPrefixes are removed from every client
-	// request in addition to Authorization and X-Remote-*: the configured
-	// request-header names, so that custom names cannot be spoofed either.
-	ClearHeaders        []string
-	ClearHeaderPrefixes []string
+	// IdentityHeaders name the headers removed from every client request
+	// besides Authorization and X-Remote-*: the configured request-header
+	// names, so that custom names cannot be spoofed either.
+	IdentityHeaders []authn.IdentityHeaders
 	// Impersonation authorizes a client's own Impersonate-* headers in
 	// ImpersonateIdentity mode, one "impersonate" check at a time
 	// (authz.Impersonate); nil refuses them with 403.
@@ -169,7 +168,7 @@ func New(c Config) (*Gateway, error) {
 	_, _ = rand.Read(rid[:])
 	g := &Gateway{
 		cfg:     c,
-		scrub:   newScrubber(c.ClearHeaders, c.ClearHeaderPrefixes),
+		scrub:   scrubber{ids: c.IdentityHeaders},
 		metrics: newMetrics(c.Registry),
 		log:     c.Logger,
 		ridBase: hex.EncodeToString(rid[:]) + "-",

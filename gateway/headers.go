@@ -12,29 +12,14 @@ import (
 // remotePrefix starts every request-header identity header name.
 const remotePrefix = "X-Remote-"
 
-// scrubber removes every header through which a client could claim an
-// identity: Authorization, the whole X-Remote-* family, and the header
-// names and prefixes configured for request-header authentication. Names
-// are matched case-insensitively, so odd spellings cannot slip through.
+// scrubber recognises every header through which a client could claim
+// an identity: Authorization and the standard identity headers
+// (authn.IsStandardIdentityHeader), the whole X-Remote-* family, and the
+// headers of ids, such as the names configured for request-header
+// authentication. Names are matched case-insensitively, so odd
+// spellings cannot slip through.
 type scrubber struct {
-	names    []string // exact names, any case
-	prefixes []string // name prefixes, any case
-}
-
-func newScrubber(names, prefixes []string) scrubber {
-	s := scrubber{prefixes: []string{remotePrefix}}
-	s.names = append(s.names, "Authorization")
-	for _, n := range names {
-		if n != "" && !hasPrefixFold(n, remotePrefix) {
-			s.names = append(s.names, n)
-		}
-	}
-	for _, p := range prefixes {
-		if p != "" && !hasPrefixFold(p, remotePrefix) {
-			s.prefixes = append(s.prefixes, p)
-		}
-	}
-	return s
+	ids []authn.IdentityHeaders
 }
 
 // matches reports whether the header named k is removed. Besides the
@@ -43,16 +28,11 @@ func newScrubber(names, prefixes []string) scrubber {
 // X-Remote-User would take a client's header for an identity. No
 // Kubernetes client sends such names.
 func (s scrubber) matches(k string) bool {
-	if strings.IndexByte(k, '_') >= 0 {
+	if strings.IndexByte(k, '_') >= 0 || hasPrefixFold(k, remotePrefix) || authn.IsStandardIdentityHeader(k) {
 		return true
 	}
-	for _, n := range s.names {
-		if strings.EqualFold(k, n) {
-			return true
-		}
-	}
-	for _, p := range s.prefixes {
-		if hasPrefixFold(k, p) {
+	for _, id := range s.ids {
+		if id.IsIdentityHeader(k) {
 			return true
 		}
 	}

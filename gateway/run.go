@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/kubegate/kubegate/authn"
@@ -184,17 +185,18 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		s.closers = append(s.closers, f)
 	}
 	cfg := Config{
-		Upstream:            up,
-		Transport:           rt,
-		FastPath:            fast,
-		Authenticator:       authn.New(ac),
-		Identity:            o.UpstreamIdentity,
-		ClearHeaders:        append(append(append([]string(nil), o.RequestHeaderUsernameHeaders...), o.RequestHeaderUIDHeaders...), o.RequestHeaderGroupHeaders...),
-		ClearHeaderPrefixes: o.RequestHeaderExtraPrefixes,
-		Revoked:             revoked,
-		AuditLog:            audit,
-		Logger:              logger,
-		MaxBodyBytes:        o.MaxBodyBytes,
+		Upstream:      up,
+		Transport:     rt,
+		FastPath:      fast,
+		Authenticator: authn.New(ac),
+		Identity:      o.UpstreamIdentity,
+		IdentityHeaders: append(ac.IdentityHeaders(), authn.IdentityHeaderNames(
+			slices.Concat(o.RequestHeaderUsernameHeaders, o.RequestHeaderUIDHeaders, o.RequestHeaderGroupHeaders),
+			o.RequestHeaderExtraPrefixes)),
+		Revoked:      revoked,
+		AuditLog:     audit,
+		Logger:       logger,
+		MaxBodyBytes: o.MaxBodyBytes,
 	}
 	sar := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
 	cfg.MetricsAuthorization = sar
