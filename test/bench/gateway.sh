@@ -15,7 +15,7 @@
 #   BENCH_DURATION [10]       measured seconds per run
 #   BENCH_WARMUP [1]          warm-up seconds before each run (errors still count)
 #   BENCH_SYSTEMS ["kubegate haproxy haproxy-kube nginx plainproxy"]
-#   BENCH_SCENARIOS ["ka64 ka1 hs16 ka64-token ka64-sa"]  also: hs16-x25519, ka64-h2
+#   BENCH_SCENARIOS ["ka64 ka1 hs16 h2-64 ka64-token ka64-sa"]  also: hs16-x25519, ka64-h2
 #                             (ka64-token and ka64-sa run on kubegate only)
 #   BENCH_HANDSHAKE_CURVES [""]  groups the client offers in hs16 ("" = Go's defaults)
 #   BENCH_BUSY_MAX [25]       CPU busy % above which a run waits for quiet
@@ -31,6 +31,10 @@
 #                             $BENCH_PORT, $BENCH_UPSTREAM and $BENCH_PKI (ca.crt,
 #                             server.crt, server.key, tokens.csv, sa.pub). Unset:
 #                             `kubegate gateway` built from ./cmd/kubegate.
+#   KUBEGATE_BASE_BIN         a second kubegate binary (built from another
+#                             commit, say) run as the system kubegate-base with
+#                             the same flags, to compare before and after in one
+#                             run: BENCH_SYSTEMS="kubegate kubegate-base ..."
 #
 # Exits non-zero if a system fails the identity checks, any request fails, or
 # a spoofed X-Remote-* header reaches the backend.
@@ -40,7 +44,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-1}
 SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy haproxy-kube nginx plainproxy"}
-SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 ka64-token ka64-sa"}
+SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 h2-64 ka64-token ka64-sa"}
 HS_CURVES=${BENCH_HANDSHAKE_CURVES:-}
 BUSY_MAX=${BENCH_BUSY_MAX:-25}
 QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
@@ -75,11 +79,12 @@ for sys in "${SYSTEM_LIST[@]}"; do
 			missing+=("libnginx-mod-http-headers-more-filter (looked in NGINX_MODULES=$NGINX_MODULES)")
 		;;
 	kubegate | plainproxy) ;;
-	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, haproxy, haproxy-kube, nginx, plainproxy)" ;;
+	kubegate-base) [[ -x ${KUBEGATE_BASE_BIN:-} ]] || die "kubegate-base needs KUBEGATE_BASE_BIN, the path of a kubegate binary" ;;
+	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, kubegate-base, haproxy, haproxy-kube, nginx, plainproxy)" ;;
 	esac
 done
 for sc in "${SCENARIO_LIST[@]}"; do
-	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2 | ka64-token | ka64-sa) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
+	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2 | h2-64 | ka64-token | ka64-sa) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
 done
 if ((${#missing[@]} > 0)); then
 	say "gateway.sh: missing: ${missing[*]}"
@@ -258,6 +263,16 @@ launch() {
 		start kubegate env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$BIN" \
 			bash -c "exec $cmd"
 		;;
+	kubegate-base)
+		# The same flags as kubegate, given to the other binary.
+		mkdir -p "$OUT/base-bin"
+		ln -sf "$(readlink -f "$KUBEGATE_BASE_BIN")" "$OUT/base-bin/kubegate"
+		cmd=$(KUBEGATE_GATEWAY_CMD= kubegate_cmd)
+		[[ -n $cmd ]] || return 1
+		say "kubegate-base: $KUBEGATE_BASE_BIN, the same flags"
+		start kubegate-base env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$OUT/base-bin" \
+			bash -c "exec $cmd"
+		;;
 	haproxy | haproxy-kube)
 		# haproxy-kube: the same configuration, forwarding also what
 		# kubegate adds (see peers/haproxy.cfg).
@@ -359,6 +374,7 @@ scenario_args() {
 	hs16) echo "-mode newconn -conns 16${HS_CURVES:+ -curves $HS_CURVES}" ;;
 	hs16-x25519) echo "-mode newconn -conns 16 -curves X25519" ;;
 	ka64-h2) echo "-mode keepalive -conns 64 -http2" ;;
+	h2-64) echo "-mode keepalive -conns 4 -streams 16 -http2" ;;
 	esac
 }
 
@@ -370,7 +386,7 @@ scenario_args() {
 credential_args() {
 	case $1 in
 	ka64-token | ka64-sa)
-		[[ $2 == kubegate ]] || return 1
+		[[ $2 == kubegate || $2 == kubegate-base ]] || return 1
 		local file=token.txt
 		WANT_USER=bench-user WANT_GROUP="devs|devops|system:authenticated"
 		if [[ $1 == ka64-sa ]]; then

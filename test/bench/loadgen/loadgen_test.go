@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,6 +267,8 @@ func TestBadFlags(t *testing.T) {
 		{"ftp url", []string{"-url", "ftp://h/"}, "-url"},
 		{"bad mode", []string{"-url", "https://h/", "-mode", "pipelined"}, "-mode"},
 		{"no conns", []string{"-url", "https://h/", "-conns", "0"}, "-conns"},
+		{"streams over HTTP/1.1", []string{"-url", "https://h/", "-streams", "4"}, "-streams"},
+		{"streams with a handshake per request", []string{"-url", "https://h/", "-http2", "-mode", "newconn", "-streams", "4"}, "-streams"},
 		{"header without value", []string{"-url", "https://h/", "-header", "X-A"}, "want name=value"},
 		{"unknown curve", []string{"-url", "https://h/", "-curves", "X448"}, "X448"},
 		{"cert without key", []string{"-url", "https://h/", "-cert", "c.pem"}, "-cert and -key"},
@@ -454,5 +458,65 @@ func TestLoopback(t *testing.T) {
 				t.Errorf("error kinds: got %v, want %v", r.ErrorKinds, tt.wantKinds)
 			}
 		})
+	}
+}
+
+// TestStreamsShareConnections checks that -streams puts that many
+// requests in flight on each of exactly -conns HTTP/2 connections.
+func TestStreamsShareConnections(t *testing.T) {
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "bench-ca")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serving := ca.Issue(t, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns, inFlight, most atomic.Int64
+	protos := map[string]int{}
+	var mu sync.Mutex
+	srv := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			mu.Lock()
+			protos[r.Proto]++
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}),
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2", "http/1.1"}},
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		},
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.ServeTLS(ln, "", "")
+	t.Cleanup(func() { srv.Close() })
+
+	r, code := runLoad(t, "-url", "https://"+ln.Addr().String()+"/", "-cacert", caFile, "-http2", "-conns", "2", "-streams", "4", "-duration", "300ms")
+	if code != 0 || r.Errors != 0 || r.OK == 0 || r.Conns != 2 || r.Streams != 4 {
+		t.Fatalf("got exit %d, %+v; want 0 and only successes on 2 connections x 4 streams", code, r)
+	}
+	if got := conns.Load(); got != 2 {
+		t.Errorf("the server saw %d connections, want 2", got)
+	}
+	if got := most.Load(); got <= 2 || got > 8 {
+		t.Errorf("at most %d requests were in flight, want more than 2 (one per connection) and at most 8", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(protos) != 1 || protos["HTTP/2.0"] == 0 {
+		t.Errorf("protocols %v, want HTTP/2.0 only", protos)
 	}
 }

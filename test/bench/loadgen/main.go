@@ -63,6 +63,7 @@ type config struct {
 	warmup    time.Duration
 	timeout   time.Duration
 	conns     int
+	streams   int  // requests in flight on each connection (HTTP/2)
 	newConn   bool // a new connection and TLS handshake per request
 	http2     bool
 	tls       *tls.Config // nil for http:// URLs
@@ -89,6 +90,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.warmup, "warmup", 0, "run time before measuring; its successes are discarded, its errors are not")
 	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "dial, handshake and response-header timeout per request")
 	fs.IntVar(&cfg.conns, "conns", 1, "concurrent connections, one closed-loop worker each")
+	fs.IntVar(&cfg.streams, "streams", 1, "with -http2: closed-loop workers per connection, each with one request in flight on it")
 	fs.StringVar(&mode, "mode", "keepalive", "keepalive: reuse each connection; newconn: new connection and TLS handshake per request")
 	fs.StringVar(&certFile, "cert", "", "client certificate (PEM) for mTLS")
 	fs.StringVar(&keyFile, "key", "", "client key (PEM) for mTLS")
@@ -147,6 +149,9 @@ func (c *config) complete(rawURL, mode, certFile, keyFile, caFile, bearer string
 	}
 	if c.conns < 1 {
 		return fmt.Errorf("-conns %d: want at least 1", c.conns)
+	}
+	if c.streams < 1 || (c.streams > 1 && (!c.http2 || c.newConn)) {
+		return fmt.Errorf("-streams %d: want at least 1, and more only with -http2 and -mode keepalive", c.streams)
 	}
 	if c.duration <= 0 || c.warmup < 0 || c.timeout <= 0 {
 		return errors.New("-duration and -timeout must be positive, -warmup not negative")

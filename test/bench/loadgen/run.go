@@ -23,6 +23,7 @@ type result struct {
 	URL            string            `json:"url"`
 	Mode           string            `json:"mode"`
 	Conns          int               `json:"conns"`
+	Streams        int               `json:"streams"`
 	HTTP2          bool              `json:"http2"`
 	Curves         string            `json:"curves,omitempty"`
 	Seconds        float64           `json:"seconds"`
@@ -145,22 +146,28 @@ func run(cfg *config, stderr io.Writer) result {
 	start := time.Now()
 	warmEnd := start.Add(cfg.warmup)
 	stopAt := warmEnd.Add(cfg.duration)
-	tallies := make([]tally, cfg.conns)
+	tallies := make([]tally, cfg.conns*cfg.streams)
 	var wg sync.WaitGroup
-	for i := range tallies {
-		wg.Go(func() {
-			w := newWorker(cfg, first)
-			defer w.rt.CloseIdleConnections()
-			t := &tallies[i]
-			for {
-				begin := time.Now()
-				if !begin.Before(stopAt) {
-					return
+	for c := range cfg.conns {
+		w := newWorker(cfg, first)
+		defer w.rt.CloseIdleConnections()
+		for s := range cfg.streams {
+			// Each stream sends its own request over the connection's
+			// transport, one at a time.
+			ws := *w
+			ws.req = w.req.Clone(w.req.Context())
+			t := &tallies[c*cfg.streams+s]
+			wg.Go(func() {
+				for {
+					begin := time.Now()
+					if !begin.Before(stopAt) {
+						return
+					}
+					kind := ws.do()
+					t.add(begin.Before(warmEnd), time.Since(begin), kind)
 				}
-				kind := w.do()
-				t.add(begin.Before(warmEnd), time.Since(begin), kind)
-			}
-		})
+			})
+		}
 	}
 	wg.Wait()
 	elapsed := time.Since(warmEnd)
@@ -170,7 +177,7 @@ func run(cfg *config, stderr io.Writer) result {
 	}
 	r := total.result(elapsed)
 	r.CPUSeconds = benchcpu.Process().Seconds()
-	r.Label, r.Scenario, r.URL, r.Conns, r.HTTP2, r.Curves = cfg.label, cfg.scenario, cfg.url.String(), cfg.conns, cfg.http2, cfg.curveList
+	r.Label, r.Scenario, r.URL, r.Conns, r.Streams, r.HTTP2, r.Curves = cfg.label, cfg.scenario, cfg.url.String(), cfg.conns, cfg.streams, cfg.http2, cfg.curveList
 	r.Mode = "keepalive"
 	if cfg.newConn {
 		r.Mode = "newconn"
@@ -184,10 +191,11 @@ func run(cfg *config, stderr io.Writer) result {
 	return r
 }
 
-// worker sends one request at a time over its own transport. A transport
-// per worker, limited to one connection, makes -conns exactly the number of
-// connections for HTTP/1.1 and HTTP/2 alike and keeps workers from
-// contending on one connection pool.
+// worker sends one request at a time over its connection's transport. A
+// transport per connection, limited to one connection, makes -conns
+// exactly the number of connections for HTTP/1.1 and HTTP/2 alike and
+// keeps connections from contending on one pool; with -streams, that
+// many workers share each HTTP/2 connection.
 type worker struct {
 	cfg   *config
 	rt    *http.Transport
