@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -73,8 +74,8 @@ func benchKeepAlive(b *testing.B, lean, h2 bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	serving := ca.Issue(b, testpki.Options{CN: "gw", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
-	pair, _ := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	servingCert := ca.Issue(b, testpki.Options{CN: "gw", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
+	pair, _ := tls.X509KeyPair(servingCert.CertPEM, servingCert.KeyPEM)
 	tc := &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
 	var gwURL string
 	if lean {
@@ -82,7 +83,7 @@ func benchKeepAlive(b *testing.B, lean, h2 bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, shutdown := serve(g, NewHTTPServer(g, tc, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
+		_, shutdown := serve(g, serving.NewHTTPServer(g, tc, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
 		defer func() { _ = shutdown(context.Background()) }()
 		gwURL = "https://" + ln.Addr().String()
 	} else {

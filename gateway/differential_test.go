@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -251,7 +252,7 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 	clientCA := testpki.NewCA(tb, "kubernetes")
 	frontProxyCA := testpki.NewCA(tb, "front-proxy-ca")
 	serverCA := testpki.NewCA(tb, "server-ca")
-	serving := func() tls.Certificate {
+	servingCert := func() tls.Certificate {
 		c := serverCA.Issue(tb, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
 		pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
 		if err != nil {
@@ -259,10 +260,10 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 		}
 		return pair
 	}
-	e := &diffEnv{up: startDiffUpstream(tb, serving(), frontProxyCA)}
+	e := &diffEnv{up: startDiffUpstream(tb, servingCert(), frontProxyCA)}
 	dir := tb.TempDir()
 	proxyCert, proxyKey := frontProxyCA.Issue(tb, testpki.Options{CN: "front-proxy-client"}).WriteFiles(tb, dir, "front-proxy-client")
-	proxyPair, err := LoadKeyPair(proxyCert, proxyKey)
+	proxyPair, err := serving.LoadKeyPair(proxyCert, proxyKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -302,8 +303,8 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		tc := &tls.Config{Certificates: []tls.Certificate{serving()}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
-		srv := NewHTTPServer(g, tc, quiet)
+		tc := &tls.Config{Certificates: []tls.Certificate{servingCert()}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
+		srv := serving.NewHTTPServer(g, tc, quiet)
 		srv.ReadHeaderTimeout = 2 * time.Second
 		_, shutdown := serve(g, srv, ln)
 		tb.Cleanup(func() { _ = shutdown(tb.Context()) })

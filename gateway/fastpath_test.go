@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -288,9 +289,9 @@ func TestLeanShutdownClosesIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving := e.serverCA.Issue(t, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
-	pair, _ := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	_, shutdown := serve(e.gateway, NewHTTPServer(e.gateway, &tls.Config{Certificates: []tls.Certificate{pair}}, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
+	servingCert := e.serverCA.Issue(t, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
+	pair, _ := tls.X509KeyPair(servingCert.CertPEM, servingCert.KeyPEM)
+	_, shutdown := serve(e.gateway, serving.NewHTTPServer(e.gateway, &tls.Config{Certificates: []tls.Certificate{pair}}, slog.New(slog.NewTextHandler(io.Discard, nil))), ln)
 	e.gw.URL = "https://" + ln.Addr().String()
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 	conn, br := e.dialLean(t, alice)

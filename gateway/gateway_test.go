@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -113,7 +114,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		serverCA:     testpki.NewCA(t, "server-ca"),
 		audit:        &testwait.Buffer{},
 	}
-	serving := func() tls.Certificate {
+	servingCert := func() tls.Certificate {
 		c := e.serverCA.Issue(t, testpki.Options{CN: "localhost", DNSNames: []string{"localhost"},
 			IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
 		pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
@@ -137,7 +138,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"app"}}`)
 	}))
-	upTLS := &tls.Config{Certificates: []tls.Certificate{serving()}, ClientCAs: e.frontProxyCA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
+	upTLS := &tls.Config{Certificates: []tls.Certificate{servingCert()}, ClientCAs: e.frontProxyCA.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
 	e.up.TLS = upTLS
 	e.up.StartTLS()
 	t.Cleanup(e.up.Close)
@@ -145,7 +146,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	// The gateway's files.
 	dir := t.TempDir()
 	proxyCert, proxyKey := e.frontProxyCA.Issue(t, testpki.Options{CN: "front-proxy-client"}).WriteFiles(t, dir, "front-proxy-client")
-	proxyPair, err := LoadKeyPair(proxyCert, proxyKey)
+	proxyPair, err := serving.LoadKeyPair(proxyCert, proxyKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +216,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servingPair := serving()
+	servingPair := servingCert()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{servingPair}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
-	srv := NewHTTPServer(e.gateway, tc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := serving.NewHTTPServer(e.gateway, tc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv.ReadHeaderTimeout = cmp.Or(o.headerTimeout, srv.ReadHeaderTimeout)
 	srv.IdleTimeout = cmp.Or(o.idleTimeout, srv.IdleTimeout)
 	_, shutdown := serve(e.gateway, srv, ln)
@@ -742,7 +743,7 @@ func TestKeyPairReload(t *testing.T) {
 	ca := testpki.NewCA(t, "ca")
 	dir := t.TempDir()
 	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "one"}).WriteFiles(t, dir, "pair")
-	kp, err := LoadKeyPair(certFile, keyFile)
+	kp, err := serving.LoadKeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}

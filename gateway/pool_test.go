@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -233,7 +234,7 @@ func newPoolEnvWith(tb testing.TB, identity UpstreamIdentity, o UpstreamTranspor
 	clientCA := testpki.NewCA(tb, "kubernetes")
 	frontProxyCA := testpki.NewCA(tb, "front-proxy-ca")
 	serverCA := testpki.NewCA(tb, "server-ca")
-	serving := func() tls.Certificate {
+	servingCert := func() tls.Certificate {
 		c := serverCA.Issue(tb, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509ExtKeyUsage{serverAuth}})
 		pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
 		if err != nil {
@@ -241,11 +242,11 @@ func newPoolEnvWith(tb testing.TB, identity UpstreamIdentity, o UpstreamTranspor
 		}
 		return pair
 	}
-	up := startScriptedUpstream(tb, serving(), frontProxyCA, identity == ImpersonateIdentity)
+	up := startScriptedUpstream(tb, servingCert(), frontProxyCA, identity == ImpersonateIdentity)
 
 	dir := tb.TempDir()
 	proxyCert, proxyKey := frontProxyCA.Issue(tb, testpki.Options{CN: "front-proxy-client"}).WriteFiles(tb, dir, "front-proxy-client")
-	proxyPair, err := LoadKeyPair(proxyCert, proxyKey)
+	proxyPair, err := serving.LoadKeyPair(proxyCert, proxyKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -283,8 +284,8 @@ func newPoolEnvWith(tb testing.TB, identity UpstreamIdentity, o UpstreamTranspor
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tc := &tls.Config{Certificates: []tls.Certificate{serving()}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
-	_, shutdown := serve(g, NewHTTPServer(g, tc, quiet), ln)
+	tc := &tls.Config{Certificates: []tls.Certificate{servingCert()}, ClientAuth: tls.RequestClientCert, NextProtos: []string{"h2", "http/1.1"}}
+	_, shutdown := serve(g, serving.NewHTTPServer(g, tc, quiet), ln)
 
 	certs := map[string]tls.Certificate{}
 	for _, cn := range []string{"alice", "carol"} {

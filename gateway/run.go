@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net"
@@ -28,7 +29,7 @@ type Options struct {
 	TLSKeyFile  string // required
 	TLSCurves   []string
 	// TLS are the cipher suites and minimum TLS version served.
-	TLS TLSFlags
+	TLS serving.TLSFlags
 	// Flags are the authentication flags; SALookup checks tokens'
 	// objects through the upstream.
 	fileconfig.Flags
@@ -90,7 +91,7 @@ func (o *Options) Validate() error {
 	if o.UpstreamIdentity != RequestHeaderIdentity && o.UpstreamIdentity != ImpersonateIdentity {
 		return fmt.Errorf("--upstream-identity %q is not one of requestheader, impersonate", o.UpstreamIdentity)
 	}
-	if _, err := ParseCurves(o.TLSCurves); err != nil {
+	if _, err := serving.ParseCurves(o.TLSCurves); err != nil {
 		return fmt.Errorf("--tls-curve-preferences: %w", err)
 	}
 	if err := o.TLS.Validate(); err != nil {
@@ -118,11 +119,11 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	}
 	s := &Server{}
 	up, _ := url.Parse(o.Upstream)
-	serving, err := LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
+	servingPair, err := serving.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
+	if err := servingPair.Watch(ctx, o.ReloadInterval, logger); err != nil {
 		return nil, err
 	}
 	rt := o.Transport
@@ -136,7 +137,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 		tro := UpstreamTransportOptions{CAPEM: upCA}
 		if o.ProxyCertFile != "" {
-			if tro.ClientCert, err = LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
+			if tro.ClientCert, err = serving.LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
 				return nil, err
 			}
 			if err := tro.ClientCert.Watch(ctx, o.ReloadInterval, logger); err != nil {
@@ -206,13 +207,13 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	if s.Gateway, err = New(cfg); err != nil {
 		return nil, err
 	}
-	curves, _ := ParseCurves(o.TLSCurves)
+	curves, _ := serving.ParseCurves(o.TLSCurves)
 	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	tc := ServerTLSConfig(serving, requestCerts, curves)
+	tc := serving.ServerTLSConfig(servingPair, requestCerts, curves)
 	if err := o.TLS.Apply(tc, logger); err != nil {
 		return nil, err
 	}
-	s.HTTP = NewHTTPServer(s.Gateway, tc, logger)
+	s.HTTP = serving.NewHTTPServer(s.Gateway, tc, logger)
 	addr := net.JoinHostPort(o.BindAddress, fmt.Sprint(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"math/big"
@@ -24,7 +25,7 @@ import (
 
 // servingPair returns the files of an ECDSA (the kubegate default) or an
 // RSA serving certificate; the RSA one is what RSA key exchange needs.
-func servingPair(t *testing.T, rsaKey bool) *KeyPair {
+func servingPair(t *testing.T, rsaKey bool) *serving.KeyPair {
 	t.Helper()
 	dir := t.TempDir()
 	var certFile, keyFile string
@@ -53,7 +54,7 @@ func servingPair(t *testing.T, rsaKey bool) *KeyPair {
 		certFile, keyFile = ca.Issue(t, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
 			EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}).WriteFiles(t, dir, "serving")
 	}
-	kp, err := LoadKeyPair(certFile, keyFile)
+	kp, err := serving.LoadKeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func serveTLSConfig(t *testing.T, lean bool, tc *tls.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, shutdown := serve(g, NewHTTPServer(g, tc, discard), ln)
+	_, shutdown := serve(g, serving.NewHTTPServer(g, tc, discard), ln)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -113,8 +114,8 @@ func TestServingCipherSuites(t *testing.T) {
 	}{{"lean", true}, {"net/http", false}} {
 		t.Run(path.name, func(t *testing.T) {
 			ecdsaPair, rsaPair := servingPair(t, false), servingPair(t, true)
-			serveWith := func(kp *KeyPair, f TLSFlags) string {
-				tc := ServerTLSConfig(kp, false, nil)
+			serveWith := func(kp *serving.KeyPair, f serving.TLSFlags) string {
+				tc := serving.ServerTLSConfig(kp, false, nil)
 				if err := f.Apply(tc, nil); err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +124,7 @@ func TestServingCipherSuites(t *testing.T) {
 			cbc := tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA
 			rsaKex := []uint16{tls.TLS_RSA_WITH_AES_128_GCM_SHA256, tls.TLS_RSA_WITH_AES_256_GCM_SHA384, tls.TLS_RSA_WITH_AES_128_CBC_SHA}
 
-			def := serveWith(ecdsaPair, TLSFlags{})
+			def := serveWith(ecdsaPair, serving.TLSFlags{})
 			if err := handshake(def, tls.VersionTLS12, cbc); err == nil {
 				t.Error("default: a TLS 1.2 client offering only ECDHE-ECDSA-AES128-SHA completed the handshake, want it refused")
 			}
@@ -133,7 +134,7 @@ func TestServingCipherSuites(t *testing.T) {
 			if err := handshake(def, tls.VersionTLS13); err != nil {
 				t.Errorf("default: TLS 1.3: %v", err)
 			}
-			defRSA := serveWith(rsaPair, TLSFlags{})
+			defRSA := serveWith(rsaPair, serving.TLSFlags{})
 			if err := handshake(defRSA, tls.VersionTLS12, rsaKex...); err == nil {
 				t.Error("default: a TLS 1.2 client offering only RSA key exchange completed the handshake, want it refused")
 			}
@@ -141,42 +142,17 @@ func TestServingCipherSuites(t *testing.T) {
 				t.Errorf("default: TLS 1.2 with ECDHE-RSA-AES128-GCM-SHA256: %v", err)
 			}
 
-			named := serveWith(ecdsaPair, TLSFlags{CipherSuites: []string{"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"}})
+			named := serveWith(ecdsaPair, serving.TLSFlags{CipherSuites: []string{"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA"}})
 			if err := handshake(named, tls.VersionTLS12, cbc); err != nil {
 				t.Errorf("--tls-cipher-suites naming the CBC suite: handshake with it: %v", err)
 			}
 
-			tls13 := serveWith(ecdsaPair, TLSFlags{MinVersion: "VersionTLS13"})
+			tls13 := serveWith(ecdsaPair, serving.TLSFlags{MinVersion: "VersionTLS13"})
 			if err := handshake(tls13, tls.VersionTLS12); err == nil {
 				t.Error("--tls-min-version VersionTLS13: a TLS 1.2 client completed the handshake")
 			}
 			if err := handshake(tls13, tls.VersionTLS13); err != nil {
 				t.Errorf("--tls-min-version VersionTLS13: TLS 1.3: %v", err)
-			}
-		})
-	}
-}
-
-func TestTLSFlagsValidate(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		f    TLSFlags
-		want string
-	}{
-		{"defaults", TLSFlags{}, ""},
-		{"IANA names", TLSFlags{CipherSuites: []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA"}, MinVersion: "VersionTLS12"}, ""},
-		{"OpenSSL name", TLSFlags{CipherSuites: []string{"ECDHE-RSA-AES128-GCM-SHA256"}},
-			`--tls-cipher-suites: cipher suite "ECDHE-RSA-AES128-GCM-SHA256" is not supported; use IANA names such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`},
-		{"old version", TLSFlags{MinVersion: "VersionTLS11"}, `--tls-min-version: TLS version "VersionTLS11" is not one of VersionTLS12, VersionTLS13`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.f.Validate()
-			got := ""
-			if err != nil {
-				got = err.Error()
-			}
-			if got != tt.want {
-				t.Errorf("Validate() = %q, want %q", got, tt.want)
 			}
 		})
 	}

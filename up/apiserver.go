@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"log/slog"
 	"net"
 	"net/http"
@@ -56,7 +57,7 @@ type APIServerOptions struct {
 	TLSCertFile string
 	TLSKeyFile  string
 	// TLS are the cipher suites and minimum TLS version served.
-	TLS gateway.TLSFlags
+	TLS serving.TLSFlags
 
 	// Flags are the authentication flags. SAKeyFiles empty means the
 	// public half of SASigningKeyFile; the first of SAIssuers is the iss of
@@ -216,19 +217,19 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 		return nil, fmt.Errorf("create default service accounts: %w", err)
 	}
 
-	serving, err := gateway.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
+	servingPair, err := serving.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	if err := serving.Watch(ctx, o.ReloadInterval, logger); err != nil {
+	if err := servingPair.Watch(ctx, o.ReloadInterval, logger); err != nil {
 		return nil, err
 	}
 	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	tc := gateway.ServerTLSConfig(serving, requestCerts, nil)
+	tc := serving.ServerTLSConfig(servingPair, requestCerts, nil)
 	if err := o.TLS.Apply(tc, logger); err != nil {
 		return nil, err
 	}
-	s.HTTP = gateway.NewHTTPServer(s.Server.Handler(), tc, logger)
+	s.HTTP = serving.NewHTTPServer(s.Server.Handler(), tc, logger)
 	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
@@ -315,7 +316,7 @@ func (s *APIServer) Serve(ctx context.Context) error {
 // certificate chain as the TLS client certificate (see
 // inProcessTransport). Upgrade requests go to fallback, a transport to the
 // server's listener with the same certificate.
-func (s *APIServer) InProcessTransport(frontProxy *gateway.KeyPair, fallback http.RoundTripper) http.RoundTripper {
+func (s *APIServer) InProcessTransport(frontProxy *serving.KeyPair, fallback http.RoundTripper) http.RoundTripper {
 	return &inProcessTransport{handler: s.Server.Handler(), local: s.local, cert: frontProxy, fallback: fallback}
 }
 

@@ -7,14 +7,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
-
-	"github.com/kubegate/kubegate/gateway"
 )
 
 // errShuttingDown refuses in-process requests once the API server stops.
@@ -85,7 +84,7 @@ func (l *localRequests) wait(ctx context.Context) error {
 type inProcessTransport struct {
 	handler  http.Handler
 	local    *localRequests
-	cert     *gateway.KeyPair // the front-proxy client certificate
+	cert     *serving.KeyPair // the front-proxy client certificate
 	fallback http.RoundTripper
 
 	tls atomic.Pointer[peerState]

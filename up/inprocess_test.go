@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"crypto/tls"
 	"errors"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
 
@@ -37,7 +37,7 @@ func newTestTransport(t *testing.T, h http.Handler, fallback http.RoundTripper) 
 	t.Helper()
 	ca := testpki.NewCA(t, "front-proxy-ca")
 	certFile, keyFile := ca.Issue(t, testpki.Options{CN: "front-proxy-client"}).WriteFiles(t, t.TempDir(), "front-proxy-client")
-	kp, err := gateway.LoadKeyPair(certFile, keyFile)
+	kp, err := serving.LoadKeyPair(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestGatewayInProcessIdentity(t *testing.T) {
 		}
 		ca := &testpki.Cert{Cert: pair.Leaf, Key: pair.PrivateKey.(crypto.Signer)}
 		certFile, keyFile := ca.Issue(t, testpki.Options{CN: "mallory"}).WriteFiles(t, t.TempDir(), "mallory")
-		kp, err := gateway.LoadKeyPair(certFile, keyFile)
+		kp, err := serving.LoadKeyPair(certFile, keyFile)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -30,7 +31,7 @@ type Options struct {
 	SecurePort  int    // default 6443
 	// TLS are the cipher suites and minimum TLS version both the gateway
 	// and the API server serve.
-	TLS gateway.TLSFlags
+	TLS serving.TLSFlags
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
 	// the scheduler; 0 means neither runs.
 	Nodes int
@@ -211,7 +212,7 @@ func Run(ctx context.Context, o Options) error {
 // authenticated with the front-proxy client certificate as over TLS, and
 // over TLS to its listener for upgrades (exec, attach, port-forward).
 func gatewayTransport(ctx context.Context, api *APIServer, pki func(string) string, logger *slog.Logger) (http.RoundTripper, error) {
-	frontProxy, err := gateway.LoadKeyPair(pki("front-proxy-client.crt"), pki("front-proxy-client.key"))
+	frontProxy, err := serving.LoadKeyPair(pki("front-proxy-client.crt"), pki("front-proxy-client.key"))
 	if err != nil {
 		return nil, err
 	}
