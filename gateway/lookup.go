@@ -15,12 +15,13 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
+	"github.com/kubegate/kubegate/authz/bootstrap"
 )
 
 // LookupUser is the identity the gateway asserts for its own
 // service-account lookups in request-header mode. The upstream must let it
 // get serviceaccounts, secrets, pods and nodes.
-const LookupUser = "system:kubegate:gateway"
+const LookupUser = bootstrap.GatewayUser
 
 // UpstreamGetter implements serviceaccount.Getter by reading objects from
 // the upstream API server with the gateway's own credential, caching each

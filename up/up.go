@@ -1,9 +1,14 @@
+// Package up runs the local cluster of `kubegate up` in one process: the
+// PKI if the directory has none, the API server (package
+// apiserver/server) on loopback, the gateway in front of it, calling it in
+// process, and, with --nodes, the scheduler and simulated nodes.
 package up
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/apiserver/server"
 	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"io/fs"
@@ -70,7 +75,7 @@ type Cluster struct {
 	Server string
 	// Nodes is Options.Nodes.
 	Nodes     int
-	APIServer *APIServer
+	APIServer *server.Server
 	Gateway   *gateway.Server
 	logger    *slog.Logger
 }
@@ -98,10 +103,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if ip := net.ParseIP(host); host == "0.0.0.0" || host == "::" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
-	server := "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+	serverURL := "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	pkiDir := filepath.Join(o.Dir, ca.PKIDir)
 	if _, err := os.Stat(pkiDir); errors.Is(err, fs.ErrNotExist) {
-		if err := o.InitPKI(o.Dir, server); err != nil {
+		if err := o.InitPKI(o.Dir, serverURL); err != nil {
 			return nil, fmt.Errorf("pki init: %w", err)
 		}
 	} else if err != nil {
@@ -109,14 +114,14 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if cfg, err := kubeconfig.Load(filepath.Join(o.Dir, "admin.conf")); err == nil {
 		for _, c := range cfg.Clusters {
-			if c.Server != server {
-				fmt.Fprintf(o.Status, "warning: %s points at %s, not at %s\n", filepath.Join(o.Dir, "admin.conf"), c.Server, server)
+			if c.Server != serverURL {
+				fmt.Fprintf(o.Status, "warning: %s points at %s, not at %s\n", filepath.Join(o.Dir, "admin.conf"), c.Server, serverURL)
 			}
 		}
 	}
 	pki := func(name string) string { return filepath.Join(pkiDir, name) }
 
-	a := APIServerDefaults()
+	a := server.Defaults()
 	a.BindAddress, a.SecurePort = "127.0.0.1", 0
 	a.TLSCertFile, a.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
 	a.TLS = o.TLS
@@ -134,7 +139,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	} else {
 		a.DataDir = o.Dir
 	}
-	api, err := NewAPIServer(ctx, a, o.Logger.With("component", "apiserver"))
+	api, err := server.New(ctx, a, o.Logger.With("component", "apiserver"))
 	if err != nil {
 		return nil, err
 	}
@@ -159,8 +164,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: server, Nodes: o.Nodes, APIServer: api, Gateway: gw, logger: o.Logger}
-	state := filepath.Join(o.Dir, StateFile)
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, APIServer: api, Gateway: gw, logger: o.Logger}
+	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]
 	}
@@ -171,7 +176,7 @@ next:
   kubectl auth whoami
   kubectl create token default
 Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
-`, server, api.Listener.Addr(), state, filepath.Join(o.Dir, "admin.conf"), o.Dir)
+`, serverURL, api.Listener.Addr(), state, filepath.Join(o.Dir, "admin.conf"), o.Dir)
 	return c, nil
 }
 
@@ -211,7 +216,7 @@ func Run(ctx context.Context, o Options) error {
 // gatewayTransport is the gateway's way to the API server: in process,
 // authenticated with the front-proxy client certificate as over TLS, and
 // over TLS to its listener for upgrades (exec, attach, port-forward).
-func gatewayTransport(ctx context.Context, api *APIServer, pki func(string) string, logger *slog.Logger) (http.RoundTripper, error) {
+func gatewayTransport(ctx context.Context, api *server.Server, pki func(string) string, logger *slog.Logger) (http.RoundTripper, error) {
 	frontProxy, err := serving.LoadKeyPair(pki("front-proxy-client.crt"), pki("front-proxy-client.key"))
 	if err != nil {
 		return nil, err

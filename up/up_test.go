@@ -2,9 +2,16 @@ package up
 
 import (
 	"context"
+	"crypto"
+	"crypto/tls"
 	"fmt"
+	"github.com/kubegate/kubegate/apiserver/server"
+	"github.com/kubegate/kubegate/internal/serving"
+	"github.com/kubegate/kubegate/internal/testpki"
+	"k8s.io/client-go/rest"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +20,12 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubegate/kubegate/ca"
-	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
@@ -130,7 +135,7 @@ func TestRunKeepsStateAcrossRestarts(t *testing.T) {
 	}
 	// The gateway looks the token's service account up in the API server
 	// with its own identity, which the default policy allows.
-	if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, GatewayLookupRole, metav1.GetOptions{}); err != nil {
+	if _, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, server.GatewayLookupRole, metav1.GetOptions{}); err != nil {
 		t.Fatalf("gateway lookup binding: %v", err)
 	}
 	if err := stop(); err != nil {
@@ -204,63 +209,6 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-func TestAPIServerOptionsValidate(t *testing.T) {
-	t.Parallel()
-	base := func() APIServerOptions {
-		o := APIServerDefaults()
-		o.TLSCertFile, o.TLSKeyFile, o.DataDir = "c", "k", "d"
-		return o
-	}
-	tests := []struct {
-		name   string
-		change func(*APIServerOptions)
-		want   string
-	}{
-		{"defaults with a cert and a data dir", func(*APIServerOptions) {}, ""},
-		{"etcd instead", func(o *APIServerOptions) { o.DataDir, o.EtcdServers = "", []string{"https://e:2379"} }, ""},
-		{"etcd certs without etcd", func(o *APIServerOptions) { o.EtcdCAFile = "ca" }, "--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers"},
-		{"etcd cert without key", func(o *APIServerOptions) {
-			o.DataDir, o.EtcdServers, o.EtcdCertFile = "", []string{"https://e:2379"}, "c"
-		}, "--etcd-certfile and --etcd-keyfile go together"},
-		{"no authenticator", func(o *APIServerOptions) { o.AnonymousAuth = false }, "no authenticator configured"},
-		{"keys without issuer", func(o *APIServerOptions) { o.SAIssuers, o.SASigningKeyFile = nil, "sa.key" }, "--service-account-issuer is required"},
-		{"bad port", func(o *APIServerOptions) { o.SecurePort = 70000 }, "--secure-port 70000 is not a port number"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := base()
-			tt.change(&o)
-			err := o.Validate()
-			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-				t.Fatalf("got %v, want %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestPolicyGrantsTheGatewayLookups(t *testing.T) {
-	t.Parallel()
-	p := Policy()
-	var role *rbacv1.ClusterRole
-	for _, r := range p.ClusterRoles {
-		if r.Name == GatewayLookupRole {
-			role = r
-		}
-	}
-	var bound bool
-	for _, b := range p.ClusterRoleBindings {
-		if b.Name == GatewayLookupRole && b.RoleRef.Name == GatewayLookupRole && len(b.Subjects) == 1 && b.Subjects[0].Name == gateway.LookupUser {
-			bound = true
-		}
-	}
-	if role == nil || !bound {
-		t.Fatalf("role %v, bound %v; want both", role, bound)
-	}
-	if got := strings.Join(role.Rules[0].Resources, ","); got != "serviceaccounts,secrets,pods,nodes" || strings.Join(role.Rules[0].Verbs, ",") != "get" {
-		t.Fatalf("rules: got %+v", role.Rules)
-	}
-}
-
 func TestStartRefusesABadDir(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
@@ -272,3 +220,87 @@ func TestStartRefusesABadDir(t *testing.T) {
 		t.Fatalf("got %v, want an error naming the pki directory", err)
 	}
 }
+
+// TestGatewayInProcessIdentity runs `kubegate up` and checks the identity
+// the API server sees through the gateway's in-process transport: the
+// client certificate's user, never a client-supplied X-Remote-User; and
+// that a certificate outside the allowed names cannot assert identities.
+func TestGatewayInProcessIdentity(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Start(ctx, Options{Dir: dir, SecurePort: freePort(t), InitPKI: initPKI, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			r = r.Clone(r.Context())
+			r.Header.Set("X-Remote-User", "mallory")
+			r.Header.Set("X-Remote-Group", "system:masters")
+			return rt.RoundTrip(r)
+		})
+	}
+	whoami := func(t *testing.T, cfg *rest.Config) (*authenticationv1.SelfSubjectReview, error) {
+		t.Helper()
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	}
+	t.Run("the certificate's user, not a client-supplied header", func(t *testing.T) {
+		res, err := whoami(t, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u := res.Status.UserInfo; u.Username != "kubernetes-admin" || contains(u.Groups, "system:masters") {
+			t.Errorf("got %s %v, want kubernetes-admin without system:masters", u.Username, u.Groups)
+		}
+	})
+
+	t.Run("a front-proxy certificate outside the allowed names", func(t *testing.T) {
+		pki := filepath.Join(dir, "pki")
+		pair, err := tls.LoadX509KeyPair(filepath.Join(pki, "front-proxy-ca.crt"), filepath.Join(pki, "front-proxy-ca.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca := &testpki.Cert{Cert: pair.Leaf, Key: pair.PrivateKey.(crypto.Signer)}
+		certFile, keyFile := ca.Issue(t, testpki.Options{CN: "mallory"}).WriteFiles(t, t.TempDir(), "mallory")
+		kp, err := serving.LoadKeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt := c.APIServer.InProcessTransport(kp, nil)
+		req, _ := http.NewRequest(http.MethodGet, c.APIServer.URL()+"/api/v1/namespaces", nil)
+		req.Header.Set("X-Remote-User", "kubernetes-admin")
+		req.Header.Set("X-Remote-Group", "system:masters")
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("got %d, want 401", resp.StatusCode)
+		}
+	})
+}
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

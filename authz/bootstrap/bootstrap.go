@@ -40,6 +40,11 @@ const (
 	SchedulerUser         = "system:kube-scheduler"
 	ControllerManagerUser = "system:kube-controller-manager"
 	KubeProxyUser         = "system:kube-proxy"
+	// GatewayUser is the identity kubegate's gateway asserts for its own
+	// requests in request-header mode: service-account, pod and node
+	// lookups, subject access reviews and readiness probes. kubegate's
+	// API server grants it what those need.
+	GatewayUser = "system:kubegate:gateway"
 )
 
 // Policy returns every default object, ready for rbac.NewMemory or for

@@ -3,16 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/kubegate/kubegate/apiserver/server"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-
-	"github.com/kubegate/kubegate/up"
 )
 
 // apiserverOptions are `kubegate apiserver`'s flags.
 type apiserverOptions struct {
-	up.APIServerOptions
+	server.Options
 	verbose bool
 }
 
@@ -39,7 +38,7 @@ func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newAPIServerCmd(s streams) *cobra.Command {
-	o := &apiserverOptions{APIServerOptions: up.APIServerDefaults()}
+	o := &apiserverOptions{Options: server.Defaults()}
 	cmd := &cobra.Command{
 		Use:   "apiserver",
 		Short: "Serve a Kubernetes-compatible API over an embedded store or etcd",
@@ -58,7 +57,7 @@ authorizing them with RBAC and its default policy.`,
 
 func runAPIServer(ctx context.Context, o *apiserverOptions, s streams) error {
 	logger := s.logger(o.verbose)
-	srv, err := up.NewAPIServer(ctx, o.APIServerOptions, logger)
+	srv, err := server.New(ctx, o.Options, logger)
 	if err != nil {
 		return err
 	}

@@ -1,27 +1,17 @@
-package up
+package server
 
 import (
 	"bufio"
 	"context"
-	"crypto"
-	"crypto/tls"
 	"errors"
 	"github.com/kubegate/kubegate/internal/serving"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubegate/kubegate/internal/testpki"
 )
@@ -213,83 +203,4 @@ func TestInProcessTransportRefusesAfterShutdown(t *testing.T) {
 	if _, err := rt.RoundTrip(req); !errors.Is(err, errShuttingDown) {
 		t.Errorf("got %v, want %v", err, errShuttingDown)
 	}
-}
-
-// TestGatewayInProcessIdentity runs `kubegate up` and checks the identity
-// the API server sees through the gateway's in-process transport: the
-// client certificate's user, never a client-supplied X-Remote-User; and
-// that a certificate outside the allowed names cannot assert identities.
-func TestGatewayInProcessIdentity(t *testing.T) {
-	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "cluster")
-	ctx, cancel := context.WithCancel(context.Background())
-	c, err := Start(ctx, Options{Dir: dir, SecurePort: freePort(t), InitPKI: initPKI, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Timeout = 10 * time.Second
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return fallbackFunc(func(r *http.Request) (*http.Response, error) {
-			r = r.Clone(r.Context())
-			r.Header.Set("X-Remote-User", "mallory")
-			r.Header.Set("X-Remote-Group", "system:masters")
-			return rt.RoundTrip(r)
-		})
-	}
-	whoami := func(t *testing.T, cfg *rest.Config) (*authenticationv1.SelfSubjectReview, error) {
-		t.Helper()
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	}
-	t.Run("the certificate's user, not a client-supplied header", func(t *testing.T) {
-		res, err := whoami(t, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if u := res.Status.UserInfo; u.Username != "kubernetes-admin" || contains(u.Groups, "system:masters") {
-			t.Errorf("got %s %v, want kubernetes-admin without system:masters", u.Username, u.Groups)
-		}
-	})
-
-	t.Run("a front-proxy certificate outside the allowed names", func(t *testing.T) {
-		pki := filepath.Join(dir, "pki")
-		pair, err := tls.LoadX509KeyPair(filepath.Join(pki, "front-proxy-ca.crt"), filepath.Join(pki, "front-proxy-ca.key"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ca := &testpki.Cert{Cert: pair.Leaf, Key: pair.PrivateKey.(crypto.Signer)}
-		certFile, keyFile := ca.Issue(t, testpki.Options{CN: "mallory"}).WriteFiles(t, t.TempDir(), "mallory")
-		kp, err := serving.LoadKeyPair(certFile, keyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt := c.APIServer.InProcessTransport(kp, nil)
-		req, _ := http.NewRequest(http.MethodGet, c.APIServer.URL()+"/api/v1/namespaces", nil)
-		req.Header.Set("X-Remote-User", "kubernetes-admin")
-		req.Header.Set("X-Remote-Group", "system:masters")
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("got %d, want 401", resp.StatusCode)
-		}
-	})
 }

@@ -1,9 +1,9 @@
-// Package up assembles kubegate's control plane: the API server with its
-// authenticators, RBAC, admission and auth APIs over a bbolt or etcd store
-// (NewAPIServer, behind `kubegate apiserver`), and the whole local cluster of
-// `kubegate up`: the PKI, that API server on loopback, and the gateway in
-// front of it (Run).
-package up
+// Package server wires kubegate's API server: the REST API of package
+// apiserver with its authenticators, RBAC, admission and auth APIs over a
+// bbolt or etcd store, served over TLS (New, behind `kubegate apiserver`
+// and `kubegate up`), and a transport that lets a gateway in the same
+// process call it without a network hop (Server.InProcessTransport).
+package server
 
 import (
 	"context"
@@ -31,7 +31,6 @@ import (
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authz/bootstrap"
 	"github.com/kubegate/kubegate/authz/rbac"
-	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/store"
 	"github.com/kubegate/kubegate/store/bolt"
@@ -47,12 +46,12 @@ const (
 // StateFile is the bbolt file in the data directory.
 const StateFile = "state.db"
 
-// APIServerOptions are the API server's settings, named after
+// Options are the API server's settings, named after
 // kube-apiserver's flags.
-type APIServerOptions struct {
+type Options struct {
 	BindAddress string // default 0.0.0.0
 	// SecurePort is the HTTPS port; 0 picks a free one (see
-	// APIServer.Listener).
+	// Server.Listener).
 	SecurePort  int // default 6443
 	TLSCertFile string
 	TLSKeyFile  string
@@ -88,9 +87,9 @@ type APIServerOptions struct {
 	ReloadInterval  time.Duration // default 1 s
 }
 
-// APIServerDefaults returns the options' defaults.
-func APIServerDefaults() APIServerOptions {
-	o := APIServerOptions{
+// Defaults returns the options' defaults.
+func Defaults() Options {
+	o := Options{
 		BindAddress:       "0.0.0.0",
 		SecurePort:        6443,
 		Flags:             fileconfig.DefaultFlags(),
@@ -102,7 +101,7 @@ func APIServerDefaults() APIServerOptions {
 }
 
 // Validate names the first option that is wrong, by its flag.
-func (o *APIServerOptions) Validate() error {
+func (o *Options) Validate() error {
 	switch {
 	case o.TLSCertFile == "" || o.TLSKeyFile == "":
 		return errors.New("--tls-cert-file and --tls-private-key-file are required")
@@ -126,8 +125,8 @@ func (o *APIServerOptions) Validate() error {
 	return o.TLS.Validate()
 }
 
-// APIServer is a configured API server ready to serve.
-type APIServer struct {
+// Server is a configured API server ready to serve.
+type Server struct {
 	Server   *apiserver.Server
 	HTTP     *http.Server
 	Listener net.Listener
@@ -140,16 +139,16 @@ type APIServer struct {
 }
 
 // URL returns the server's base URL on its listener.
-func (s *APIServer) URL() string {
+func (s *Server) URL() string {
 	return "https://" + s.Listener.Addr().String()
 }
 
-// NewAPIServer opens the store, writes the bootstrap objects that are
+// New opens the store, writes the bootstrap objects that are
 // missing (system namespaces, their default service accounts, the RBAC
 // policy), starts following RBAC changes and listens on the secure port.
-// Serve it with Serve; until then, or if NewAPIServer fails, the store is
+// Serve it with Serve; until then, or if New fails, the store is
 // closed when ctx is done.
-func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) (_ *APIServer, err error) {
+func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -157,7 +156,7 @@ func NewAPIServer(ctx context.Context, o APIServerOptions, logger *slog.Logger) 
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &APIServer{logger: logger, cancel: cancel, local: newLocalRequests()}
+	s := &Server{logger: logger, cancel: cancel, local: newLocalRequests()}
 	defer func() {
 		if err != nil {
 			cancel()
@@ -247,7 +246,7 @@ func (allowAll) RulesFor(authn.User, string) ([]rbacv1.PolicyRule, error) {
 	}, nil
 }
 
-func openStore(ctx context.Context, o *APIServerOptions) (store.Store, error) {
+func openStore(ctx context.Context, o *Options) (store.Store, error) {
 	if len(o.EtcdServers) > 0 {
 		st, err := etcd.New(ctx, etcd.Config{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile,
 			CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Prefix: o.EtcdPrefix})
@@ -268,7 +267,7 @@ func openStore(ctx context.Context, o *APIServerOptions) (store.Store, error) {
 
 // Close releases an API server that will not be served: its listener, its
 // store and its background work.
-func (s *APIServer) Close() error {
+func (s *Server) Close() error {
 	s.cancel()
 	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
 }
@@ -277,7 +276,7 @@ func (s *APIServer) Close() error {
 // the network and in process) get a second to finish, then open watches
 // are ended, and the store is closed once no handler can write to it any
 // more.
-func (s *APIServer) Serve(ctx context.Context) error {
+func (s *Server) Serve(ctx context.Context) error {
 	defer s.Store.Close()
 	defer s.Server.Close()
 	defer s.cancel()
@@ -316,7 +315,7 @@ func (s *APIServer) Serve(ctx context.Context) error {
 // certificate chain as the TLS client certificate (see
 // inProcessTransport). Upgrade requests go to fallback, a transport to the
 // server's listener with the same certificate.
-func (s *APIServer) InProcessTransport(frontProxy *serving.KeyPair, fallback http.RoundTripper) http.RoundTripper {
+func (s *Server) InProcessTransport(frontProxy *serving.KeyPair, fallback http.RoundTripper) http.RoundTripper {
 	return &inProcessTransport{handler: s.Server.Handler(), local: s.local, cert: frontProxy, fallback: fallback}
 }
 
@@ -329,7 +328,7 @@ type authentication struct {
 	issuer          *serviceaccount.Issuer
 }
 
-func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store, logger *slog.Logger) (*authentication, error) {
+func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *slog.Logger) (*authentication, error) {
 	keyFiles := o.SAKeyFiles
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
@@ -364,7 +363,7 @@ func newAuthentication(ctx context.Context, o *APIServerOptions, st store.Store,
 
 // GatewayLookupRole is the cluster role (and binding) that lets a kubegate
 // gateway in front of this server look up the objects service-account
-// tokens name, and ask who may read its metrics, as gateway.LookupUser.
+// tokens name, and ask who may read its metrics, as bootstrap.GatewayUser (the gateway's LookupUser).
 const GatewayLookupRole = "system:kubegate:gateway"
 
 // Policy is the RBAC policy the API server writes at first start: the
@@ -384,7 +383,7 @@ func Policy() rbac.Objects {
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: meta(),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: GatewayLookupRole},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: gateway.LookupUser}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: bootstrap.GatewayUser}},
 	})
 	return p
 }
