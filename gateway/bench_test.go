@@ -32,17 +32,20 @@ const benchPod = `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"app","name
 // steadier than ns/op.
 //
 // path=h2 is HTTP/2: 64 requests in flight on one connection, served by
-// net/http's HTTP/2 server.
+// net/http's HTTP/2 server; path=h2-fast by the fast path's own
+// (gateway/internal/h2).
 func BenchmarkGatewayKeepAlive(b *testing.B) {
-	b.Run("path=lean", func(b *testing.B) { benchKeepAlive(b, true, false) })
-	b.Run("path=net-http", func(b *testing.B) { benchKeepAlive(b, false, false) })
-	b.Run("path=h2", func(b *testing.B) { benchKeepAlive(b, true, true) })
+	b.Run("path=lean", func(b *testing.B) { benchKeepAlive(b, true, false, false) })
+	b.Run("path=net-http", func(b *testing.B) { benchKeepAlive(b, false, false, false) })
+	b.Run("path=h2", func(b *testing.B) { benchKeepAlive(b, true, true, false) })
+	b.Run("path=h2-fast", func(b *testing.B) { benchKeepAlive(b, true, true, true) })
 }
 
 // benchKeepAlive runs the benchmark served by serve (the lean path for
-// HTTP/1.1) or by a plain net/http server, whose requests go upstream
-// through net/http's Transport.
-func benchKeepAlive(b *testing.B, lean, h2 bool) {
+// HTTP/1.1; for HTTP/2 Go's server or, with fastH2, gateway/internal/h2)
+// or by a plain net/http server, whose requests go upstream through
+// net/http's Transport.
+func benchKeepAlive(b *testing.B, lean, h2, fastH2 bool) {
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, benchPod)
@@ -63,6 +66,7 @@ func benchKeepAlive(b *testing.B, lean, h2 bool) {
 		if fast, err = NewFastPath(up, UpstreamTransportOptions{}); err != nil {
 			b.Fatal(err)
 		}
+		fast.HTTP2 = fastH2
 	}
 	g, err := New(Config{
 		Upstream:      up,

@@ -29,8 +29,9 @@ import (
 
 // The differential test drives the same client bytes, against the same
 // scripted upstream answers, through two gateways that differ only in
-// how they serve: one with the HTTP/1.1 fast path (gateway/internal/h1),
-// one with net/http's server and httputil.ReverseProxy alone. The
+// how they serve: one with the fast path (gateway/internal/h1 for
+// HTTP/1.1, gateway/internal/h2 for HTTP/2), one with net/http's servers
+// and httputil.ReverseProxy alone. The
 // upstream must receive the same requests from both (header order
 // aside), and the client the same answers: status, headers and body.
 // Framing may differ where HTTP lets it (Content-Length or chunked, a
@@ -289,6 +290,9 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 			if fast, err = NewFastPath(upURL, o); err != nil {
 				tb.Fatal(err)
 			}
+			// HTTP/2 too is served by the fast path's own server, as
+			// the standalone gateway serves it.
+			fast.HTTP2 = true
 			e.idle = append(e.idle, fast.CloseIdleConnections)
 		}
 		g, err := New(Config{

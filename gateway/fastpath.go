@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/gateway/internal/h1"
+	"github.com/kubegate/kubegate/gateway/internal/h2"
 )
 
 // FastPath is the fast path's pool of upstream connections. A Gateway
@@ -28,6 +29,11 @@ import (
 type FastPath struct {
 	up   *h1.Upstream
 	host string
+	// HTTP2 serves HTTP/2 connections with package gateway/internal/h2,
+	// which frames with golang.org/x/net/http2 and lets each stream's
+	// handler write its own answer, instead of with Go's HTTP/2 server.
+	// Every stream still goes through the gateway's handler.
+	HTTP2 bool
 }
 
 // NewFastPath returns the fast path's pool for upstream, opening
@@ -146,14 +152,24 @@ func serve(g *Gateway, srv *http.Server, ln net.Listener) (<-chan error, func(co
 		go func() { errc <- srv.ServeTLS(ln, "", "") }()
 		return errc, srv.Shutdown
 	}
-	fs := h1.NewServer(h1.Options{
+	o := h1.Options{
 		Handler: g.serveFast, Upstream: g.cfg.FastPath.up, UpstreamHost: g.cfg.FastPath.host,
 		HTTP: srv, Skip: skipFast, Logger: g.log,
-	}, ln.Addr())
+	}
+	var h2s *h2.Server
+	if g.cfg.FastPath.HTTP2 {
+		h2s = &h2.Server{HTTP: srv, Logger: g.log}
+		o.HTTP2 = h2s.ServeConn
+	}
+	fs := h1.NewServer(o, ln.Addr())
 	go func() { errc <- srv.Serve(fs.Handoff()) }()
 	go func() { errc <- fs.Serve(ln) }()
 	return errc, func(ctx context.Context) error {
 		_ = ln.Close()
-		return errors.Join(fs.Shutdown(ctx), srv.Shutdown(ctx))
+		var err error
+		if h2s != nil {
+			err = h2s.Shutdown(ctx)
+		}
+		return errors.Join(err, fs.Shutdown(ctx), srv.Shutdown(ctx))
 	}
 }

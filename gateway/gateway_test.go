@@ -91,13 +91,15 @@ type envOptions struct {
 	// headerTimeout and idleTimeout replace the server's, when set.
 	headerTimeout, idleTimeout time.Duration
 	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
-	// and the default) or "HTTP/2.0" (net/http).
+	// and the default), "HTTP/2.0" (net/http) or "HTTP/2.0-fast" (HTTP/2
+	// served by the fast path's own HTTP/2 server, gateway/internal/h2).
 	proto string
 }
 
 // protocols are the client protocols tests run over: HTTP/1.1 is served
-// by the lean path, HTTP/2 by net/http and httputil.ReverseProxy.
-var protocols = []string{"HTTP/1.1", "HTTP/2.0"}
+// by the lean path, HTTP/2 by net/http's HTTP/2 server and, as
+// HTTP/2.0-fast, by gateway/internal/h2.
+var protocols = []string{"HTTP/1.1", "HTTP/2.0", "HTTP/2.0-fast"}
 
 // forEachProtocol runs test once per client protocol.
 func forEachProtocol(t *testing.T, test func(t *testing.T, proto string)) {
@@ -160,6 +162,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fast.HTTP2 = o.proto == "HTTP/2.0-fast"
 
 	// The authenticators, as kube-apiserver orders them.
 	x, err := authx509.New(e.clientCA.CertPEM, authx509.Options{})
@@ -247,7 +250,7 @@ func (e *env) client(cert *testpki.Cert) *http.Client {
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	tr := &http.Transport{TLSClientConfig: tc}
-	if e.proto == "HTTP/2.0" {
+	if strings.HasPrefix(e.proto, "HTTP/2.0") {
 		tr.ForceAttemptHTTP2 = true
 	} else {
 		tc.NextProtos = []string{"http/1.1"}
@@ -275,7 +278,7 @@ func (e *env) do(t *testing.T, c *http.Client, method, path string, h http.Heade
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if want := e.proto; want != "" && resp.Proto != want {
+	if want := strings.TrimSuffix(e.proto, "-fast"); want != "" && resp.Proto != want {
 		t.Fatalf("response protocol %s, want %s", resp.Proto, want)
 	}
 	return resp, body

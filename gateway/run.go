@@ -49,6 +49,10 @@ type Options struct {
 	// (FastPath); it needs Transport nil and an upstream URL without a
 	// path or query.
 	HTTP1FastPath bool
+	// HTTP2FastPath serves HTTP/2 connections with the fast path's own
+	// HTTP/2 server (FastPath.HTTP2) when HTTP1FastPath is on; without
+	// it, they go to Go's HTTP/2 server.
+	HTTP2FastPath bool
 }
 
 // Defaults returns the options' defaults.
@@ -61,6 +65,7 @@ func Defaults() Options {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
 		HTTP1FastPath:    true,
+		HTTP2FastPath:    true,
 	}
 }
 
@@ -151,6 +156,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 			if fast, err = NewFastPath(up, tro); err != nil {
 				return nil, err
 			}
+			fast.HTTP2 = o.HTTP2FastPath
 		}
 	}
 

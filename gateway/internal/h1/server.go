@@ -64,6 +64,11 @@ type Options struct {
 	Skip func(*url.URL) bool
 	// Logger logs accept failures; nil means slog.Default().
 	Logger *slog.Logger
+	// HTTP2, when set, serves the connections whose TLS handshake chose
+	// HTTP/2, instead of the net/http server; it returns when the
+	// connection is done. Shutdown leaves those connections to it, and
+	// waits for them.
+	HTTP2 func(c net.Conn, state *tls.ConnectionState)
 }
 
 // Server accepts TLS connections and serves each on the fast path or
@@ -223,6 +228,11 @@ func (s *Server) serveConn(raw net.Conn) {
 	}
 	_ = raw.SetDeadline(time.Time{})
 	st := tc.ConnectionState()
+	if st.NegotiatedProtocol == "h2" && s.o.HTTP2 != nil {
+		s.track(raw, false)
+		s.o.HTTP2(tc, &st)
+		return
+	}
 	if st.NegotiatedProtocol != "" && st.NegotiatedProtocol != "http/1.1" {
 		handedOff = s.handoff.give(tc)
 		return
