@@ -192,6 +192,16 @@ func TestGatewayWithCurlAndKubectl(t *testing.T) {
 			t.Errorf("upstream X-Remote-Group = %q", got)
 		}
 	})
+	t.Run("curl over HTTP/2", func(t *testing.T) {
+		res := runCmd(t, nil, curl, "-sS", "--http2", "--fail-with-body", "-w", "\nHTTP/%{http_version}", "--cacert", serverCAFile,
+			"--cert", aliceCert, "--key", aliceKey, "-H", "X-Remote-User: admin", base+"/api/v1/namespaces/default/pods")
+		if res.code != 0 || !strings.Contains(res.stdout, `"PodList"`) || !strings.HasSuffix(res.stdout, "\nHTTP/2") {
+			t.Fatalf("curl: %+v", res)
+		}
+		if got := api.lastHeader(t).Values("X-Remote-User"); strings.Join(got, ",") != "alice" {
+			t.Errorf("upstream X-Remote-User = %q, want [alice]", got)
+		}
+	})
 	t.Run("curl with a static token", func(t *testing.T) {
 		res := runCmd(t, nil, curl, "-sS", "--fail-with-body", "--cacert", serverCAFile, "-H", "Authorization: Bearer s3cret-token",
 			base+"/api/v1/namespaces/default/pods")
