@@ -13,7 +13,9 @@ package h2
 // may differ by the spec or by timing:
 //
 //   - connection-level events (SETTINGS by value, SETTINGS ACK, PING ACK
-//     payloads, GOAWAY's last stream and code, the close) in order;
+//     payloads, GOAWAY's last stream and code, the close) in order; a
+//     close is a close, FIN or reset (which one depends on whether the
+//     server had read all the client wrote);
 //   - per stream, in order: header blocks as decoded with one hpack
 //     decoder per connection (pseudo-headers first, then the regular
 //     fields by name, date replaced), the DATA payload concatenated
@@ -24,14 +26,24 @@ package h2
 //     client's window, or a request body that stalls for want of the
 //     server's WINDOW_UPDATEs, shows up;
 //   - what the handlers saw (a side channel: each run has its own server
-//     and log), sorted, since handlers run concurrently.
+//     and log), sorted, since handlers run concurrently; on a connection
+//     that ended in an error GOAWAY, what handlers saw of their writes
+//     and contexts afterwards is left out (it depends on when the server
+//     closes: Go's waits a second);
+//   - after an invalid client preface, the server's SETTINGS and GOAWAY
+//     (RFC 9113 section 3.4: it may send SETTINGS before reading the
+//     preface, and may omit the GOAWAY).
 //
 // To tell when the server acted, the client follows each step of a
 // script with a PING ("sync N") and waits for its ACK: a server reads
 // frames in order, so an event before "sync N" came from a frame of step
 // N or earlier, and a server that closed the connection on step N never
 // acknowledges it. No sync is sent inside a header block, nor before the
-// client's first SETTINGS.
+// client's first SETTINGS. Scripts wait for a stream's answer (await*)
+// before a frame that may end the connection, since a server that has
+// sent an error GOAWAY writes nothing more.
+//
+// Set H2_DIFF_TRANSCRIPTS to a directory to keep every transcript.
 
 import (
 	"bufio"
@@ -171,7 +183,31 @@ func startOurServer(h http.Handler, tune func(*http.Server)) (string, func() err
 type handlerLog struct {
 	mu      sync.Mutex
 	lines   []string
-	running sync.WaitGroup
+	running int // handlers running, under mu
+}
+
+// started and done count the handlers running. A counter, not a
+// sync.WaitGroup: a late stream's handler may start while the test waits
+// for the others to end.
+func (l *handlerLog) started() { l.mu.Lock(); l.running++; l.mu.Unlock() }
+func (l *handlerLog) done()    { l.mu.Lock(); l.running--; l.mu.Unlock() }
+
+// allDone closes the returned channel once no handler runs, checking
+// until limit has passed.
+func (l *handlerLog) allDone(limit time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+			l.mu.Lock()
+			n := l.running
+			l.mu.Unlock()
+			if n == 0 {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 func (l *handlerLog) add(format string, args ...any) {
@@ -266,8 +302,8 @@ func describeBody(b []byte) string {
 // do, and logs what it saw.
 func diffHandler(hl *handlerLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hl.running.Add(1)
-		defer hl.running.Done()
+		hl.started()
+		defer hl.done()
 		name := r.Method + " " + r.URL.Path
 		hl.add("%s: called", name)
 		flush := func() { http.NewResponseController(w).Flush() }
@@ -1655,8 +1691,7 @@ func runScript(target diffTarget, sc script) (string, error) {
 		}
 	}
 	c.finish()
-	handlersDone := make(chan struct{})
-	go func() { hl.running.Wait(); close(handlersDone) }()
+	handlersDone := hl.allDone(2 * diffHandlerWait)
 	// Handlers still running on a connection the server closed are
 	// ending: let them, so that what they saw is all logged. On a
 	// connection still open, they may wait for the client for ever.

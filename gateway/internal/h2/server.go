@@ -194,17 +194,18 @@ type conn struct {
 	// time: frames that come while it writes go out together next, in
 	// one TLS record and one system call. Writers wait while out holds
 	// maxQueued bytes.
-	wmu      sync.Mutex
-	out      *bytes.Buffer
-	spare    *bytes.Buffer // nil while send writes it
-	drained  sync.Cond     // on wmu: out was taken
-	kick     chan struct{} // wakes send
-	closing  bool          // send stops once out is empty
-	sendDone chan struct{}
-	wfr      *http2.Framer
-	henc     *hpack.Encoder
-	hbuf     bytes.Buffer
-	werr     error
+	wmu           sync.Mutex
+	out           *bytes.Buffer
+	spare         *bytes.Buffer // nil while send writes it
+	drained       sync.Cond     // on wmu: out was taken
+	kick          chan struct{} // wakes send
+	closing       bool          // send stops once out is empty
+	queuedControl int           // control frames in out
+	sendDone      chan struct{}
+	wfr           *http2.Framer
+	henc          *hpack.Encoder
+	hbuf          bytes.Buffer
+	werr          error
 
 	// Under mu: the streams, the send windows and the connection's fate.
 	// cond wakes writers waiting for a window and goroutines waiting for
@@ -216,6 +217,7 @@ type conn struct {
 	initialSendWindow int64
 	peerFrameSize     uint32
 	peerHeaderList    uint32 // 0: no limit announced
+	flowErr           bool   // a window went over 2^31-1: nothing more is sent
 	handlers          int    // handlers running
 	queued            []pendingHandler
 	closed            bool
@@ -252,7 +254,7 @@ func (e streamError) Error() string { return "h2: stream error " + e.code.String
 
 func (c *conn) serve() {
 	defer c.close()
-	c.write(func() error {
+	c.writeControl(func() error {
 		err := c.wfr.WriteSettings(
 			http2.Setting{ID: http2.SettingMaxFrameSize, Val: readFrameSize},
 			http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: maxStreams},
@@ -376,7 +378,7 @@ func (c *conn) processFrame(f http2.Frame) error {
 		if f.StreamID != 0 {
 			return connError(http2.ErrCodeProtocol)
 		}
-		return c.write(func() error { return c.wfr.WritePing(true, f.Data) })
+		return c.writeControl(func() error { return c.wfr.WritePing(true, f.Data) })
 	case *http2.RSTStreamFrame:
 		if c.idleStream(f.StreamID) {
 			return connError(http2.ErrCodeProtocol)
@@ -394,11 +396,8 @@ func (c *conn) processFrame(f http2.Frame) error {
 		}
 		return nil
 	case *http2.GoAwayFrame:
-		c.mu.Lock()
-		c.goingAway = true
-		c.mu.Unlock()
-		c.write(func() error { return c.wfr.WriteGoAway(c.maxStreamID.Load(), http2.ErrCodeNo, nil) })
-		return c.closeWhenIdle()
+		c.startGoAway()
+		return nil
 	case *http2.PushPromiseFrame:
 		return connError(http2.ErrCodeProtocol)
 	default:
@@ -458,7 +457,7 @@ func (c *conn) processSettings(f *http2.SettingsFrame) error {
 		}
 		return err
 	}
-	return c.write(func() error { return c.wfr.WriteSettingsAck() })
+	return c.writeControl(func() error { return c.wfr.WriteSettingsAck() })
 }
 
 func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
@@ -478,6 +477,12 @@ func (c *conn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 	st := c.streams[f.StreamID]
 	if st == nil {
 		return nil // a stream closed since: not an error
+	}
+	if st.sendWindow > maxWindow {
+		// SETTINGS_INITIAL_WINDOW_SIZE pushed this window over the
+		// limit earlier: a connection error, found now.
+		c.flowErr = true
+		return connError(http2.ErrCodeFlowControl)
 	}
 	if st.sendWindow+int64(f.Increment) > maxWindow {
 		return streamError{f.StreamID, http2.ErrCodeFlowControl}
@@ -526,7 +531,7 @@ func (c *conn) returnWindow(st *stream, n int32) {
 	}
 	c.mu.Unlock()
 	if connInc > 0 || streamInc > 0 {
-		c.write(func() error {
+		c.writeControl(func() error {
 			if connInc > 0 {
 				if err := c.wfr.WriteWindowUpdate(0, uint32(connInc)); err != nil {
 					return err
@@ -608,7 +613,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	if st != nil {
 		c.closeStream(st, errServerReset)
 	}
-	c.write(func() error { return c.wfr.WriteRSTStream(id, code) })
+	c.writeControl(func() error { return c.wfr.WriteRSTStream(id, code) })
 }
 
 // resetStreamFor resets st, if it is still open, with code; its
@@ -621,7 +626,7 @@ func (c *conn) resetStreamFor(st *stream, code http2.ErrCode, cause error) {
 		return
 	}
 	c.closeStream(st, cause)
-	c.write(func() error { return c.wfr.WriteRSTStream(st.id, code) })
+	c.writeControl(func() error { return c.wfr.WriteRSTStream(st.id, code) })
 }
 
 // closeStream forgets st: its handler's context ends, its body and
@@ -651,10 +656,23 @@ func (c *conn) closeStream(st *stream, err error) {
 
 // goAway tells the client the connection ends, with code.
 func (c *conn) goAway(code http2.ErrCode) {
+	c.sendGoAway(code)
+}
+
+// sendGoAway marks the connection as going away and queues a GOAWAY
+// naming the last stream it took, read under the same lock that new
+// streams are taken under, so that no stream it serves is above it. It
+// reports whether the connection was already going away.
+func (c *conn) sendGoAway(code http2.ErrCode) (already bool) {
 	c.mu.Lock()
+	already = c.goingAway
 	c.goingAway = true
+	last := c.maxStreamID.Load()
 	c.mu.Unlock()
-	c.write(func() error { return c.wfr.WriteGoAway(c.maxStreamID.Load(), code, nil) })
+	if !already || code != http2.ErrCodeNo {
+		c.writeControl(func() error { return c.wfr.WriteGoAway(last, code, nil) })
+	}
+	return already
 }
 
 // closeWhenIdle waits for the streams to end (a graceful GOAWAY), then
@@ -677,8 +695,7 @@ func (c *conn) onIdle() {
 	idle := len(c.streams) == 0
 	c.mu.Unlock()
 	if idle {
-		c.goAway(http2.ErrCodeNo)
-		time.AfterFunc(goAwayDelay, func() { c.nc.Close() })
+		c.startGoAway()
 	}
 }
 
@@ -712,8 +729,39 @@ func (c *conn) close() {
 }
 
 // maxQueued is how many bytes of frames may wait to be sent before
-// writers wait.
-const maxQueued = 256 << 10
+// handlers' writes wait; control frames (acknowledgements, window
+// updates, resets, GOAWAY) never wait, but past maxQueuedControl of them
+// waiting the client is not reading what it asks for, and the
+// connection ends, as Go's server ends it.
+const (
+	maxQueued        = 256 << 10
+	maxQueuedControl = 10000
+)
+
+// writeControl queues the frames fn writes without waiting: the read
+// goroutine and Shutdown use it, so that a client that does not read
+// cannot stop them.
+func (c *conn) writeControl(fn func() error) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.werr != nil {
+		return c.werr
+	}
+	if c.queuedControl >= maxQueuedControl {
+		c.werr = errNotReading
+		c.drained.Broadcast()
+		c.nc.Close()
+		return c.werr
+	}
+	if err := fn(); err != nil {
+		c.werr = err
+		c.nc.Close()
+		return err
+	}
+	c.queuedControl++
+	c.wake()
+	return nil
+}
 
 // queue is the Framer's writer: it adds frames to out, under wmu.
 type queue struct{ c *conn }
@@ -744,6 +792,7 @@ func (c *conn) send() {
 			}
 			buf := c.out
 			c.out, c.spare = c.spare, nil
+			c.queuedControl = 0
 			c.drained.Broadcast()
 			c.wmu.Unlock()
 
@@ -794,6 +843,7 @@ var (
 	errClientReset = errors.New("h2: the client reset the stream")
 	errServerReset = errors.New("h2: the stream was reset")
 	errConnClosed  = errors.New("h2: the connection is closed")
+	errNotReading  = errors.New("h2: the client does not read what it is sent")
 	errTooMuchBody = errors.New("h2: the client sent more than its Content-Length")
 	errShortBody   = errors.New("h2: the client sent less than its Content-Length")
 	errBodyClosed  = errors.New("h2: the request body is closed")

@@ -70,7 +70,14 @@ func (c *conn) processHeaders(f *http2.MetaHeadersFrame) error {
 	if id <= c.maxStreamID.Load() {
 		return connError(http2.ErrCodeProtocol)
 	}
+	c.mu.Lock()
+	if c.goingAway {
+		// A GOAWAY has named the last stream taken: this one is not.
+		c.mu.Unlock()
+		return nil
+	}
 	c.maxStreamID.Store(id)
+	c.mu.Unlock()
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
@@ -764,7 +771,14 @@ func (w *responseWriter) hasTrailerValues() bool {
 // fields HTTP/2 allows, lower-cased.
 func (w *responseWriter) writeHeaders(status int, h http.Header, end bool, clen, ctype string, data []byte, dataEnd bool) error {
 	c := w.st.c
-	return c.write(func() error {
+	skipped := false
+	err := c.write(func() error {
+		if w.st.reset.Load() {
+			// The stream is gone: nothing is encoded, so that the
+			// encoder's table stays as the client's decoder has it.
+			skipped = true
+			return nil
+		}
 		c.hbuf.Reset()
 		enc := c.henc
 		enc.WriteField(hpack.HeaderField{Name: ":status", Value: strconv.Itoa(status)})
@@ -778,14 +792,15 @@ func (w *responseWriter) writeHeaders(status int, h http.Header, end bool, clen,
 		if _, ok := h["Date"]; !ok && status >= 200 {
 			enc.WriteField(hpack.HeaderField{Name: "date", Value: nowDate()})
 		}
-		if w.st.reset.Load() {
-			return nil
-		}
 		if err := c.writeHeaderBlock(w.st.id, end); err != nil || len(data) == 0 {
 			return err
 		}
 		return c.wfr.WriteData(w.st.id, dataEnd, data)
 	})
+	if skipped {
+		c.giveBack(len(data))
+	}
+	return err
 }
 
 func (w *responseWriter) writeTrailers() error {

@@ -101,13 +101,19 @@ func (st *stream) writeData(p []byte, end bool) error {
 		chunk := p[:n]
 		p = p[n:]
 		last := end && len(p) == 0
+		skipped := false
 		if err := c.write(func() error {
 			if st.reset.Load() {
-				return nil // the stream went while this waited
+				skipped = true // the stream went while this waited
+				return nil
 			}
 			return c.wfr.WriteData(st.id, last, chunk)
 		}); err != nil {
 			return err
+		}
+		if skipped {
+			c.giveBack(n)
+			return st.closeErr
 		}
 		if len(p) == 0 {
 			return nil
@@ -132,7 +138,10 @@ func (st *stream) reserve(want int) (int, error) {
 		if want == 0 {
 			return 0, nil
 		}
-		if n := min(int64(want), st.sendWindow, c.sendWindow, int64(c.peerFrameSize)); n > 0 {
+		if st.sendWindow > maxWindow {
+			c.flowErr = true
+		}
+		if n := min(int64(want), st.sendWindow, c.sendWindow, int64(c.peerFrameSize)); n > 0 && !c.flowErr {
 			st.sendWindow -= n
 			c.sendWindow -= n
 			return int(n), nil
@@ -141,12 +150,24 @@ func (st *stream) reserve(want int) (int, error) {
 	}
 }
 
+// giveBack returns n bytes of the connection's send window that a frame
+// not sent had taken.
+func (c *conn) giveBack(n int) {
+	if n == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.sendWindow += int64(n)
+	c.cond.Broadcast()
+	c.mu.Unlock()
+}
+
 // tryReserve takes up to want bytes of the windows without waiting.
 func (st *stream) tryReserve(want int) int {
 	c := st.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st.closed || c.closed {
+	if st.closed || c.closed || c.flowErr || st.sendWindow > maxWindow {
 		return 0
 	}
 	n := max(0, min(int64(want), st.sendWindow, c.sendWindow, int64(c.peerFrameSize)))
@@ -158,12 +179,7 @@ func (st *stream) tryReserve(want int) int {
 // startGoAway begins a graceful close: no new streams, the connection
 // ends when the last one does.
 func (c *conn) startGoAway() {
-	c.mu.Lock()
-	already := c.goingAway
-	c.goingAway = true
-	c.mu.Unlock()
-	if !already {
-		c.write(func() error { return c.wfr.WriteGoAway(c.maxStreamID.Load(), http2.ErrCodeNo, nil) })
+	if !c.sendGoAway(http2.ErrCodeNo) {
 		c.closeWhenIdle()
 	}
 }
