@@ -344,9 +344,15 @@ func writeFieldBytes(w *bufio.Writer, name, value []byte) {
 // relayN copies n bytes (n < 0: until EOF) from src to dst, flushing dst
 // before every read that would block.
 func relayN(dst *bufio.Writer, src *bufio.Reader, n int64) error {
+	return copyN(dst, dst.Flush, src, n)
+}
+
+// copyN copies n bytes (n < 0: until src ends) from src to dst, calling
+// flush before every read that would block.
+func copyN(dst io.Writer, flush func() error, src *bufio.Reader, n int64) error {
 	for n != 0 {
 		if src.Buffered() == 0 {
-			if err := dst.Flush(); err != nil {
+			if err := flush(); err != nil {
 				return err
 			}
 			if _, err := src.Peek(1); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,30 +110,7 @@ func relayToWriter(w http.ResponseWriter, uc *upstreamConn, resp *response, meth
 // copyBody copies n bytes (n < 0: until src ends) from src to w,
 // flushing w before every read that would block.
 func copyBody(w http.ResponseWriter, src *bufio.Reader, n int64) error {
-	for n != 0 {
-		if src.Buffered() == 0 {
-			flush(w)
-			if _, err := src.Peek(1); err != nil {
-				if n < 0 && errors.Is(err, io.EOF) {
-					return nil
-				}
-				return err
-			}
-		}
-		k := src.Buffered()
-		if n > 0 && int64(k) > n {
-			k = int(n)
-		}
-		p, _ := src.Peek(k)
-		if _, err := w.Write(p); err != nil {
-			return err
-		}
-		_, _ = src.Discard(k)
-		if n > 0 {
-			n -= int64(k)
-		}
-	}
-	return nil
+	return copyN(w, func() error { flush(w); return nil }, src, n)
 }
 
 // copyChunked decodes a chunked body from src into w, and its trailer
