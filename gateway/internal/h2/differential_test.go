@@ -192,16 +192,23 @@ type handlerLog struct {
 func (l *handlerLog) started() { l.mu.Lock(); l.running++; l.mu.Unlock() }
 func (l *handlerLog) done()    { l.mu.Lock(); l.running--; l.mu.Unlock() }
 
-// allDone closes the returned channel once no handler runs, checking
-// until limit has passed.
+// allDone closes the returned channel once no handler has run for
+// 100 ms (a handler a server started just before the connection ended
+// may not have begun yet), checking until limit has passed.
 func (l *handlerLog) allDone(limit time.Duration) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
+		var idleSince time.Time
 		for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
 			l.mu.Lock()
 			n := l.running
 			l.mu.Unlock()
-			if n == 0 {
+			switch {
+			case n > 0:
+				idleSince = time.Time{}
+			case idleSince.IsZero():
+				idleSince = time.Now()
+			case time.Since(idleSince) >= 100*time.Millisecond:
 				close(ch)
 				return
 			}

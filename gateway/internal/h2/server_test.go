@@ -39,7 +39,18 @@ func startServer(t *testing.T, h http.Handler) *http.Client {
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	tr := &http.Transport{Protocols: &p}
-	t.Cleanup(func() { tr.CloseIdleConnections(); ln.Close(); wg.Wait() })
+	t.Cleanup(func() {
+		// The client may still hold a connection it has not found idle
+		// yet: Shutdown ends it with a GOAWAY.
+		tr.CloseIdleConnections()
+		ln.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		wg.Wait()
+	})
 	return &http.Client{Transport: rewrite{tr, ln.Addr().String()}, Timeout: 10 * time.Second}
 }
 
