@@ -129,11 +129,11 @@ func (s *Server) track(c *conn, add bool) bool {
 // connection ends; state is the connection's TLS state, given to every
 // request (nil for none).
 func (s *Server) ServeConn(c net.Conn, state *tls.ConnectionState) {
-	ctx, cancel := context.WithCancel(context.Background())
+	base := context.Background()
 	if s.HTTP.BaseContext != nil {
-		ln := fakeListener{c}
-		ctx, cancel = context.WithCancel(s.HTTP.BaseContext(ln))
+		base = s.HTTP.BaseContext(fakeListener{c})
 	}
+	ctx, cancel := context.WithCancel(base)
 	if s.HTTP.ConnContext != nil {
 		ctx = s.HTTP.ConnContext(ctx, c)
 	}
@@ -307,16 +307,16 @@ func (c *conn) serve() {
 					// names its stream, as Go's server's does.
 					c.noteStream(c.frames.streamID)
 				}
-				c.goAway(http2.ErrCode(ce))
+				c.sendGoAway(http2.ErrCode(ce))
 			case errors.Is(err, http2.ErrFrameTooLarge):
-				c.goAway(http2.ErrCodeFrameSize)
+				c.sendGoAway(http2.ErrCodeFrameSize)
 			}
 			return
 		}
 		if !c.sawSettings {
 			if _, ok := f.(*http2.SettingsFrame); !ok {
 				c.noteStream(f.Header().StreamID)
-				c.goAway(http2.ErrCodeProtocol)
+				c.sendGoAway(http2.ErrCodeProtocol)
 				return
 			}
 			c.sawSettings = true
@@ -342,7 +342,7 @@ func (c *conn) handle(err error) error {
 		c.resetStream(e.id, e.code)
 		return nil
 	case connError:
-		c.goAway(http2.ErrCode(e))
+		c.sendGoAway(http2.ErrCode(e))
 		return err
 	default:
 		return err
@@ -655,9 +655,6 @@ func (c *conn) closeStream(st *stream, err error) {
 }
 
 // goAway tells the client the connection ends, with code.
-func (c *conn) goAway(code http2.ErrCode) {
-	c.sendGoAway(code)
-}
 
 // sendGoAway marks the connection as going away and queues a GOAWAY
 // naming the last stream it took, read under the same lock that new
@@ -677,7 +674,7 @@ func (c *conn) sendGoAway(code http2.ErrCode) (already bool) {
 
 // closeWhenIdle waits for the streams to end (a graceful GOAWAY), then
 // reports that the connection ends.
-func (c *conn) closeWhenIdle() error {
+func (c *conn) closeWhenIdle() {
 	go func() {
 		c.mu.Lock()
 		for len(c.streams) > 0 && !c.closed {
@@ -687,7 +684,6 @@ func (c *conn) closeWhenIdle() error {
 		// Give the client a moment to read what it was sent.
 		time.AfterFunc(goAwayDelay, func() { c.nc.Close() })
 	}()
-	return nil
 }
 
 func (c *conn) onIdle() {

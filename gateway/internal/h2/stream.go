@@ -304,7 +304,7 @@ func (c *conn) processTrailers(st *stream, f *http2.MetaHeadersFrame) error {
 	if st.trailer != nil {
 		for _, hf := range f.RegularFields() {
 			k := textproto.CanonicalMIMEHeaderKey(hf.Name)
-			if !validTrailer(k) {
+			if !httpguts.ValidTrailerHeader(k) {
 				return streamError{st.id, http2.ErrCodeProtocol}
 			}
 			st.trailer[k] = append(st.trailer[k], hf.Value)
@@ -314,23 +314,14 @@ func (c *conn) processTrailers(st *stream, f *http2.MetaHeadersFrame) error {
 	return nil
 }
 
-// validTrailer reports whether a trailer field may be named k: not one
-// that frames, routes or authenticates the message.
-func validTrailer(k string) bool {
-	switch k {
-	case "Authorization", "Cache-Control", "Connection", "Content-Encoding", "Content-Length",
-		"Content-Range", "Content-Type", "Expect", "Host", "Keep-Alive", "Max-Forwards",
-		"Pragma", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Range",
-		"Realm", "Te", "Trailer", "Transfer-Encoding", "Www-Authenticate":
-		return false
-	}
-	return true
-}
+// connectionHeaders are HTTP/1.1's connection-specific headers, which
+// HTTP/2 forbids.
+var connectionHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade"}
 
 // checkRequestHeaders refuses the HTTP/1.1 connection headers HTTP/2
 // forbids, as Go's server does, with a 400.
 func checkRequestHeaders(h http.Header) error {
-	for _, k := range []string{"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade"} {
+	for _, k := range connectionHeaders {
 		if _, ok := h[k]; ok {
 			return fmt.Errorf("request header %q is not valid in HTTP/2", k)
 		}
@@ -499,7 +490,6 @@ type responseWriter struct {
 	written       int64 // body bytes the handler wrote
 	contentLength int64 // announced, -1 if none
 	trailers      []string
-	done          bool
 	ended         bool // END_STREAM has gone
 	err           error
 }
@@ -580,7 +570,7 @@ func (w *responseWriter) WriteHeader(code int) {
 
 func (w *responseWriter) declareTrailer(k string) {
 	k = http.CanonicalHeaderKey(k)
-	if !validTrailer(k) {
+	if !httpguts.ValidTrailerHeader(k) {
 		return
 	}
 	for _, t := range w.trailers {
@@ -652,7 +642,6 @@ func (w *responseWriter) flush(p []byte) error {
 
 // finish ends the answer after the handler returns.
 func (w *responseWriter) finish() {
-	w.done = true
 	if w.st.reset.Load() {
 		return
 	}
