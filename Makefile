@@ -17,7 +17,7 @@ VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
 RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/...
 
-.PHONY: test lint vuln unit race build
+.PHONY: test lint vuln unit race build oracle
 
 test: lint vuln unit race
 
@@ -48,10 +48,17 @@ lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
+	@cd test/conformance/kube && $(GO) mod tidy -diff >/dev/null || { echo "test/conformance/kube/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-unit:
+# The reference kube-apiserver and etcd that test/conformance holds
+# kubegate to, built from the module proxy once per machine and kept in
+# the Go build cache; a first build takes several minutes.
+oracle:
+	test/conformance/kube/build.sh >/dev/null
+
+unit: oracle
 	$(GO) test -count=1 ./...
 
 race:

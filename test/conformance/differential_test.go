@@ -1,0 +1,191 @@
+package conformance
+
+import (
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubegate/kubegate/internal/testwait"
+	"sigs.k8s.io/yaml"
+)
+
+// op is one operation of the list: an HTTP request or a kubectl command,
+// sent to both servers in turn.
+type op struct {
+	name string
+
+	// An HTTP request. body is YAML or JSON; it is sent as JSON unless
+	// contentType says otherwise.
+	method, path, contentType, accept, body string
+	// headOnly compares the status and media type but not the body, for
+	// answers too large to compare usefully yet (OpenAPI documents).
+	headOnly bool
+
+	// A kubectl command, with its standard input.
+	kubectl []string
+	stdin   string
+}
+
+// answer is what a server gave for an op, normalized.
+type answer struct {
+	status    int    // HTTP status, or kubectl's exit code
+	mediaType string // Content-Type without parameters
+	body      any    // the normalized body (HTTP)
+	stdout    string // kubectl
+	stderr    string // kubectl
+}
+
+func (o op) run(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	if o.kubectl != nil {
+		code, stdout, stderr := s.kubectl(t, o.stdin, o.kubectl...)
+		return answer{status: code, stdout: n.kubectlOutput(stdout), stderr: n.kubectlOutput(stderr)}
+	}
+	var body []byte
+	contentType := o.contentType
+	if o.body != "" {
+		body = []byte(o.body)
+		if contentType == "" {
+			contentType = "application/json"
+			j, err := yaml.YAMLToJSON(body)
+			if err != nil {
+				t.Fatalf("op %s: body: %v", o.name, err)
+			}
+			body = j
+		}
+	}
+	accept := o.accept
+	if accept == "" {
+		accept = "application/json"
+	}
+	code, header, b := s.do(t, o.method, o.path, contentType, accept, body)
+	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	a := answer{status: code, mediaType: mt}
+	if !o.headOnly {
+		a.body = n.body(b)
+	}
+	return a
+}
+
+// compare returns why two answers differ, or "" when they are the same.
+func compare(kube, kg answer) string {
+	var why []string
+	if kube.status != kg.status {
+		why = append(why, fmt.Sprintf("status: kube %d, kubegate %d", kube.status, kg.status))
+	}
+	if kube.mediaType != kg.mediaType {
+		why = append(why, fmt.Sprintf("media type: kube %q, kubegate %q", kube.mediaType, kg.mediaType))
+	}
+	why = append(why, differences(kube.body, kg.body, 3)...)
+	if kube.stdout != kg.stdout {
+		why = append(why, fmt.Sprintf("stdout: kube %q, kubegate %q", clip(kube.stdout), clip(kg.stdout)))
+	}
+	if kube.stderr != kg.stderr {
+		why = append(why, fmt.Sprintf("stderr: kube %q, kubegate %q", clip(kube.stderr), clip(kg.stderr)))
+	}
+	return strings.Join(why, "; ")
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:297] + "..."
+	}
+	return s
+}
+
+// TestKubegateAnswersLikeKubeAPIServer runs every operation of ops.go
+// against kube-apiserver and `kubegate up` and prints one line per
+// operation. It fails on a difference that allowlist_test.go does not
+// give a reason for, and on a listed difference that has gone, so that the
+// list only ever shrinks.
+func TestKubegateAnswersLikeKubeAPIServer(t *testing.T) {
+	requireTool(t, "kubectl")
+	bin := requireOracle(t)
+
+	kube := startKubeAPIServer(t, bin)
+	kg := startKubegate(t)
+	n := normalizer{servers: []string{strings.TrimPrefix(kube.url, "https://"), strings.TrimPrefix(kg.url, "https://")}}
+	for _, s := range []*server{kube, kg} {
+		prepare(t, s)
+	}
+
+	var unexpected, fixed []string
+	same := 0
+	for _, o := range operations() {
+		a, b := o.run(t, kube, n), o.run(t, kg, n)
+		why := compare(a, b)
+		listed, isListed := knownDifferences[o.name]
+		switch {
+		case why == "" && !isListed:
+			same++
+			t.Logf("same     %s", o.name)
+		case why == "":
+			same++
+			fixed = append(fixed, o.name)
+			t.Logf("same     %s (listed as a difference: %s)", o.name, listed)
+		case isListed:
+			t.Logf("differs  %s: %s [listed: %s]", o.name, why, listed)
+		default:
+			unexpected = append(unexpected, o.name)
+			t.Logf("differs  %s: %s", o.name, why)
+		}
+	}
+	ops := len(operations())
+	t.Logf("%d operations: %d the same, %d different (%d listed)", ops, same, ops-same, ops-same-len(unexpected))
+	for name := range knownDifferences {
+		if !hasOp(name) {
+			t.Errorf("allowlist_test.go lists %q, which is no operation", name)
+		}
+	}
+	sort.Strings(unexpected)
+	if len(unexpected) > 0 {
+		t.Errorf("%d operations answer differently from kube-apiserver: %s", len(unexpected), strings.Join(unexpected, ", "))
+	}
+	if len(fixed) > 0 {
+		t.Errorf("these operations now answer like kube-apiserver; take them out of allowlist_test.go: %s", strings.Join(fixed, ", "))
+	}
+}
+
+func hasOp(name string) bool {
+	for _, o := range operations() {
+		if o.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// prepare brings both servers to the same starting point: the namespace
+// the operations use, with its default service account, which
+// kube-controller-manager (not running here) would create and kubegate's
+// own controller does.
+func prepare(t *testing.T, s *server) {
+	t.Helper()
+	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + testNS + `"}}`
+	if code, _, body := s.do(t, "POST", "/api/v1/namespaces", "application/json", "", []byte(ns)); code != http.StatusCreated {
+		t.Fatalf("%s: create namespace %s: %d %s", s.name, testNS, code, body)
+	}
+	sa := `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`
+	code, _, body := s.do(t, "POST", "/api/v1/namespaces/"+testNS+"/serviceaccounts", "application/json", "", []byte(sa))
+	if code != http.StatusCreated && code != http.StatusConflict {
+		t.Fatalf("%s: create service account default: %d %s", s.name, code, body)
+	}
+	testwait.For(t, 30*time.Second, s.name+" default service account", func() (bool, string) {
+		code, _, body := s.do(t, "GET", "/api/v1/namespaces/"+testNS+"/serviceaccounts/default", "", "", nil)
+		return code == http.StatusOK, string(body)
+	})
+}
+
+// q builds a query string.
+func q(kv ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return "?" + v.Encode()
+}

@@ -1,0 +1,261 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The answers of two servers legitimately differ in what each generates:
+// uids, resourceVersions, timestamps, random name suffixes, allocated IPs
+// and ports, tokens, and the servers' own addresses. normalize replaces
+// each of those with a placeholder that says only whether it was there,
+// so that every other difference counts.
+
+// placeholders for values that are generated per server.
+const (
+	phUID      = "<uid>"
+	phRV       = "<resourceVersion>"
+	phTime     = "<time>"
+	phContinue = "<continue>"
+	phToken    = "<token>"
+	phIP       = "<allocated-ip>"
+	phPort     = "<allocated-port>"
+	phServer   = "<server>"
+	phSuffix   = "<suffix>"
+	phCert     = "<fingerprint>"
+)
+
+// generatedKeys maps a JSON key to the placeholder of its non-empty values.
+var generatedKeys = map[string]string{
+	"uid":                 phUID,
+	"resourceVersion":     phRV,
+	"creationTimestamp":   phTime,
+	"deletionTimestamp":   phTime,
+	"time":                phTime, // managedFields
+	"lastTransitionTime":  phTime,
+	"lastProbeTime":       phTime,
+	"lastHeartbeatTime":   phTime,
+	"startTime":           phTime,
+	"eventTime":           phTime,
+	"firstTimestamp":      phTime,
+	"lastTimestamp":       phTime,
+	"expirationTimestamp": phTime,
+	"renewTime":           phTime,
+	"acquireTime":         phTime,
+	"continue":            phContinue,
+	"token":               phToken,
+	"nodePort":            phPort,
+}
+
+var (
+	uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	// a JSON Web Token, as TokenRequest and kubectl create token print it.
+	jwtRE = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+	// a client certificate's fingerprint, as the credential-id extra
+	// carries it; each server has its own certificates.
+	certIDRE = regexp.MustCompile(`X509SHA256=[0-9a-f]{64}`)
+	// the service-account admission's token volume, named with 5 random
+	// characters.
+	apiAccessRE = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}`)
+	// an address in the service CIDR both servers are given.
+	serviceCIDR = mustCIDR("10.96.0.0/12")
+)
+
+func mustCIDR(s string) *net.IPNet {
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// normalizer replaces what one server generated.
+type normalizer struct {
+	servers []string // host:port of the servers, replaced in every string
+}
+
+// body normalizes a response body: JSON is decoded and walked, anything
+// else is treated as text.
+func (n normalizer) body(b []byte) any {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return n.text(string(b))
+	}
+	return n.value("", v)
+}
+
+func (n normalizer) value(key string, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = n.value(k, e)
+		}
+		// a name made from generateName keeps the prefix only.
+		if meta, ok := out["metadata"].(map[string]any); ok {
+			if prefix, _ := meta["generateName"].(string); prefix != "" {
+				if name, _ := meta["name"].(string); strings.HasPrefix(name, prefix) {
+					meta["name"] = prefix + phSuffix
+				}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = n.value(key, e)
+		}
+		return out
+	case string:
+		if ph, ok := generatedKeys[key]; ok && v != "" {
+			return ph
+		}
+		if ip := net.ParseIP(v); ip != nil && serviceCIDR.Contains(ip) && (key == "clusterIP" || key == "clusterIPs") {
+			return phIP
+		}
+		return n.text(v)
+	case float64:
+		if ph, ok := generatedKeys[key]; ok && v != 0 {
+			return ph
+		}
+		return v
+	default:
+		return v
+	}
+}
+
+// text replaces generated values inside free text: messages, kubectl
+// output.
+func (n normalizer) text(s string) string {
+	for _, srv := range n.servers {
+		s = strings.ReplaceAll(s, srv, phServer)
+	}
+	s = uuidRE.ReplaceAllString(s, phUID)
+	s = jwtRE.ReplaceAllString(s, phToken)
+	s = certIDRE.ReplaceAllString(s, "X509SHA256="+phCert)
+	s = apiAccessRE.ReplaceAllString(s, "kube-api-access-"+phSuffix)
+	return s
+}
+
+// ageRE matches the AGE column of kubectl's tables ("0s", "12s", "2m3s").
+var ageRE = regexp.MustCompile(`(?m)\b(\d+[smhd])+\b`)
+
+// kubectlOutput normalizes what kubectl printed.
+func (n normalizer) kubectlOutput(s string) string {
+	return ageRE.ReplaceAllString(n.text(s), "<age>")
+}
+
+// differences lists where a (kube-apiserver's answer) and b (kubegate's)
+// differ, as JSON paths with both values, at most max of them.
+func differences(a, b any, max int) []string {
+	var out []string
+	var walk func(path string, a, b any)
+	walk = func(path string, a, b any) {
+		if len(out) >= max || reflect.DeepEqual(a, b) {
+			return
+		}
+		am, aok := a.(map[string]any)
+		bm, bok := b.(map[string]any)
+		if aok && bok {
+			keys := map[string]bool{}
+			for k := range am {
+				keys[k] = true
+			}
+			for k := range bm {
+				keys[k] = true
+			}
+			sorted := make([]string, 0, len(keys))
+			for k := range keys {
+				sorted = append(sorted, k)
+			}
+			sort.Strings(sorted)
+			for _, k := range sorted {
+				av, ain := am[k]
+				bv, bin := bm[k]
+				switch {
+				case !ain:
+					out = append(out, fmt.Sprintf("%s.%s: kube has none, kubegate %s", path, k, short(bv)))
+				case !bin:
+					out = append(out, fmt.Sprintf("%s.%s: kube %s, kubegate has none", path, k, short(av)))
+				default:
+					walk(path+"."+k, av, bv)
+				}
+				if len(out) >= max {
+					return
+				}
+			}
+			return
+		}
+		al, aok := a.([]any)
+		bl, bok := b.([]any)
+		if aok && bok && len(al) == len(bl) {
+			for i := range al {
+				walk(fmt.Sprintf("%s[%d]", path, i), al[i], bl[i])
+			}
+			return
+		}
+		out = append(out, fmt.Sprintf("%s: kube %s, kubegate %s", path, short(a), short(b)))
+	}
+	walk("", a, b)
+	return out
+}
+
+// short renders a value in at most 160 characters.
+func short(v any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(b) > 160 {
+		return string(b[:157]) + "..."
+	}
+	return string(b)
+}
+
+// The normalizer hides what each server generates, and nothing else.
+func TestNormalizerHidesOnlyGeneratedValues(t *testing.T) {
+	n := normalizer{servers: []string{"127.0.0.1:1111", "127.0.0.1:2222"}}
+	kube := `{"metadata":{"name":"gen-abcde","generateName":"gen-","uid":"0f8fad5b-d9cb-469f-a165-70867728950e","resourceVersion":"12",
+"creationTimestamp":"2026-11-25T10:00:00Z"},"spec":{"clusterIP":"10.96.0.10","ports":[{"port":80,"nodePort":30001}]},
+"message":"see https://127.0.0.1:1111/api","token":"abc"}`
+	kg := `{"metadata":{"name":"gen-xyz12","generateName":"gen-","uid":"7c9e6679-7425-40de-944b-e07fc1f90ae7","resourceVersion":"3",
+"creationTimestamp":"2026-11-25T10:00:01Z"},"spec":{"clusterIP":"10.96.200.1","ports":[{"port":80,"nodePort":31999}]},
+"message":"see https://127.0.0.1:2222/api","token":"def"}`
+	if d := differences(n.body([]byte(kube)), n.body([]byte(kg)), 5); len(d) != 0 {
+		t.Errorf("generated values differ after normalizing: %q", d)
+	}
+	for _, tc := range []struct{ name, kg, want string }{
+		{"a port", strings.Replace(kg, `"port":80`, `"port":81`, 1), ".spec.ports[0].port: kube 80, kubegate 81"},
+		{"an IP outside the service CIDR", strings.Replace(kg, "10.96.200.1", "192.168.0.1", 1), `.spec.clusterIP: kube "<allocated-ip>", kubegate "192.168.0.1"`},
+		{"a missing field", strings.Replace(kg, `"token":"def"`, `"token":"def","other":1`, 1), `.other: kube has none, kubegate 1`},
+		{"a name not from generateName", strings.Replace(kg, `"gen-xyz12"`, `"other"`, 1), `.metadata.name: kube "gen-<suffix>", kubegate "other"`},
+		{"an empty uid", strings.Replace(kg, `"7c9e6679-7425-40de-944b-e07fc1f90ae7"`, `""`, 1), `.metadata.uid: kube "<uid>", kubegate ""`},
+	} {
+		d := differences(n.body([]byte(kube)), n.body([]byte(tc.kg)), 5)
+		if len(d) != 1 || d[0] != tc.want {
+			t.Errorf("%s: got differences %q, want [%q]", tc.name, d, tc.want)
+		}
+	}
+}
+
+func TestKubectlOutputNormalizesAges(t *testing.T) {
+	n := normalizer{}
+	a := n.kubectlOutput("NAME   READY   AGE\nweb    0/1     3s\n")
+	b := n.kubectlOutput("NAME   READY   AGE\nweb    0/1     2m5s\n")
+	if a != b {
+		t.Errorf("ages differ after normalizing: %q, %q", a, b)
+	}
+	if c := n.kubectlOutput("NAME   READY   AGE\nweb    1/1     3s\n"); c == a {
+		t.Errorf("a real difference (READY) was normalized away: %q", c)
+	}
+}

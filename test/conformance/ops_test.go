@@ -1,0 +1,287 @@
+package conformance
+
+import "strings"
+
+// testNS is the namespace the operations work in; prepare creates it.
+const testNS = "conformance"
+
+const (
+	ns       = "/api/v1/namespaces/" + testNS
+	jsonType = "application/json"
+	// kube's media types for patches and apply.
+	mergePatch     = "application/merge-patch+json"
+	jsonPatch      = "application/json-patch+json"
+	strategicPatch = "application/strategic-merge-patch+json"
+	applyPatch     = "application/apply-patch+yaml"
+	tableAccept    = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	metaListAccept = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
+	metaAccept     = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
+	discoveryV2    = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+)
+
+// pod returns a pod manifest with one container, and extra spec fields.
+func pod(name, extraSpec string) string {
+	spec := `"containers":[{"name":"app","image":"registry.example/app:1"}]`
+	if extraSpec != "" {
+		spec += "," + extraSpec
+	}
+	return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","labels":{"app":"` + name + `"}},"spec":{` + spec + `}}`
+}
+
+func configMap(name, data string) string {
+	return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{` + data + `}}`
+}
+
+// operations is the list both servers answer, in order: later operations
+// see what earlier ones made.
+func operations() []op {
+	var ops []op
+	add := func(o ...op) { ops = append(ops, o...) }
+
+	// Discovery, version, health.
+	add(
+		op{name: "discovery/api", method: "GET", path: "/api"},
+		op{name: "discovery/apis", method: "GET", path: "/apis"},
+		op{name: "discovery/core-v1", method: "GET", path: "/api/v1"},
+		op{name: "discovery/rbac-v1", method: "GET", path: "/apis/rbac.authorization.k8s.io/v1"},
+		op{name: "discovery/aggregated-apis", method: "GET", path: "/apis", accept: discoveryV2},
+		op{name: "discovery/aggregated-api", method: "GET", path: "/api", accept: discoveryV2},
+		op{name: "version", method: "GET", path: "/version"},
+		op{name: "healthz", method: "GET", path: "/healthz"},
+		op{name: "livez", method: "GET", path: "/livez"},
+		op{name: "readyz", method: "GET", path: "/readyz"},
+		op{name: "openapi/v2", method: "GET", path: "/openapi/v2", headOnly: true},
+		op{name: "openapi/v3", method: "GET", path: "/openapi/v3", headOnly: true},
+		op{name: "openapi/v3-core", method: "GET", path: "/openapi/v3/api/v1", headOnly: true},
+		op{name: "metrics", method: "GET", path: "/metrics", headOnly: true},
+	)
+
+	// Unknown paths, bad bodies, bad media types, bad options.
+	add(
+		op{name: "error/unknown-resource", method: "GET", path: "/api/v1/nosuchthings"},
+		op{name: "error/unknown-namespaced-resource", method: "GET", path: ns + "/nosuchthings"},
+		op{name: "error/unknown-group", method: "GET", path: "/apis/nosuch.example.com/v1/things"},
+		op{name: "error/unknown-version", method: "GET", path: "/api/v2/pods"},
+		op{name: "error/no-such-path", method: "GET", path: "/nosuchpath"},
+		op{name: "error/missing-object", method: "GET", path: ns + "/pods/missing"},
+		op{name: "error/missing-namespace", method: "GET", path: "/api/v1/namespaces/missing/pods/x"},
+		op{name: "error/create-in-missing-namespace", method: "POST", path: "/api/v1/namespaces/missing/configmaps", body: configMap("x", "")},
+		op{name: "error/bad-json", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":`, contentType: jsonType},
+		op{name: "error/unsupported-media-type", method: "POST", path: ns + "/configmaps", body: configMap("x", ""), contentType: "text/plain"},
+		op{name: "error/not-acceptable", method: "GET", path: ns + "/configmaps", accept: "application/xml"},
+		op{name: "error/kind-mismatch", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"x"}}`},
+		op{name: "error/version-mismatch", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"x"}}`},
+		op{name: "error/namespace-mismatch", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"other"}}`},
+		op{name: "error/bad-limit", method: "GET", path: ns + "/configmaps" + q("limit", "abc")},
+		op{name: "error/bad-label-selector", method: "GET", path: ns + "/configmaps" + q("labelSelector", "a=(b")},
+		op{name: "error/bad-field-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "spec.noSuchField=x")},
+		op{name: "error/method-not-allowed", method: "PUT", path: ns + "/configmaps"},
+		op{name: "error/delete-collection-not-allowed", method: "DELETE", path: "/api/v1/namespaces/" + testNS + "/bindings"},
+	)
+
+	// ConfigMaps: the whole life of a simple object.
+	add(
+		op{name: "configmap/create", method: "POST", path: ns + "/configmaps", body: configMap("one", `"a":"1"`)},
+		op{name: "configmap/create-exists", method: "POST", path: ns + "/configmaps", body: configMap("one", `"a":"1"`)},
+		op{name: "configmap/get", method: "GET", path: ns + "/configmaps/one"},
+		op{name: "configmap/create-generate-name", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"gen-"}}`},
+		op{name: "configmap/create-bad-name", method: "POST", path: ns + "/configmaps", body: configMap("Bad_Name", "")},
+		op{name: "configmap/create-bad-key", method: "POST", path: ns + "/configmaps", body: configMap("badkey", `"no/slash":"x"`)},
+		op{name: "configmap/create-key-in-both", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"both"},"data":{"k":"x"},"binaryData":{"k":"eA=="}}`},
+		op{name: "configmap/create-no-name", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{}}`},
+		op{name: "configmap/create-dry-run", method: "POST", path: ns + "/configmaps" + q("dryRun", "All"), body: configMap("dry", `"a":"1"`)},
+		op{name: "configmap/get-dry-run-not-stored", method: "GET", path: ns + "/configmaps/dry"},
+		op{name: "configmap/create-bad-dry-run", method: "POST", path: ns + "/configmaps" + q("dryRun", "Some"), body: configMap("dry", "")},
+		op{name: "configmap/create-strict-unknown-field", method: "POST", path: ns + "/configmaps" + q("fieldValidation", "Strict"), body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"strict"},"bogus":1}`},
+		op{name: "configmap/create-warn-unknown-field", method: "POST", path: ns + "/configmaps" + q("fieldValidation", "Warn"), body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"warn"},"bogus":1}`},
+		op{name: "configmap/create-bad-field-validation", method: "POST", path: ns + "/configmaps" + q("fieldValidation", "Loose"), body: configMap("loose", "")},
+		op{name: "configmap/update", method: "PUT", path: ns + "/configmaps/one", body: configMap("one", `"a":"2"`)},
+		op{name: "configmap/update-name-mismatch", method: "PUT", path: ns + "/configmaps/one", body: configMap("two", `"a":"2"`)},
+		op{name: "configmap/update-stale", method: "PUT", path: ns + "/configmaps/one", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one","resourceVersion":"1"},"data":{"a":"3"}}`},
+		op{name: "configmap/update-missing", method: "PUT", path: ns + "/configmaps/missing", body: configMap("missing", `"a":"1"`)},
+		op{name: "configmap/patch-merge", method: "PATCH", path: ns + "/configmaps/one", contentType: mergePatch, body: `{"metadata":{"labels":{"l":"v"}},"data":{"b":"2"}}`},
+		op{name: "configmap/patch-json", method: "PATCH", path: ns + "/configmaps/one", contentType: jsonPatch, body: `[{"op":"add","path":"/data/c","value":"3"}]`},
+		op{name: "configmap/patch-json-test-fails", method: "PATCH", path: ns + "/configmaps/one", contentType: jsonPatch, body: `[{"op":"test","path":"/data/a","value":"9"}]`},
+		op{name: "configmap/patch-strategic", method: "PATCH", path: ns + "/configmaps/one", contentType: strategicPatch, body: `{"data":{"d":"4"}}`},
+		op{name: "configmap/patch-bad", method: "PATCH", path: ns + "/configmaps/one", contentType: mergePatch, body: `{"data":`},
+		op{name: "configmap/patch-unsupported-type", method: "PATCH", path: ns + "/configmaps/one", contentType: jsonType, body: `{"data":{}}`},
+		op{name: "configmap/apply-create", method: "PATCH", path: ns + "/configmaps/applied" + q("fieldManager", "conf"), contentType: applyPatch,
+			body: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"1\"\n"},
+		op{name: "configmap/apply-update", method: "PATCH", path: ns + "/configmaps/applied" + q("fieldManager", "conf"), contentType: applyPatch,
+			body: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"2\"\n"},
+		op{name: "configmap/apply-conflict", method: "PATCH", path: ns + "/configmaps/applied" + q("fieldManager", "other"), contentType: applyPatch,
+			body: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\ndata:\n  a: \"3\"\n"},
+		op{name: "configmap/apply-no-manager", method: "PATCH", path: ns + "/configmaps/applied", contentType: applyPatch,
+			body: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n"},
+		op{name: "configmap/immutable-create", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"frozen"},"immutable":true,"data":{"a":"1"}}`},
+		op{name: "configmap/immutable-update", method: "PUT", path: ns + "/configmaps/frozen", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"frozen"},"immutable":true,"data":{"a":"2"}}`},
+		op{name: "configmap/list", method: "GET", path: ns + "/configmaps"},
+		op{name: "configmap/list-label-selector", method: "GET", path: ns + "/configmaps" + q("labelSelector", "l=v")},
+		op{name: "configmap/list-field-selector", method: "GET", path: ns + "/configmaps" + q("fieldSelector", "metadata.name=one")},
+		op{name: "configmap/list-limit", method: "GET", path: ns + "/configmaps" + q("limit", "1")},
+		op{name: "configmap/list-all-namespaces-selector", method: "GET", path: "/api/v1/configmaps" + q("labelSelector", "l=v")},
+		op{name: "configmap/list-too-old", method: "GET", path: ns + "/configmaps" + q("resourceVersion", "1", "resourceVersionMatch", "Exact")},
+		op{name: "configmap/list-bad-rv-match", method: "GET", path: ns + "/configmaps" + q("resourceVersionMatch", "Exact")},
+		op{name: "configmap/table", method: "GET", path: ns + "/configmaps/one", accept: tableAccept},
+		op{name: "configmap/list-table", method: "GET", path: ns + "/configmaps" + q("labelSelector", "l=v"), accept: tableAccept},
+		op{name: "configmap/metadata", method: "GET", path: ns + "/configmaps/one", accept: metaAccept},
+		op{name: "configmap/list-metadata", method: "GET", path: ns + "/configmaps" + q("labelSelector", "l=v"), accept: metaListAccept},
+		op{name: "configmap/delete-precondition-fails", method: "DELETE", path: ns + "/configmaps/one", body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`},
+		op{name: "configmap/delete-bad-propagation", method: "DELETE", path: ns + "/configmaps/one", body: `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Sideways"}`},
+		op{name: "configmap/delete", method: "DELETE", path: ns + "/configmaps/one"},
+		op{name: "configmap/delete-missing", method: "DELETE", path: ns + "/configmaps/one"},
+		op{name: "configmap/delete-with-finalizer", method: "POST", path: ns + "/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["example.com/hold"]}}`},
+		op{name: "configmap/delete-held", method: "DELETE", path: ns + "/configmaps/held"},
+		op{name: "configmap/get-held", method: "GET", path: ns + "/configmaps/held"},
+		op{name: "configmap/release-held", method: "PATCH", path: ns + "/configmaps/held", contentType: mergePatch, body: `{"metadata":{"finalizers":null}}`},
+		op{name: "configmap/get-released", method: "GET", path: ns + "/configmaps/held"},
+		op{name: "configmap/delete-orphan", method: "DELETE", path: ns + "/configmaps/applied", body: `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Orphan"}`},
+		op{name: "configmap/delete-collection", method: "DELETE", path: ns + "/configmaps" + q("labelSelector", "never=matches")},
+	)
+
+	// Secrets.
+	add(
+		op{name: "secret/create-string-data", method: "POST", path: ns + "/secrets", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s1"},"stringData":{"user":"admin"},"data":{"pass":"cGFzcw=="}}`},
+		op{name: "secret/get", method: "GET", path: ns + "/secrets/s1"},
+		op{name: "secret/create-tls-missing-key", method: "POST", path: ns + "/secrets", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tls"},"type":"kubernetes.io/tls","data":{"tls.crt":"eA=="}}`},
+		op{name: "secret/update-type", method: "PUT", path: ns + "/secrets/s1", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s1"},"type":"example.com/other","data":{"pass":"cGFzcw=="}}`},
+		op{name: "secret/create-bad-key", method: "POST", path: ns + "/secrets", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"badkey"},"data":{"no/slash":"eA=="}}`},
+		op{name: "secret/delete", method: "DELETE", path: ns + "/secrets/s1"},
+	)
+
+	// Pods.
+	add(
+		op{name: "pod/create", method: "POST", path: ns + "/pods", body: pod("app", "")},
+		op{name: "pod/get", method: "GET", path: ns + "/pods/app"},
+		op{name: "pod/create-restart-policy-sometimes", method: "POST", path: ns + "/pods", body: pod("sometimes", `"restartPolicy":"Sometimes"`)},
+		op{name: "pod/create-no-containers", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"empty"},"spec":{"containers":[]}}`},
+		op{name: "pod/create-no-image", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"noimage"},"spec":{"containers":[{"name":"app"}]}}`},
+		op{name: "pod/create-duplicate-container", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"dup"},"spec":{"containers":[{"name":"a","image":"x"},{"name":"a","image":"x"}]}}`},
+		op{name: "pod/create-bad-port", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"badport"},"spec":{"containers":[{"name":"a","image":"x","ports":[{"containerPort":70000}]}]}}`},
+		op{name: "pod/create-limits-below-requests", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"res"},"spec":{"containers":[{"name":"a","image":"x","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}}}]}}`},
+		op{name: "pod/create-with-resources", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"guaranteed"},"spec":{"containers":[{"name":"a","image":"x","resources":{"limits":{"cpu":"1","memory":"1Gi"}}}]}}`},
+		op{name: "pod/create-missing-service-account", method: "POST", path: ns + "/pods", body: pod("nosa", `"serviceAccountName":"missing"`)},
+		op{name: "pod/create-missing-priority-class", method: "POST", path: ns + "/pods", body: pod("noprio", `"priorityClassName":"missing"`)},
+		op{name: "pod/update-rename-container", method: "PUT", path: ns + "/pods/app",
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"app"},"spec":{"containers":[{"name":"renamed","image":"registry.example/app:1"}]}}`},
+		op{name: "pod/patch-add-container", method: "PATCH", path: ns + "/pods/app", contentType: strategicPatch, body: `{"spec":{"containers":[{"name":"second","image":"x"}]}}`},
+		op{name: "pod/patch-image", method: "PATCH", path: ns + "/pods/app", contentType: strategicPatch, body: `{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}`},
+		op{name: "pod/patch-labels", method: "PATCH", path: ns + "/pods/app", contentType: mergePatch, body: `{"metadata":{"labels":{"tier":"web"}}}`},
+		op{name: "pod/patch-status", method: "PATCH", path: ns + "/pods/app/status", contentType: mergePatch, body: `{"status":{"message":"hello"}}`},
+		op{name: "pod/list-field-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "status.phase=Pending")},
+		op{name: "pod/list-node-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "spec.nodeName=")},
+		op{name: "pod/table", method: "GET", path: ns + "/pods/app", accept: tableAccept},
+		op{name: "pod/log-unscheduled", method: "GET", path: ns + "/pods/app/log"},
+		op{name: "pod/log-missing", method: "GET", path: ns + "/pods/missing/log"},
+		op{name: "pod/exec-unscheduled", method: "POST", path: ns + "/pods/app/exec" + q("command", "ls", "stdout", "true")},
+		op{name: "pod/eviction", method: "POST", path: ns + "/pods/guaranteed/eviction", body: `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"guaranteed"}}`},
+		op{name: "pod/binding", method: "POST", path: ns + "/pods/app/binding", body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"app"},"target":{"kind":"Node","name":"node-1"}}`},
+		op{name: "pod/binding-again", method: "POST", path: ns + "/pods/app/binding", body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"app"},"target":{"kind":"Node","name":"node-2"}}`},
+		op{name: "pod/delete-bound", method: "DELETE", path: ns + "/pods/app"},
+		op{name: "pod/get-deleting", method: "GET", path: ns + "/pods/app"},
+		op{name: "pod/delete-unbound", method: "DELETE", path: ns + "/pods/nosa"},
+		op{name: "pod/delete-grace-negative", method: "DELETE", path: ns + "/pods/noprio", body: `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":-1}`},
+	)
+
+	// Services.
+	add(
+		op{name: "service/kubernetes", method: "GET", path: "/api/v1/namespaces/default/services/kubernetes"},
+		op{name: "service/create", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80}]}}`},
+		op{name: "service/create-node-port", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"np"},"spec":{"type":"NodePort","selector":{"app":"web"},"ports":[{"port":80,"targetPort":8080}]}}`},
+		op{name: "service/create-headless", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"headless"},"spec":{"clusterIP":"None","selector":{"app":"web"},"ports":[{"port":80}]}}`},
+		op{name: "service/create-ip-out-of-range", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"outside"},"spec":{"clusterIP":"192.168.0.10","ports":[{"port":80}]}}`},
+		op{name: "service/create-no-ports", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"noports"},"spec":{"selector":{"app":"web"}}}`},
+		op{name: "service/create-bad-port", method: "POST", path: ns + "/services", body: `{"apiVersion":"v1","kind":"Service","metadata":{"name":"badport"},"spec":{"ports":[{"port":0}]}}`},
+		op{name: "service/update-cluster-ip", method: "PATCH", path: ns + "/services/web", contentType: mergePatch, body: `{"spec":{"clusterIP":"10.96.100.100","clusterIPs":["10.96.100.100"]}}`},
+		op{name: "service/delete", method: "DELETE", path: ns + "/services/web"},
+	)
+
+	// Namespaces.
+	add(
+		op{name: "namespace/create", method: "POST", path: "/api/v1/namespaces", body: `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"scratch"}}`},
+		op{name: "namespace/get", method: "GET", path: "/api/v1/namespaces/scratch"},
+		op{name: "namespace/create-bad-name", method: "POST", path: "/api/v1/namespaces", body: `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"Bad.Name"}}`},
+		op{name: "namespace/delete-system", method: "DELETE", path: "/api/v1/namespaces/kube-system"},
+		op{name: "namespace/delete", method: "DELETE", path: "/api/v1/namespaces/scratch"},
+	)
+
+	// Service accounts and tokens.
+	add(
+		op{name: "serviceaccount/create", method: "POST", path: ns + "/serviceaccounts", body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}`},
+		op{name: "serviceaccount/token", method: "POST", path: ns + "/serviceaccounts/robot/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}`},
+		op{name: "serviceaccount/token-too-short", method: "POST", path: ns + "/serviceaccounts/robot/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":60}}`},
+		op{name: "serviceaccount/token-missing", method: "POST", path: ns + "/serviceaccounts/missing/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`},
+	)
+
+	// Nodes.
+	add(
+		op{name: "node/create", method: "POST", path: "/api/v1/nodes", body: `{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-9","labels":{"zone":"a"}}}`},
+		op{name: "node/get", method: "GET", path: "/api/v1/nodes/node-9"},
+		op{name: "node/patch-taint", method: "PATCH", path: "/api/v1/nodes/node-9", contentType: strategicPatch, body: `{"spec":{"taints":[{"key":"k","value":"v","effect":"NoSchedule"}]}}`},
+		op{name: "node/bad-taint", method: "PATCH", path: "/api/v1/nodes/node-9", contentType: strategicPatch, body: `{"spec":{"taints":[{"key":"k2","effect":"Sometimes"}]}}`},
+		op{name: "node/delete", method: "DELETE", path: "/api/v1/nodes/node-9"},
+	)
+
+	// RBAC.
+	add(
+		op{name: "rbac/role-create", method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/" + testNS + "/roles",
+			body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"reader"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","list"]}]}`},
+		op{name: "rbac/role-no-verbs", method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/" + testNS + "/roles",
+			body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"noverbs"},"rules":[{"apiGroups":[""],"resources":["pods"]}]}`},
+		op{name: "rbac/rolebinding-create", method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/" + testNS + "/rolebindings",
+			body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"read"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"User","name":"jane","apiGroup":"rbac.authorization.k8s.io"}]}`},
+		op{name: "rbac/rolebinding-bad-subject", method: "POST", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/" + testNS + "/rolebindings",
+			body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bad"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[{"kind":"Robot","name":"r2"}]}`},
+		op{name: "rbac/rolebinding-change-roleref", method: "PATCH", path: "/apis/rbac.authorization.k8s.io/v1/namespaces/" + testNS + "/rolebindings/read", contentType: mergePatch,
+			body: `{"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}}`},
+		op{name: "rbac/clusterrole-get-view", method: "GET", path: "/apis/rbac.authorization.k8s.io/v1/clusterroles/view"},
+		op{name: "rbac/access-review", method: "POST", path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"namespace":"` + testNS + `","verb":"get","resource":"pods"}}}`},
+		op{name: "rbac/self-review", method: "POST", path: "/apis/authentication.k8s.io/v1/selfsubjectreviews", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`},
+	)
+
+	// kubectl, as users type it.
+	k := func(name string, args ...string) op { return op{name: "kubectl/" + name, kubectl: args} }
+	add(
+		k("run", "run", "web", "-n", testNS, "--image=registry.example/web:1"),
+		k("get-pod", "get", "pod", "web", "-n", testNS),
+		k("get-pod-wide", "get", "pod", "web", "-n", testNS, "-o", "wide"),
+		k("get-pod-yaml-spec", "get", "pod", "web", "-n", testNS, "-o", "jsonpath={.spec.containers[0].name} {.spec.restartPolicy} {.spec.dnsPolicy} {.spec.schedulerName} {.spec.tolerations}"),
+		k("get-missing", "get", "pod", "missing", "-n", testNS),
+		k("get-unknown-kind", "get", "widgets"),
+		k("create-deployment", "create", "deployment", "x", "--image=y", "-n", testNS),
+		k("create-configmap", "create", "configmap", "cfg", "-n", testNS, "--from-literal=a=1"),
+		k("get-configmap-json", "get", "configmap", "cfg", "-n", testNS, "-o", "jsonpath={.data}"),
+		k("label", "label", "configmap", "cfg", "-n", testNS, "tier=db"),
+		k("annotate", "annotate", "configmap", "cfg", "-n", testNS, "note=hi"),
+		k("get-selector", "get", "configmaps", "-n", testNS, "-l", "tier=db"),
+		// before the patch: kubectl describes a map of several keys in
+		// random order.
+		k("describe-configmap", "describe", "configmap", "cfg", "-n", testNS),
+		k("patch", "patch", "configmap", "cfg", "-n", testNS, "--type=merge", "-p", `{"data":{"b":"2"}}`),
+		k("create-secret", "create", "secret", "generic", "sec", "-n", testNS, "--from-literal=k=v"),
+		k("create-service", "create", "service", "clusterip", "svc", "-n", testNS, "--tcp=80:8080"),
+		k("get-service-ports", "get", "service", "svc", "-n", testNS, "-o", "jsonpath={.spec.ports} {.spec.type} {.spec.sessionAffinity}"),
+		k("create-namespace", "create", "namespace", "kubectl-made"),
+		k("auth-can-i", "auth", "can-i", "create", "pods"),
+		k("auth-can-i-list", "auth", "can-i", "--list", "-n", testNS),
+		k("auth-whoami", "auth", "whoami"),
+		k("create-token", "create", "token", "default", "-n", testNS),
+		k("api-versions", "api-versions"),
+		k("api-resources", "api-resources"),
+		k("explain", "explain", "pod.spec.restartPolicy"),
+		op{name: "kubectl/apply", kubectl: []string{"apply", "-f", "-", "-n", testNS},
+			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-by-kubectl\ndata:\n  a: \"1\"\n"},
+		k("delete-configmap", "delete", "configmap", "cfg", "-n", testNS),
+		k("delete-missing", "delete", "configmap", "cfg", "-n", testNS),
+	)
+	for i := range ops {
+		if ops[i].method == "" && ops[i].kubectl == nil {
+			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
+		}
+		if strings.ContainsAny(ops[i].name, " \t") {
+			panic("op name with a space: " + ops[i].name)
+		}
+	}
+	return ops
+}
