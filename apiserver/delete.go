@@ -172,6 +172,10 @@ func (s *Server) markDeleting(q *request, old runtime.Object, opts *metav1.Delet
 	marked := old.DeepCopyObject()
 	macc, _ := meta.Accessor(marked)
 	ts := metav1.NewTime(s.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+	if acc.GetDeletionTimestamp() == nil && macc.GetGeneration() > 0 {
+		// controllers see a deletion starting as a change (D.1)
+		macc.SetGeneration(macc.GetGeneration() + 1)
+	}
 	macc.SetDeletionTimestamp(&ts)
 	macc.SetDeletionGracePeriodSeconds(&grace)
 	return marked, true

@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 )
@@ -34,19 +33,4 @@ func (s *Server) trackFields(res *resource, sub string, live, obj runtime.Object
 	out := fm.UpdateNoErrors(live, obj, manager)
 	out.GetObjectKind().SetGroupVersionKind(res.gvk())
 	return out
-}
-
-// trackFieldsOnUpdate tracks an update of old to obj when old or obj has
-// managed fields: objects that were never applied or created with a field
-// manager stay untracked, which keeps the write path lean. manager "" skips.
-func (s *Server) trackFieldsOnUpdate(res *resource, sub string, old, obj runtime.Object, manager string) runtime.Object {
-	if manager == "" {
-		return obj
-	}
-	oldAcc, _ := meta.Accessor(old)
-	acc, _ := meta.Accessor(obj)
-	if len(oldAcc.GetManagedFields()) == 0 && len(acc.GetManagedFields()) == 0 {
-		return obj
-	}
-	return s.trackFields(res, sub, old, obj, manager)
 }

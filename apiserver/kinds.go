@@ -54,12 +54,16 @@ func coreEventFields(obj runtime.Object, set fields.Set) {
 	set["type"] = e.Type
 }
 
-func prepareNamespace(obj, _ runtime.Object) {
+func defaultNamespace(obj runtime.Object) {
 	ns := obj.(*corev1.Namespace)
 	if ns.Labels == nil {
 		ns.Labels = map[string]string{}
 	}
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
+}
+
+func prepareNamespace(obj, _ runtime.Object) {
+	ns := obj.(*corev1.Namespace)
 	if ns.Status.Phase == "" {
 		ns.Status.Phase = corev1.NamespaceActive
 	}
@@ -93,17 +97,16 @@ func resetPodStatus(obj, old runtime.Object) {
 	p.Status = old.(*corev1.Pod).Status
 }
 
-func prepareSecret(obj, _ runtime.Object) {
+func defaultSecret(obj runtime.Object) {
 	if s := obj.(*corev1.Secret); s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
 	}
 }
 
-// preparePod fills the defaults kube-apiserver gives a pod, so that clients
+// defaultPod fills the defaults kube-apiserver gives a pod, so that clients
 // (schedulers, kubelets, kubectl describe) see the same fields.
-func preparePod(obj, old runtime.Object) {
-	p := obj.(*corev1.Pod)
-	s := &p.Spec
+func defaultPod(obj runtime.Object) {
+	s := &obj.(*corev1.Pod).Spec
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = corev1.RestartPolicyAlways
 	}
@@ -124,6 +127,18 @@ func preparePod(obj, old runtime.Object) {
 		t := true
 		s.EnableServiceLinks = &t
 	}
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			defaultContainer(&cs[i])
+		}
+	}
+}
+
+// preparePod sets what kube-apiserver's admission and pod strategy set
+// after the defaults: the priority, and a new pod's status.
+func preparePod(obj, old runtime.Object) {
+	p := obj.(*corev1.Pod)
+	s := &p.Spec
 	if s.Priority == nil {
 		var zero int32
 		s.Priority = &zero
@@ -132,18 +147,13 @@ func preparePod(obj, old runtime.Object) {
 		pp := corev1.PreemptLowerPriority
 		s.PreemptionPolicy = &pp
 	}
-	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
-		for i := range cs {
-			prepareContainer(&cs[i])
-		}
-	}
 	if old == nil {
 		p.Status.Phase = corev1.PodPending
 		p.Status.QOSClass = qosClass(s)
 	}
 }
 
-func prepareContainer(c *corev1.Container) {
+func defaultContainer(c *corev1.Container) {
 	if c.ImagePullPolicy == "" {
 		c.ImagePullPolicy = corev1.PullIfNotPresent
 		if img := c.Image; !strings.Contains(img[strings.LastIndex(img, "/")+1:], ":") || strings.HasSuffix(img, ":latest") {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -261,6 +262,15 @@ func (s *Server) newList(res *resource, items []runtime.Object, rev int64, cont 
 		return nil, err
 	}
 	if err := meta.SetList(list, items); err != nil {
+		return nil, err
+	}
+	// The items of a typed list carry no apiVersion and kind of their own,
+	// as kube-apiserver encodes them; SetList copied them, so the objects
+	// passed in keep theirs.
+	if err := meta.EachListItem(list, func(item runtime.Object) error {
+		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	la, err := meta.ListAccessor(list)

@@ -142,7 +142,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	cacc, _ := meta.Accessor(created)
 	cacc.SetNamespace(q.ns)
 	cacc.SetName(q.name)
-	obj, err = q.s.insert(q.ctx(), q.res, created, q.user(), dry)
+	obj, err = q.s.insert(q.ctx(), q.res, created, q.user(), dry, "") // apply has recorded its fields
 	if apierrors.IsAlreadyExists(err) {
 		obj, err = q.guaranteedUpdate(apply, "") // lost a race with another create
 		return obj, http.StatusOK, err

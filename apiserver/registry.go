@@ -37,8 +37,11 @@ type resource struct {
 	// fields returns the selectable fields besides metadata.name and
 	// metadata.namespace; nil for none.
 	fields func(obj runtime.Object, set fields.Set)
-	// prepare fills server-side defaults on a create or an update (old nil
-	// on create).
+	// defaults fills the defaults kube-apiserver gives a decoded object,
+	// on a create or an update; the writer owns them in managedFields.
+	defaults func(obj runtime.Object)
+	// prepare sets what the server itself sets after that, on a create or
+	// an update (old nil on create); no writer owns it.
 	prepare func(obj, old runtime.Object)
 	// validate checks the kind-specific parts of an object, and on an
 	// update (old not nil) what may not change.
@@ -46,6 +49,10 @@ type resource struct {
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
+	// generation: metadata.generation counts the changes of .spec (from 1
+	// on create, and once more when a graceful deletion starts); kinds
+	// without it have no generation at all (D.1).
+	generation bool
 	// table renders rows; nil gives NAME and AGE.
 	table *tableDef
 	// prefix is the store key prefix of the whole resource.
@@ -86,16 +93,16 @@ func builtinResources() []*resource {
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*resource{
 		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
-			status: true, nameFn: label, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
+			status: true, nameFn: label, defaults: defaultNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
 		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
-			categories: []string{"all"}, status: true, binding: true, nameFn: subdomain,
-			fields: podFields, prepare: preparePod, validate: validatePod, resetStatus: resetPodStatus, table: podTable},
+			categories: []string{"all"}, status: true, binding: true, nameFn: subdomain, generation: true,
+			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, resetStatus: resetPodStatus, table: podTable},
 		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
 			shortNames: []string{"sa"}, nameFn: subdomain},
 		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
-			fields: secretFields, prepare: prepareSecret},
+			fields: secretFields, defaults: defaultSecret},
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
 			shortNames: []string{"cm"}, nameFn: subdomain},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
@@ -105,11 +112,11 @@ func builtinResources() []*resource {
 		{gvr: coreGV.WithResource("services"), kind: "Service", singular: "service", namespaced: true,
 			shortNames: []string{"svc"}, nameFn: label},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain},
+			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain, generation: true},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
-			namespaced: true, shortNames: []string{"rs"}, nameFn: subdomain},
+			namespaced: true, shortNames: []string{"rs"}, nameFn: subdomain, generation: true},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
-			namespaced: true, shortNames: []string{"sts"}, nameFn: subdomain},
+			namespaced: true, shortNames: []string{"sts"}, nameFn: subdomain, generation: true},
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain},
 		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},

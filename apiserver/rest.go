@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 
 	"github.com/google/uuid"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -163,10 +165,7 @@ func (q *request) create() error {
 	if err := q.checkNamespace(acc); err != nil {
 		return err
 	}
-	if q.r.URL.Query().Get("fieldManager") != "" {
-		obj = q.s.trackFields(q.res, "", q.s.newObject(q.res), obj, fieldManagerName(q.r))
-	}
-	obj, err = q.s.insert(q.ctx(), q.res, obj, q.user(), dry)
+	obj, err = q.s.insert(q.ctx(), q.res, obj, q.user(), dry, fieldManagerName(q.r))
 	if err != nil {
 		return err
 	}
@@ -180,16 +179,22 @@ const maxGenerateNameAttempts = 8
 // insert creates obj (of res, with its namespace set): it fills the system
 // fields and defaults, validates, admits and stores it, and returns it with
 // its resourceVersion.
-func (s *Server) insert(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry bool) (runtime.Object, error) {
-	return s.insertObject(ctx, res, obj, user, dry, true)
+// manager, when not "", is recorded in managedFields as the owner of every
+// field the object sets, defaults included, as an Update (D.1).
+func (s *Server) insert(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry bool, manager string) (runtime.Object, error) {
+	return s.insertObject(ctx, res, obj, user, dry, true, manager)
 }
 
 // createStored creates an object the server itself owns, without admission.
 func (s *Server) createStored(ctx context.Context, res *resource, obj runtime.Object) (runtime.Object, error) {
-	return s.insertObject(ctx, res, obj, authn.User{Name: "system:apiserver", Groups: []string{"system:masters"}}, false, false)
+	return s.insertObject(ctx, res, obj, authn.User{Name: "system:apiserver", Groups: []string{"system:masters"}}, false, false, serverFieldManager)
 }
 
-func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool) (runtime.Object, error) {
+// serverFieldManager owns the fields of the objects the server makes
+// itself, as kube-apiserver's own client is named.
+const serverFieldManager = "kube-apiserver"
+
+func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool, manager string) (runtime.Object, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -212,11 +217,19 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	acc.SetResourceVersion("")
 	acc.SetDeletionTimestamp(nil)
 	acc.SetDeletionGracePeriodSeconds(nil)
-	if acc.GetGeneration() == 0 {
+	acc.SetGeneration(0)
+	if res.generation {
 		acc.SetGeneration(1)
 	}
 	if res.resetStatus != nil {
 		res.resetStatus(obj, nil)
+	}
+	if res.defaults != nil {
+		res.defaults(obj)
+	}
+	if manager != "" {
+		obj = s.trackFields(res, "", s.newObject(res), obj, manager)
+		acc, _ = meta.Accessor(obj)
 	}
 	if res.prepare != nil {
 		res.prepare(obj, nil)
@@ -357,7 +370,9 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if err != nil {
 			return nil, err
 		}
-		obj = q.s.trackFieldsOnUpdate(q.res, q.sub, old, obj, manager)
+		if manager != "" {
+			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
+		}
 		acc, _ = meta.Accessor(obj)
 		if err := q.s.validate(q.res, obj, old); err != nil {
 			return nil, err
@@ -412,6 +427,9 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 		return nil, err
 	}
 	oldAcc, _ := meta.Accessor(old)
+	if res.defaults != nil {
+		res.defaults(obj)
+	}
 	if sub == "status" {
 		merged := old.DeepCopyObject()
 		res.resetStatus(merged, obj)
@@ -428,6 +446,9 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 	acc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
 	acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(oldAcc.GetGeneration())
+	if res.generation && sub == "" && specChanged(old, obj) {
+		acc.SetGeneration(oldAcc.GetGeneration() + 1)
+	}
 	acc.SetResourceVersion(oldAcc.GetResourceVersion())
 	if acc.GetNamespace() == "" {
 		acc.SetNamespace(oldAcc.GetNamespace())
@@ -436,4 +457,17 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 		res.prepare(obj, old)
 	}
 	return obj, nil
+}
+
+// specChanged reports whether the .spec of two objects of a kind with a
+// spec differs.
+func specChanged(old, obj runtime.Object) bool {
+	spec := func(o runtime.Object) any {
+		v := reflect.ValueOf(o).Elem().FieldByName("Spec")
+		if !v.IsValid() {
+			return nil
+		}
+		return v.Interface()
+	}
+	return !apiequality.Semantic.DeepEqual(spec(old), spec(obj))
 }
