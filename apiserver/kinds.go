@@ -97,10 +97,22 @@ func resetPodStatus(obj, old runtime.Object) {
 	p.Status = old.(*corev1.Pod).Status
 }
 
+// defaultSecret defaults the type and folds stringData into data (D.6), as
+// decoding does in kube-apiserver: kube never stores stringData, its keys
+// overwrite data's, and a read shows them base64-encoded under data like
+// the rest.
 func defaultSecret(obj runtime.Object) {
-	if s := obj.(*corev1.Secret); s.Type == "" {
+	s := obj.(*corev1.Secret)
+	if s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
 	}
+	if len(s.StringData) > 0 && s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
 }
 
 // defaultPod fills the defaults kube-apiserver gives a pod, so that clients
