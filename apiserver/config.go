@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -46,6 +47,17 @@ type Config struct {
 	// ExternalAddress is the host:port reported in serverAddressByClientCIDRs;
 	// "" reports the request's Host.
 	ExternalAddress string
+	// ServiceClusterIPRange is where Services' cluster IPs come from
+	// (kube-apiserver's --service-cluster-ip-range); its first address is
+	// the kubernetes Service's. Zero: DefaultServiceClusterIPRange.
+	ServiceClusterIPRange netip.Prefix
+	// ServiceNodePortRange is where node ports come from; zero:
+	// DefaultServiceNodePortRange.
+	ServiceNodePortRange PortRange
+	// KubernetesServicePort is the port the kubernetes Service in default
+	// sends its port 443 to: the API server's secure port as clients reach
+	// it. 0: 6443.
+	KubernetesServicePort int
 }
 
 // Operation is what an admission plugin is asked about.

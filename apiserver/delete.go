@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -145,6 +146,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		if err != nil {
 			return nil, false, storeErr(err, q.gr(), name)
 		}
+		q.s.released(q.ctx(), q.res, old)
 		return old, true, nil
 	}
 }
@@ -226,6 +228,11 @@ func (s *Server) deleteNamespaceContents(q *request, ns string) error {
 			for _, kv := range page.KVs {
 				if _, _, err := s.cfg.Store.Delete(q.ctx(), kv.Key, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return storeErr(err, res.groupResource(), "")
+				}
+				if res.release != nil {
+					if obj, err := s.decodeKV(res, kv); err == nil {
+						s.released(q.ctx(), res, obj)
+					}
 				}
 			}
 			if !page.More {
@@ -376,4 +383,11 @@ func setPodScheduled(pod *corev1.Pod, now metav1.Time) {
 // precondition.
 func preconditionErr(field string, want, got any) error {
 	return fmt.Errorf("%s: %s in precondition: %v, %s in object meta: %v", "Precondition failed", field, want, field, got)
+}
+
+// released gives back what obj, just deleted, held (D.6).
+func (s *Server) released(ctx context.Context, res *resource, obj runtime.Object) {
+	if res.release != nil {
+		res.release(s, context.WithoutCancel(ctx), obj)
+	}
 }

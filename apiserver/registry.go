@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -53,6 +54,13 @@ type resource struct {
 	// on create, and once more when a graceful deletion starts); kinds
 	// without it have no generation at all (D.1).
 	generation bool
+	// allocate reserves what a written object holds besides its key (a
+	// Service's cluster IP and node ports), old nil on create; the writer
+	// finishes the allocation once the write is done or has failed. nil:
+	// nothing to reserve.
+	allocate func(s *Server, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
+	// release gives back what a deleted object held; nil: nothing.
+	release func(s *Server, ctx context.Context, obj runtime.Object)
 	// table renders rows; nil gives NAME and AGE.
 	table *tableDef
 	// prefix is the store key prefix of the whole resource.
@@ -107,10 +115,11 @@ func builtinResources() []*resource {
 			shortNames: []string{"cm"}, nameFn: subdomain},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields},
-		// Stored only, with no controller acting on them: the scheduler's
-		// default topology spreading reads pods' owners and services.
-		{gvr: coreGV.WithResource("services"), kind: "Service", singular: "service", namespaced: true,
-			shortNames: []string{"svc"}, nameFn: label},
+		// With no controller acting on them: the scheduler's default
+		// topology spreading reads pods' owners and services.
+		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
+			shortNames: []string{"svc"}, status: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
+			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
 			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain, generation: true},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",

@@ -194,7 +194,7 @@ func (s *Server) createStored(ctx context.Context, res *resource, obj runtime.Ob
 // itself, as kube-apiserver's own client is named.
 const serverFieldManager = "kube-apiserver"
 
-func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool, manager string) (runtime.Object, error) {
+func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool, manager string) (_ runtime.Object, err error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -233,6 +233,15 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	}
 	if res.prepare != nil {
 		res.prepare(obj, nil)
+	}
+	if res.allocate != nil {
+		// As in kube, allocation comes before validation, and is given
+		// back if anything after it fails.
+		alloc, err := res.allocate(s, ctx, obj, nil, dry)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { alloc.finish(err == nil) }()
 	}
 	if err := s.validate(res, obj, nil); err != nil {
 		return nil, err
@@ -339,13 +348,19 @@ func (q *request) update() error {
 // guaranteedUpdate reads the object, computes its new state with mutate and
 // writes it if nothing changed in between, retrying when it did unless the
 // new state names a resourceVersion (then that must be the current one).
-func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Object, error), manager string) (runtime.Object, error) {
+func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Object, error), manager string) (_ runtime.Object, err error) {
 	dry, err := dryRun(q.r)
 	if err != nil {
 		return nil, err
 	}
 	key := q.key(q.name)
+	// alloc is the current attempt's allocation: given back before a
+	// retry, finished as the update ends.
+	var alloc *allocation
+	defer func() { alloc.finish(err == nil) }()
 	for {
+		alloc.finish(false)
+		alloc = nil
 		kv, err := q.s.cfg.Store.Get(q.ctx(), key)
 		if err != nil {
 			return nil, storeErr(err, q.gr(), q.name)
@@ -369,6 +384,11 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
 		if err != nil {
 			return nil, err
+		}
+		if q.res.allocate != nil && q.sub == "" {
+			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
+				return nil, err
+			}
 		}
 		if manager != "" {
 			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
@@ -404,6 +424,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 				}
 				return nil, storeErr(err, q.gr(), q.name)
 			}
+			q.s.released(q.ctx(), q.res, obj)
 			return obj, nil
 		}
 		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ type Server struct {
 	reg      *registry
 	creators map[string]*creatorEntry
 	ns       *nsCache
+	svcAlloc *serviceAllocator
 
 	watchEvents sharedEvents
 
@@ -101,6 +103,15 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
+	if c.ServiceClusterIPRange == (netip.Prefix{}) {
+		c.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if c.ServiceNodePortRange == (PortRange{}) {
+		c.ServiceNodePortRange = DefaultServiceNodePortRange
+	}
+	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
+		return nil, fmt.Errorf("apiserver config: %w", err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -110,6 +121,10 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
 		cancel()
 		return nil, err
 	}
