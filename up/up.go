@@ -43,6 +43,10 @@ type Options struct {
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
 	EtcdServers []string
+	// ServiceCIDR is the CIDR of Services' cluster IPs (the API server's
+	// --service-cluster-ip-range); "" means 10.96.0.0/12, pki init's
+	// default. InitPKI is told it too.
+	ServiceCIDR string
 	// InitPKI writes the PKI and kubeconfigs into dir, with server as the
 	// kubeconfigs' API server URL, when DIR/pki does not exist. Required.
 	InitPKI func(dir, server string) error
@@ -132,6 +136,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
 	a.AnonymousAuth = false
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+	a.ServiceClusterIPRange = o.ServiceCIDR
 	if len(o.EtcdServers) > 0 {
 		a.EtcdServers = o.EtcdServers
 		a.EtcdCAFile = pki("etcd/ca.crt")

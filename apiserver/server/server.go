@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,9 +83,17 @@ type Options struct {
 	EtcdPrefix   string // default "" (keys start with /registry/)
 
 	// ExternalAddress is the host:port clients reach the server at, for
-	// serverAddressByClientCIDRs; "" reports the request's Host.
+	// serverAddressByClientCIDRs and the kubernetes Service's target port;
+	// "" reports the request's Host, and the Service targets SecurePort.
 	ExternalAddress string
-	ReloadInterval  time.Duration // default 1 s
+	// ServiceClusterIPRange is the CIDR of Services' cluster IPs, its
+	// first address the kubernetes Service's; "" means
+	// apiserver.DefaultServiceClusterIPRange (10.96.0.0/12).
+	ServiceClusterIPRange string
+	// ServiceNodePortRange is FIRST-LAST of node ports; "" means
+	// 30000-32767.
+	ServiceNodePortRange string
+	ReloadInterval       time.Duration // default 1 s
 }
 
 // Defaults returns the options' defaults.
@@ -121,6 +130,16 @@ func (o *Options) Validate() error {
 		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
+	}
+	if o.ServiceClusterIPRange != "" {
+		if _, err := netip.ParsePrefix(o.ServiceClusterIPRange); err != nil {
+			return fmt.Errorf("--service-cluster-ip-range %q is not a CIDR", o.ServiceClusterIPRange)
+		}
+	}
+	if o.ServiceNodePortRange != "" {
+		if _, err := apiserver.ParsePortRange(o.ServiceNodePortRange); err != nil {
+			return fmt.Errorf("--service-node-port-range: %w", err)
+		}
 	}
 	return o.TLS.Validate()
 }
@@ -183,6 +202,17 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		Admission:       admission.Chain(),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,
+		// The kubernetes Service targets the port clients reach.
+		KubernetesServicePort: o.SecurePort,
+	}
+	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
+		cfg.KubernetesServicePort, _ = strconv.Atoi(port)
+	}
+	if o.ServiceClusterIPRange != "" {
+		cfg.ServiceClusterIPRange, _ = netip.ParsePrefix(o.ServiceClusterIPRange) // checked in Validate
+	}
+	if o.ServiceNodePortRange != "" {
+		cfg.ServiceNodePortRange, _ = apiserver.ParsePortRange(o.ServiceNodePortRange)
 	}
 	api := authapi.Config{Tokens: a.tokens, APIAudiences: a.audiences, Issuer: a.issuer}
 	switch o.AuthorizationMode {

@@ -34,6 +34,8 @@ func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdCertFile, "etcd-certfile", "", "client certificate for etcd")
 	fs.StringVar(&o.EtcdKeyFile, "etcd-keyfile", "", "key of --etcd-certfile")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", "", "prefix of every etcd key, to share one etcd between servers")
+	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR Services' cluster IPs come from; its first IP is the kubernetes Service's")
+	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", "30000-32767", "ports NodePort and LoadBalancer Services' node ports come from")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
 }
 

@@ -23,6 +23,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	addTLSFlags(fs, &o.TLS)
 	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes; with any, the scheduler runs too")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
+	fs.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "service CIDR: Services' cluster IPs, and pki init's apiserver SAN (its first IP)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
 }
 
@@ -39,7 +40,7 @@ DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Logger = s.logger(o.verbose)
 			o.Status = s.err
-			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, s) }
+			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, o.ServiceCIDR, s) }
 			return serveUntilSignal(cmd.Context(), o.Validate, func(ctx context.Context) error { return up.Run(ctx, o.Options) })
 		},
 	}
@@ -47,13 +48,13 @@ DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.
 	return cmd
 }
 
-// initPKIForUp runs `kubegate pki init --dir dir --server server` with
-// every other flag at its default.
-func initPKIForUp(dir, server string, s streams) error {
+// initPKIForUp runs `kubegate pki init --dir dir --server server
+// --service-cidr serviceCIDR` with every other flag at its default.
+func initPKIForUp(dir, server, serviceCIDR string, s streams) error {
 	o := &pkiOptions{}
 	fs := pflag.NewFlagSet("pki init", pflag.ContinueOnError)
 	o.AddFlags(fs)
-	if err := fs.Parse([]string{"--dir", dir, "--server", server}); err != nil {
+	if err := fs.Parse([]string{"--dir", dir, "--server", server, "--service-cidr", serviceCIDR}); err != nil {
 		return err
 	}
 	return runPKIInit(o, s)

@@ -39,7 +39,7 @@ func TestInitPKIForUpIsPKIInit(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "cluster")
 	var errOut strings.Builder
-	if err := initPKIForUp(dir, "https://127.0.0.1:7443", streams{out: &strings.Builder{}, err: &errOut}); err != nil {
+	if err := initPKIForUp(dir, "https://127.0.0.1:7443", "10.96.0.0/12", streams{out: &strings.Builder{}, err: &errOut}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"pki/ca.crt", "pki/sa.key", "pki/front-proxy-client.crt", "admin.conf", "super-admin.conf"} {
