@@ -25,7 +25,7 @@ var servicesGVR = coreGV.WithResource("services")
 
 var serviceKind = schema.GroupKind{Kind: "Service"}
 
-// prepareService fills the defaults kube-apiserver's decoding gives every
+// defaultService fills the defaults kube-apiserver's decoding gives every
 // Service written, create or update.
 func defaultService(obj runtime.Object) {
 	spec := &obj.(*corev1.Service).Spec
