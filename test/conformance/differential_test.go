@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,15 @@ func TestKubegateAnswersLikeKubeAPIServer(t *testing.T) {
 
 	kube := startKubeAPIServer(t, bin)
 	kg := startKubegate(t)
-	n := normalizer{servers: []string{strings.TrimPrefix(kube.url, "https://"), strings.TrimPrefix(kg.url, "https://")}}
+	var n normalizer
+	for _, s := range []*server{kube, kg} {
+		u, err := url.Parse(s.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		n.servers, n.ports = append(n.servers, u.Host), append(n.ports, port)
+	}
 	for _, s := range []*server{kube, kg} {
 		prepare(t, s)
 	}

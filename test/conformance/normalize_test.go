@@ -20,16 +20,17 @@ import (
 
 // placeholders for values that are generated per server.
 const (
-	phUID      = "<uid>"
-	phRV       = "<resourceVersion>"
-	phTime     = "<time>"
-	phContinue = "<continue>"
-	phToken    = "<token>"
-	phIP       = "<allocated-ip>"
-	phPort     = "<allocated-port>"
-	phServer   = "<server>"
-	phSuffix   = "<suffix>"
-	phCert     = "<fingerprint>"
+	phUID        = "<uid>"
+	phRV         = "<resourceVersion>"
+	phTime       = "<time>"
+	phContinue   = "<continue>"
+	phToken      = "<token>"
+	phIP         = "<allocated-ip>"
+	phPort       = "<allocated-port>"
+	phServer     = "<server>"
+	phServerPort = "<server-port>"
+	phSuffix     = "<suffix>"
+	phCert       = "<fingerprint>"
 )
 
 // generatedKeys maps a JSON key to the placeholder of its non-empty values.
@@ -79,6 +80,7 @@ func mustCIDR(s string) *net.IPNet {
 // normalizer replaces what one server generated.
 type normalizer struct {
 	servers []string // host:port of the servers, replaced in every string
+	ports   []int    // their ports, which the kubernetes Service targets
 }
 
 // body normalizes a response body: JSON is decoded and walked, anything
@@ -124,6 +126,11 @@ func (n normalizer) value(key string, v any) any {
 	case float64:
 		if ph, ok := generatedKeys[key]; ok && v != 0 {
 			return ph
+		}
+		for _, p := range n.ports {
+			if v == float64(p) {
+				return phServerPort
+			}
 		}
 		return v
 	default:
