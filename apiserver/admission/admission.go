@@ -2,18 +2,28 @@
 // service-account bookkeeping that goes with them, with kube-apiserver's
 // behaviour:
 //
-//   - ServiceAccount: a pod without spec.serviceAccountName runs as the
-//     namespace's "default" service account (no token volume is added);
+//   - ServiceAccount: a pod runs as a service account that exists, its
+//     namespace's "default" unless it names one, and mounts its token;
+//   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
+//     node for 300 s;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
 //     service account, as kube-controller-manager does.
 package admission
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/store"
 )
 
 // DefaultServiceAccountName is the service account pods run as when they
@@ -30,19 +40,24 @@ var (
 	serviceAccountsGVR = corev1.SchemeGroupVersion.WithResource("serviceaccounts")
 )
 
-// Chain returns the API server's admission plugins. The REST core itself refuses objects in namespaces that do not exist and the
-// deletion of the system namespaces, and validates names.
-func Chain() []apiserver.Admission {
-	return []apiserver.Admission{ServiceAccount()}
+// Chain returns the API server's admission plugins over st, in
+// kube-apiserver's order. The REST core itself refuses objects in
+// namespaces that do not exist and the deletion of the system namespaces,
+// and validates names.
+func Chain(st store.Store) []apiserver.Admission {
+	return []apiserver.Admission{ServiceAccount(st), DefaultTolerationSeconds()}
 }
 
-// ServiceAccount sets spec.serviceAccountName (and its deprecated alias
-// spec.serviceAccount) of a new pod that names no service account to
-// "default", as kube-apiserver's ServiceAccount plugin does. Unlike that
-// plugin it neither requires the service account to exist nor mounts a
-// projected token volume: there are no kubelets to read one.
-func ServiceAccount() apiserver.Admission {
-	return apiserver.AdmissionFunc(func(_ context.Context, a *apiserver.AdmissionAttributes) error {
+// ServiceAccount gives a new pod the service account of its namespace, as
+// kube-apiserver's ServiceAccount plugin does (D.8): a pod that names none
+// runs as "default" (spec.serviceAccount, the deprecated alias, follows);
+// a service account that does not exist is refused with 403; unless the pod
+// or its service account opts out, every container mounts a projected
+// volume kube-api-access-XXXXX with a token, the cluster CA and the
+// namespace; and a pod without image pull secrets takes the service
+// account's.
+func ServiceAccount(st store.Store) apiserver.Admission {
+	return apiserver.AdmissionFunc(func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
 		if a.Operation != apiserver.Create || a.Resource != podsGVR || a.Subresource != "" {
 			return nil
 		}
@@ -57,6 +72,133 @@ func ServiceAccount() apiserver.Admission {
 			pod.Spec.ServiceAccountName = DefaultServiceAccountName
 		}
 		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
+
+		sa, err := getServiceAccount(ctx, st, a.Namespace, pod.Spec.ServiceAccountName)
+		if err != nil {
+			return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name,
+				fmt.Errorf("error looking up service account %s/%s: %w", a.Namespace, pod.Spec.ServiceAccountName, err))
+		}
+		if automount(sa, pod) {
+			mountToken(pod)
+		}
+		if len(pod.Spec.ImagePullSecrets) == 0 {
+			for _, s := range sa.ImagePullSecrets {
+				pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s.Name})
+			}
+		}
 		return nil
 	})
 }
+
+// getServiceAccount reads a service account from the store. A missing one
+// is the error kube's lister gives.
+func getServiceAccount(ctx context.Context, st store.Store, namespace, name string) (*corev1.ServiceAccount, error) {
+	kv, err := st.Get(ctx, apiserver.Key(serviceAccountsGVR, namespace, name))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var sa corev1.ServiceAccount
+	if err := apiserver.UnmarshalStored(kv.Value, &sa); err != nil {
+		return nil, err
+	}
+	return &sa, nil
+}
+
+// automount: the pod's automountServiceAccountToken if set, else the
+// service account's, else true.
+func automount(sa *corev1.ServiceAccount, pod *corev1.Pod) bool {
+	if pod.Spec.AutomountServiceAccountToken != nil {
+		return *pod.Spec.AutomountServiceAccountToken
+	}
+	if sa.AutomountServiceAccountToken != nil {
+		return *sa.AutomountServiceAccountToken
+	}
+	return true
+}
+
+const (
+	// tokenVolumePrefix names the projected token volume, followed by five
+	// random characters.
+	tokenVolumePrefix = "kube-api-access-"
+	// TokenMountPath is where containers find the token, the CA and the
+	// namespace.
+	TokenMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// tokenExpirationSeconds is the requested token lifetime: an hour and
+	// seven seconds, as kube asks, so that kubelets can tell it from a
+	// token a user asked for.
+	tokenExpirationSeconds = 3607
+)
+
+// mountToken mounts the projected token volume in every container (init
+// containers first) that has nothing mounted at TokenMountPath, and adds
+// the volume if any container mounts it. A volume already named
+// kube-api-access-* is reused.
+func mountToken(pod *corev1.Pod) {
+	name := ""
+	for _, v := range pod.Spec.Volumes {
+		if strings.HasPrefix(v.Name, tokenVolumePrefix) {
+			name = v.Name
+			break
+		}
+	}
+	hasVolume := name != ""
+	if !hasVolume {
+		name = tokenVolumePrefix + utilrand.String(5)
+	}
+	mounted := false
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if !slices.ContainsFunc(cs[i].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == TokenMountPath }) {
+				cs[i].VolumeMounts = append(cs[i].VolumeMounts, corev1.VolumeMount{Name: name, ReadOnly: true, MountPath: TokenMountPath})
+				mounted = true
+			}
+		}
+	}
+	if hasVolume || !mounted {
+		return
+	}
+	expiration, mode := int64(tokenExpirationSeconds), int32(0o644)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		DefaultMode: &mode,
+		Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: &expiration, Path: "token"}},
+			{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}})
+}
+
+// DefaultTolerationSeconds lets a new or updated pod stay 300 s on a node
+// that turns not-ready or unreachable, as kube-apiserver's plugin of that
+// name does (D.8): unless one of its tolerations already covers the
+// NoExecute taint, it gets one with tolerationSeconds 300.
+func DefaultTolerationSeconds() apiserver.Admission {
+	return apiserver.AdmissionFunc(func(_ context.Context, a *apiserver.AdmissionAttributes) error {
+		if a.Resource != podsGVR || a.Subresource != "" || (a.Operation != apiserver.Create && a.Operation != apiserver.Update) {
+			return nil
+		}
+		pod, ok := a.Object.(*corev1.Pod)
+		if !ok {
+			return nil
+		}
+		for _, taint := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+			covered := slices.ContainsFunc(pod.Spec.Tolerations, func(t corev1.Toleration) bool {
+				return (t.Key == taint || t.Key == "") && (t.Effect == corev1.TaintEffectNoExecute || t.Effect == "")
+			})
+			if !covered {
+				seconds := int64(defaultTolerationSeconds)
+				pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{Key: taint, Operator: corev1.TolerationOpExists,
+					Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+			}
+		}
+		return nil
+	})
+}
+
+// defaultTolerationSeconds is kube-apiserver's default for both taints.
+const defaultTolerationSeconds = 300

@@ -199,7 +199,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		Authenticator:   a.request,
 		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
-		Admission:       admission.Chain(),
+		Admission:       admission.Chain(s.Store),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,
 		// The kubernetes Service targets the port clients reach.
