@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -28,20 +29,29 @@ const maxBodyBytes = 3 << 20
 // output says how to encode a response.
 type output struct {
 	info runtime.SerializerInfo
-	// table: the client asked for a meta.k8s.io Table.
-	table bool
+	// convert is the meta.k8s.io kind the client asked the response as
+	// (Table, PartialObjectMetadata or PartialObjectMetadataList); nil for
+	// the resource's own kind.
+	convert *schema.GroupVersionKind
 	// aggregated: the client asked for apidiscovery.k8s.io/v2 discovery.
 	aggregated bool
 }
 
+// table reports whether the client asked for a meta.k8s.io Table.
+func (o output) table() bool { return o.convert != nil && o.convert.Kind == "Table" }
+
 // acceptOptions say which "as=" forms an endpoint can produce.
 type acceptOptions struct {
-	table      bool
+	// convert: a resource endpoint, which also answers as a Table or as
+	// PartialObjectMetadata[List] (D.7).
+	convert    bool
 	aggregated bool
 }
 
 // negotiate picks the response encoding from the Accept header. An empty
-// header, */* and application/* mean JSON.
+// header, */* and application/* mean JSON. Like kube-apiserver it takes the
+// first clause it can serve, trying JSON, YAML and protobuf in that order;
+// a clause whose parameters it cannot honour is skipped (D.7).
 func (s *Server) negotiate(r *http.Request, opts acceptOptions) (output, error) {
 	header := r.Header.Get("Accept")
 	if header == "" {
@@ -51,35 +61,75 @@ func (s *Server) negotiate(r *http.Request, opts acceptOptions) (output, error) 
 		if c.Q == 0 {
 			continue
 		}
-		var out output
-		switch as := c.Params["as"]; {
-		case as == "":
-		case as == "Table" && opts.table && c.Params["g"] == metav1.GroupName && (c.Params["v"] == "v1" || c.Params["v"] == "v1beta1"):
-			out.table = true
-		case as == "APIGroupDiscoveryList" && opts.aggregated && c.Params["g"] == "apidiscovery.k8s.io" && c.Params["v"] == "v2":
-			out.aggregated = true
-		default:
-			continue
+		for _, info := range []runtime.SerializerInfo{s.json, s.yaml, s.protobuf} {
+			typ, sub, _ := strings.Cut(info.MediaType, "/")
+			if !(c.Type == "*" && c.SubType == "*" || c.Type == typ && (c.SubType == "*" || c.SubType == sub)) {
+				continue
+			}
+			if out, ok := acceptClause(c.Params, info, opts); ok {
+				return out, nil
+			}
 		}
-		switch mt := c.Type + "/" + c.SubType; {
-		case mt == "*/*" || mt == "application/*" || mt == mediaJSON:
-			out.info = s.json
-		case mt == mediaYAML && !out.table && !out.aggregated:
-			out.info = s.yaml
-		case mt == mediaProtobuf && !out.table && !out.aggregated:
-			out.info = s.protobuf
-		default:
-			continue
-		}
-		return out, nil
 	}
-	return output{}, apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", schema.GroupResource{}, "", "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf", 0, false)
+	return output{}, notAcceptable("only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
+}
+
+// acceptClause returns how to answer an Accept clause with parameters
+// params in the encoding info, and false if the endpoint cannot.
+func acceptClause(params map[string]string, info runtime.SerializerInfo, opts acceptOptions) (output, bool) {
+	out := output{info: info}
+	var target *schema.GroupVersionKind
+	for k, v := range params {
+		switch k {
+		case "as", "g", "v":
+			if target == nil {
+				target = &schema.GroupVersionKind{}
+			}
+			switch k {
+			case "as":
+				target.Kind = v
+			case "g":
+				target.Group = v
+			case "v":
+				target.Version = v
+			}
+		case "stream":
+			if v != "" && (v != "watch" || info.StreamSerializer == nil) {
+				return output{}, false
+			}
+		case "sv":
+			if v != "" && v != "v1" {
+				return output{}, false
+			}
+		}
+	}
+	switch {
+	case target == nil:
+		return out, true
+	case opts.aggregated && *target == schema.GroupVersionKind{Group: "apidiscovery.k8s.io", Version: "v2", Kind: "APIGroupDiscoveryList"}:
+		out.aggregated = true
+		return out, info.MediaType == mediaJSON
+	case !opts.convert || target.Group != metav1.GroupName || target.Version != "v1" && target.Version != "v1beta1":
+		return output{}, false
+	}
+	switch target.Kind {
+	case "Table":
+		// kube-apiserver has no protobuf Table.
+		if info.MediaType == mediaProtobuf {
+			return output{}, false
+		}
+	case "PartialObjectMetadata", "PartialObjectMetadataList":
+	default:
+		return output{}, false
+	}
+	out.convert = target
+	return out, true
 }
 
 // write encodes obj (whose apiVersion and kind are set) with status code.
 func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.Object) {
 	ct := out.info.MediaType
-	if out.table || out.aggregated {
+	if out.aggregated {
 		gvk := obj.GetObjectKind().GroupVersionKind()
 		ct = fmt.Sprintf("%s;g=%s;v=%s;as=%s", mediaJSON, gvk.Group, gvk.Version, gvk.Kind)
 	}
@@ -100,9 +150,49 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	out, nerr := s.negotiate(r, acceptOptions{})
 	if nerr != nil {
-		out = output{info: s.json}
+		// As kube-apiserver: plain indented JSON when the client accepts
+		// nothing an error can be written in (D.7).
+		data, _ := json.MarshalIndent(st, "", "  ")
+		w.Header().Set("Content-Type", mediaJSON)
+		w.WriteHeader(int(st.Code))
+		_, _ = w.Write(data)
+		return
 	}
 	s.write(w, out, int(st.Code), st)
+}
+
+// Route media types: what kube-apiserver's routes declare they produce.
+// Lists and the old watch paths also produce the watch streams.
+var (
+	routeMediaTypes     = []string{mediaJSON, mediaYAML, mediaProtobuf}
+	routeListMediaTypes = append(routeMediaTypes[:len(routeMediaTypes):len(routeMediaTypes)], mediaJSON+";stream=watch", mediaProtobuf+";stream=watch")
+)
+
+// checkRouteAccept refuses a request none of whose Accept media types,
+// parameters ignored, is */* or one the route produces, as kube-apiserver's
+// router does before any handler runs; application/* is not enough there
+// (D.7).
+func checkRouteAccept(r *http.Request, produces []string) error {
+	header := r.Header.Get("Accept")
+	if header == "" {
+		return nil
+	}
+	for _, part := range strings.Split(header, ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		mt = strings.TrimSpace(mt)
+		if mt == "*/*" {
+			return nil
+		}
+		for _, p := range produces {
+			if p == mt {
+				return nil
+			}
+		}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable,
+		Reason:  metav1.StatusReasonNotAcceptable,
+		Message: "406: Not Acceptable\n\nAvailable representations: " + strings.Join(produces, ", "),
+		Details: &metav1.StatusDetails{}}}
 }
 
 // toStatus converts any error to the Status kube-apiserver would send.

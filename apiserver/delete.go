@@ -58,7 +58,7 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 }
 
 func (q *request) delete() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	opts, err := q.deleteOptions()
@@ -244,7 +244,7 @@ func (s *Server) deleteNamespaceContents(q *request, ns string) error {
 }
 
 func (q *request) deleteCollection() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	opts, err := q.deleteOptions()

@@ -156,7 +156,7 @@ func (q *request) listOptions() (listOptions, error) {
 }
 
 func (q *request) list() error {
-	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
 	if err != nil {
 		return err
 	}
@@ -176,13 +176,8 @@ func (q *request) list() error {
 	if err != nil {
 		return err
 	}
-	if out.table {
-		t, err := q.s.table(q.r, q.res, list)
-		if err != nil {
-			return err
-		}
-		q.s.write(q.w, out, http.StatusOK, t)
-		return nil
+	if list, err = q.s.convert(q.r, q.res, out, list); err != nil {
+		return err
 	}
 	q.s.write(q.w, out, http.StatusOK, list)
 	return nil

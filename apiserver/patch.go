@@ -18,7 +18,7 @@ import (
 )
 
 func (q *request) patch() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))

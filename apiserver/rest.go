@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/store"
 )
 
@@ -42,13 +43,24 @@ func (q *request) user() authn.User {
 	return u
 }
 
+// watchPath reports whether the request uses the old /watch/ path form.
+func (q *request) watchPath() bool {
+	ri, _ := authz.RequestInfoFrom(q.ctx())
+	return ri != nil && ri.Verb == "watch" && !q.r.URL.Query().Has("watch")
+}
+
 func (q *request) key(name string) string { return Key(q.res.gvr, q.ns, name) }
 
 func (q *request) gr() schema.GroupResource { return q.res.groupResource() }
 
 func (q *request) serve() {
-	var err error
+	produces := routeMediaTypes
+	if q.r.Method == http.MethodGet && (q.name == "" || q.watchPath()) {
+		produces = routeListMediaTypes
+	}
+	err := checkRouteAccept(q.r, produces)
 	switch {
+	case err != nil:
 	case q.sub == "" && q.name == "" && q.verb == "create":
 		err = q.create()
 	case q.sub == "" && q.name == "" && q.verb == "list":
@@ -81,18 +93,15 @@ func (q *request) serve() {
 	}
 }
 
-// respond writes obj, as a Table when the client asked for one.
+// respond writes obj, as a Table or its metadata when the client asked
+// for that.
 func (q *request) respond(code int, obj runtime.Object) error {
-	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
 	if err != nil {
 		return err
 	}
-	if out.table {
-		t, err := q.s.table(q.r, q.res, obj)
-		if err != nil {
-			return err
-		}
-		obj = t
+	if obj, err = q.s.convert(q.r, q.res, out, obj); err != nil {
+		return err
 	}
 	q.s.write(q.w, out, code, obj)
 	return nil
@@ -150,7 +159,7 @@ func (q *request) checkNamespace(acc metav1.Object) error {
 }
 
 func (q *request) create() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	dry, err := dryRun(q.r)
@@ -321,7 +330,7 @@ func (s *Server) checkEscalation(ctx context.Context, res *resource, user authn.
 }
 
 func (q *request) update() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{table: true}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	body, err := q.decodeBody()

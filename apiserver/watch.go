@@ -42,13 +42,23 @@ type watchStream struct {
 }
 
 func (ws *watchStream) send(typ watch.EventType, obj runtime.Object) error {
-	if ws.table != nil && typ != watch.Error && typ != watch.Bookmark {
+	switch {
+	case ws.table != nil && typ != watch.Error && typ != watch.Bookmark:
 		t, err := ws.s.tableOf(ws.table, ws.res, obj, !ws.tableHdr)
 		if err != nil {
 			return err
 		}
 		ws.tableHdr = true
 		obj = t
+	case ws.out.convert != nil && ws.table == nil:
+		// Bookmarks too carry PartialObjectMetadata. An object that cannot
+		// be converted (a PartialObjectMetadataList was asked for) ends the
+		// watch, as in kube-apiserver, which fails to encode it (D.7).
+		m, err := ws.s.convert(nil, ws.res, ws.out, obj)
+		if err != nil {
+			return err
+		}
+		obj = m
 	}
 	ws.buf.Reset()
 	if err := ws.out.info.Serializer.Encode(obj, &ws.buf); err != nil {
@@ -82,12 +92,12 @@ func (ws *watchStream) bookmark(rev int64, initialEnd bool) error {
 }
 
 func (q *request) watch() error {
-	out, err := q.s.negotiate(q.r, acceptOptions{table: true})
+	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
 	if err != nil {
 		return err
 	}
 	if out.info.StreamSerializer == nil {
-		return apierrors.NewBadRequest("no streaming support for " + out.info.MediaType)
+		return notAcceptable("only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 	}
 	sel, err := q.selectors()
 	if err != nil {
@@ -135,16 +145,14 @@ func (q *request) watch() error {
 	}
 	ws := &watchStream{s: q.s, res: q.res, w: q.w, rc: http.NewResponseController(q.w), out: out,
 		frame: out.info.StreamSerializer.Framer.NewFrameWriter(q.w)}
-	if out.table {
+	if out.table() {
 		if ws.table, err = q.s.tableRequest(q.r); err != nil {
 			return err
 		}
 	}
 	w, werr := q.s.cfg.Store.Watch(ctx, q.listPrefix(), from)
 	ct := out.info.MediaType
-	if out.table {
-		ct = mediaJSON + ";as=Table;v=v1;g=meta.k8s.io"
-	} else if out.info.MediaType == mediaProtobuf {
+	if out.info.MediaType == mediaProtobuf {
 		ct += ";stream=watch"
 	}
 	q.w.Header().Set("Content-Type", ct)
@@ -211,7 +219,7 @@ func (q *request) withName(sel selector) (selector, error) {
 // sendShared sends an event carrying a shared object, using the event's
 // shared encoding unless the stream is a Table, which is per watcher.
 func (ws *watchStream) sendShared(typ watch.EventType, so *sharedObject) error {
-	if ws.table != nil {
+	if ws.out.convert != nil {
 		return ws.send(typ, so.obj)
 	}
 	data, err := so.frame(typ, ws.out.info)
