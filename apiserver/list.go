@@ -81,12 +81,21 @@ func (q *request) listPrefix() string {
 }
 
 // continueToken is the opaque metadata.continue of a paged list: the
-// revision of the first page and the last key returned.
+// revision of the first page and the last key returned. Revision -1 means
+// the current revision: kube-apiserver hands out such a token when the
+// first page's revision has been compacted (D.7).
 type continueToken struct {
 	APIVersion string `json:"v"`
 	Revision   int64  `json:"rv"`
 	Start      string `json:"start"`
 }
+
+// continueTooOld is kube-apiserver's message for a continue token whose
+// revision has been compacted.
+const continueTooOld = "The provided continue parameter is too old to display a consistent list result. " +
+	"You can start a new list without the continue parameter, or use the continue token in this response to " +
+	"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+	"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
 
 func encodeContinue(rev int64, lastKey string) string {
 	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Revision: rev, Start: lastKey})
@@ -99,7 +108,7 @@ func decodeContinue(s, prefix string) (continueToken, error) {
 	if err == nil {
 		err = json.Unmarshal(data, &t)
 	}
-	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Revision <= 0 || !strings.HasPrefix(t.Start, prefix) {
+	if err != nil || t.APIVersion != "meta.k8s.io/v1" || t.Revision == 0 || t.Revision < -1 || !strings.HasPrefix(t.Start, prefix) {
 		return t, apierrors.NewBadRequest("continue key is not valid: the continue token could not be decoded")
 	}
 	return t, nil
@@ -135,13 +144,17 @@ func (q *request) listOptions() (listOptions, error) {
 		if err != nil {
 			return o, err
 		}
-		o.cont, o.revision = &t, t.Revision
+		o.cont, o.revision = &t, max(t.Revision, 0)
 		return o, nil
 	}
 	switch match := query.Get("resourceVersionMatch"); match {
 	case "":
-		// "" and "0": the current state; N: not older than N.
+		// "" and "0": the current state; N: not older than N, but with a
+		// limit exactly N, as kube-apiserver has always served it (D.7).
 		o.minRev = rv
+		if o.limit > 0 && rv > 0 {
+			o.revision, o.minRev = rv, 0
+		}
 	case string(metav1.ResourceVersionMatchNotOlderThan):
 		o.minRev = rv
 	case string(metav1.ResourceVersionMatchExact):
@@ -214,10 +227,14 @@ func (q *request) collect(sel selector, o listOptions) ([]runtime.Object, int64,
 	for {
 		page, err := st.List(q.ctx(), q.listPrefix(), opts)
 		if errors.Is(err, store.ErrCompacted) && o.cont != nil {
-			return nil, 0, "", apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			// The answer carries a token that goes on at the current
+			// revision, for clients content with an inconsistent list.
+			se := apierrors.NewResourceExpired(continueTooOld)
+			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, o.cont.Start)
+			return nil, 0, "", se
 		}
 		if errors.Is(err, store.ErrCompacted) {
-			return nil, 0, "", apierrors.NewResourceExpired(fmt.Sprintf("The resourceVersion for the provided list is too old. %v", err))
+			return nil, 0, "", apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
 		if err != nil {
 			return nil, 0, "", storeErr(err, q.gr(), "")
