@@ -76,11 +76,52 @@ func (q *request) delete() error {
 	if err != nil {
 		return err
 	}
+	// 200 even when the object stays for now; kube-apiserver keeps 202 for
+	// clients that asked orphanDependents=false (D.7).
 	code := http.StatusOK
-	if !deleted {
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
+	if deleted {
+		obj = q.deletedAnswer(obj)
+	}
 	return q.respond(code, obj)
+}
+
+// deletedAnswer is what a delete that removed obj at once answers (D.7):
+// for most kinds a success Status naming it; a pod as kube-apiserver's
+// graceful deletion with a zero grace period leaves it, and a namespace as
+// the namespace lifecycle starts it (kubegate needs no namespace
+// controller, so it removes the namespace at once).
+func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
+	acc, _ := meta.Accessor(obj)
+	if !q.res.returnDeleted {
+		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
+			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.gvr.Group, Kind: q.res.gvr.Resource, UID: acc.GetUID()}}
+	}
+	now := metav1.NewTime(q.s.now().Truncate(time.Second))
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		zero := int64(0)
+		ts := now
+		if o.DeletionTimestamp == nil {
+			if o.Generation > 0 {
+				o.Generation++
+			}
+		} else if o.DeletionGracePeriodSeconds != nil {
+			// The deletion moves forward by the grace period it had.
+			if t := metav1.NewTime(o.DeletionTimestamp.Add(-time.Duration(*o.DeletionGracePeriodSeconds) * time.Second)); now.Before(&t) {
+				ts = t
+			}
+		}
+		o.DeletionTimestamp, o.DeletionGracePeriodSeconds = &ts, &zero
+	case *corev1.Namespace:
+		if o.DeletionTimestamp == nil {
+			o.DeletionTimestamp = &now
+		}
+		o.Status.Phase = corev1.NamespaceTerminating
+	}
+	return obj
 }
 
 // deleteOne deletes the object name, or marks it deleting when finalizers

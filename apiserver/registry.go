@@ -33,6 +33,10 @@ type resource struct {
 	// subresources this resource serves besides the object itself.
 	status  bool // RESOURCE/status: get, update, patch of .status only
 	binding bool // pods/binding
+	// returnDeleted: a delete that removes the object at once answers with
+	// the object, not a success Status, as kube-apiserver does for pods,
+	// namespaces, services and service accounts (D.7).
+	returnDeleted bool
 	// nameFn validates metadata.name.
 	nameFn apivalidation.ValidateNameFunc
 	// fields returns the selectable fields besides metadata.name and
@@ -100,15 +104,15 @@ func builtinResources() []*resource {
 	coord := coordinationv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*resource{
-		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"},
+		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true,
 			status: true, nameFn: label, defaults: defaultNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
 		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
-			categories: []string{"all"}, status: true, binding: true, nameFn: subdomain, generation: true,
+			categories: []string{"all"}, status: true, binding: true, returnDeleted: true, nameFn: subdomain, generation: true,
 			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, resetStatus: resetPodStatus, table: podTable},
 		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
-			shortNames: []string{"sa"}, nameFn: subdomain},
+			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain},
 		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
 			fields: secretFields, defaults: defaultSecret},
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
@@ -118,7 +122,7 @@ func builtinResources() []*resource {
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
-			shortNames: []string{"svc"}, status: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
+			shortNames: []string{"svc"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
 			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
 			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain, generation: true},
