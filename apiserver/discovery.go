@@ -14,18 +14,31 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 )
 
-// GitVersion is the Kubernetes version the server reports on /version: the
-// API level it serves, so that kubectl 1.32 sees no version skew.
-const GitVersion = "v1.32.0-kubegate"
+// GitVersion is the Kubernetes version the server reports on /version: that
+// of the API types it serves (k8s.io/api v0.37.2), as kube-apiserver v1.37.2
+// reports it (D.7). kubegate's own version is not here: `kubegate version`
+// prints it.
+const GitVersion = "v1.37.2"
+
+// openAPIVersion is the info.version of the OpenAPI documents: the major
+// and minor version only, as kube-apiserver gives it.
+const openAPIVersion = "1.37"
 
 var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+// version answers /version with kube-apiserver's fields. The emulation
+// version is the binary's own and the minimum compatibility version one
+// minor below, kube's defaults. gitCommit and buildDate, which would be
+// Kubernetes' build's, stay empty.
 func (s *Server) version(w http.ResponseWriter, r *http.Request) {
-	info := &version.Info{Major: "1", Minor: "32", GitVersion: GitVersion, GitTreeState: "clean",
+	info := &version.Info{Major: "1", Minor: "37", EmulationMajor: "1", EmulationMinor: "37",
+		MinCompatibilityMajor: "1", MinCompatibilityMinor: "36", GitVersion: GitVersion, GitTreeState: "clean",
 		GoVersion: goruntime.Version(), Compiler: goruntime.Compiler, Platform: goruntime.GOOS + "/" + goruntime.GOARCH}
+	// Indented, as kube-apiserver writes it whatever the client accepts.
+	data, _ := json.MarshalIndent(info, "", "  ")
 	w.Header().Set("Content-Type", mediaJSON)
 	w.WriteHeader(http.StatusOK)
-	_ = json.NewEncoder(w).Encode(info)
+	_, _ = w.Write(data)
 }
 
 // groupVersions returns every group (core as "") with its versions.

@@ -113,9 +113,14 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 			t.Errorf("discovery lacks %s (have %d groups)", want, len(groups))
 		}
 	}
+	// kube-apiserver v1.37.2's fields (D.7).
 	v, err := cs.Discovery().ServerVersion()
-	if err != nil || v.GitVersion != GitVersion {
-		t.Errorf("version = %v, %v; want %s", v, err, GitVersion)
+	if err != nil || v.Major != "1" || v.Minor != "37" || v.GitVersion != "v1.37.2" || v.EmulationMajor != "1" || v.EmulationMinor != "37" ||
+		v.MinCompatibilityMajor != "1" || v.MinCompatibilityMinor != "36" || v.GitTreeState != "clean" {
+		t.Errorf("version = %#v, %v; want kube-apiserver v1.37.2's", v, err)
+	}
+	if _, _, body := get(t, ts.http.URL+"/version", ""); !strings.HasPrefix(string(body), "{\n  \"major\": \"1\",\n  \"minor\": \"37\",\n  \"emulationMajor\": \"1\",") {
+		t.Errorf("/version = %s, want it indented as kube-apiserver writes it", body)
 	}
 
 	code, _, body = get(t, ts.http.URL+"/openapi/v3", "")

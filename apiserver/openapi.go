@@ -150,7 +150,7 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 	}
 	return obj{
 		"openapi":    "3.0.0",
-		"info":       obj{"title": "Kubernetes", "version": GitVersion},
+		"info":       obj{"title": "Kubernetes", "version": openAPIVersion},
 		"paths":      paths,
 		"components": obj{"schemas": g.schemas},
 	}
