@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +59,10 @@ type Config struct {
 	// sends its port 443 to: the API server's secure port as clients reach
 	// it. 0: 6443.
 	KubernetesServicePort int
+	// Registry receives the request metrics (apiserver_request_total and
+	// apiserver_request_duration_seconds), served at /metrics; nil means a
+	// new registry of the server's own.
+	Registry *prometheus.Registry
 }
 
 // Operation is what an admission plugin is asked about.

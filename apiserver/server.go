@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -41,6 +42,8 @@ type Server struct {
 
 	typeConverter managedfields.TypeConverter
 	fieldManagers sync.Map // schema.GroupVersionKind+subresource → *managedfields.FieldManager
+
+	metrics *requestMetrics
 
 	openapiOnce sync.Once
 	openapi     *openAPIDocs
@@ -112,6 +115,11 @@ func New(c Config) (*Server, error) {
 	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
+	reg := c.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	s.metrics = newRequestMetrics(reg)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
@@ -193,8 +201,9 @@ func (s *Server) buildHandler() http.Handler {
 	mux.Get("/apis/{group}/{version}", s.apiResources)
 	mux.Get("/openapi/v3", s.openAPIRoot)
 	mux.Get("/openapi/v3/*", s.openAPIDoc)
-	mux.HandleFunc("/api/{version}/*", s.serveResource)
-	mux.HandleFunc("/apis/{group}/{version}/*", s.serveResource)
+	mux.Get("/metrics", s.metrics.handler.ServeHTTP)
+	mux.HandleFunc("/api/{version}/*", s.withRequestMetrics(s.serveResource))
+	mux.HandleFunc("/apis/{group}/{version}/*", s.withRequestMetrics(s.serveResource))
 
 	var h http.Handler = mux
 	h = s.withAuthorization(h)
