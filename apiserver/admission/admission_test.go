@@ -114,7 +114,7 @@ func TestServiceAccountTokenVolume_D8(t *testing.T) {
 
 	pod := &corev1.Pod{Spec: corev1.PodSpec{
 		InitContainers: []corev1.Container{{Name: "init"}},
-		Containers: []corev1.Container{{Name: "app"}, {Name: "own", VolumeMounts: []corev1.VolumeMount{{Name: "mine", MountPath: TokenMountPath}}}},
+		Containers:     []corev1.Container{{Name: "app"}, {Name: "own", VolumeMounts: []corev1.VolumeMount{{Name: "mine", MountPath: TokenMountPath}}}},
 	}}
 	admit(t, pod)
 	if len(pod.Spec.Volumes) != 1 || !strings.HasPrefix(pod.Spec.Volumes[0].Name, "kube-api-access-") || len(pod.Spec.Volumes[0].Name) != len("kube-api-access-")+5 {
