@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -240,7 +241,7 @@ func (s *Server) bodyInfo(r *http.Request) (runtime.SerializerInfo, error) {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return runtime.SerializerInfo{}, unsupportedMediaType(ct)
+		return runtime.SerializerInfo{}, unsupportedMediaType()
 	}
 	switch mt {
 	case mediaJSON:
@@ -250,7 +251,7 @@ func (s *Server) bodyInfo(r *http.Request) (runtime.SerializerInfo, error) {
 	case mediaProtobuf:
 		return s.protobuf, nil
 	}
-	return runtime.SerializerInfo{}, unsupportedMediaType(ct)
+	return runtime.SerializerInfo{}, unsupportedMediaType()
 }
 
 // decode decodes data of serializer info into into, whose kind must be gvk.
@@ -281,15 +282,14 @@ func (s *Server) decode(info runtime.SerializerInfo, data []byte, gvk schema.Gro
 // fieldValidation is the fieldValidation query parameter: Strict, Warn (the
 // default) or Ignore.
 func fieldValidation(r *http.Request) (string, error) {
-	switch v := r.URL.Query().Get("fieldValidation"); strings.ToLower(v) {
-	case "", "warn":
-		return "Warn", nil
-	case "strict":
-		return "Strict", nil
-	case "ignore":
-		return "Ignore", nil
+	switch v := r.URL.Query().Get("fieldValidation"); v {
+	case "", metav1.FieldValidationWarn:
+		return metav1.FieldValidationWarn, nil
+	case metav1.FieldValidationStrict, metav1.FieldValidationIgnore:
+		return v, nil
 	default:
-		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation must be one of Ignore, Warn or Strict, got %q", v))
+		return "", optionsInvalid(r, field.NotSupported(field.NewPath("fieldValidation"), v,
+			[]string{"", metav1.FieldValidationIgnore, metav1.FieldValidationStrict, metav1.FieldValidationWarn}))
 	}
 }
 
@@ -320,8 +320,15 @@ func addWarning(w http.ResponseWriter, text string) {
 	w.Header().Add("Warning", `299 - "`+text+`"`)
 }
 
-func unsupportedMediaType(ct string) error {
+func unsupportedMediaType() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
 		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Message: fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml (got %q)", ct)}}
+		Message: "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"}}
+}
+
+// unsupportedPatchType is kube-apiserver's answer to a PATCH whose
+// Content-Type is no patch type (D.7).
+func unsupportedPatchType() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType,
+		Reason: metav1.StatusReasonUnsupportedMediaType, Message: "415: Unsupported Media Type", Details: &metav1.StatusDetails{}}}
 }

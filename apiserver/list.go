@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -34,7 +35,7 @@ func (q *request) selectors() (selector, error) {
 	query := q.r.URL.Query()
 	ls, err := labels.Parse(query.Get("labelSelector"))
 	if err != nil {
-		return selector{}, apierrors.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		return selector{}, apierrors.NewBadRequest(err.Error())
 	}
 	fs, err := fields.ParseSelector(query.Get("fieldSelector"))
 	if err != nil {
@@ -127,10 +128,13 @@ func (q *request) listOptions() (listOptions, error) {
 	var o listOptions
 	if v := query.Get("limit"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return o, apierrors.NewBadRequest(fmt.Sprintf("limit: invalid value %q", v))
+		if err != nil {
+			return o, apierrors.NewBadRequest(err.Error())
 		}
-		o.limit = n
+		o.limit = max(n, 0) // a negative limit is none
+	}
+	if err := validateRVMatch(q.r); err != nil {
+		return o, err
 	}
 	rv, err := parseRV(query.Get("resourceVersion"))
 	if err != nil {
@@ -158,14 +162,29 @@ func (q *request) listOptions() (listOptions, error) {
 	case string(metav1.ResourceVersionMatchNotOlderThan):
 		o.minRev = rv
 	case string(metav1.ResourceVersionMatchExact):
-		if rv == 0 {
-			return o, apierrors.NewBadRequest("resourceVersionMatch: Exact requires a resourceVersion other than 0")
-		}
 		o.revision = rv
-	default:
-		return o, apierrors.NewBadRequest(fmt.Sprintf("resourceVersionMatch: unsupported value %q", match))
 	}
 	return o, nil
+}
+
+// validateRVMatch checks resourceVersionMatch as kube-apiserver validates
+// ListOptions (D.7): a known value, only with a resourceVersion, and Exact
+// not at "0".
+func validateRVMatch(r *http.Request) error {
+	query := r.URL.Query()
+	match, rv := query.Get("resourceVersionMatch"), query.Get("resourceVersion")
+	path := field.NewPath("resourceVersionMatch")
+	switch {
+	case match == "":
+		return nil
+	case match != string(metav1.ResourceVersionMatchExact) && match != string(metav1.ResourceVersionMatchNotOlderThan):
+		return optionsInvalid(r, field.NotSupported(path, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+	case rv == "":
+		return optionsInvalid(r, field.Forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+	case match == string(metav1.ResourceVersionMatchExact) && rv == "0":
+		return optionsInvalid(r, field.Forbidden(path, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+	}
+	return nil
 }
 
 func (q *request) list() error {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
@@ -154,11 +155,11 @@ func parseRV(s string) (int64, error) {
 	if s == "" {
 		return 0, nil
 	}
-	rv, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || rv < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version %q", s))
+	rv, err := strconv.ParseUint(s, 10, 63)
+	if err != nil {
+		return 0, apierrors.NewBadRequest("invalid resource version: " + field.Invalid(field.NewPath("resourceVersion"), s, err.Error()).Error())
 	}
-	return rv, nil
+	return int64(rv), nil
 }
 
 // dryRun reports whether the request asks dryRun=All, and rejects other values.
@@ -166,10 +167,22 @@ func dryRun(r *http.Request) (bool, error) {
 	vs := r.URL.Query()["dryRun"]
 	for _, v := range vs {
 		if v != metav1.DryRunAll {
-			return false, apierrors.NewBadRequest(fmt.Sprintf("dryRun: unsupported value %q, supported values: %q", v, metav1.DryRunAll))
+			return false, optionsInvalid(r, field.NotSupported(field.NewPath("dryRun"), vs, []string{metav1.DryRunAll}))
 		}
 	}
 	return len(vs) > 0, nil
+}
+
+// optionsInvalid is kube-apiserver's 422 for query parameters that fail
+// the validation of the request's options: CreateOptions,
+// UpdateOptions, PatchOptions, DeleteOptions or ListOptions, by method
+// (D.7).
+func optionsInvalid(r *http.Request, errs ...*field.Error) error {
+	kind := map[string]string{
+		http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions",
+		http.MethodDelete: "DeleteOptions", http.MethodGet: "ListOptions",
+	}[r.Method]
+	return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind(kind).GroupKind(), "", errs)
 }
 
 // fieldManagerName is the manager recorded for a write: the fieldManager

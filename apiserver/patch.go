@@ -12,7 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
@@ -23,7 +25,7 @@ func (q *request) patch() error {
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))
 	if err != nil {
-		return unsupportedMediaType(q.r.Header.Get("Content-Type"))
+		return unsupportedPatchType()
 	}
 	patch, err := readBody(q.r)
 	if err != nil {
@@ -43,7 +45,7 @@ func (q *request) patch() error {
 	case types.ApplyPatchType:
 		obj, code, err = q.serverSideApply(patch)
 	default:
-		return unsupportedMediaType(ct)
+		return unsupportedPatchType()
 	}
 	if err != nil {
 		return err
@@ -62,16 +64,23 @@ func (q *request) applyPatch(pt types.PatchType, directive string, old runtime.O
 	switch pt {
 	case types.JSONPatchType:
 		var p jsonpatch.Patch
-		if p, err = jsonpatch.DecodePatch(patch); err == nil {
-			patched, err = p.Apply(buf.Bytes())
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 		}
+		patched, err = p.Apply(buf.Bytes())
 	case types.MergePatchType:
 		patched, err = jsonpatch.MergePatch(buf.Bytes(), patch)
 	case types.StrategicMergePatchType:
 		patched, err = strategicpatch.StrategicMergePatch(buf.Bytes(), patch, q.s.newObject(q.res))
 	}
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was not a valid %s patch: %v", pt, err))
+	switch {
+	case err == nil:
+	case pt == types.JSONPatchType:
+		// kube-apiserver answers any JSON patch that does not apply (a
+		// failed test, an unknown op, a missing path) with a bare 422.
+		return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", "", 0, false)
+	default:
+		return nil, apierrors.NewBadRequest("invalid JSON patch")
 	}
 	d, err := q.s.decode(q.s.json, patched, q.res.gvk(), q.s.newObject(q.res))
 	if err != nil {
@@ -89,7 +98,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	query := q.r.URL.Query()
 	manager := query.Get("fieldManager")
 	if manager == "" {
-		return nil, 0, apierrors.NewBadRequest("PATCH requests of type application/apply-patch+yaml must specify fieldManager")
+		return nil, 0, optionsInvalid(q.r, field.Required(field.NewPath("fieldManager"), "is required for apply patch"))
 	}
 	force := query.Get("force") == "true"
 	data, err := yaml.YAMLToJSON(body)

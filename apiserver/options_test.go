@@ -1,0 +1,122 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// Bad query parameters get the answers kube-apiserver gives: a 422 naming
+// the options kind and the field, or a 400 with the parser's message
+// (D.7).
+func TestBadOptionsAnswers_D7(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one"}}`
+	do := func(method, path, contentType, body string) (int, map[string]any) {
+		t.Helper()
+		return rawRequest(t, ts, method, path, contentType, body)
+	}
+	const cms = "/api/v1/namespaces/default/configmaps"
+	if code, st := do("POST", cms, "application/json", cm); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, st)
+	}
+	tests := []struct {
+		name, method, path, contentType, body string
+		code                                  int
+		message                               string
+	}{
+		{"create with a bad dryRun", "POST", cms + "?dryRun=All&dryRun=Some", "application/json", cm, 422,
+			`CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["All","Some"]: supported values: "All"`},
+		{"update with a bad dryRun", "PUT", cms + "/one?dryRun=x", "application/json", cm, 422,
+			`UpdateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["x"]: supported values: "All"`},
+		{"patch with a bad dryRun", "PATCH", cms + "/one?dryRun=x", "application/merge-patch+json", `{}`, 422,
+			`PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["x"]: supported values: "All"`},
+		{"fieldValidation is case-sensitive", "POST", cms + "?fieldValidation=strict", "application/json", cm, 422,
+			`CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"`},
+		{"apply without a field manager", "PATCH", cms + "/one", "application/apply-patch+yaml", `{}`, 422,
+			`PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch`},
+		{"resourceVersionMatch without resourceVersion", "GET", cms + "?resourceVersionMatch=Exact", "", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`},
+		{"an unknown resourceVersionMatch", "GET", cms + "?resourceVersionMatch=Bogus&resourceVersion=1", "", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: "Bogus": supported values: "Exact", "NotOlderThan", ""`},
+		{"Exact at 0", "GET", cms + "?resourceVersionMatch=Exact&resourceVersion=0", "", "", 422,
+			`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"`},
+		{"a resourceVersion that is no number", "GET", cms + "?resourceVersion=-1", "", "", 400,
+			`invalid resource version: resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax`},
+		{"a limit that is no number", "GET", cms + "?limit=abc", "", "", 400, `strconv.ParseInt: parsing "abc": invalid syntax`},
+		{"a label selector that does not parse", "GET", cms + "?labelSelector=a%3D(b", "", "", 400, `unable to parse requirement: found '(', expected: identifier`},
+		{"a negative limit is none", "GET", cms + "?limit=-1", "", "", 200, ""},
+	}
+	for _, tt := range tests {
+		code, st := do(tt.method, tt.path, tt.contentType, tt.body)
+		if code != tt.code {
+			t.Errorf("%s: status %d, want %d (%v)", tt.name, code, tt.code, st)
+			continue
+		}
+		if tt.message != "" && st["message"] != tt.message {
+			t.Errorf("%s: message\n got %q\nwant %q", tt.name, st["message"], tt.message)
+		}
+		if code == 422 {
+			details, _ := st["details"].(map[string]any)
+			if st["reason"] != "Invalid" || details["group"] != "meta.k8s.io" || !strings.HasSuffix(details["kind"].(string), "Options") {
+				t.Errorf("%s: status %v, want reason Invalid and details naming the meta.k8s.io options kind", tt.name, st)
+			}
+		}
+	}
+}
+
+// Patches that do not apply get kube-apiserver's answers (D.7).
+func TestBadPatchAnswers_D7(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const one = "/api/v1/namespaces/default/configmaps/one"
+	if code, _ := rawRequest(t, ts, "POST", "/api/v1/namespaces/default/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"one"},"data":{"a":"1"}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	tests := []struct {
+		name, contentType, body string
+		code                    int
+		reason, message         string
+	}{
+		{"a JSON patch test that fails", "application/json-patch+json", `[{"op":"test","path":"/data/a","value":"9"}]`, 422,
+			"Invalid", "the server rejected our request due to an error in our request"},
+		{"a JSON patch op that does not exist", "application/json-patch+json", `[{"op":"bogus"}]`, 422,
+			"Invalid", "the server rejected our request due to an error in our request"},
+		{"a merge patch that is no JSON", "application/merge-patch+json", `{"data":`, 400, "BadRequest", "invalid JSON patch"},
+		{"a strategic patch that is no JSON", "application/strategic-merge-patch+json", `{"data":`, 400, "BadRequest", "invalid JSON patch"},
+		{"a content type that is no patch", "application/json", `{}`, 415, "UnsupportedMediaType", "415: Unsupported Media Type"},
+	}
+	for _, tt := range tests {
+		code, st := rawRequest(t, ts, "PATCH", one, tt.contentType, tt.body)
+		if code != tt.code || st["reason"] != tt.reason || st["message"] != tt.message {
+			t.Errorf("%s: got %d %v %q, want %d %s %q", tt.name, code, st["reason"], st["message"], tt.code, tt.reason, tt.message)
+		}
+	}
+	code, st := rawRequest(t, ts, "POST", "/api/v1/namespaces/default/configmaps", "text/plain", `{}`)
+	if want := "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf"; code != 415 || st["message"] != want {
+		t.Errorf("create with text/plain: got %d %q, want 415 %q", code, st["message"], want)
+	}
+}
+
+// rawRequest sends one request to the test server and decodes the answer.
+func rawRequest(t *testing.T, ts *testServer, method, path, contentType, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var st map[string]any
+	_ = json.Unmarshal(b, &st)
+	return resp.StatusCode, st
+}
