@@ -99,7 +99,10 @@ func validateRoleRefUnchanged(ref, old rbacv1.RoleRef) field.ErrorList {
 	if ref == defaultRoleRef(old) {
 		return nil
 	}
-	return field.ErrorList{field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef")}
+	// kube-apiserver reports the value as its internal type, which has no
+	// JSON names: {"APIGroup":…,"Kind":…,"Name":…}.
+	type roleRef struct{ APIGroup, Kind, Name string }
+	return field.ErrorList{field.Invalid(field.NewPath("roleRef"), roleRef{ref.APIGroup, ref.Kind, ref.Name}, "field is immutable")}
 }
 
 // validateSubjects checks each subject: a name, a known kind, and the API

@@ -187,7 +187,7 @@ func TestBindingRoleRefImmutable(t *testing.T) {
 	}
 	for _, c := range changes {
 		t.Run(c.name, func(t *testing.T) {
-			wantInvalid(t, c.change(), "roleRef", "cannot change roleRef")
+			wantInvalid(t, c.change(), "roleRef", "field is immutable")
 		})
 	}
 	b, err := rbs.Get(ctx, "dev", metav1.GetOptions{})
@@ -209,7 +209,7 @@ func TestBindingRoleRefImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = crbs.Patch(ctx, "dev", types.MergePatchType, []byte(`{"roleRef":{"name":"cluster-admin"}}`), metav1.PatchOptions{})
-	wantInvalid(t, err, "roleRef", "cannot change roleRef")
+	wantInvalid(t, err, "roleRef", `Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"cluster-admin"}: field is immutable`)
 }
 
 // A binding stored without a roleRef API group, as clients could write

@@ -201,7 +201,7 @@ func TestBindingRoleRefChangeRefused(t *testing.T) {
 			if err != nil {
 				t.Fatalf("binding a role she holds: %v", err)
 			}
-			wantInvalid(t, tt.change(rbs, b), "roleRef", "cannot change roleRef")
+			wantInvalid(t, tt.change(rbs, b), "roleRef", "field is immutable")
 			rs.wantNoSecrets(t, mallory)
 		})
 	}
