@@ -12,6 +12,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +87,7 @@ func newScheme() (*runtime.Scheme, error) {
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
+		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

@@ -83,7 +83,9 @@ func (q *request) serve() {
 		err = q.delete()
 	case q.sub == "binding" && q.res.binding && q.verb == "create":
 		err = q.bind(q.name)
-	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding):
+	case podSubresource(q.res.gvr, q.sub):
+		err = q.podSubresource()
+	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub):
 		err = apierrors.NewNotFound(q.gr(), q.name)
 	default:
 		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/" + q.sub}, q.verb)
