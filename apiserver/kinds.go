@@ -5,10 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Kind-specific behaviour of the built-in resources: selectable fields,
@@ -132,6 +130,11 @@ func defaultPod(obj runtime.Object) {
 		g := int64(corev1.DefaultTerminationGracePeriodSeconds)
 		s.TerminationGracePeriodSeconds = &g
 	}
+	if *s.TerminationGracePeriodSeconds < 0 {
+		// kube accepts a negative grace period and stores 1 (D.5).
+		g := int64(1)
+		s.TerminationGracePeriodSeconds = &g
+	}
 	if s.SecurityContext == nil {
 		s.SecurityContext = &corev1.PodSecurityContext{}
 	}
@@ -142,6 +145,7 @@ func defaultPod(obj runtime.Object) {
 	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
 		for i := range cs {
 			defaultContainer(&cs[i])
+			defaultRequests(&cs[i].Resources)
 		}
 	}
 }
@@ -216,41 +220,16 @@ func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
 	return corev1.PodQOSBurstable
 }
 
-// validatePod checks what a pod needs to be runnable: at least one
-// container, each with a DNS-label name unique in the pod and an image.
-func validatePod(obj, _ runtime.Object) field.ErrorList {
-	p := obj.(*corev1.Pod)
-	var errs field.ErrorList
-	specPath := field.NewPath("spec")
-	if len(p.Spec.Containers) == 0 {
-		errs = append(errs, field.Required(specPath.Child("containers"), ""))
-	}
-	names := map[string]bool{}
-	check := func(cs []corev1.Container, fp *field.Path) {
-		for i, c := range cs {
-			cp := fp.Index(i)
-			switch {
-			case c.Name == "":
-				errs = append(errs, field.Required(cp.Child("name"), ""))
-			case names[c.Name]:
-				errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
-			default:
-				for _, msg := range apivalidation.NameIsDNSLabel(c.Name, false) {
-					errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-				}
-			}
-			names[c.Name] = true
-			if strings.TrimSpace(c.Image) == "" {
-				errs = append(errs, field.Required(cp.Child("image"), ""))
-			}
-			for j, port := range c.Ports {
-				if port.ContainerPort < 1 || port.ContainerPort > 65535 {
-					errs = append(errs, field.Invalid(cp.Child("ports").Index(j).Child("containerPort"), port.ContainerPort, "must be between 1 and 65535, inclusive"))
-				}
-			}
+// defaultRequests makes each limit without a request its request too, as
+// kube defaults a pod's containers (D.5).
+func defaultRequests(r *corev1.ResourceRequirements) {
+	for name, l := range r.Limits {
+		if _, ok := r.Requests[name]; ok {
+			continue
 		}
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		r.Requests[name] = l.DeepCopy()
 	}
-	check(p.Spec.InitContainers, specPath.Child("initContainers"))
-	check(p.Spec.Containers, specPath.Child("containers"))
-	return errs
 }

@@ -1,0 +1,186 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The answers these tests expect are kube-apiserver v1.37.2's, taken from a
+// real server given the same requests.
+
+// send makes a request with a JSON body (none when body is "") and returns
+// the status code and the body.
+func (ts *testServer) send(t *testing.T, method, path, contentType, body string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.http.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType == "" {
+		contentType = "application/json"
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// wantStatus fails unless the answer is a Status with code, reason and
+// message, and exactly causes (none when nil).
+func wantStatus(t *testing.T, code int, body []byte, wantCode int, reason metav1.StatusReason, message string, causes []metav1.StatusCause) {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err != nil || st.Kind != "Status" {
+		t.Fatalf("got %d %s, want a Status", code, body)
+	}
+	if code != wantCode || st.Code != int32(wantCode) || st.Reason != reason || st.Message != message {
+		t.Errorf("got %d %s %q\nwant %d %s %q", code, st.Reason, st.Message, wantCode, reason, message)
+	}
+	var got []metav1.StatusCause
+	if st.Details != nil {
+		got = st.Details.Causes
+	}
+	if !reflect.DeepEqual(got, causes) {
+		t.Errorf("causes: got %+v\nwant %+v", got, causes)
+	}
+}
+
+// invalid builds the message and causes of a 422 about a kind's object
+// from "field: Kind: detail" causes (Kind: FieldValueXxx).
+func invalid(kind, name string, causes ...metav1.StatusCause) (string, []metav1.StatusCause) {
+	var parts []string
+	for _, c := range causes {
+		parts = append(parts, c.Field+": "+c.Message)
+	}
+	msg := strings.Join(parts, ", ")
+	if len(parts) > 1 {
+		msg = "[" + msg + "]"
+	}
+	return fmt.Sprintf("%s %q is invalid: %s", kind, name, msg), causes
+}
+
+func cause(reason metav1.CauseType, field, message string) metav1.StatusCause {
+	return metav1.StatusCause{Type: reason, Field: field, Message: message}
+}
+
+// causeForbidden is field.ErrorTypeForbidden, which metav1 has no name for.
+const causeForbidden = metav1.CauseType("FieldValueForbidden")
+
+const dnsLabelMsg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+
+func TestPodCreateValidation_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	c := `{"name":"c","image":"i"}`
+	tests := []struct {
+		name   string
+		spec   string
+		causes []metav1.StatusCause
+	}{
+		{"unknown restart policy", `{"restartPolicy":"Sometimes","containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.restartPolicy", `Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`)}},
+		{"unknown DNS policy", `{"dnsPolicy":"Weird","containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.dnsPolicy", `Unsupported value: "Weird": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`)}},
+		{"no containers", `{"containers":[]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers", "Required value")}},
+		{"container name not a DNS label", `{"containers":[{"name":"Bad_Name","image":"i"}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].name", `Invalid value: "Bad_Name": `+dnsLabelMsg)}},
+		{"two containers of one name", `{"containers":[` + c + `,` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueDuplicate, "spec.containers[1].name", `Duplicate value: "c"`)}},
+		{"init container named like a container", `{"initContainers":[` + c + `],"containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueDuplicate, "spec.initContainers[0].name", `Duplicate value: "c"`)}},
+		{"no image", `{"containers":[{"name":"c"}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers[0].image", "Required value")}},
+		{"image of blanks", `{"containers":[{"name":"c","image":" "}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].image", `Invalid value: " ": must not have leading or trailing whitespace`)}},
+		{"unknown pull policy", `{"containers":[{"name":"c","image":"i","imagePullPolicy":"Sometimes"}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.containers[0].imagePullPolicy", `Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"`)}},
+		{"unknown termination message policy", `{"containers":[{"name":"c","image":"i","terminationMessagePolicy":"Sometimes"}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.containers[0].terminationMessagePolicy", `Unsupported value: "Sometimes": supported values: "File", "FallbackToLogsOnError"`)}},
+		{"port 0", `{"containers":[{"name":"c","image":"i","ports":[{"containerPort":0}]}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers[0].ports[0].containerPort", "Required value")}},
+		{"ports out of range", `{"containers":[{"name":"c","image":"i","ports":[{"containerPort":70000,"hostPort":70000}]}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].ports[0].containerPort", "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].ports[0].hostPort", "Invalid value: 70000: must be between 1 and 65535, inclusive")}},
+		{"unknown protocol", `{"containers":[{"name":"c","image":"i","ports":[{"containerPort":80,"protocol":"ICMP"}]}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.containers[0].ports[0].protocol", `Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"`)}},
+		{"port names", `{"containers":[{"name":"c","image":"i","ports":[{"name":"http","containerPort":80},{"name":"http","containerPort":81},{"name":"Bad_Port_Name_Long","containerPort":82}]}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueDuplicate, "spec.containers[0].ports[1].name", `Duplicate value: "http"`),
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].ports[2].name", `Invalid value: "Bad_Port_Name_Long": must be no more than 15 characters`),
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].ports[2].name", `Invalid value: "Bad_Port_Name_Long": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)`)}},
+		{"request above limit", `{"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}}}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].resources.requests", `Invalid value: "2": must be less than or equal to cpu limit of 1`)}},
+		{"negative request", `{"containers":[{"name":"c","image":"i","resources":{"requests":{"memory":"-1"}}}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].resources.requests[memory]", `Invalid value: "-1": must be greater than or equal to 0`)}},
+		{"env names", `{"containers":[{"name":"c","image":"i","env":[{"name":""},{"name":"a=b"}]}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers[0].env[0].name", "Required value"),
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].env[1].name", `Invalid value: "a=b": a valid environment variable name must consist only of printable ASCII characters other than '='`)}},
+		{"active deadline 0", `{"activeDeadlineSeconds":0,"containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.activeDeadlineSeconds", "Invalid value: 0: must be between 1 and 2147483647, inclusive")}},
+		{"hostname and subdomain", `{"hostname":"Bad_Host","subdomain":"x.y","containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.hostname", `Invalid value: "Bad_Host": `+dnsLabelMsg),
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.subdomain", `Invalid value: "x.y": must not contain dots`)}},
+		{"node selector key", `{"nodeSelector":{"bad key!":"v"},"containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.nodeSelector", `Invalid value: "bad key!": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`)}},
+		{"ephemeral containers on create", `{"containers":[` + c + `],"ephemeralContainers":[{"name":"e","image":"i"}]}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec.ephemeralContainers", "Forbidden: cannot be set on create")}},
+		{"node name with scheduling gates", `{"nodeName":"n1","schedulingGates":[{"name":"g"}],"containers":[` + c + `]}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec.nodeName", "Forbidden: cannot be set until all schedulingGates have been cleared")}},
+		{"several errors in kube's order", `{"restartPolicy":"Sometimes","dnsPolicy":"Weird","containers":[{"name":"Bad_Name"}]}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.containers[0].name", `Invalid value: "Bad_Name": `+dnsLabelMsg),
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers[0].image", "Required value"),
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.restartPolicy", `Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"`),
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.dnsPolicy", `Unsupported value: "Weird": supported values: "ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"`)}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("p%d", i)
+			code, body := ts.send(t, "POST", "/api/v1/namespaces/default/pods", "",
+				`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`"},"spec":`+tt.spec+`}`)
+			msg, causes := invalid("Pod", name, tt.causes...)
+			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+		})
+	}
+}
+
+func TestPodDefaults_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	code, body := ts.send(t, "POST", "/api/v1/namespaces/default/pods", "", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{
+		"terminationGracePeriodSeconds":-5,
+		"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"cpu":"500m"}}}]}}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var p struct {
+		Spec struct {
+			TerminationGracePeriodSeconds int64
+			Containers                    []struct {
+				Resources struct{ Requests map[string]string }
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Spec.TerminationGracePeriodSeconds; got != 1 {
+		t.Errorf("terminationGracePeriodSeconds = %d, want a negative one stored as 1", got)
+	}
+	if got, want := p.Spec.Containers[0].Resources.Requests, map[string]string{"cpu": "500m", "memory": "1Gi"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("requests = %v, want %v (a limit without a request is the request)", got, want)
+	}
+}
