@@ -117,9 +117,9 @@ func builtinResources() []*resource {
 		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
 			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain},
 		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
-			fields: secretFields, defaults: defaultSecret},
+			fields: secretFields, defaults: defaultSecret, validate: validateSecret},
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
-			shortNames: []string{"cm"}, nameFn: subdomain},
+			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields},
 		// With no controller acting on them: the scheduler's default

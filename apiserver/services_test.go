@@ -22,7 +22,7 @@ func testService(name string, spec corev1.ServiceSpec) *corev1.Service {
 }
 
 // wantStatus checks an error's full message, as kubectl prints it.
-func wantStatus(t *testing.T, err error, code int32, msg string) {
+func wantAPIStatus(t *testing.T, err error, code int32, msg string) {
 	t.Helper()
 	se, ok := err.(apierrors.APIStatus)
 	if !ok {
@@ -130,7 +130,7 @@ func TestServiceRequestedIPsAndPorts(t *testing.T) {
 			opts.DryRun = []string{metav1.DryRunAll}
 		}
 		_, err := svcs.Create(ctx, testService(tc.name, tc.spec), opts)
-		wantStatus(t, err, 422, tc.msg)
+		wantAPIStatus(t, err, 422, tc.msg)
 	}
 
 	nodePort := corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80, NodePort: 30080}}}
@@ -138,13 +138,13 @@ func TestServiceRequestedIPsAndPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = svcs.Create(ctx, testService("np2", nodePort), metav1.CreateOptions{})
-	wantStatus(t, err, 422, `Service "np2" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated`)
+	wantAPIStatus(t, err, 422, `Service "np2" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated`)
 
 	// A failed create gives back what it took: np3's cluster IP and node
 	// port 30081 are free again.
 	_, err = svcs.Create(ctx, testService("np3", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.60",
 		Ports: []corev1.ServicePort{{Name: "a", Port: 81, NodePort: 30081}, {Name: "b", Port: 80, NodePort: 30080}}}), metav1.CreateOptions{})
-	wantStatus(t, err, 422, `Service "np3" is invalid: spec.ports[1].nodePort: Invalid value: 30080: provided port is already allocated`)
+	wantAPIStatus(t, err, 422, `Service "np3" is invalid: spec.ports[1].nodePort: Invalid value: 30080: provided port is already allocated`)
 	if _, err := svcs.Create(ctx, testService("np4", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.96.0.60",
 		Ports: []corev1.ServicePort{{Port: 81, NodePort: 30081}}}), metav1.CreateOptions{}); err != nil {
 		t.Errorf("reuse after a failed create: %v", err)
@@ -167,7 +167,7 @@ func TestServiceUpdateKeepsClusterIP(t *testing.T) {
 	}
 
 	_, err = svcs.Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"clusterIP":"10.96.0.51"}}`), metav1.PatchOptions{})
-	wantStatus(t, err, 422, `Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.51"]: may not change once set`)
+	wantAPIStatus(t, err, 422, `Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.51"]: may not change once set`)
 
 	// A manifest without the allocated fields keeps them.
 	again := testService("web", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort})
@@ -241,5 +241,5 @@ func TestServiceConcurrentCreatesGetDistinctAllocations(t *testing.T) {
 	}
 	// The node port range is now full.
 	_, err := svcs.Create(ctx, testService("one-more", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort}), metav1.CreateOptions{})
-	wantStatus(t, err, 500, "Internal error occurred: failed to allocate a nodePort: range is full")
+	wantAPIStatus(t, err, 500, "Internal error occurred: failed to allocate a nodePort: range is full")
 }
