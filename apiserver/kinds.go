@@ -115,8 +115,9 @@ func defaultSecret(obj runtime.Object) {
 
 // defaultPod fills the defaults kube-apiserver gives a pod, so that clients
 // (schedulers, kubelets, kubectl describe) see the same fields.
-func defaultPod(obj runtime.Object) {
-	s := &obj.(*corev1.Pod).Spec
+func defaultPod(obj runtime.Object) { defaultPodSpec(&obj.(*corev1.Pod).Spec) }
+
+func defaultPodSpec(s *corev1.PodSpec) {
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = corev1.RestartPolicyAlways
 	}
@@ -188,6 +189,46 @@ func defaultContainer(c *corev1.Container) {
 		if c.Ports[i].Protocol == "" {
 			c.Ports[i].Protocol = corev1.ProtocolTCP
 		}
+	}
+	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		defaultProbe(p)
+	}
+	if l := c.Lifecycle; l != nil {
+		for _, h := range []*corev1.LifecycleHandler{l.PostStart, l.PreStop} {
+			if h != nil {
+				defaultHTTPGet(h.HTTPGet)
+			}
+		}
+	}
+}
+
+// defaultProbe fills kube's probe defaults (D.5): a 1 s timeout, a 10 s
+// period, success after 1 and failure after 3 results.
+func defaultProbe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	for _, d := range []struct {
+		v   *int32
+		def int32
+	}{{&p.TimeoutSeconds, 1}, {&p.PeriodSeconds, 10}, {&p.SuccessThreshold, 1}, {&p.FailureThreshold, 3}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	defaultHTTPGet(p.HTTPGet)
+}
+
+// defaultHTTPGet defaults an HTTP check to GET / over HTTP.
+func defaultHTTPGet(g *corev1.HTTPGetAction) {
+	if g == nil {
+		return
+	}
+	if g.Path == "" {
+		g.Path = "/"
+	}
+	if g.Scheme == "" {
+		g.Scheme = corev1.URISchemeHTTP
 	}
 }
 

@@ -53,6 +53,9 @@ type resource struct {
 	// validate checks the kind-specific parts of an object, and on an
 	// update (old not nil) what may not change.
 	validate func(obj, old runtime.Object) field.ErrorList
+	// validateUpdate checks what an update of the object itself (not of a
+	// subresource) may change; nil when validate covers it.
+	validateUpdate func(obj, old runtime.Object) field.ErrorList
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
@@ -113,7 +116,7 @@ func builtinResources() []*resource {
 			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
 		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
 			categories: []string{"all"}, status: true, binding: true, returnDeleted: true, nameFn: subdomain, generation: true,
-			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, resetStatus: resetPodStatus, table: podTable},
+			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, validateUpdate: validatePodUpdate, resetStatus: resetPodStatus, table: podTable},
 		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
 			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain},
 		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,

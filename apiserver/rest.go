@@ -254,7 +254,7 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		}
 		defer func() { alloc.finish(err == nil) }()
 	}
-	if err := s.validate(res, obj, nil); err != nil {
+	if err := s.validate(res, "", obj, nil); err != nil {
 		return nil, err
 	}
 	if admit {
@@ -298,8 +298,9 @@ func generatedName(prefix string) string {
 }
 
 // validate checks obj's metadata (and against old on update) and the
-// kind-specific rules; the error is a 422 Invalid.
-func (s *Server) validate(res *resource, obj, old runtime.Object) error {
+// kind-specific rules, with those of an update of subresource sub ("" for
+// the object itself); the error is a 422 Invalid.
+func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) error {
 	acc, _ := meta.Accessor(obj)
 	errs := apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, res.nameFn, field.NewPath("metadata"))
 	if old != nil {
@@ -308,6 +309,9 @@ func (s *Server) validate(res *resource, obj, old runtime.Object) error {
 	}
 	if res.validate != nil {
 		errs = append(errs, res.validate(obj, old)...)
+	}
+	if old != nil && sub == "" && res.validateUpdate != nil {
+		errs = append(errs, res.validateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.kind}, acc.GetName(), errs)
@@ -405,7 +409,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
 		}
 		acc, _ = meta.Accessor(obj)
-		if err := q.s.validate(q.res, obj, old); err != nil {
+		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
 			return nil, err
 		}
 		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Subresource: q.sub,

@@ -165,7 +165,8 @@ func TestPodDefaults_D5(t *testing.T) {
 	ts := newTestServer(t)
 	code, body := ts.send(t, "POST", "/api/v1/namespaces/default/pods", "", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{
 		"terminationGracePeriodSeconds":-5,
-		"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"cpu":"500m"}}}]}}`)
+		"containers":[{"name":"c","image":"i","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"cpu":"500m"}},
+			"livenessProbe":{"httpGet":{"port":80}},"lifecycle":{"preStop":{"httpGet":{"port":81}}}}]}}`)
 	if code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, body)
 	}
@@ -173,7 +174,9 @@ func TestPodDefaults_D5(t *testing.T) {
 		Spec struct {
 			TerminationGracePeriodSeconds int64
 			Containers                    []struct {
-				Resources struct{ Requests map[string]string }
+				Resources     struct{ Requests map[string]string }
+				LivenessProbe map[string]any
+				Lifecycle     struct{ PreStop map[string]any }
 			}
 		}
 	}
@@ -185,6 +188,15 @@ func TestPodDefaults_D5(t *testing.T) {
 	}
 	if got, want := p.Spec.Containers[0].Resources.Requests, map[string]string{"cpu": "500m", "memory": "1Gi"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("requests = %v, want %v (a limit without a request is the request)", got, want)
+	}
+	wantProbe := map[string]any{"httpGet": map[string]any{"path": "/", "port": 80.0, "scheme": "HTTP"},
+		"timeoutSeconds": 1.0, "periodSeconds": 10.0, "successThreshold": 1.0, "failureThreshold": 3.0}
+	if got := p.Spec.Containers[0].LivenessProbe; !reflect.DeepEqual(got, wantProbe) {
+		t.Errorf("livenessProbe = %v, want %v", got, wantProbe)
+	}
+	wantHook := map[string]any{"httpGet": map[string]any{"path": "/", "port": 81.0, "scheme": "HTTP"}}
+	if got := p.Spec.Containers[0].Lifecycle.PreStop; !reflect.DeepEqual(got, wantHook) {
+		t.Errorf("preStop = %v, want %v", got, wantHook)
 	}
 }
 
@@ -289,5 +301,66 @@ func TestImmutableConfigMapAndSecret_D5(t *testing.T) {
 		}
 		msg, causes := invalid(s.kind, s.object, s.causes...)
 		wantStatus(t, code, body, s.wantCode, metav1.StatusReasonInvalid, msg, causes)
+	}
+}
+
+// podUpdatableMsg is the start of kube's refusal of a pod update.
+const podUpdatableMsg = "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)\n"
+
+func TestPodUpdateMayChangeOnlySomeFields_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const pods = "/api/v1/namespaces/default/pods"
+	const tolerations = `"tolerations":[{"key":"a","operator":"Equal","value":"b","effect":"NoSchedule"}]`
+	const spec = `"spec":{"automountServiceAccountToken":false,` + tolerations + `,"containers":[{"name":"c","image":"i","ports":[{"containerPort":80}],"resources":{"limits":{"cpu":"1"}}}]}`
+	for _, p := range []string{
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"u"},` + spec + `}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"gated"},"spec":{"schedulingGates":[{"name":"g1"}],"nodeSelector":{"a":"b"},"containers":[{"name":"c","image":"i"}]}}`,
+	} {
+		if code, body := ts.send(t, "POST", pods, "", p); code != http.StatusCreated {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	const merge, smp = "application/merge-patch+json", "application/strategic-merge-patch+json"
+	steps := []struct {
+		name, pod, contentType, patch string
+		causes                        []metav1.StatusCause // nil: allowed
+	}{
+		{"rename a container and change the restart policy", "u", merge, `{"spec":{"restartPolicy":"Never","containers":[{"name":"d","image":"i","ports":[{"containerPort":80}],"resources":{"limits":{"cpu":"1"}}}]}}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec", podUpdatableMsg+
+				"@@ -3,7 +3,7 @@\n  \"InitContainers\": null,\n  \"Containers\": [\n   {\n-   \"Name\": \"c\",\n+   \"Name\": \"d\",\n    \"Image\": \"i\",\n    \"Command\": null,\n    \"Args\": null,\n"+
+				"@@ -47,7 +47,7 @@\n   }\n  ],\n  \"EphemeralContainers\": null,\n- \"RestartPolicy\": \"Always\",\n+ \"RestartPolicy\": \"Never\",\n  \"TerminationGracePeriodSeconds\": 30,\n  \"ActiveDeadlineSeconds\": null,\n  \"DNSPolicy\": \"ClusterFirst\",\n")}},
+		{"add a container", "u", smp, `{"spec":{"containers":[{"name":"e","image":"x"}]}}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec.containers", "Forbidden: pod updates may not add or remove containers")}},
+		{"change an image and labels", "u", smp, `{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"c","image":"j"}]}}`, nil},
+		{"blank an image", "u", smp, `{"spec":{"containers":[{"name":"c","image":""}]}}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueRequired, "spec.containers[0].image", "Required value")}},
+		{"set a deadline", "u", merge, `{"spec":{"activeDeadlineSeconds":100}}`, nil},
+		{"lengthen the deadline", "u", merge, `{"spec":{"activeDeadlineSeconds":200}}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.activeDeadlineSeconds", "Invalid value: 200: must be less than or equal to previous value")}},
+		{"drop the deadline", "u", merge, `{"spec":{"activeDeadlineSeconds":null}}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.activeDeadlineSeconds", "Invalid value: null: must not update from a positive integer to nil value")}},
+		{"add a toleration", "u", merge, `{"spec":{"tolerations":[{"key":"a","operator":"Equal","value":"b","effect":"NoSchedule"},{"key":"k","operator":"Exists"}]}}`, nil},
+		{"change a toleration", "u", merge, `{"spec":{"tolerations":[{"key":"a","operator":"Equal","value":"c","effect":"NoSchedule"}]}}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec.tolerations", "Forbidden: existing toleration can not be modified except its tolerationSeconds")}},
+		{"add a node selector label while gated", "gated", merge, `{"spec":{"nodeSelector":{"a":"b","c":"d"}}}`, nil},
+		{"change a node selector label while gated", "gated", merge, `{"spec":{"nodeSelector":{"a":"x","c":null}}}`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueInvalid, "spec.nodeSelector", `Invalid value: {"a":"x"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)`)}},
+		{"add a scheduling gate", "gated", merge, `{"spec":{"schedulingGates":[{"name":"g1"},{"name":"g2"}]}}`, []metav1.StatusCause{
+			cause(causeForbidden, "spec.schedulingGates[1].name", "Forbidden: only deletion is allowed, but found new scheduling gate 'g2'")}},
+		{"remove the scheduling gate", "gated", merge, `{"spec":{"schedulingGates":null}}`, nil},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			code, body := ts.send(t, "PATCH", pods+"/"+s.pod, s.contentType, s.patch)
+			if s.causes == nil {
+				if code != http.StatusOK {
+					t.Fatalf("got %d %s, want 200", code, body)
+				}
+				return
+			}
+			msg, causes := invalid("Pod", s.pod, s.causes...)
+			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+		})
 	}
 }
