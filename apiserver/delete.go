@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,7 +20,9 @@ import (
 )
 
 // deleteOptions reads DeleteOptions from the body (any encoding, any group
-// version) and the query.
+// version) or, when there is none, from the query, as kube does: a body's
+// options are the only ones. Options kube refuses are a 422 about
+// DeleteOptions (D.5).
 func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	opts := &metav1.DeleteOptions{}
 	data, err := readBody(q.r)
@@ -34,25 +36,17 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 		}
 		gvk := coreGV.WithKind("DeleteOptions")
 		if _, _, err := info.Serializer.Decode(data, &gvk, opts); err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("decode DeleteOptions: %v", err))
+			return nil, apierrors.NewBadRequest(err.Error())
 		}
+	} else if err := runtime.NewParameterCodec(q.s.scheme).DecodeParameters(q.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	query := q.r.URL.Query()
-	if v := query.Get("gracePeriodSeconds"); v != "" {
-		g, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds: invalid value %q", v))
-		}
-		opts.GracePeriodSeconds = &g
+	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
 	}
-	if v := query.Get("propagationPolicy"); v != "" {
-		p := metav1.DeletionPropagation(v)
-		opts.PropagationPolicy = &p
-	}
-	if dry, err := dryRun(q.r); err != nil {
-		return nil, err
-	} else if dry {
-		opts.DryRun = []string{metav1.DryRunAll}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		one := int64(1) // kube treats a negative grace period as 1 s
+		opts.GracePeriodSeconds = &one
 	}
 	return opts, nil
 }
@@ -76,10 +70,11 @@ func (q *request) delete() error {
 	if err != nil {
 		return err
 	}
-	// 200 even when the object stays for now; kube-apiserver keeps 202 for
-	// clients that asked orphanDependents=false (D.7).
+	// kube answers 202 for an object not yet gone only when the client set
+	// orphanDependents to false; a graceful pod deletion is a 200.
 	code := http.StatusOK
-	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
+	//lint:ignore SA1019 kube still reads the deprecated field
+	if orphan := opts.OrphanDependents; !deleted && orphan != nil && !*orphan {
 		code = http.StatusAccepted
 	}
 	if deleted {
@@ -140,11 +135,13 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		}
 		acc, _ := meta.Accessor(old)
 		if p := opts.Preconditions; p != nil {
+			// kube names the kind, not the resource, in these conflicts.
+			kind := schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.kind}
 			if p.UID != nil && *p.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
 		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Namespace: q.ns,

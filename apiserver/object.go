@@ -13,10 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -162,13 +163,12 @@ func parseRV(s string) (int64, error) {
 	return int64(rv), nil
 }
 
-// dryRun reports whether the request asks dryRun=All, and rejects other values.
-func dryRun(r *http.Request) (bool, error) {
-	vs := r.URL.Query()["dryRun"]
-	for _, v := range vs {
-		if v != metav1.DryRunAll {
-			return false, optionsInvalid(r, field.NotSupported(field.NewPath("dryRun"), vs, []string{metav1.DryRunAll}))
-		}
+// dryRun reports whether the request asks dryRun=All. Another value is
+// kube's 422 about the request's options, whose kind depends on the method.
+func (q *request) dryRun() (bool, error) {
+	vs := q.r.URL.Query()["dryRun"]
+	if errs := metav1validation.ValidateDryRun(field.NewPath("dryRun"), vs); len(errs) > 0 {
+		return false, optionsInvalid(q.r, errs...)
 	}
 	return len(vs) > 0, nil
 }

@@ -144,7 +144,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	dry, err := dryRun(q.r)
+	dry, err := q.dryRun()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -164,7 +164,7 @@ func (q *request) create() error {
 	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
-	dry, err := dryRun(q.r)
+	dry, err := q.dryRun()
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (q *request) update() error {
 // writes it if nothing changed in between, retrying when it did unless the
 // new state names a resourceVersion (then that must be the current one).
 func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Object, error), manager string) (_ runtime.Object, err error) {
-	dry, err := dryRun(q.r)
+	dry, err := q.dryRun()
 	if err != nil {
 		return nil, err
 	}

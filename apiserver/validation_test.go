@@ -364,3 +364,75 @@ func TestPodUpdateMayChangeOnlySomeFields_D5(t *testing.T) {
 		})
 	}
 }
+
+func TestDeleteOptionsValidation_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	code, body := ts.send(t, "POST", cms, "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	var cm metav1.PartialObjectMetadata
+	if err := json.Unmarshal(body, &cm); err != nil {
+		t.Fatal(err)
+	}
+	sideways := cause(metav1.CauseTypeFieldValueNotSupported, "propagationPolicy", `Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`)
+	badDryRun := cause(metav1.CauseTypeFieldValueNotSupported, "dryRun", `Unsupported value: ["Some"]: supported values: "All"`)
+	tests := []struct {
+		name, method, path, body string
+		code                     int
+		reason                   metav1.StatusReason
+		message                  string
+		causes                   []metav1.StatusCause
+	}{
+		{"unknown propagation policy in the body", "DELETE", cms + "/cm", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Sideways"}`,
+			422, metav1.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: ` + sideways.Message, []metav1.StatusCause{sideways}},
+		{"unknown propagation policy of a missing object", "DELETE", cms + "/nope", `{"propagationPolicy":"Sideways"}`,
+			422, metav1.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: ` + sideways.Message, []metav1.StatusCause{sideways}},
+		{"unknown propagation policy in the query of a collection delete", "DELETE", cms + "?propagationPolicy=Sideways", "",
+			422, metav1.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: ` + sideways.Message, []metav1.StatusCause{sideways}},
+		{"orphanDependents with a propagation policy", "DELETE", cms + "/cm", `{"orphanDependents":true,"propagationPolicy":"Background"}`,
+			422, metav1.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Background": orphanDependents and deletionPropagation cannot be both set`,
+			[]metav1.StatusCause{cause(metav1.CauseTypeFieldValueInvalid, "propagationPolicy", `Invalid value: "Background": orphanDependents and deletionPropagation cannot be both set`)}},
+		{"unknown dry run of a delete", "DELETE", cms + "/cm?dryRun=Some", "",
+			422, metav1.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: dryRun: ` + badDryRun.Message, []metav1.StatusCause{badDryRun}},
+		{"unknown dry run of a create", "POST", cms + "?dryRun=Some", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			422, metav1.StatusReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: dryRun: ` + badDryRun.Message, []metav1.StatusCause{badDryRun}},
+		{"unknown dry run of an update", "PUT", cms + "/cm?dryRun=Some", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`,
+			422, metav1.StatusReasonInvalid, `UpdateOptions.meta.k8s.io "" is invalid: dryRun: ` + badDryRun.Message, []metav1.StatusCause{badDryRun}},
+		{"grace period that is not a number", "DELETE", cms + "/cm?gracePeriodSeconds=abc", "",
+			400, metav1.StatusReasonBadRequest, `strconv.ParseInt: parsing "abc": invalid syntax`, nil},
+		{"UID precondition", "DELETE", cms + "/cm", `{"preconditions":{"uid":"nope"}}`,
+			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on ConfigMap "cm": the UID in the precondition (nope) does not match the UID in record (` + string(cm.UID) + `). The object might have been deleted and then recreated`, nil},
+		{"resourceVersion precondition", "DELETE", cms + "/cm", `{"preconditions":{"resourceVersion":"1"}}`,
+			409, metav1.StatusReasonConflict, `Operation cannot be fulfilled on ConfigMap "cm": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (` + cm.ResourceVersion + `). The object might have been modified`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := ts.send(t, tt.method, tt.path, "", tt.body)
+			wantStatus(t, code, body, tt.code, tt.reason, tt.message, tt.causes)
+		})
+	}
+}
+
+func TestNegativeGracePeriodIsOneSecond_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	for path, obj := range map[string]string{
+		"/api/v1/nodes":                   `{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}`,
+		"/api/v1/namespaces/default/pods": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i"}]}}`,
+	} {
+		if code, body := ts.send(t, "POST", path, "", obj); code != http.StatusCreated {
+			t.Fatalf("create: %d %s", code, body)
+		}
+	}
+	code, body := ts.send(t, "DELETE", "/api/v1/namespaces/default/pods/p?gracePeriodSeconds=-1", "", "")
+	var p metav1.PartialObjectMetadata
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	if g := p.DeletionGracePeriodSeconds; code != http.StatusOK || g == nil || *g != 1 || p.DeletionTimestamp == nil {
+		t.Errorf("got %d, deletionGracePeriodSeconds %v; want 200 and the pod marked deleting with 1 s", code, g)
+	}
+}
