@@ -86,7 +86,7 @@ func (q *request) serve() {
 	case podSubresource(q.res.gvr, q.sub):
 		err = q.podSubresource()
 	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub):
-		err = apierrors.NewNotFound(q.gr(), q.name)
+		err = errNotServed
 	default:
 		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/" + q.sub}, q.verb)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -215,9 +216,28 @@ func (s *Server) buildHandler() http.Handler {
 	return h
 }
 
+// notFound answers a path the server serves nothing at as kube does (D.5):
+// under /api, or under /apis/GROUP of a served group, with its NotFound
+// Status; anywhere else (an unknown group, outside the API) with Go's
+// plain-text 404, which clients turn into the same message.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	s.writeErr(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
+	p := r.URL.Path
+	api := p == "/api" || strings.HasPrefix(p, "/api/")
+	if g, ok := strings.CutPrefix(p, "/apis/"); ok {
+		g, _, _ = strings.Cut(g, "/")
+		api = g != "" && len(s.groupVersions()[g]) > 0
+	}
+	if !api {
+		http.NotFound(w, r)
+		return
+	}
+	s.writeErr(w, r, errNotServed)
 }
+
+// errNotServed is kube's Status for a resource or subresource it does not
+// serve.
+var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+	Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{}}}
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.cfg.Store.CurrentRevision(r.Context()); err != nil {
@@ -234,7 +254,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 // serveResource dispatches a resource request on its RequestInfo.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	ri, _ := authz.RequestInfoFrom(r.Context())
-	if ri == nil || !ri.IsResourceRequest {
+	if ri == nil || !ri.IsResourceRequest || strings.HasPrefix(r.URL.Path, "/apis/") && ri.APIGroup == "" {
 		s.notFound(w, r)
 		return
 	}

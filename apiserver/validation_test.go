@@ -436,3 +436,36 @@ func TestNegativeGracePeriodIsOneSecond_D5(t *testing.T) {
 		t.Errorf("got %d, deletionGracePeriodSeconds %v; want 200 and the pod marked deleting with 1 s", code, g)
 	}
 }
+
+func TestUnservedPaths_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const statusBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}` + "\n"
+	const plainBody = "404 page not found\n"
+	for _, tt := range []struct {
+		method, path, body string
+		want               string
+	}{
+		{"GET", "/api/v1/nosuchthings", "", statusBody},
+		{"GET", "/api/v1/namespaces/default/nosuchthings/x", "", statusBody},
+		{"POST", "/apis/apps/v1/namespaces/default/deployments", `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}`, statusBody},
+		{"GET", "/apis/apps/v9/replicasets", "", statusBody},
+		{"GET", "/apis/apps/v9", "", statusBody},
+		{"GET", "/api/v2/pods", "", statusBody},
+		{"GET", "/api/v1/namespaces/default/nodes", "", statusBody},
+		{"GET", "/api/v1/namespaces/default/pods/x/nosuchsub", "", statusBody},
+		{"DELETE", "/api/v1/nosuchthings/x", "", statusBody},
+		{"GET", "/apis/nosuch.io/v1/namespaces/default/things", "", plainBody},
+		{"POST", "/apis/nosuch.io/v1/namespaces/default/things", `{}`, plainBody},
+		{"GET", "/apis/nosuch.io", "", plainBody},
+		{"GET", "/apis//v1/pods", "", plainBody},
+		{"GET", "/nonsense", "", plainBody},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			code, body := ts.send(t, tt.method, tt.path, "", tt.body)
+			if code != http.StatusNotFound || string(body) != tt.want {
+				t.Errorf("got %d %q, want 404 %q", code, body, tt.want)
+			}
+		})
+	}
+}
