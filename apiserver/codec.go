@@ -1,19 +1,21 @@
 package apiserver
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/munnerz/goautoneg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The media types the server speaks.
@@ -267,9 +269,17 @@ func (s *Server) decode(info runtime.SerializerInfo, data []byte, gvk schema.Gro
 		strictErr, err = err, nil
 	}
 	if err != nil {
-		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf: %v", err))
+		return decoded{}, decodeErr(err, got, gvk, data)
 	}
-	if got != nil && (got.Kind != gvk.Kind || got.GroupVersion() != gvk.GroupVersion()) {
+	if got != nil && got.Kind != gvk.Kind {
+		// kube decodes the body's kind and fails to convert it to its
+		// internal form of the URL's kind.
+		from := reflect.TypeOf(obj).Elem().String() // e.g. v1.ConfigMap
+		return decoded{}, decodeErr(fmt.Errorf("converting (%s) to (%s.%s): unknown conversion", from, internalPackage(gvk.Group), gvk.Kind), got, gvk, data)
+	}
+	if got != nil && got.GroupVersion() != gvk.GroupVersion() {
+		// The same kind in another group version (an events.k8s.io Event
+		// sent to core events) converts, and then the version is refused.
 		return decoded{}, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", got.GroupVersion(), gvk.GroupVersion()))
 	}
 	if obj != into {
@@ -277,6 +287,44 @@ func (s *Server) decode(info runtime.SerializerInfo, data []byte, gvk schema.Gro
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return decoded{obj: obj, strictErr: strictErr}, nil
+}
+
+// decodeErr is kube's 400 for a body it could not decode as want (D.5):
+// naming the body's kind and version when it has one, else quoting the
+// start of the body.
+func decodeErr(err error, got *schema.GroupVersionKind, want schema.GroupVersionKind, data []byte) error {
+	if got != nil && got.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", got.Kind, got.Version, want.Kind, err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", want.Kind, err, bodySummary(data)))
+}
+
+// bodySummary is the start of a body in an error: up to 30 bytes, as text
+// when it looks like a JSON object, else in hex.
+func bodySummary(data []byte) string {
+	const max = 30
+	more := ""
+	if len(data) > max {
+		data, more = data[:max], " ..."
+	}
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		return string(data) + more
+	}
+	return hex.EncodeToString(data) + more
+}
+
+// internalPackage is the Go package of kube's internal types of group, as
+// its conversion errors name them: core for the core group and for
+// events.k8s.io, whose Event is the core one, else the group's first label.
+func internalPackage(group string) string {
+	if group == "" || group == "events.k8s.io" {
+		return "core"
+	}
+	name, _, _ := strings.Cut(group, ".")
+	return name
 }
 
 // fieldValidation is the fieldValidation query parameter: Strict, Warn (the

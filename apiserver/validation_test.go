@@ -469,3 +469,42 @@ func TestUnservedPaths_D5(t *testing.T) {
 		})
 	}
 }
+
+func TestBodyOfAnotherKind_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const pods = "/api/v1/namespaces/default/pods"
+	for _, tt := range []struct {
+		name, path, body, want string
+	}{
+		{"another kind", pods, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			`ConfigMap in version "v1" cannot be handled as a Pod: converting (v1.ConfigMap) to (core.Pod): unknown conversion`},
+		{"a kind of another group", pods, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"}}`,
+			`Deployment in version "v1" cannot be handled as a Pod: converting (v1.Deployment) to (core.Pod): unknown conversion`},
+		{"another kind in an API group", "/apis/rbac.authorization.k8s.io/v1/clusterroles", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			`ConfigMap in version "v1" cannot be handled as a ClusterRole: converting (v1.ConfigMap) to (rbac.ClusterRole): unknown conversion`},
+		{"another kind sent to events.k8s.io", "/apis/events.k8s.io/v1/namespaces/default/events", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			`ConfigMap in version "v1" cannot be handled as a Event: converting (v1.ConfigMap) to (core.Event): unknown conversion`},
+		{"another kind sent to a binding", pods + "/x/binding", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`,
+			`ConfigMap in version "v1" cannot be handled as a Binding: converting (v1.ConfigMap) to (core.Binding): unknown conversion`},
+		{"the kind in another group version", pods, `{"apiVersion":"apps/v1","kind":"Pod","metadata":{"name":"x"}}`,
+			`Pod in version "v1" cannot be handled as a Pod: no kind "Pod" is registered for version "apps/v1" in scheme "pkg/runtime/scheme.go:111"`},
+		{"an unknown version", pods, `{"apiVersion":"v2","kind":"Pod","metadata":{"name":"x"}}`,
+			`Pod in version "v2" cannot be handled as a Pod: no kind "Pod" is registered for version "v2" in scheme "pkg/runtime/scheme.go:111"`},
+		{"the same kind of another group", "/api/v1/namespaces/default/events", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"}}`,
+			`the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)`},
+		{"a field of the wrong type", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"},"spec":{"containers":"c"}}`,
+			`Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field PodSpec.spec.containers of type []v1.Container`},
+		{"not JSON", pods, "garbage\n",
+			`the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: invalid character 'g' looking for beginning of value (676172626167650a)`},
+		{"cut short", pods, `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x"`,
+			`the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: unexpected end of JSON input ({"apiVersion":"v1","kind":"Pod ...)`},
+		{"empty", pods, "",
+			`the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: unexpected end of JSON input (<empty>)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := ts.send(t, "POST", tt.path, "", tt.body)
+			wantStatus(t, code, body, http.StatusBadRequest, metav1.StatusReasonBadRequest, tt.want, nil)
+		})
+	}
+}
