@@ -156,6 +156,16 @@ func defaultPodSpec(s *corev1.PodSpec) {
 func preparePod(obj, old runtime.Object) {
 	p := obj.(*corev1.Pod)
 	s := &p.Spec
+	defaultPriority(s)
+	if old == nil {
+		p.Status.Phase = corev1.PodPending
+		p.Status.QOSClass = qosClass(s)
+	}
+}
+
+// defaultPriority gives a pod without a priority class kube's default
+// priority, as kube-apiserver's Priority admission plugin does.
+func defaultPriority(s *corev1.PodSpec) {
 	if s.Priority == nil {
 		var zero int32
 		s.Priority = &zero
@@ -163,10 +173,6 @@ func preparePod(obj, old runtime.Object) {
 	if s.PreemptionPolicy == nil {
 		pp := corev1.PreemptLowerPriority
 		s.PreemptionPolicy = &pp
-	}
-	if old == nil {
-		p.Status.Phase = corev1.PodPending
-		p.Status.QOSClass = qosClass(s)
 	}
 }
 

@@ -248,23 +248,6 @@ func TestConfigMapAndSecretValidation_D5(t *testing.T) {
 	}
 }
 
-func TestSecretStringDataIsFoldedIntoData_D5(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	code, body := ts.send(t, "POST", "/api/v1/namespaces/default/secrets", "",
-		`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"a":"eA=="},"stringData":{"a":"y","b":"z"}}`)
-	if code != http.StatusCreated {
-		t.Fatalf("create: %d %s", code, body)
-	}
-	var s map[string]any
-	if err := json.Unmarshal(body, &s); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := s["data"], map[string]any{"a": "eQ==", "b": "eg=="}; !reflect.DeepEqual(got, want) || s["stringData"] != nil {
-		t.Errorf("data = %v, stringData = %v; want data %v and no stringData", got, s["stringData"], want)
-	}
-}
-
 func TestImmutableConfigMapAndSecret_D5(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
