@@ -254,14 +254,18 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		}
 		defer func() { alloc.finish(err == nil) }()
 	}
-	if err := s.validate(res, "", obj, nil); err != nil {
-		return nil, err
-	}
+	// As in kube-apiserver, admission sees the object before validation
+	// does, so what it adds is validated too.
 	if admit {
 		if err := s.admit(ctx, &AdmissionAttributes{Operation: Create, Resource: res.gvr, Namespace: acc.GetNamespace(),
 			Name: acc.GetName(), User: user, Object: obj, DryRun: dry}); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.validate(res, "", obj, nil); err != nil {
+		return nil, err
+	}
+	if admit {
 		if err := s.checkEscalation(ctx, res, user, obj, acc.GetNamespace()); err != nil {
 			return nil, err
 		}
@@ -409,11 +413,11 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
 		}
 		acc, _ = meta.Accessor(obj)
-		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
-			return nil, err
-		}
 		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Subresource: q.sub,
 			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}); err != nil {
+			return nil, err
+		}
+		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
 			return nil, err
 		}
 		if q.sub == "" {
