@@ -120,3 +120,30 @@ func rawRequest(t *testing.T, ts *testServer, method, path, contentType, body st
 	_ = json.Unmarshal(b, &st)
 	return resp.StatusCode, st
 }
+
+// A verb a path does not take is kube-apiserver's bare 405 (a namespaced
+// kind's objects are deleted by collection only one namespace at a time);
+// an object of a namespaced kind named without its namespace is no route
+// at all (D.7).
+func TestMethodNotAllowed_D7(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	for _, tt := range []struct{ method, path string }{
+		{"PUT", "/api/v1/namespaces/default/configmaps"},
+		{"PATCH", "/api/v1/namespaces/default/configmaps"},
+		{"DELETE", "/api/v1/pods"},
+		{"DELETE", "/api/v1/namespaces/default/bindings"},
+		{"PUT", "/api/v1/namespaces/default/pods/p/binding"},
+		{"DELETE", "/api/v1/nodes/n/status"},
+		{"DELETE", "/api/v1/namespaces/default/pods/p/log"},
+	} {
+		code, st := rawRequest(t, ts, tt.method, tt.path, "application/json", "{}")
+		if code != 405 || st["reason"] != "MethodNotAllowed" || st["message"] != "the server does not allow this method on the requested resource" {
+			t.Errorf("%s %s: got %d %v", tt.method, tt.path, code, st)
+		}
+	}
+	code, st := rawRequest(t, ts, "GET", "/api/v1/pods/x", "", "")
+	if code != 404 || st["message"] != "the server could not find the requested resource" {
+		t.Errorf("GET /api/v1/pods/x: got %d %v, want kube's 404", code, st)
+	}
+}

@@ -67,10 +67,12 @@ func (q *request) serve() {
 		err = q.list()
 	case q.sub == "" && q.name == "" && q.verb == "watch":
 		err = q.watch()
-	case q.sub == "" && q.name == "" && q.verb == "deletecollection":
+	case q.sub == "" && q.name == "" && q.verb == "deletecollection" && (q.ns != "" || !q.res.namespaced):
 		err = q.deleteCollection()
-	case q.name == "" || (q.res.namespaced && q.ns == ""):
-		err = apierrors.NewMethodNotSupported(q.gr(), q.verb)
+	case q.name != "" && q.res.namespaced && q.ns == "":
+		err = errNotServed // no route names an object of a namespaced kind without its namespace
+	case q.name == "":
+		err = methodNotAllowed()
 	case q.sub == "" && q.verb == "watch":
 		err = q.watch() // the old /watch/NAMESPACE/RESOURCE/NAME form
 	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "get":
@@ -88,7 +90,7 @@ func (q *request) serve() {
 	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub):
 		err = errNotServed
 	default:
-		err = apierrors.NewMethodNotSupported(schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/" + q.sub}, q.verb)
+		err = methodNotAllowed()
 	}
 	if err != nil {
 		q.s.writeErr(q.w, q.r, err)

@@ -265,13 +265,17 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	}
 	if c, ok := s.creators[key]; ok && len(ri.Parts) <= 3 {
 		if ri.Verb != "create" {
-			s.writeErr(w, r, apierrors.NewMethodNotSupported(gvr.GroupResource(), ri.Verb))
+			s.writeErr(w, r, methodNotAllowed())
 			return
 		}
 		s.serveCreator(w, r, ri, c)
 		return
 	}
-	if gvr == bindingsGVR && ri.Verb == "create" && len(ri.Parts) == 1 {
+	if gvr == bindingsGVR && ri.Verb != "create" {
+		s.writeErr(w, r, methodNotAllowed()) // bindings are only ever created
+		return
+	}
+	if gvr == bindingsGVR && len(ri.Parts) == 1 {
 		pods, _ := s.reg.get(coreGV.WithResource("pods"))
 		(&request{s: s, w: w, r: r, res: pods, ns: ri.Namespace, verb: ri.Verb}).serveBinding()
 		return

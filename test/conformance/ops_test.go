@@ -76,6 +76,7 @@ func operations() []op {
 		op{name: "error/bad-label-selector", method: "GET", path: ns + "/configmaps" + q("labelSelector", "a=(b")},
 		op{name: "error/bad-field-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "spec.noSuchField=x")},
 		op{name: "error/method-not-allowed", method: "PUT", path: ns + "/configmaps"},
+		op{name: "error/delete-collection-all-namespaces", method: "DELETE", path: "/api/v1/configmaps"},
 		op{name: "error/delete-collection-not-allowed", method: "DELETE", path: "/api/v1/namespaces/" + testNS + "/bindings"},
 	)
 
