@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,7 +48,10 @@ func (o output) table() bool { return o.convert != nil && o.convert.Kind == "Tab
 type acceptOptions struct {
 	// convert: a resource endpoint, which also answers as a Table or as
 	// PartialObjectMetadata[List] (D.7).
-	convert    bool
+	convert bool
+	// aggregated: /api or /apis asking whether the client wants
+	// apidiscovery.k8s.io/v2 discovery; clauses without "as=" are skipped
+	// (B.6).
 	aggregated bool
 }
 
@@ -60,10 +64,9 @@ func (s *Server) negotiate(r *http.Request, opts acceptOptions) (output, error) 
 	if header == "" {
 		return output{info: s.json}, nil
 	}
+	// Quality values order the clauses but, as in kube-apiserver, q=0 does
+	// not rule one out.
 	for _, c := range goautoneg.ParseAccept(header) {
-		if c.Q == 0 {
-			continue
-		}
 		for _, info := range []runtime.SerializerInfo{s.json, s.yaml, s.protobuf} {
 			typ, sub, _ := strings.Cut(info.MediaType, "/")
 			if !(c.Type == "*" && c.SubType == "*" || c.Type == typ && (c.SubType == "*" || c.SubType == sub)) {
@@ -101,17 +104,20 @@ func acceptClause(params map[string]string, info runtime.SerializerInfo, opts ac
 				return output{}, false
 			}
 		case "sv":
-			if v != "" && v != "v1" {
+			if v != "" && (v != "v1" || opts.aggregated) {
 				return output{}, false
 			}
 		}
 	}
 	switch {
+	case opts.aggregated:
+		// Only a clause that asks for aggregated discovery will do, wherever
+		// it stands in the header; kube-apiserver v1.37 no longer serves
+		// v2beta1 (B.6).
+		out.aggregated = true
+		return out, target != nil && *target == apidiscoveryv2.SchemeGroupVersion.WithKind("APIGroupDiscoveryList")
 	case target == nil:
 		return out, true
-	case opts.aggregated && *target == schema.GroupVersionKind{Group: "apidiscovery.k8s.io", Version: "v2", Kind: "APIGroupDiscoveryList"}:
-		out.aggregated = true
-		return out, info.MediaType == mediaJSON
 	case !opts.convert || target.Group != metav1.GroupName || target.Version != "v1" && target.Version != "v1beta1":
 		return output{}, false
 	}
@@ -134,7 +140,7 @@ func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.
 	ct := out.info.MediaType
 	if out.aggregated {
 		gvk := obj.GetObjectKind().GroupVersionKind()
-		ct = fmt.Sprintf("%s;g=%s;v=%s;as=%s", mediaJSON, gvk.Group, gvk.Version, gvk.Kind)
+		ct = fmt.Sprintf("%s;g=%s;v=%s;as=%s", ct, gvk.Group, gvk.Version, gvk.Kind)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")

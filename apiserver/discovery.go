@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	goruntime "runtime"
@@ -24,8 +26,6 @@ const GitVersion = "v1.37.2"
 // and minor version only, as kube-apiserver gives it.
 const openAPIVersion = "1.37"
 
-var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
-
 // version answers /version with kube-apiserver's fields. The emulation
 // version is the binary's own and the minimum compatibility version one
 // minor below, kube's defaults. gitCommit and buildDate, which would be
@@ -41,7 +41,32 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(data)
 }
 
-// groupVersions returns every group (core as "") with its versions.
+// kubeGroupPriority is the priority kube-apiserver gives each API group it
+// serves (its APIServices' group priority), for the groups kubegate serves.
+// Discovery lists groups from the highest priority down, then by name (B.6).
+var kubeGroupPriority = map[string]int{
+	"":                          18000,
+	"apps":                      17800,
+	"events.k8s.io":             17750,
+	"authentication.k8s.io":     17700,
+	"authorization.k8s.io":      17600,
+	"rbac.authorization.k8s.io": 17000,
+	"coordination.k8s.io":       16500,
+}
+
+// sortGroups puts API group names in kube-apiserver's discovery order.
+func sortGroups(groups []string) {
+	sort.SliceStable(groups, func(i, j int) bool {
+		pi, pj := kubeGroupPriority[groups[i]], kubeGroupPriority[groups[j]]
+		if pi != pj {
+			return pi > pj
+		}
+		return groups[i] < groups[j]
+	})
+}
+
+// groupVersions returns every group (core as "") with its versions, the
+// preferred (most stable, newest) first as kube-apiserver orders them.
 func (s *Server) groupVersions() map[string][]string {
 	gv := map[string]map[string]bool{}
 	add := func(g, v string) {
@@ -61,7 +86,9 @@ func (s *Server) groupVersions() map[string][]string {
 		for v := range vs {
 			out[g] = append(out[g], v)
 		}
-		sort.Strings(out[g])
+		sort.Slice(out[g], func(i, j int) bool {
+			return version.CompareKubeAwareVersionStrings(out[g][i], out[g][j]) > 0
+		})
 	}
 	return out
 }
@@ -76,6 +103,15 @@ func (s *Server) writeDiscovery(w http.ResponseWriter, r *http.Request, obj runt
 }
 
 func (s *Server) apiVersions(w http.ResponseWriter, r *http.Request) {
+	// kube-apiserver serves /api, unlike /apis, from a route that checks
+	// the Accept media types first (B.6).
+	if err := checkRouteAccept(r, routeMediaTypes); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
+	if s.serveAggregated(w, r, true) {
+		return
+	}
 	addr := s.cfg.ExternalAddress
 	if addr == "" {
 		addr = r.Host
@@ -97,6 +133,9 @@ func (s *Server) apiGroupOf(name string, versions []string) metav1.APIGroup {
 }
 
 func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
+	if s.serveAggregated(w, r, false) {
+		return
+	}
 	gvs := s.groupVersions()
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
 	for _, g := range s.reg.groups {
@@ -118,6 +157,12 @@ func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
+	// kube-apiserver serves these documents from routes that check the
+	// Accept media types first (B.6).
+	if err := checkRouteAccept(r, routeMediaTypes); err != nil {
+		s.writeErr(w, r, err)
+		return
+	}
 	gv := schema.GroupVersion{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
 	if strings.HasPrefix(r.URL.Path, "/apis/") && gv.Group == "" {
 		s.notFound(w, r)
@@ -131,6 +176,28 @@ func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
 	s.writeDiscovery(w, r, list)
 }
 
+// verbs are the verbs discovery lists for the resource itself, sorted as
+// kube-apiserver sorts them.
+func (r *resource) verbs() metav1.Verbs {
+	if r.noDeleteCollection {
+		return metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
+	}
+	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+}
+
+// storageVersionHash is the hash kube-apiserver publishes for a stored
+// resource, by which clients (the storage version migrator) tell when its
+// storage version changed: the first 8 bytes of the SHA-256 of
+// "GROUP/VERSION/KIND" of the stored kind, in standard base64 (B.6).
+func (r *resource) storageVersionHash() string {
+	gvk := r.storedAs
+	if gvk.Empty() {
+		gvk = r.gvk()
+	}
+	sum := sha256.Sum256([]byte(gvk.Group + "/" + gvk.Version + "/" + gvk.Kind))
+	return base64.StdEncoding.EncodeToString(sum[:8])
+}
+
 // resourceList is the discovery document of one group version; nil when the
 // server has no such group version.
 func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
@@ -140,7 +207,8 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			continue
 		}
 		rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.singular, Namespaced: res.namespaced,
-			Kind: res.kind, Verbs: allVerbs, ShortNames: res.shortNames, Categories: res.categories})
+			Kind: res.kind, Verbs: res.verbs(), ShortNames: res.shortNames, Categories: res.categories,
+			StorageVersionHash: res.storageVersionHash()})
 		if res.status {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"}})
@@ -151,7 +219,8 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		}
 	}
 	if gv == coreGV && len(rs) > 0 {
-		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, Namespaced: true, Kind: "Binding", Verbs: metav1.Verbs{"create"}})
+		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, SingularName: "binding", Namespaced: true, Kind: "Binding",
+			Verbs: metav1.Verbs{"create"}})
 	}
 	for _, c := range s.creators {
 		if c.gvr.GroupVersion() != gv {
@@ -170,6 +239,11 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		return nil
 	}
 	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
-	return &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(), APIResources: rs}
+	if gv == coreGV {
+		// kube-apiserver's /api/v1 document has a kind but no apiVersion.
+		list.APIVersion = ""
+	}
+	return list
 }

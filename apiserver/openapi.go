@@ -108,12 +108,15 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 			params = append(params, pathParam("namespace"))
 			collParams = append(collParams, pathParam("namespace"))
 		}
-		paths[coll] = obj{
+		collOps := obj{
 			"get":        op("list", ext, list, listParams()),
 			"post":       withBody(op("post", ext, item, writeParams()), item),
-			"delete":     op("deletecollection", ext, g.ref(reflect.TypeOf(metav1.Status{})), listParams()),
 			"parameters": collParams,
 		}
+		if !res.noDeleteCollection {
+			collOps["delete"] = op("deletecollection", ext, g.ref(reflect.TypeOf(metav1.Status{})), listParams())
+		}
+		paths[coll] = collOps
 		paths[one] = obj{
 			"get":        op("get", ext, item, nil),
 			"put":        withBody(op("put", ext, item, writeParams()), item),

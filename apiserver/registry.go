@@ -3,9 +3,9 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -35,6 +35,14 @@ type resource struct {
 	// subresources this resource serves besides the object itself.
 	status  bool // RESOURCE/status: get, update, patch of .status only
 	binding bool // pods/binding
+	// noDeleteCollection: the collection cannot be deleted in one request
+	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
+	// the request is refused with 405 (B.6).
+	noDeleteCollection bool
+	// storedAs is the kind kube-apiserver stores the resource as when it is
+	// not the resource's own; discovery's storageVersionHash is its hash
+	// (B.6).
+	storedAs schema.GroupVersionKind
 	// returnDeleted: a delete that removes the object at once answers with
 	// the object, not a success Status, as kube-apiserver does for pods,
 	// namespaces, services and service accounts (D.7).
@@ -89,7 +97,7 @@ func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
-		authenticationv1.AddToScheme, authorizationv1.AddToScheme, metav1.AddMetaToScheme,
+		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apidiscoveryv2.AddToScheme, metav1.AddMetaToScheme,
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 	} {
 		if err := add(s); err != nil {
@@ -110,7 +118,7 @@ func builtinResources() []*resource {
 	coord := coordinationv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*resource{
-		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true,
+		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true,
 			status: true, nameFn: label, defaults: defaultNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
@@ -128,16 +136,17 @@ func builtinResources() []*resource {
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
-			shortNames: []string{"svc"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
+			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
 			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
-			namespaced: true, shortNames: []string{"rs"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
-			namespaced: true, shortNames: []string{"sts"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
+		// kube-apiserver stores both kinds of events as core v1 Events.
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
-			shortNames: []string{"ev"}, nameFn: subdomain},
+			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event")},
 		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},
 		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment},
 		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment},
@@ -155,19 +164,16 @@ func builtinResources() []*resource {
 // registry finds resources by group, version and plural name.
 type registry struct {
 	byGVR map[schema.GroupVersionResource]*resource
-	// groups lists the API groups (without core) in discovery order, each
-	// with its versions.
+	// groups lists the API groups (without core) in discovery order.
 	groups []string
 }
 
 func newRegistry(rs []*resource) *registry {
 	reg := &registry{byGVR: map[schema.GroupVersionResource]*resource{}}
-	seen := map[string]bool{}
 	for _, r := range rs {
 		reg.byGVR[r.gvr] = r
-		if g := r.gvr.Group; g != "" && !seen[g] {
-			seen[g] = true
-			reg.groups = append(reg.groups, g)
+		if g := r.gvr.Group; g != "" {
+			reg.addGroup(g)
 		}
 	}
 	return reg
@@ -180,7 +186,7 @@ func (reg *registry) addGroup(g string) {
 		}
 	}
 	reg.groups = append(reg.groups, g)
-	sort.Strings(reg.groups)
+	sortGroups(reg.groups)
 }
 
 func (reg *registry) get(gvr schema.GroupVersionResource) (*resource, bool) {

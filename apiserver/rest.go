@@ -58,7 +58,14 @@ func (q *request) serve() {
 	if q.r.Method == http.MethodGet && (q.name == "" || q.watchPath()) {
 		produces = routeListMediaTypes
 	}
-	err := checkRouteAccept(q.r, produces)
+	var err error
+	if q.sub == "" && q.name == "" && q.verb == "deletecollection" && q.res.noDeleteCollection {
+		// kube-apiserver has no route for it: its router refuses the
+		// method before it looks at Accept (B.6).
+		err = apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
+	} else {
+		err = checkRouteAccept(q.r, produces)
+	}
 	switch {
 	case err != nil:
 	case q.sub == "" && q.name == "" && q.verb == "create":
