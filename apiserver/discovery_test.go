@@ -330,7 +330,7 @@ func TestNamespacesCannotBeDeletedAsACollection(t *testing.T) {
 	if _, err := ts.clientset(t, false).CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
 		t.Errorf("namespace default after the refused delete: %v", err)
 	}
-	// Nor does OpenAPI offer it (B.7).
+	// Nor does OpenAPI offer it (B.6).
 	_, _, body := get(t, ts.http.URL+"/openapi/v3/api/v1", "application/json")
 	var doc struct {
 		Paths map[string]map[string]json.RawMessage `json:"paths"`
