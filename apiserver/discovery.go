@@ -217,6 +217,9 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/binding", Namespaced: res.namespaced, Kind: "Binding",
 				Verbs: metav1.Verbs{"create"}})
 		}
+		if gvr == coreGV.WithResource("pods") {
+			rs = append(rs, podSubresources...)
+		}
 	}
 	if gv == coreGV && len(rs) > 0 {
 		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, SingularName: "binding", Namespaced: true, Kind: "Binding",
@@ -246,4 +249,14 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		list.APIVersion = ""
 	}
 	return list
+}
+
+// podSubresources are the pod subresources served in podsub.go (D.9), as
+// kube-apiserver lists them.
+var podSubresources = []metav1.APIResource{
+	{Name: "pods/attach", Namespaced: true, Kind: "PodAttachOptions", Verbs: metav1.Verbs{"create", "get"}},
+	{Name: "pods/eviction", Namespaced: true, Group: "policy", Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"}},
+	{Name: "pods/exec", Namespaced: true, Kind: "PodExecOptions", Verbs: metav1.Verbs{"create", "get"}},
+	{Name: "pods/log", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get"}},
+	{Name: "pods/portforward", Namespaced: true, Kind: "PodPortForwardOptions", Verbs: metav1.Verbs{"create", "get"}},
 }
