@@ -133,6 +133,10 @@ func New(c Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if err := s.ensurePriorityClasses(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
 	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
 		cancel()
 		return nil, err

@@ -6,6 +6,7 @@
 //     namespace's "default" unless it names one, and mounts its token;
 //   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
 //     node for 300 s;
+//   - Priority: pods get the priority of their PriorityClass;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
 //     service account, as kube-controller-manager does.
 package admission
@@ -45,7 +46,7 @@ var (
 // namespaces that do not exist and the deletion of the system namespaces,
 // and validates names.
 func Chain(st store.Store) []apiserver.Admission {
-	return []apiserver.Admission{ServiceAccount(st), DefaultTolerationSeconds()}
+	return []apiserver.Admission{ServiceAccount(st), DefaultTolerationSeconds(), Priority(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as

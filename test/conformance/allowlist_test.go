@@ -24,7 +24,6 @@ var notYetClosed = map[string]string{
 	"discovery/aggregated-apis":         "status: kube 200, kubegate 406",
 	"discovery/apis":                    ".groups: kube [{\"name\":\"apiregistration.k8s.io\",\"preferredVersion\":{\"groupVersion\":\"apiregistration.k8s.io/...",
 	"discovery/core-v1":                 ".apiVersion: kube has none, kubegate \"v1\"",
-	"discovery/rbac-v1":                 ".resources[0].storageVersionHash: kube \"48tpQ8gZHFc=\", kubegate has none",
 	"kubectl/api-resources":             "stdout: kube \"NAME                                SHORTNAMES   APIVERSION                        NAMESPACED...",
 	"kubectl/api-versions":              "stdout: kube \"admissionregistration.k8s.io/v1\\napiextensions.k8s.io/v1\\napiregistration.k8s.io/v1\\napps/v1\\...",
 	"kubectl/create-deployment":         "status: kube 0, kubegate 1",

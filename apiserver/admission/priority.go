@@ -1,0 +1,146 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/store"
+)
+
+// Priority is kube-apiserver's Priority plugin (D.11):
+//   - a new pod gets the priority and preemption policy of its
+//     priorityClassName, or of the global default class when it names
+//     none (0 and PreemptLowerPriority when there is none); a class that
+//     does not exist, or a priority or policy in the pod that differs from
+//     the class's, is 403;
+//   - an update keeps the priority the pod has;
+//   - only one class may be the global default, and the system classes
+//     cannot be deleted (403).
+func Priority(st store.Store) apiserver.Admission {
+	return apiserver.AdmissionFunc(func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
+		if a.Subresource != "" {
+			return nil
+		}
+		switch a.Resource {
+		case podsGVR:
+			return admitPodPriority(ctx, st, a)
+		case apiserver.PriorityClassesGVR:
+			return admitPriorityClass(ctx, st, a)
+		}
+		return nil
+	})
+}
+
+func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.AdmissionAttributes) error {
+	pod, ok := a.Object.(*corev1.Pod)
+	if !ok {
+		return nil
+	}
+	if a.Operation == apiserver.Update {
+		old := a.OldObject.(*corev1.Pod)
+		if pod.Spec.Priority == nil {
+			pod.Spec.Priority = old.Spec.Priority
+		}
+		if pod.Spec.PreemptionPolicy == nil {
+			pod.Spec.PreemptionPolicy = old.Spec.PreemptionPolicy
+		}
+		return nil
+	}
+	if a.Operation != apiserver.Create {
+		return nil
+	}
+	name, priority, policy := "", int32(0), corev1.PreemptLowerPriority
+	var pc *schedulingv1.PriorityClass
+	var err error
+	if pod.Spec.PriorityClassName == "" {
+		pc, err = globalDefault(ctx, st)
+	} else if pc, err = getPriorityClass(ctx, st, pod.Spec.PriorityClassName); errors.Is(err, store.ErrNotFound) {
+		return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name, fmt.Errorf("no PriorityClass with name %s was found", pod.Spec.PriorityClassName))
+	}
+	if err != nil {
+		return err
+	}
+	if pc != nil {
+		name, priority = pc.Name, pc.Value
+		if pc.PreemptionPolicy != nil {
+			policy = *pc.PreemptionPolicy
+		}
+	}
+	pod.Spec.PriorityClassName = name
+	if p := pod.Spec.Priority; p != nil && *p != priority {
+		return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name, fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *p, priority))
+	}
+	pod.Spec.Priority = &priority
+	if p := pod.Spec.PreemptionPolicy; p != nil && *p != policy {
+		return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name, fmt.Errorf("the string value of PreemptionPolicy (%s) must not be provided in pod spec; priority admission controller computed %s from the given PriorityClass name", *p, policy))
+	}
+	pod.Spec.PreemptionPolicy = &policy
+	return nil
+}
+
+func admitPriorityClass(ctx context.Context, st store.Store, a *apiserver.AdmissionAttributes) error {
+	gr := apiserver.PriorityClassesGVR.GroupResource()
+	switch a.Operation {
+	case apiserver.Delete:
+		if apiserver.IsSystemPriorityClass(a.Name) {
+			return apierrors.NewForbidden(gr, a.Name, errors.New("this is a system priority class and cannot be deleted"))
+		}
+	case apiserver.Create, apiserver.Update:
+		pc, ok := a.Object.(*schedulingv1.PriorityClass)
+		if !ok || !pc.GlobalDefault {
+			return nil
+		}
+		def, err := globalDefault(ctx, st)
+		if err != nil {
+			return err
+		}
+		if def != nil && def.Name != pc.Name {
+			return apierrors.NewForbidden(gr, a.Name, fmt.Errorf("PriorityClass %s is already marked as default. Only one default can exist", def.Name))
+		}
+	}
+	return nil
+}
+
+func getPriorityClass(ctx context.Context, st store.Store, name string) (*schedulingv1.PriorityClass, error) {
+	kv, err := st.Get(ctx, apiserver.Key(apiserver.PriorityClassesGVR, "", name))
+	if err != nil {
+		return nil, err
+	}
+	var pc schedulingv1.PriorityClass
+	if err := apiserver.UnmarshalStored(kv.Value, &pc); err != nil {
+		return nil, err
+	}
+	return &pc, nil
+}
+
+// globalDefault returns the class marked globalDefault (the lowest, should
+// several be), or nil.
+func globalDefault(ctx context.Context, st store.Store) (*schedulingv1.PriorityClass, error) {
+	var def *schedulingv1.PriorityClass
+	opts := store.ListOptions{}
+	for {
+		page, err := st.List(ctx, apiserver.Key(apiserver.PriorityClassesGVR, "", ""), opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range page.KVs {
+			var pc schedulingv1.PriorityClass
+			if err := apiserver.UnmarshalStored(kv.Value, &pc); err != nil {
+				return nil, err
+			}
+			if pc.GlobalDefault && (def == nil || pc.Value < def.Value) {
+				def = &pc
+			}
+		}
+		if !page.More || len(page.KVs) == 0 {
+			return def, nil
+		}
+		opts.Revision, opts.Continue = page.Revision, page.KVs[len(page.KVs)-1].Key
+	}
+}
