@@ -79,7 +79,7 @@ type resource struct {
 	allocate func(s *Server, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
 	// release gives back what a deleted object held; nil: nothing.
 	release func(s *Server, ctx context.Context, obj runtime.Object)
-	// table renders rows; nil gives NAME and AGE.
+	// table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	table *tableDef
 	// prefix is the store key prefix of the whole resource.
 	prefix string
@@ -128,34 +128,34 @@ func builtinResources() []*resource {
 			categories: []string{"all"}, status: true, binding: true, returnDeleted: true, nameFn: subdomain, generation: true,
 			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, validateUpdate: validatePodUpdate, resetStatus: resetPodStatus, table: podTable},
 		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
-			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain},
+			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain, table: serviceAccountTable},
 		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
-			fields: secretFields, defaults: defaultSecret, validate: validateSecret},
+			fields: secretFields, defaults: defaultSecret, validate: validateSecret, table: secretTable},
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
-			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap},
+			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap, table: configMapTable},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
-			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields},
+			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields, table: coreEventTable},
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
 			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
-			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService},
+			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService, table: serviceTable},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: replicationControllerTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
-			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: replicaSetTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
-			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, nameFn: subdomain, generation: true},
+			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
-			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event")},
-		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain},
+			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), table: eventsTable},
+		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain, table: leaseTable},
 		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment},
 		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment},
 		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment,
-			prepare: prepareBinding, validate: validateRoleBinding},
+			prepare: prepareBinding, validate: validateRoleBinding, table: roleBindingTable},
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
-			prepare: prepareBinding, validate: validateClusterRoleBinding},
+			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
 	rs = append(rs, priorityClassResource())
 	for _, r := range rs {

@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,29 +14,38 @@ import (
 )
 
 // tableDef is how a resource is shown by kubectl get: its columns and a
-// function giving the cells of one object (after NAME, before or after AGE
-// as the columns say).
+// function giving the cells of one object, one per column. kube-apiserver
+// always renders the wide columns (priority 1) too; kubectl hides them
+// unless asked for -o wide (B.5).
 type tableDef struct {
 	columns []metav1.TableColumnDefinition
 	cells   func(obj runtime.Object, now time.Time) []any
+	// conditions marks a row, as kube marks a finished pod's; nil for none.
+	conditions func(obj runtime.Object) []metav1.TableRowCondition
 }
 
+// objectMetaDoc holds the API documentation of metadata fields, which kube
+// uses as the descriptions of the Name and Age columns.
+var objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()
+
 var (
-	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name",
-		Description: "Name must be unique within a namespace. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"}
-	ageColumn = metav1.TableColumnDefinition{Name: "Age", Type: "string",
-		Description: "CreationTimestamp is a timestamp representing the server time when this object was created."}
+	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
+	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
 )
 
-// defaultTable shows NAME and AGE.
+// defaultTable is kube's table for resources without a printer of their
+// own (roles and cluster roles): the name and the creation time as an
+// RFC 3339 date, not an age (B.5).
 var defaultTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn, ageColumn},
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]}},
 	cells: func(obj runtime.Object, now time.Time) []any {
 		acc, _ := meta.Accessor(obj)
-		return []any{acc.GetName(), age(acc.GetCreationTimestamp(), now)}
+		return []any{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
 	},
 }
 
+// age is how long ago ts was, as kubectl shows it.
 func age(ts metav1.Time, now time.Time) string {
 	if ts.IsZero() {
 		return "<unknown>"
@@ -52,175 +58,6 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
-}
-
-var namespaceTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
-		{Name: "Status", Type: "string", Description: "The status of the namespace"}, ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
-		ns := obj.(*corev1.Namespace)
-		return []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp, now)}
-	},
-}
-
-var nodeTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
-		{Name: "Status", Type: "string", Description: "The status of the node"},
-		{Name: "Roles", Type: "string", Description: "The roles of the node"},
-		ageColumn,
-		{Name: "Version", Type: "string", Description: "Kubelet Version reported by the node."},
-		{Name: "Internal-IP", Type: "string", Priority: 1, Description: "List of addresses reachable to the node."},
-		{Name: "External-IP", Type: "string", Priority: 1, Description: "List of addresses reachable to the node."},
-		{Name: "OS-Image", Type: "string", Priority: 1, Description: "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy))."},
-		{Name: "Kernel-Version", Type: "string", Priority: 1, Description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64)."},
-		{Name: "Container-Runtime", Type: "string", Priority: 1, Description: "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2)."},
-	},
-	cells: func(obj runtime.Object, now time.Time) []any {
-		n := obj.(*corev1.Node)
-		status := "Unknown"
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady {
-				status = map[corev1.ConditionStatus]string{corev1.ConditionTrue: "Ready", corev1.ConditionFalse: "NotReady"}[c.Status]
-				if status == "" {
-					status = "Unknown"
-				}
-			}
-		}
-		if n.Spec.Unschedulable {
-			status += ",SchedulingDisabled"
-		}
-		var roles []string
-		for k, v := range n.Labels {
-			switch {
-			case strings.HasPrefix(k, "node-role.kubernetes.io/"):
-				if r := strings.TrimPrefix(k, "node-role.kubernetes.io/"); r != "" {
-					roles = append(roles, r)
-				}
-			case k == "kubernetes.io/role" && v != "":
-				roles = append(roles, v)
-			}
-		}
-		sort.Strings(roles)
-		addr := func(t corev1.NodeAddressType) string {
-			for _, a := range n.Status.Addresses {
-				if a.Type == t {
-					return a.Address
-				}
-			}
-			return "<none>"
-		}
-		info := n.Status.NodeInfo
-		return []any{n.Name, status, orNone(strings.Join(roles, ",")), age(n.CreationTimestamp, now), info.KubeletVersion,
-			addr(corev1.NodeInternalIP), addr(corev1.NodeExternalIP), orNone(info.OSImage), orNone(info.KernelVersion), orNone(info.ContainerRuntimeVersion)}
-	},
-}
-
-var podTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
-		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
-		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
-		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
-		ageColumn,
-		{Name: "IP", Type: "string", Priority: 1, Description: "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."},
-		{Name: "Node", Type: "string", Priority: 1, Description: "NodeName is a request to schedule this pod onto a specific node."},
-		{Name: "Nominated Node", Type: "string", Priority: 1, Description: "nominatedNodeName is set when this pod preempts other pods on the node."},
-		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: "If specified, all readiness gates will be evaluated for pod readiness."},
-	},
-	cells: podCells,
-}
-
-// podCells computes the READY, STATUS and RESTARTS columns the way kubectl
-// shows them: the phase, overridden by the reason of the first failing init
-// container or of a waiting or terminated container, and "Terminating" once
-// the pod is being deleted.
-func podCells(obj runtime.Object, now time.Time) []any {
-	pod := obj.(*corev1.Pod)
-	reason := string(pod.Status.Phase)
-	if pod.Status.Reason != "" {
-		reason = pod.Status.Reason
-	}
-	var restarts int32
-	var lastRestart time.Time
-	noteRestart := func(cs corev1.ContainerStatus) {
-		restarts += cs.RestartCount
-		if t := cs.LastTerminationState.Terminated; t != nil && t.FinishedAt.After(lastRestart) {
-			lastRestart = t.FinishedAt.Time
-		}
-	}
-	initializing := false
-	for i, cs := range pod.Status.InitContainerStatuses {
-		noteRestart(cs)
-		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
-			continue
-		}
-		initializing = true
-		switch t, w := cs.State.Terminated, cs.State.Waiting; {
-		case t != nil && t.Reason != "":
-			reason = "Init:" + t.Reason
-		case t != nil && t.Signal != 0:
-			reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
-		case t != nil:
-			reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-		case w != nil && w.Reason != "" && w.Reason != "PodInitializing":
-			reason = "Init:" + w.Reason
-		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
-		}
-		break
-	}
-	ready := 0
-	if !initializing {
-		restarts, lastRestart = 0, time.Time{}
-		running := false
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			cs := pod.Status.ContainerStatuses[i]
-			noteRestart(cs)
-			switch t, w := cs.State.Terminated, cs.State.Waiting; {
-			case w != nil && w.Reason != "":
-				reason = w.Reason
-			case t != nil && t.Reason != "":
-				reason = t.Reason
-			case t != nil && t.Signal != 0:
-				reason = fmt.Sprintf("Signal:%d", t.Signal)
-			case t != nil:
-				reason = fmt.Sprintf("ExitCode:%d", t.ExitCode)
-			case cs.Ready && cs.State.Running != nil:
-				running = true
-				ready++
-			}
-		}
-		if reason == "Completed" && running {
-			reason = "Running"
-		}
-	}
-	if pod.DeletionTimestamp != nil {
-		reason = "Terminating"
-		if pod.Status.Reason == "NodeLost" {
-			reason = "Unknown"
-		}
-	}
-	restartCell := fmt.Sprint(restarts)
-	if !lastRestart.IsZero() {
-		restartCell = fmt.Sprintf("%d (%s ago)", restarts, duration.HumanDuration(now.Sub(lastRestart)))
-	}
-	ip := pod.Status.PodIP
-	if len(pod.Status.PodIPs) > 0 {
-		ip = pod.Status.PodIPs[0].IP
-	}
-	gates := "<none>"
-	if n := len(pod.Spec.ReadinessGates); n > 0 {
-		passed := 0
-		for _, g := range pod.Spec.ReadinessGates {
-			for _, c := range pod.Status.Conditions {
-				if c.Type == g.ConditionType && c.Status == corev1.ConditionTrue {
-					passed++
-				}
-			}
-		}
-		gates = fmt.Sprintf("%d/%d", passed, n)
-	}
-	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, len(pod.Spec.Containers)), reason, restartCell,
-		age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
 }
 
 // tableRequest is the TableOptions of a request.
@@ -265,7 +102,7 @@ func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, he
 			return nil, err
 		}
 		la, _ := meta.ListAccessor(obj)
-		t.ResourceVersion, t.Continue = la.GetResourceVersion(), la.GetContinue()
+		t.ResourceVersion, t.Continue, t.RemainingItemCount = la.GetResourceVersion(), la.GetContinue(), la.GetRemainingItemCount()
 	} else {
 		acc, _ := meta.Accessor(obj)
 		t.ResourceVersion = acc.GetResourceVersion()
@@ -274,6 +111,9 @@ func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, he
 	t.Rows = make([]metav1.TableRow, 0, len(items))
 	for _, item := range items {
 		row := metav1.TableRow{Cells: def.cells(item, now)}
+		if def.conditions != nil {
+			row.Conditions = def.conditions(item)
+		}
 		var embedded runtime.Object
 		switch tr.includeObject {
 		case metav1.IncludeObject:
