@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const getObjectsYAML = `apiVersion: v1
+kind: Namespace
+metadata: {name: t}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: empty, namespace: t}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: three, namespace: t}
+data: {a: "1", b: "2"}
+binaryData: {c: "AAE="}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: np, namespace: t}
+spec:
+  type: NodePort
+  selector: {app: web}
+  clusterIP: 10.96.0.50
+  ports: [{name: http, port: 80, nodePort: 30080}, {name: dns, port: 53, protocol: UDP, nodePort: 30053}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: everyone, namespace: t}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: view}
+subjects:
+- {kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}
+- {kind: Group, name: devs, apiGroup: rbac.authorization.k8s.io}
+- {kind: ServiceAccount, name: robot, namespace: t}
+`
+
+// ages are the AGE cells, which differ from run to run.
+var ages = regexp.MustCompile(`\b\d+s\b`)
+
+// cells is text with its ages replaced and its columns separated by one
+// space: the widths follow the ages.
+func cells(text string) string {
+	var lines []string
+	for _, l := range strings.Split(ages.ReplaceAllString(text, "AGE"), "\n") {
+		lines = append(lines, strings.Join(strings.Fields(l), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestKubectlGetColumns checks what kubectl get prints, as it printed it
+// against a kube-apiserver v1.37.2 for the same objects (the ages aside).
+func TestKubectlGetColumns(t *testing.T) {
+	requireTool(t, "kubectl")
+	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0)
+	objects := filepath.Join(t.TempDir(), "objects.yaml")
+	writeFile(t, objects, []byte(getObjectsYAML))
+	must(t, c.kubectl(t, nil, "apply", "-f", objects), "configmap/three created")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "configmaps", "-n", "t"}, `
+NAME    DATA   AGE
+empty   0      AGE
+three   3      AGE
+`},
+		{[]string{"get", "services", "-n", "t", "-o", "wide"}, `
+NAME   TYPE       CLUSTER-IP   EXTERNAL-IP   PORT(S)                     AGE   SELECTOR
+np     NodePort   10.96.0.50   <none>        80:30080/TCP,53:30053/UDP   AGE   app=web
+`},
+		{[]string{"get", "rolebindings", "-n", "t", "-o", "wide"}, `
+NAME       ROLE               AGE   USERS   GROUPS   SERVICEACCOUNTS
+everyone   ClusterRole/view   AGE   alice   devs     t/robot
+`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			res := c.kubectl(t, nil, tc.args...)
+			if res.code != 0 {
+				t.Fatalf("exit %d, stderr %q", res.code, res.stderr)
+			}
+			if got, want := cells(res.stdout), cells(strings.TrimPrefix(tc.want, "\n")); got != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
