@@ -139,7 +139,7 @@ func TestExamples(t *testing.T) {
 				`"userInfo":\{"username":"system:serviceaccount:default:builder"`,
 				`POST configmap: HTTP 201`,
 				`Username +system:serviceaccount:default:builder`,
-				`(?m)^from-curl +\S+\n`,
+				`(?m)^from-curl +1 +\S+\n`,
 				`GET configmaps: HTTP 200`,
 				`configmap/from-kubectl created`,
 				// After the restart.
@@ -147,7 +147,7 @@ func TestExamples(t *testing.T) {
 				`whoami "\$STATIC"\n"userInfo":\{"username":"bob"`,
 				`whoami "\$OFFLINE"\n"userInfo":\{"username":"system:serviceaccount:default:builder"`,
 				`whoami "\$REQUESTED"\n"userInfo":\{"username":"system:serviceaccount:default:builder"`,
-				`(?m)^from-curl +\S+\nfrom-kubectl +\S+\n`,
+				`(?m)^from-curl +1 +\S+\nfrom-kubectl +1 +\S+\n`,
 				`auth can-i list pods\nyes\n`,
 				`offline token: HTTP 401`,
 				`requested token: HTTP 401`,
