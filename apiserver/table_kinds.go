@@ -337,7 +337,7 @@ func bindingColumns(kind, roleRefDoc string) []metav1.TableColumnDefinition {
 
 // bindingCells lists the subjects by kind, each list joined with ", ";
 // service accounts as namespace/name.
-func bindingCells(meta metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.Subject, now time.Time) []any {
+func bindingCells(om metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.Subject, now time.Time) []any {
 	var users, groups, sas []string
 	for _, s := range subjects {
 		switch s.Kind {
@@ -349,7 +349,7 @@ func bindingCells(meta metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.
 			sas = append(sas, s.Namespace+"/"+s.Name)
 		}
 	}
-	return []any{meta.Name, ref.Kind + "/" + ref.Name, age(meta.CreationTimestamp, now),
+	return []any{om.Name, ref.Kind + "/" + ref.Name, age(om.CreationTimestamp, now),
 		strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
 }
 
@@ -381,7 +381,8 @@ func replicasColumns(specDoc, statusDoc map[string]string) []metav1.TableColumnD
 	}
 }
 
-func deref(p *int32) int64 {
+// replicas is a desired replica count, 0 when unset.
+func replicas(p *int32) int64 {
 	if p == nil {
 		return 0
 	}
@@ -396,7 +397,7 @@ var replicationControllerTable = &tableDef{
 		if rc.Spec.Template != nil {
 			names, images = containerCells(rc.Spec.Template.Spec.Containers)
 		}
-		return []any{rc.Name, deref(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
+		return []any{rc.Name, replicas(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
 			age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector)}
 	},
 }
@@ -406,7 +407,7 @@ var replicaSetTable = &tableDef{
 	cells: func(obj runtime.Object, now time.Time) []any {
 		rs := obj.(*appsv1.ReplicaSet)
 		names, images := containerCells(rs.Spec.Template.Spec.Containers)
-		return []any{rs.Name, deref(rs.Spec.Replicas), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
+		return []any{rs.Name, replicas(rs.Spec.Replicas), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
 			age(rs.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(rs.Spec.Selector)}
 	},
 }
@@ -418,7 +419,7 @@ var statefulSetTable = &tableDef{
 	cells: func(obj runtime.Object, now time.Time) []any {
 		ss := obj.(*appsv1.StatefulSet)
 		names, images := containerCells(ss.Spec.Template.Spec.Containers)
-		return []any{ss.Name, fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, deref(ss.Spec.Replicas)),
+		return []any{ss.Name, fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, replicas(ss.Spec.Replicas)),
 			age(ss.CreationTimestamp, now), names, images}
 	},
 }
