@@ -152,10 +152,16 @@ func defaultPodSpec(s *corev1.PodSpec) {
 }
 
 // preparePod sets what kube-apiserver's admission and pod strategy set
-// after the defaults: the priority, and a new pod's status.
+// after the defaults: the priority an update leaves out (the old one) or a
+// pod created without the Priority plugin has (0), and a new pod's status.
 func preparePod(obj, old runtime.Object) {
 	p := obj.(*corev1.Pod)
 	s := &p.Spec
+	if old != nil {
+		if o := old.(*corev1.Pod).Spec; s.Priority == nil {
+			s.Priority, s.PreemptionPolicy = o.Priority, o.PreemptionPolicy
+		}
+	}
 	defaultPriority(s)
 	if old == nil {
 		p.Status.Phase = corev1.PodPending

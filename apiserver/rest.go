@@ -251,6 +251,15 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		obj = s.trackFields(res, "", s.newObject(res), obj, manager)
 		acc, _ = meta.Accessor(obj)
 	}
+	// As in kube-apiserver, admission sees the object after its defaults
+	// and before the server's own preparation and validation, so what a
+	// plugin sets is kept and validated (D.8).
+	if admit {
+		if err := s.admit(ctx, &AdmissionAttributes{Operation: Create, Resource: res.gvr, Namespace: acc.GetNamespace(),
+			Name: acc.GetName(), User: user, Object: obj, DryRun: dry}); err != nil {
+			return nil, err
+		}
+	}
 	if res.prepare != nil {
 		res.prepare(obj, nil)
 	}
@@ -262,14 +271,6 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 			return nil, err
 		}
 		defer func() { alloc.finish(err == nil) }()
-	}
-	// As in kube-apiserver, admission sees the object before validation
-	// does, so what it adds is validated too.
-	if admit {
-		if err := s.admit(ctx, &AdmissionAttributes{Operation: Create, Resource: res.gvr, Namespace: acc.GetNamespace(),
-			Name: acc.GetName(), User: user, Object: obj, DryRun: dry}); err != nil {
-			return nil, err
-		}
 	}
 	if err := s.validate(res, "", obj, nil); err != nil {
 		return nil, err

@@ -184,6 +184,21 @@ func operations() []op {
 		op{name: "pod/delete-grace-negative", method: "DELETE", path: ns + "/pods/noprio", body: `{"apiVersion":"v1","kind":"DeleteOptions","gracePeriodSeconds":-1}`},
 	)
 
+	// Priority classes.
+	const pcs = "/apis/scheduling.k8s.io/v1/priorityclasses"
+	add(
+		op{name: "priorityclass/get-system", method: "GET", path: pcs + "/system-node-critical"},
+		op{name: "priorityclass/create", method: "POST", path: pcs, body: `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"high"},"value":1000}`},
+		op{name: "priorityclass/create-too-high", method: "POST", path: pcs, body: `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"huge"},"value":2000000000}`},
+		op{name: "priorityclass/create-system-name", method: "POST", path: pcs, body: `{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"system-mine"},"value":1}`},
+		op{name: "priorityclass/update-value", method: "PATCH", path: pcs + "/high", contentType: mergePatch, body: `{"value":1001}`},
+		op{name: "priorityclass/table", method: "GET", path: pcs + "/high", accept: tableAccept},
+		op{name: "priorityclass/delete-system", method: "DELETE", path: pcs + "/system-cluster-critical"},
+		op{name: "pod/create-with-priority-class", method: "POST", path: ns + "/pods", body: pod("important", `"priorityClassName":"high"`)},
+		op{name: "pod/create-with-own-priority", method: "POST", path: ns + "/pods", body: pod("selfish", `"priority":5`)},
+		op{name: "priorityclass/delete", method: "DELETE", path: pcs + "/high"},
+	)
+
 	// Services.
 	add(
 		op{name: "service/kubernetes", method: "GET", path: "/api/v1/namespaces/default/services/kubernetes"},
