@@ -123,7 +123,10 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 		t.Errorf("/version = %s, want it indented as kube-apiserver writes it", body)
 	}
 
-	code, _, body = get(t, ts.http.URL+"/openapi/v3", "")
+	code, header, body := get(t, ts.http.URL+"/openapi/v3", "")
+	if ct := header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
+		t.Errorf("/openapi/v3 Content-Type = %q, want kube's text/plain; charset=utf-8", ct)
+	}
 	var root struct {
 		Paths map[string]struct {
 			ServerRelativeURL string `json:"serverRelativeURL"`

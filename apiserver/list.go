@@ -200,13 +200,17 @@ func (q *request) list() error {
 	if err != nil {
 		return err
 	}
-	items, rev, cont, err := q.collect(sel, o)
+	items, rev, cont, remaining, err := q.collect(sel, o)
 	if err != nil {
 		return err
 	}
 	list, err := q.s.newList(q.res, items, rev, cont)
 	if err != nil {
 		return err
+	}
+	if remaining > 0 {
+		la, _ := meta.ListAccessor(list)
+		la.SetRemainingItemCount(&remaining)
 	}
 	if list, err = q.s.convert(q.r, q.res, out, list); err != nil {
 		return err
@@ -216,27 +220,29 @@ func (q *request) list() error {
 }
 
 // collect reads the matching objects of a list page, and returns them with
-// the revision read at and the continue token of the next page ("" if last).
-func (q *request) collect(sel selector, o listOptions) ([]runtime.Object, int64, string, error) {
+// the revision read at, the continue token of the next page ("" if last)
+// and, for a list no selector filters, how many objects come after the
+// page, as kube-apiserver's remainingItemCount counts them (0 if unknown).
+func (q *request) collect(sel selector, o listOptions) (_ []runtime.Object, _ int64, _ string, remaining int64, _ error) {
 	st := q.s.cfg.Store
 	// metadata.name=X in one namespace is a single read.
 	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.namespaced) {
 		rev, err := st.CurrentRevision(q.ctx())
 		if err != nil {
-			return nil, 0, "", storeErr(err, q.gr(), "")
+			return nil, 0, "", 0, storeErr(err, q.gr(), "")
 		}
 		kv, err := st.Get(q.ctx(), q.key(name))
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, rev, "", nil
+			return nil, rev, "", 0, nil
 		}
 		if err != nil {
-			return nil, 0, "", storeErr(err, q.gr(), name)
+			return nil, 0, "", 0, storeErr(err, q.gr(), name)
 		}
 		obj, err := q.s.decodeKV(q.res, kv)
 		if err != nil || !sel.matches(q.res, obj) {
-			return nil, rev, "", err
+			return nil, rev, "", 0, err
 		}
-		return []runtime.Object{obj}, max(rev, kv.ModRevision), "", nil
+		return []runtime.Object{obj}, max(rev, kv.ModRevision), "", 0, nil
 	}
 	opts := store.ListOptions{Revision: o.revision, Limit: o.limit}
 	if o.cont != nil {
@@ -250,33 +256,36 @@ func (q *request) collect(sel selector, o listOptions) ([]runtime.Object, int64,
 			// revision, for clients content with an inconsistent list.
 			se := apierrors.NewResourceExpired(continueTooOld)
 			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, o.cont.Start)
-			return nil, 0, "", se
+			return nil, 0, "", 0, se
 		}
 		if errors.Is(err, store.ErrCompacted) {
-			return nil, 0, "", apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+			return nil, 0, "", 0, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
 		if err != nil {
-			return nil, 0, "", storeErr(err, q.gr(), "")
+			return nil, 0, "", 0, storeErr(err, q.gr(), "")
 		}
 		if page.Revision < o.minRev {
-			return nil, 0, "", tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
+			return nil, 0, "", 0, tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
 		}
 		opts.Revision = page.Revision
 		for _, kv := range page.KVs {
 			obj, err := q.s.decodeKV(q.res, kv)
 			if err != nil {
-				return nil, 0, "", err
+				return nil, 0, "", 0, err
 			}
 			if sel.empty() || sel.matches(q.res, obj) {
 				items = append(items, obj)
 			}
 		}
 		if !page.More {
-			return items, page.Revision, "", nil
+			return items, page.Revision, "", 0, nil
 		}
 		last := page.KVs[len(page.KVs)-1].Key
 		if o.limit > 0 && int64(len(items)) >= o.limit {
-			return items, page.Revision, encodeContinue(page.Revision, last), nil
+			if sel.empty() {
+				remaining = page.Remaining
+			}
+			return items, page.Revision, encodeContinue(page.Revision, last), remaining, nil
 		}
 		opts.Continue = last
 		if o.limit > 0 {

@@ -63,8 +63,10 @@ func gvPath(gv schema.GroupVersion) string {
 	return "apis/" + gv.Group + "/" + gv.Version
 }
 
+// openAPIRoot serves the index of the OpenAPI v3 documents, labelled
+// text/plain as kube-apiserver labels it (B.7).
 func (s *Server) openAPIRoot(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", mediaJSON)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = w.Write(s.openAPI().root)
 }
 

@@ -147,3 +147,28 @@ func TestMethodNotAllowed_D7(t *testing.T) {
 		t.Errorf("GET /api/v1/pods/x: got %d %v, want kube's 404", code, st)
 	}
 }
+
+// A page of a list no selector filters says how many objects remain after
+// it; a filtered one does not (D.2).
+func TestRemainingItemCount_D2(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	for _, name := range []string{"a", "b", "c", "d"} {
+		if code, st := rawRequest(t, ts, "POST", "/api/v1/namespaces/default/configmaps", "application/json",
+			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`","labels":{"x":"y"}}}`); code != 201 {
+			t.Fatalf("create %s: %d %v", name, code, st)
+		}
+	}
+	_, st := rawRequest(t, ts, "GET", "/api/v1/namespaces/default/configmaps?limit=1", "", "")
+	if meta := st["metadata"].(map[string]any); meta["remainingItemCount"] != float64(3) || meta["continue"] == nil {
+		t.Errorf("first page of 1: metadata %v, want remainingItemCount 3 and a continue token", meta)
+	}
+	_, st = rawRequest(t, ts, "GET", "/api/v1/namespaces/default/configmaps?limit=1&labelSelector=x%3Dy", "", "")
+	if meta := st["metadata"].(map[string]any); meta["remainingItemCount"] != nil {
+		t.Errorf("a filtered page: metadata %v, want no remainingItemCount", meta)
+	}
+	_, st = rawRequest(t, ts, "GET", "/api/v1/namespaces/default/configmaps?limit=10", "", "")
+	if meta := st["metadata"].(map[string]any); meta["remainingItemCount"] != nil {
+		t.Errorf("the last page: metadata %v, want no remainingItemCount", meta)
+	}
+}

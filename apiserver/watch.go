@@ -139,7 +139,7 @@ func (q *request) watch() error {
 	from := rv
 	if initial {
 		o := listOptions{minRev: rv}
-		if items, from, _, err = q.collect(sel, o); err != nil {
+		if items, from, _, _, err = q.collect(sel, o); err != nil {
 			return err
 		}
 	}

@@ -115,6 +115,8 @@ type ListResult struct {
 	Revision int64
 	// More reports that keys after the last returned one remain.
 	More bool
+	// Remaining counts those keys, at Revision; 0 when there are none.
+	Remaining int64
 }
 
 // EventType says what happened to a key.

@@ -42,7 +42,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 				return err
 			}
 		}
-		res.KVs, res.More = scan(tx, prefix, start, past, opts.Limit)
+		res.KVs, res.Remaining = scan(tx, prefix, start, past, opts.Limit)
+		res.More = res.Remaining > 0
 		return nil
 	})
 	return res, err
@@ -73,8 +74,9 @@ func undo(tx *bolt.Tx, prefix, start string, rev int64) (map[string]*store.KV, e
 }
 
 // scan merges the current keys under prefix from start with the past
-// values that replace them, stopping after limit keys (0: no limit).
-func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit int64) (kvs []store.KV, more bool) {
+// values that replace them: at most limit keys (0: no limit), and how many
+// more there are.
+func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit int64) (kvs []store.KV, remaining int64) {
 	pastKeys := make([]string, 0, len(past))
 	for k := range past {
 		pastKeys = append(pastKeys, k)
@@ -85,10 +87,16 @@ func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit in
 	for {
 		cur := k != nil && bytes.HasPrefix(k, []byte(prefix))
 		if !cur && len(pastKeys) == 0 {
-			return kvs, false
+			return kvs, remaining
 		}
+		full := limit > 0 && int64(len(kvs)) == limit
 		var kv *store.KV
 		switch {
+		case cur && (len(pastKeys) == 0 || string(k) < pastKeys[0]) && full:
+			// past the page: only count
+			remaining++
+			k, v = c.Next()
+			continue
 		case cur && (len(pastKeys) == 0 || string(k) < pastKeys[0]):
 			d := decodeKV(string(k), v, true)
 			kv = &d
@@ -103,8 +111,9 @@ func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit in
 		if kv == nil {
 			continue
 		}
-		if limit > 0 && int64(len(kvs)) == limit {
-			return kvs, true
+		if full {
+			remaining++
+			continue
 		}
 		kvs = append(kvs, *kv)
 	}

@@ -400,6 +400,13 @@ func testPagination(t *testing.T, s store.Store) {
 				if wantMore := i < len(tc.pages)-1; res.More != wantMore {
 					t.Errorf("page %d: more = %v, want %v", i, res.More, wantMore)
 				}
+				after := 0
+				for _, p := range tc.pages[i+1:] {
+					after += len(p)
+				}
+				if res.Remaining != int64(after) {
+					t.Errorf("page %d: remaining = %d, want %d", i, res.Remaining, after)
+				}
 				if i == 0 {
 					// Later pages come from the first page's snapshot,
 					// whatever changes meanwhile.
