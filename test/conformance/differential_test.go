@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
@@ -45,7 +46,13 @@ func (o op) run(t *testing.T, s *server, n normalizer) answer {
 	t.Helper()
 	if o.kubectl != nil {
 		code, stdout, stderr := s.kubectl(t, o.stdin, o.kubectl...)
-		return answer{status: code, stdout: n.kubectlOutput(stdout), stderr: n.kubectlOutput(stderr)}
+		a := answer{status: code, stderr: n.kubectlOutput(stderr)}
+		if json.Valid([]byte(stdout)) {
+			a.body = n.body([]byte(stdout)) // kubectl get --raw, -o json
+		} else {
+			a.stdout = n.kubectlOutput(stdout)
+		}
+		return a
 	}
 	var body []byte
 	contentType := o.contentType
