@@ -78,22 +78,22 @@ func TestWritesRecordTheirFieldManager_D1(t *testing.T) {
 		t.Errorf("managedFields entry = %s %s %s, want deployer Update v1", mf.Manager, mf.Operation, mf.APIVersion)
 	}
 	var fields map[string]any
-	if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+	if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 		t.Fatal(err)
 	}
 	spec := fields["f:spec"].(map[string]any)
 	for _, owned := range []string{"f:restartPolicy", "f:dnsPolicy", "f:schedulerName", "f:enableServiceLinks"} {
 		if _, ok := spec[owned]; !ok {
-			t.Errorf("managedFields lack the defaulted %s: %s", owned, mf.FieldsV1.Raw)
+			t.Errorf("managedFields lack the defaulted %s: %s", owned, mf.FieldsV1.GetRawBytes())
 		}
 	}
 	for _, notOwned := range []string{"f:priority", "f:preemptionPolicy"} {
 		if _, ok := spec[notOwned]; ok {
-			t.Errorf("managedFields give the writer %s, which the server sets: %s", notOwned, mf.FieldsV1.Raw)
+			t.Errorf("managedFields give the writer %s, which the server sets: %s", notOwned, mf.FieldsV1.GetRawBytes())
 		}
 	}
 	if _, ok := fields["f:status"]; ok {
-		t.Errorf("managedFields give the writer the status: %s", mf.FieldsV1.Raw)
+		t.Errorf("managedFields give the writer the status: %s", mf.FieldsV1.GetRawBytes())
 	}
 
 	cm, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"a": "1"}},
@@ -111,7 +111,7 @@ func TestWritesRecordTheirFieldManager_D1(t *testing.T) {
 	}
 	managers := map[string]string{}
 	for _, mf := range cm.ManagedFields {
-		managers[mf.Manager] = string(mf.FieldsV1.Raw)
+		managers[mf.Manager] = string(mf.FieldsV1.GetRawBytes())
 	}
 	if len(managers) != 2 || managers["tool"] != `{"f:data":{".":{},"f:a":{}}}` || managers["deployer"] != `{"f:data":{"f:b":{}}}` {
 		t.Errorf("managedFields after an update by another manager = %v, want tool owning data.a and deployer data.b", managers)

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -137,7 +137,7 @@ func (q *request) podConnect() error {
 	if err != nil {
 		return err
 	}
-	if !httpstream.IsUpgradeRequest(q.r) {
+	if !httpguts.HeaderValuesContainsToken(q.r.Header["Connection"], "Upgrade") {
 		return apierrors.NewBadRequest("Upgrade request required")
 	}
 	return apierrors.NewInternalError(fmt.Errorf("pod %s/%s runs on the simulated node %s, which runs no containers: %s is not available",
