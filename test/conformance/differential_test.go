@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/scheme"
+
 	"github.com/kubegate/kubegate/internal/testwait"
 	"sigs.k8s.io/yaml"
 )
@@ -71,13 +73,49 @@ func (o op) run(t *testing.T, s *server, n normalizer) answer {
 	if accept == "" {
 		accept = "application/json"
 	}
-	code, header, b := s.do(t, o.method, o.path, contentType, accept, body)
+	// {rv} is the resourceVersion of the last list this server answered.
+	path := strings.ReplaceAll(o.path, "{rv}", s.listRV)
+	code, header, b := s.do(t, o.method, path, contentType, accept, body)
 	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	a := answer{status: code, mediaType: mt}
-	if !o.headOnly {
-		a.body = n.body(b)
+	if o.headOnly {
+		return a
+	}
+	switch mt {
+	case "application/vnd.kubernetes.protobuf":
+		a.body = n.value("", decodeProtobuf(t, b))
+	default:
+		a.body = n.stream(b)
+	}
+	if m, ok := a.body.(map[string]any); ok && strings.HasSuffix(fmt.Sprint(m["kind"]), "List") {
+		var list struct {
+			Metadata struct{ ResourceVersion string } `json:"metadata"`
+		}
+		if json.Unmarshal(b, &list) == nil && list.Metadata.ResourceVersion != "" {
+			s.listRV = list.Metadata.ResourceVersion
+		}
 	}
 	return a
+}
+
+// decodeProtobuf decodes a protobuf answer with client-go's scheme and
+// returns it as decoded JSON, so that it is normalized and compared like
+// any other answer.
+func decodeProtobuf(t *testing.T, b []byte) any {
+	t.Helper()
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(b, nil, nil)
+	if err != nil {
+		return fmt.Sprintf("undecodable protobuf: %v", err)
+	}
+	j, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(j, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // compare returns why two answers differ, or "" when they are the same.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"regexp"
@@ -81,6 +82,24 @@ func mustCIDR(s string) *net.IPNet {
 type normalizer struct {
 	servers []string // host:port of the servers, replaced in every string
 	ports   []int    // their ports, which the kubernetes Service targets
+}
+
+// stream normalizes a body that may hold several JSON documents, a watch
+// stream's events: one document is returned as body does, several as a
+// list of them.
+func (n normalizer) stream(b []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var docs []any
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			if err != io.EOF || len(docs) < 2 {
+				return n.body(b)
+			}
+			return n.value("", docs)
+		}
+		docs = append(docs, v)
+	}
 }
 
 // body normalizes a response body: JSON is decoded and walked, anything

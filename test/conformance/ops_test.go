@@ -17,6 +17,7 @@ const (
 	metaListAccept = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"
 	metaAccept     = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"
 	discoveryV2    = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+	protobuf       = "application/vnd.kubernetes.protobuf"
 )
 
 // pod returns a pod manifest with one container, and extra spec fields.
@@ -127,6 +128,20 @@ func operations() []op {
 		op{name: "configmap/list-table", method: "GET", path: ns + "/configmaps" + q("labelSelector", "l=v"), accept: tableAccept},
 		op{name: "configmap/metadata", method: "GET", path: ns + "/configmaps/one", accept: metaAccept},
 		op{name: "configmap/list-metadata", method: "GET", path: ns + "/configmaps" + q("labelSelector", "l=v"), accept: metaListAccept},
+		op{name: "configmap/get-protobuf", method: "GET", path: ns + "/configmaps/one", accept: protobuf},
+		op{name: "configmap/list-protobuf", method: "GET", path: ns + "/configmaps", accept: protobuf},
+		op{name: "configmap/get-cbor", method: "GET", path: ns + "/configmaps/one", accept: "application/cbor"},
+		op{name: "configmap/table-include-object", method: "GET", path: ns + "/configmaps/one" + q("includeObject", "Object"), accept: tableAccept},
+		op{name: "configmap/table-include-none", method: "GET", path: ns + "/configmaps" + q("includeObject", "None"), accept: tableAccept},
+		op{name: "configmap/list-for-watch", method: "GET", path: ns + "/configmaps"},
+		op{name: "configmap/create-watched", method: "POST", path: ns + "/configmaps", body: configMap("watched", `"w":"1"`)},
+		op{name: "watch/from-resource-version", method: "GET", path: ns + "/configmaps?watch=1&timeoutSeconds=1&resourceVersion={rv}"},
+		op{name: "watch/metadata", method: "GET", path: ns + "/configmaps?watch=1&timeoutSeconds=1&resourceVersion={rv}", accept: metaAccept},
+		op{name: "watch/initial-events", method: "GET", path: ns + "/configmaps" + q("watch", "1", "timeoutSeconds", "1",
+			"sendInitialEvents", "true", "allowWatchBookmarks", "true", "resourceVersionMatch", "NotOlderThan")},
+		op{name: "watch/initial-events-without-match", method: "GET", path: ns + "/configmaps" + q("watch", "1", "timeoutSeconds", "1", "sendInitialEvents", "true")},
+		op{name: "watch/field-selector", method: "GET", path: ns + "/configmaps?watch=1&timeoutSeconds=1&resourceVersion={rv}&fieldSelector=metadata.name%3Dwatched"},
+		op{name: "configmap/delete-watched", method: "DELETE", path: ns + "/configmaps/watched"},
 		op{name: "configmap/delete-precondition-fails", method: "DELETE", path: ns + "/configmaps/one", body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`},
 		op{name: "configmap/delete-bad-propagation", method: "DELETE", path: ns + "/configmaps/one", body: `{"apiVersion":"v1","kind":"DeleteOptions","propagationPolicy":"Sideways"}`},
 		op{name: "configmap/delete", method: "DELETE", path: ns + "/configmaps/one"},
@@ -172,6 +187,7 @@ func operations() []op {
 		op{name: "pod/list-field-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "status.phase=Pending")},
 		op{name: "pod/list-node-selector", method: "GET", path: ns + "/pods" + q("fieldSelector", "spec.nodeName=")},
 		op{name: "pod/table", method: "GET", path: ns + "/pods/app", accept: tableAccept},
+		op{name: "pod/get-protobuf", method: "GET", path: ns + "/pods/app", accept: protobuf},
 		op{name: "pod/log-unscheduled", method: "GET", path: ns + "/pods/app/log"},
 		op{name: "pod/log-missing", method: "GET", path: ns + "/pods/missing/log"},
 		op{name: "pod/exec-unscheduled", method: "POST", path: ns + "/pods/app/exec" + q("command", "ls", "stdout", "true")},

@@ -30,6 +30,7 @@ type server struct {
 	kubeconfig string // DIR/admin.conf
 	client     *http.Client
 	logs       []string // log files, shown when the server fails to start
+	listRV     string   // the resourceVersion of the last list answered
 }
 
 // do sends one request and returns the status, the response headers and
