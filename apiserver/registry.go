@@ -138,7 +138,7 @@ func builtinResources() []*resource {
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
-			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateServiceUpdate,
+			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateService,
 			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService, table: serviceTable},
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
 			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: replicationControllerTable},

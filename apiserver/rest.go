@@ -266,7 +266,10 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	if res.allocate != nil {
 		// As in kube, allocation comes before validation, and is given
 		// back if anything after it fails.
-		alloc, err := res.allocate(s, ctx, obj, nil, dry)
+		// alloc must not shadow err: the deferred call reads the
+		// function's result.
+		var alloc *allocation
+		alloc, err = res.allocate(s, ctx, obj, nil, dry)
 		if err != nil {
 			return nil, err
 		}

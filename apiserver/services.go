@@ -285,7 +285,9 @@ func (s *Server) allocateNodePorts(a *allocation, svc, old *corev1.Service) erro
 					return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: %w", err))
 				}
 				p.NodePort = np
-			case !containsPort(held, p.NodePort) && !a.hasPort(p.NodePort):
+			case !containsPort(held, p.NodePort) && (old == nil || !a.hasPort(p.NodePort)):
+				// On a create, a node port asked for by two ports of
+				// different numbers is already allocated for the second.
 				if err := a.port(svc, p.NodePort); err != nil {
 					return apierrors.NewInvalid(serviceKind, svc.Name, field.ErrorList{field.Invalid(
 						field.NewPath("spec", "ports").Index(i).Child("nodePort"), p.NodePort, err.Error())})

@@ -226,7 +226,8 @@ func (al *serviceAllocator) initIPFamilies(svc, old *corev1.Service) error {
 }
 
 // validateClusterIPFields is the check kube runs before allocating: the
-// two fields agree and hold addresses.
+// two fields agree and hold addresses, the IP families and the family
+// policy have supported values.
 func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 	spec := &svc.Spec
 	path := field.NewPath("spec", "clusterIPs")
@@ -238,6 +239,22 @@ func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
 		errs = append(errs, field.Invalid(path, spec.ClusterIPs, "first value must match `clusterIP`"))
 	case spec.ClusterIP == "" && len(spec.ClusterIPs) != 0:
 		errs = append(errs, field.Invalid(path, spec.ClusterIPs, "must be empty when `clusterIP` is not specified"))
+	}
+	seen := map[corev1.IPFamily]bool{}
+	for i, fam := range spec.IPFamilies {
+		p := field.NewPath("spec", "ipFamilies").Index(i)
+		if fam != corev1.IPv4Protocol && fam != corev1.IPv6Protocol {
+			errs = append(errs, field.NotSupported(p, fam, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}))
+		}
+		if seen[fam] {
+			errs = append(errs, field.Duplicate(p, fam))
+		}
+		seen[fam] = true
+	}
+	if pol := spec.IPFamilyPolicy; pol != nil && *pol != corev1.IPFamilyPolicySingleStack &&
+		*pol != corev1.IPFamilyPolicyPreferDualStack && *pol != corev1.IPFamilyPolicyRequireDualStack {
+		errs = append(errs, field.NotSupported(field.NewPath("spec", "ipFamilyPolicy"), *pol, []corev1.IPFamilyPolicy{
+			corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack}))
 	}
 	var oldIPs []string
 	if old != nil {
