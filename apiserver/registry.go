@@ -123,7 +123,7 @@ func builtinResources() []*resource {
 		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true,
 			status: true, nameFn: label, defaults: defaultNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
-			status: true, nameFn: subdomain, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
+			status: true, nameFn: subdomain, defaults: defaultNode, validate: validateNode, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
 		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
 			categories: []string{"all"}, status: true, binding: true, returnDeleted: true, nameFn: subdomain, generation: true,
 			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, validateUpdate: validatePodUpdate, resetStatus: resetPodStatus, table: podTable},
