@@ -121,7 +121,7 @@ func builtinResources() []*resource {
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*resource{
 		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true,
-			status: true, nameFn: label, defaults: defaultNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
+			status: true, nameFn: label, defaults: defaultNamespace, validate: validateNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			status: true, nameFn: subdomain, defaults: defaultNode, validate: validateNode, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
 		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
@@ -134,7 +134,7 @@ func builtinResources() []*resource {
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
 			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap, table: configMapTable},
 		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
-			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields, table: coreEventTable},
+			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields, validate: validateCoreEvent, table: coreEventTable},
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
@@ -148,8 +148,8 @@ func builtinResources() []*resource {
 			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
-			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), table: eventsTable},
-		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain, table: leaseTable},
+			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), validate: validateEventsV1Event, table: eventsTable},
+		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain, validate: validateLease, table: leaseTable},
 		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment, validate: validateRole},
 		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment, validate: validateClusterRole},
 		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment,

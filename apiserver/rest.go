@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/google/uuid"
+	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -331,9 +332,18 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 		errs = append(errs, res.validateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(schema.GroupKind{Group: res.gvr.Group, Kind: res.kind}, acc.GetName(), errs)
+		return apierrors.NewInvalid(res.invalidKind(), acc.GetName(), errs)
 	}
 	return nil
+}
+
+// invalidKind is the kind a 422 names: kube stores events.k8s.io Events
+// as core Events, and its errors name that kind, without a group.
+func (r *resource) invalidKind() schema.GroupKind {
+	if r.gvr.Group == eventsv1.GroupName {
+		return schema.GroupKind{Kind: r.kind}
+	}
+	return schema.GroupKind{Group: r.gvr.Group, Kind: r.kind}
 }
 
 func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
