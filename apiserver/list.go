@@ -11,12 +11,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -133,7 +135,7 @@ func (q *request) listOptions() (listOptions, error) {
 		}
 		o.limit = max(n, 0) // a negative limit is none
 	}
-	if err := validateRVMatch(q.r); err != nil {
+	if err := q.validateListOptions(); err != nil {
 		return o, err
 	}
 	rv, err := parseRV(query.Get("resourceVersion"))
@@ -167,22 +169,18 @@ func (q *request) listOptions() (listOptions, error) {
 	return o, nil
 }
 
-// validateRVMatch checks resourceVersionMatch as kube-apiserver validates
-// ListOptions (D.7): a known value, only with a resourceVersion, and Exact
-// not at "0".
-func validateRVMatch(r *http.Request) error {
-	query := r.URL.Query()
-	match, rv := query.Get("resourceVersionMatch"), query.Get("resourceVersion")
-	path := field.NewPath("resourceVersionMatch")
-	switch {
-	case match == "":
-		return nil
-	case match != string(metav1.ResourceVersionMatchExact) && match != string(metav1.ResourceVersionMatchNotOlderThan):
-		return optionsInvalid(r, field.NotSupported(path, match, []string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
-	case rv == "":
-		return optionsInvalid(r, field.Forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
-	case match == string(metav1.ResourceVersionMatchExact) && rv == "0":
-		return optionsInvalid(r, field.Forbidden(path, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+// validateListOptions reads the list or watch options of the query and
+// checks them with apimachinery's ListOptions validation, which is
+// kube-apiserver's: a value that does not parse is 400 with the parser's
+// message, options that do not go together are 422 (D.7).
+func (q *request) validateListOptions() error {
+	var opts metainternalversion.ListOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q.r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	opts.Watch = opts.Watch || q.verb == "watch"
+	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+		return optionsInvalid(q.r, errs...)
 	}
 	return nil
 }

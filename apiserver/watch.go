@@ -116,11 +116,11 @@ func (q *request) watch() error {
 	}
 	bookmarks := query.Get("allowWatchBookmarks") == "true"
 	initial := rv == 0 // "" and "0" start with the current state
+	if err := q.validateListOptions(); err != nil {
+		return err
+	}
 	if v := query.Get("sendInitialEvents"); v != "" {
 		initial = v == "true"
-		if query.Get("resourceVersionMatch") != string(metav1.ResourceVersionMatchNotOlderThan) {
-			return apierrors.NewBadRequest("sendInitialEvents is only supported with resourceVersionMatch=NotOlderThan")
-		}
 	}
 	timeout := defaultWatchTimeout
 	if v := query.Get("timeoutSeconds"); v != "" {

@@ -155,7 +155,7 @@ func TestKubegateAnswersLikeKubeAPIServer(t *testing.T) {
 
 	kube := startKubeAPIServer(t, bin)
 	kg := startKubegate(t)
-	var n normalizer
+	n := normalizer{generated: map[string]string{}}
 	for _, s := range []*server{kube, kg} {
 		u, err := url.Parse(s.url)
 		if err != nil {

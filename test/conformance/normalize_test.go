@@ -82,6 +82,9 @@ func mustCIDR(s string) *net.IPNet {
 type normalizer struct {
 	servers []string // host:port of the servers, replaced in every string
 	ports   []int    // their ports, which the kubernetes Service targets
+	// generated maps each name made from a generateName to its prefix, as
+	// seen; later answers (a Table's cells, a message) show the name too.
+	generated map[string]string
 }
 
 // stream normalizes a body that may hold several JSON documents, a watch
@@ -123,6 +126,9 @@ func (n normalizer) value(key string, v any) any {
 		if meta, ok := out["metadata"].(map[string]any); ok {
 			if prefix, _ := meta["generateName"].(string); prefix != "" {
 				if name, _ := meta["name"].(string); strings.HasPrefix(name, prefix) {
+					if n.generated != nil {
+						n.generated[name] = prefix
+					}
 					meta["name"] = prefix + phSuffix
 				}
 			}
@@ -162,6 +168,9 @@ func (n normalizer) value(key string, v any) any {
 func (n normalizer) text(s string) string {
 	for _, srv := range n.servers {
 		s = strings.ReplaceAll(s, srv, phServer)
+	}
+	if prefix, ok := n.generated[s]; ok {
+		s = prefix + phSuffix
 	}
 	s = uuidRE.ReplaceAllString(s, phUID)
 	s = jwtRE.ReplaceAllString(s, phToken)
@@ -271,6 +280,22 @@ func TestNormalizerHidesOnlyGeneratedValues(t *testing.T) {
 		if len(d) != 1 || d[0] != tc.want {
 			t.Errorf("%s: got differences %q, want [%q]", tc.name, d, tc.want)
 		}
+	}
+}
+
+// A name made from generateName is normalized wherever it shows later, a
+// Table's cell for one.
+func TestNormalizerRemembersGeneratedNames(t *testing.T) {
+	n := normalizer{generated: map[string]string{}}
+	n.body([]byte(`{"metadata":{"name":"gen-abcde","generateName":"gen-"}}`))
+	n.body([]byte(`{"metadata":{"name":"gen-xyz12","generateName":"gen-"}}`))
+	a := n.body([]byte(`{"rows":[{"cells":["gen-abcde",1]}]}`))
+	b := n.body([]byte(`{"rows":[{"cells":["gen-xyz12",1]}]}`))
+	if d := differences(a, b, 5); len(d) != 0 {
+		t.Errorf("generated names differ after normalizing: %q", d)
+	}
+	if c := n.body([]byte(`{"rows":[{"cells":["gen-other",1]}]}`)); len(differences(a, c, 5)) != 1 {
+		t.Errorf("a name never generated was normalized away")
 	}
 }
 
