@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/store"
@@ -474,7 +475,9 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 		Spec: corev1.ServiceSpec{
 			Ports:     []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt(port)}},
-			ClusterIP: ip, ClusterIPs: []string{ip},
+			// As kube-apiserver writes it: the cluster IP and a single-stack
+			// policy, the rest from the defaults and the allocation.
+			ClusterIP: ip, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
 		},
 	}
 	if _, err := s.createStored(ctx, res, svc); err != nil && !apierrors.IsAlreadyExists(err) {

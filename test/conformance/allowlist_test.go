@@ -30,7 +30,6 @@ var notYetClosed = map[string]string{
 	"openapi/v2":                "/openapi/v2 is not served",
 	"rbac/access-review":        "a SubjectAccessReview answer carries a creationTimestamp and no managedFields",
 	"rbac/clusterrole-get-view": "the bootstrap ClusterRoles carry no managedFields, and view aggregates nothing without kube-controller-manager",
-	"service/kubernetes":        "the kubernetes Service's managedFields name clusterIPs where kube names ipFamilyPolicy",
 	"serviceaccount/token":      "a TokenRequest answer carries no managedFields and no uid",
 }
 
