@@ -338,14 +338,7 @@ func (q *request) serveBinding() {
 // bind serves POST pods/NAME/binding (and the legacy bindings resource, name
 // ""): it assigns the pod to the target node.
 func (q *request) bind(name string) error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
-		return err
-	}
-	info, err := q.s.bodyInfo(q.r)
-	if err != nil {
-		return err
-	}
-	data, err := readBody(q.r)
+	info, data, err := q.subresourceBody()
 	if err != nil {
 		return err
 	}
@@ -398,10 +391,31 @@ func (q *request) bind(name string) error {
 	if err != nil {
 		return err
 	}
+	q.writeCreated()
+	return nil
+}
+
+// subresourceBody checks that the answer can be encoded, then reads the
+// body of a POST to a subresource (a Binding, an Eviction) and the
+// serializer of its Content-Type.
+func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	info, err := q.s.bodyInfo(q.r)
+	if err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	data, err := readBody(q.r)
+	return info, data, err
+}
+
+// writeCreated answers a POST to a subresource that made nothing to show:
+// 201 with a success Status.
+func (q *request) writeCreated() {
 	out, _ := q.s.negotiate(q.r, acceptOptions{})
 	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusSuccess, Code: http.StatusCreated})
-	return nil
 }
 
 func setPodScheduled(pod *corev1.Pod, now metav1.Time) {

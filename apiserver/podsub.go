@@ -148,14 +148,7 @@ func (q *request) podConnect() error {
 // consult, an eviction deletes the pod as a DELETE with the eviction's
 // options would, and answers 201 with a success Status.
 func (q *request) evict() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
-		return err
-	}
-	info, err := q.s.bodyInfo(q.r)
-	if err != nil {
-		return err
-	}
-	data, err := readBody(q.r)
+	info, data, err := q.subresourceBody()
 	if err != nil {
 		return err
 	}
@@ -184,9 +177,7 @@ func (q *request) evict() error {
 	if _, _, err := q.deleteOne(q.name, opts); err != nil {
 		return err
 	}
-	out, _ := q.s.negotiate(q.r, acceptOptions{})
-	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status: metav1.StatusSuccess, Code: http.StatusCreated})
+	q.writeCreated()
 	return nil
 }
 

@@ -8,9 +8,9 @@ import (
 	"github.com/kubegate/kubegate/apiserver/server"
 	"github.com/kubegate/kubegate/internal/serving"
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testtool"
 	"k8s.io/client-go/rest"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,15 +48,7 @@ func initPKI(dir, server string) error {
 	return kubeconfig.WriteCredentials(dir, "kubernetes", server, out.Credentials)
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testtool.FreePort(t) }
 
 // cluster starts Run's cluster in dir and returns a client for admin.conf
 // and a function that stops it and returns Serve's error.

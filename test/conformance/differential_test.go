@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/kubegate/kubegate/internal/testtool"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"sigs.k8s.io/yaml"
 )
@@ -150,7 +151,7 @@ func clip(s string) string {
 // give a reason for, and on a listed difference that has gone, so that the
 // list only ever shrinks.
 func TestKubegateAnswersLikeKubeAPIServer(t *testing.T) {
-	requireTool(t, "kubectl")
+	testtool.Require(t, "kubectl")
 	bin := requireOracle(t)
 
 	kube := startKubeAPIServer(t, bin)

@@ -78,18 +78,3 @@ func requireOracle(t *testing.T) string {
 	t.Skipf("no reference kube-apiserver: %v", oracleErr)
 	return ""
 }
-
-// requireTool returns the path of tool, skipping the test when it is
-// missing, or failing it when CI=true.
-func requireTool(t *testing.T, tool string) string {
-	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI but is not installed", tool)
-	}
-	t.Skipf("%s not installed", tool)
-	return ""
-}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubegate/kubegate/internal/testtool"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -92,7 +92,7 @@ func (s *server) kubectl(t *testing.T, stdin string, args ...string) (int, strin
 func startKubegate(t *testing.T) *server {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testtool.FreePort(t)
 	log := filepath.Join(dir, "kubegate.log")
 	s := &server{name: "kubegate", dir: dir, url: "https://127.0.0.1:" + strconv.Itoa(port), kubeconfig: filepath.Join(dir, "admin.conf"), logs: []string{log}}
 	start(t, s.logs[0], kubegateBin, "up", "--dir", dir, "--secure-port", strconv.Itoa(port))
@@ -111,7 +111,7 @@ func startKubegate(t *testing.T) *server {
 func startKubeAPIServer(t *testing.T, bin string) *server {
 	t.Helper()
 	dir := t.TempDir()
-	port, client, peer := freePort(t), freePort(t), freePort(t)
+	port, client, peer := testtool.FreePort(t), testtool.FreePort(t), testtool.FreePort(t)
 	s := &server{name: "kube-apiserver", dir: dir, url: "https://127.0.0.1:" + strconv.Itoa(port), kubeconfig: filepath.Join(dir, "admin.conf"),
 		logs: []string{filepath.Join(dir, "etcd.log"), filepath.Join(dir, "kube-apiserver.log")}}
 	if out, err := exec.Command(kubegateBin, "pki", "init", "--dir", dir, "--server", s.url).CombinedOutput(); err != nil {
@@ -223,14 +223,4 @@ func httpClient(t *testing.T, kubeconfig string, timeout time.Duration) *http.Cl
 		t.Fatal(err)
 	}
 	return c
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
+	"github.com/kubegate/kubegate/internal/testtool"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
@@ -94,15 +95,7 @@ func newFakeAPI(t *testing.T, frontProxyCA, serverCA *testpki.Cert) *fakeAPI {
 	return f
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+func freePort(t *testing.T) int { return testtool.FreePort(t) }
 
 func writeFile(t *testing.T, path string, data []byte) {
 	t.Helper()

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/kubegate/kubegate/internal/testtool"
 )
 
 // kubegateBin is the binary built once for the whole package.
@@ -37,19 +39,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireTool returns the path of tool, skipping the test when it is
-// missing, or failing it when CI=true.
+// requireTool returns the path of tool; see testtool.Require.
 func requireTool(t *testing.T, tool string) string {
 	t.Helper()
-	p, err := exec.LookPath(tool)
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is required in CI but is not installed", tool)
-	}
-	t.Skipf("%s not installed", tool)
-	return ""
+	return testtool.Require(t, tool)
 }
 
 // result is what a finished command printed.
