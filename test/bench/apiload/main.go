@@ -2,22 +2,24 @@
 // one running API server, as the kubeconfig's user, with client-go clients
 // speaking protobuf, it
 //
-//  1. creates pods in -namespace with each -clients count of concurrent
-//     clients for -create-for (or -create-max pods) each, every client on
-//     its own connection unless -share-conn;
-//  2. creates more, untimed, until the namespace holds -pods pods;
-//  3. times -lists full LISTs of them in JSON and as many in protobuf,
+//  1. creates -pods pods in -namespace with -fill-clients concurrent
+//     clients, every client on its own connection unless -share-conn;
+//  2. times -lists full LISTs of them in JSON and as many in protobuf,
 //     alternating, offering gzip as client-go does (-list-gzip);
-//  4. reads the resident memory of the -pids processes;
-//  5. starts -watchers watches on the namespace's pods, each on its own
-//     connection, creates -watch-events pods -watch-interval apart, and
-//     measures from each create's response to each watcher's ADDED event.
+//  3. reads the resident memory of the -pids processes;
+//  4. creates pods in NAMESPACE-create with each -clients count of
+//     concurrent clients, for -create-for or -create-max pods each,
+//     whichever comes first;
+//  5. starts -watchers watches on -namespace's pods, each on its own
+//     connection, creates -watch-events pods there -watch-interval apart,
+//     and measures from each create's response to each watcher's ADDED
+//     event.
 //
-// Around the whole, it reads the -pids processes' CPU time and the
-// machine's stolen and idle CPU time from /proc. It prints one JSON line
-// (see result) and exits 1 if any request failed or a watcher missed an
-// event. With -report FILE it instead reads such lines and prints the
-// medians per system and the ratios to -ref.
+// Around every phase and the whole, it reads the -pids processes' CPU time
+// and the machine's stolen and idle CPU time from /proc. It prints one
+// JSON line (see result) and exits 1 if any request failed or a watcher
+// missed an event. With -report FILE it instead reads such lines and
+// prints the medians per system and the ratios to -ref.
 package main
 
 import (
@@ -72,15 +74,15 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	)
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "kubeconfig of the clients (admin.conf)")
 	fs.StringVar(&cfg.bootstrap, "bootstrap-kubeconfig", "", "kubeconfig (super-admin.conf) that first binds kubeadm:cluster-admins to cluster-admin, as kubeadm init does")
-	fs.StringVar(&cfg.namespace, "namespace", "bench", "namespace of the pods; created with its default service account")
+	fs.StringVar(&cfg.namespace, "namespace", "bench", "namespace of the listed and watched pods; NAMESPACE-create gets the timed creates; both are created with their default service account")
 	fs.StringVar(&cfg.system, "system", "", "system name recorded in the result")
 	fs.IntVar(&cfg.round, "round", 0, "round recorded in the result")
 	fs.IntVar(&cfg.attempt, "attempt", 0, "attempt recorded in the result (0 the first)")
 	fs.Var((*intList)(&cfg.clients), "clients", "concurrent clients of each timed create phase, comma-separated")
-	fs.DurationVar(&cfg.createFor, "create-for", 5*time.Second, "length of each timed create phase")
-	fs.IntVar(&createMax, "create-max", 0, "most pods one timed create phase creates (0: 2/5 of -pods)")
+	fs.DurationVar(&cfg.createFor, "create-for", 10*time.Second, "longest timed create phase")
+	fs.IntVar(&createMax, "create-max", 6000, "most pods one timed create phase creates")
 	fs.IntVar(&pods, "pods", 10000, "pods in the namespace when it is listed")
-	fs.IntVar(&cfg.fillClients, "fill-clients", 64, "concurrent clients that fill the namespace up to -pods")
+	fs.IntVar(&cfg.fillClients, "fill-clients", 64, "concurrent clients that create the -pods pods")
 	fs.IntVar(&cfg.lists, "lists", 5, "timed LISTs of every pod, per content type")
 	fs.BoolVar(&cfg.listGzip, "list-gzip", true, "offer gzip on LISTs, as client-go does")
 	fs.IntVar(&cfg.watchers, "watchers", 100, "concurrent watchers in the fan-out phase (0 skips it)")
@@ -114,8 +116,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case len(pids) == 0:
 		fmt.Fprintln(stderr, "apiload: -pids is required: the server processes to measure")
 		return 2
-	case pods < 1 || createMax < 0 || cfg.fillClients < 1 || cfg.lists < 1 || cfg.watchers < 0 || cfg.watchEvents < 0:
-		fmt.Fprintln(stderr, "apiload: -pods, -fill-clients and -lists must be positive; -create-max, -watchers and -watch-events not negative")
+	case pods < 1 || createMax < 1 || cfg.fillClients < 1 || cfg.lists < 1 || cfg.watchers < 0 || cfg.watchEvents < 0:
+		fmt.Fprintln(stderr, "apiload: -pods, -create-max, -fill-clients and -lists must be positive; -watchers and -watch-events not negative")
 		return 2
 	case cfg.createFor <= 0 || cfg.watchInterval <= 0 || cfg.procs.clkTck < 1:
 		fmt.Fprintln(stderr, "apiload: -create-for, -watch-interval and -clk-tck must be positive")
@@ -123,9 +125,6 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.pods = int64(pods)
 	cfg.createMax = int64(createMax)
-	if createMax == 0 {
-		cfg.createMax = max(cfg.pods*2/5, 1)
-	}
 	cfg.procs.pids = pids
 	cfg.procs.fsys = os.DirFS(procRoot)
 

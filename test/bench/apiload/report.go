@@ -118,16 +118,19 @@ func always(v float64) (float64, bool) { return v, true }
 // leaves it 0).
 func positive(v float64) (float64, bool) { return v, v > 0 }
 
-// figures are the table's rows for runs whose create phases had these
-// client counts.
-func figures(clients []int, pods int) []figure {
-	var fs []figure
+// figures are the table's rows for runs that first created pods pods with
+// fill clients and then had timed create phases with these client counts.
+func figures(clients []int, pods, fill int) []figure {
+	fs := []figure{
+		{fmt.Sprintf("pod creates/s, first %d pods, %d clients", pods, fill), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.PerSecond) }},
+	}
 	for _, n := range clients {
 		fs = append(fs, figure{fmt.Sprintf("pod creates/s, %d clients", n), "%.0f", func(r result) (float64, bool) {
 			p, ok := create(r, n)
 			return p.PerSecond, ok
 		}})
 	}
+	fs = append(fs, figure{fmt.Sprintf("server CPU µs per create, first %d pods", pods), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.CPUusPerOp) }})
 	for _, n := range clients {
 		fs = append(fs, figure{fmt.Sprintf("server CPU µs per create, %d clients", n), "%.0f", func(r result) (float64, bool) {
 			p, ok := create(r, n)
@@ -142,10 +145,21 @@ func figures(clients []int, pods int) []figure {
 		figure{"watch delay p50 (ms)", "%.2f", func(r result) (float64, bool) { return r.Watch.P50ms, r.Watch.Watchers > 0 }},
 		figure{"watch delay p99 (ms)", "%.2f", func(r result) (float64, bool) { return r.Watch.P99ms, r.Watch.Watchers > 0 }},
 		figure{fmt.Sprintf("RSS after %d pods (MiB)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.RSSMiB) }},
+		figure{"pods created per run", "%.0f", func(r result) (float64, bool) { return always(float64(podsCreated(r))) }},
 		figure{"server CPU-seconds per run", "%.1f", func(r result) (float64, bool) { return always(r.CPUSeconds) }},
 		figure{"server CPU-seconds to start", "%.1f", func(r result) (float64, bool) { return always(r.StartCPUSeconds) }},
 		figure{"run wall seconds", "%.0f", func(r result) (float64, bool) { return always(r.Seconds) }},
 	)
+}
+
+// podsCreated returns the pods a run created: a system that creates faster
+// creates more in the timed phases, and spends more CPU on them.
+func podsCreated(r result) int64 {
+	n := r.Fill.Pods + int64(r.Watch.Events)
+	for _, p := range r.Creates {
+		n += p.Pods
+	}
+	return n
 }
 
 // medianOf returns the median of f over runs, and whether any run had it.
@@ -215,17 +229,17 @@ func summary(w io.Writer, results []result, ref string, stealMax float64) {
 func writeSummary(w io.Writer, results []result, ref string, stealMax float64) {
 	systems := group(results, ref, stealMax)
 	var clients []int
-	pods := 0
+	pods, fill := 0, 0
 	for _, r := range results {
 		for _, p := range r.Creates {
 			if !slices.Contains(clients, p.Clients) {
 				clients = append(clients, p.Clients)
 			}
 		}
-		pods = max(pods, r.Pods)
+		pods, fill = max(pods, r.Pods), max(fill, r.Fill.Clients)
 	}
 	slices.Sort(clients)
-	rows := figures(clients, pods)
+	rows := figures(clients, pods, fill)
 	// The numbers align right; the row names, padded to one width, left.
 	width := len("failed requests, missed events")
 	for _, f := range rows {

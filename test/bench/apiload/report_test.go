@@ -16,11 +16,11 @@ var update = flag.Bool("update", false, "rewrite testdata/report.golden")
 func fakeRun(system string, round int, f, steal float64) result {
 	return result{
 		System: system, Round: round,
+		Fill: createPhase{Clients: 64, Pods: 10000, PerSecond: 700 * f, CPUusPerOp: 1900 / f},
 		Creates: []createPhase{
-			{Clients: 16, Pods: 4000, Seconds: 4000 / (500 * f), PerSecond: 500 * f, CPUusPerOp: 2000 / f},
-			{Clients: 64, Pods: 4000, Seconds: 4000 / (600 * f), PerSecond: 600 * f, CPUusPerOp: 1800 / f},
+			{Clients: 16, Pods: 6000, Seconds: 6000 / (500 * f), PerSecond: 500 * f, CPUusPerOp: 2000 / f},
+			{Clients: 64, Pods: 6000, Seconds: 6000 / (600 * f), PerSecond: 600 * f, CPUusPerOp: 1800 / f},
 		},
-		Fill:           createPhase{Clients: 64, Pods: 2000, PerSecond: 600 * f},
 		Pods:           10000,
 		ListJSONMedian: 800 / f, ListProtoMedian: 400 / f,
 		ListJSONBytes: 21 << 20, ListProtoBytes: 12 << 20,

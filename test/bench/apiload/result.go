@@ -7,11 +7,13 @@ type result struct {
 	Round   int    `json:"round"`
 	Attempt int    `json:"attempt,omitempty"` // 0 the first; more when a disturbed run was repeated
 
-	// Create phases, time-boxed: one per -clients value, in order.
-	Creates []createPhase `json:"creates"`
-	// Fill is the untimed phase that brings the namespace to Pods pods.
+	// Fill is the first phase, which creates the Pods pods that are then
+	// listed; its count, unlike the timed phases', is the same for every
+	// system.
 	Fill createPhase `json:"fill"`
 	Pods int         `json:"pods"` // pods in the namespace when it was listed
+	// Creates are the timed create phases, one per -clients value, in order.
+	Creates []createPhase `json:"creates"`
 
 	ListJSONms      []float64        `json:"list_json_ms"` // every timed full LIST, JSON
 	ListProtoms     []float64        `json:"list_proto_ms"`
@@ -46,7 +48,7 @@ type createPhase struct {
 // watchPhase is the watch fan-out.
 type watchPhase struct {
 	Watchers int     `json:"watchers"`
-	Events   int     `json:"events"` // pods created while the watchers watched
+	Events   int     `json:"events"` // pods created (successfully) while the watchers watched
 	P50ms    float64 `json:"p50_ms"` // negative: the watcher had the event before the creator had the answer
 	P99ms    float64 `json:"p99_ms"`
 	MaxMs    float64 `json:"max_ms"`

@@ -42,7 +42,7 @@ type config struct {
 	clients       []int  // one time-boxed create phase per value
 	createFor     time.Duration
 	createMax     int64 // most pods one create phase makes
-	pods          int64 // pods in the namespace before the lists
+	pods          int64 // pods in the namespace, created before the lists
 	fillClients   int
 	lists         int // timed LISTs per content type
 	listGzip      bool
@@ -57,6 +57,9 @@ type config struct {
 	quietWait     time.Duration
 	log           io.Writer
 }
+
+// createNamespace is the namespace of the timed create phases.
+func (c *config) createNamespace() string { return c.namespace + "-create" }
 
 // runner carries a run's clients and its failures.
 type runner struct {
@@ -184,19 +187,12 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 		}
 	}
 
-	var created int64
-	for i, n := range cfg.clients {
-		p := r.createPods(ctx, cs[:n], fmt.Sprintf("c%d-%d", n, i), cfg.createFor, min(cfg.createMax, cfg.pods-created))
-		created += p.Pods
-		res.Creates = append(res.Creates, p)
-		r.logf("%s: %d clients: %d pods in %.1fs, %.0f/s, %.0fµs server CPU per pod, %d errors",
-			cfg.system, n, p.Pods, p.Seconds, p.PerSecond, p.CPUusPerOp, p.Errors)
-	}
-	res.Fill = r.createPods(ctx, cs[:cfg.fillClients], "fill", 0, cfg.pods-created)
-	created += res.Fill.Pods
-	res.Pods = int(created)
-	r.logf("%s: filled to %d pods (%d more at %.0f/s)", cfg.system, created, res.Fill.Pods, res.Fill.PerSecond)
-
+	// The namespace first holds cfg.pods pods: their LISTs and the
+	// servers' memory with them are measured on the same work for every
+	// system.
+	res.Fill = r.createPods(ctx, cs[:cfg.fillClients], cfg.namespace, "fill", 0, cfg.pods)
+	res.Pods = int(res.Fill.Pods)
+	r.logf("%s: filled %s with %d pods at %.0f/s, %.0fµs server CPU per pod", cfg.system, cfg.namespace, res.Pods, res.Fill.PerSecond, res.Fill.CPUusPerOp)
 	if err := r.lists(ctx, res); err != nil {
 		return nil, err
 	}
@@ -206,6 +202,15 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	}
 	res.RSSMiB = float64(rss) / (1 << 20)
 	r.logf("%s: LIST of %d pods: JSON %.0fms, protobuf %.0fms; RSS %.0f MiB", cfg.system, res.Pods, res.ListJSONMedian, res.ListProtoMedian, res.RSSMiB)
+
+	// Then the timed creates, in a namespace of their own so that the
+	// list above and the watch below see only their own pods.
+	for i, n := range cfg.clients {
+		p := r.createPods(ctx, cs[:n], cfg.createNamespace(), fmt.Sprintf("c%d-%d", n, i), cfg.createFor, cfg.createMax)
+		res.Creates = append(res.Creates, p)
+		r.logf("%s: %d clients: %d pods in %.1fs, %.0f/s, %.0fµs server CPU per pod, %d errors",
+			cfg.system, n, p.Pods, p.Seconds, p.PerSecond, p.CPUusPerOp, p.Errors)
+	}
 
 	if cfg.watchers > 0 && cfg.watchEvents > 0 {
 		if res.Watch, err = r.watchFanOut(ctx, admin); err != nil {
@@ -289,17 +294,19 @@ func waitReady(ctx context.Context, cs kubernetes.Interface, timeout time.Durati
 	}
 }
 
-// setup creates the namespace and its default service account, which
+// setup creates the namespaces and their default service accounts, which
 // kube-apiserver's ServiceAccount admission requires of every pod and
 // which, without kube-controller-manager, nothing else creates.
 func (r *runner) setup(ctx context.Context, cs kubernetes.Interface) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.cfg.namespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create namespace %s: %w", r.cfg.namespace, err)
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	if _, err := cs.CoreV1().ServiceAccounts(r.cfg.namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create service account %s/default: %w", r.cfg.namespace, err)
+	for _, name := range []string{r.cfg.namespace, r.cfg.createNamespace()} {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+		if _, err := cs.CoreV1().ServiceAccounts(name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create service account %s/default: %w", name, err)
+		}
 	}
 	return nil
 }
@@ -342,9 +349,9 @@ func pod(name string, labels map[string]string) *corev1.Pod {
 	}
 }
 
-// createPods creates pods with one closed-loop worker per client until
-// limit pods have been attempted or, when d > 0, d has passed.
-func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, prefix string, d time.Duration, limit int64) createPhase {
+// createPods creates pods in namespace with one closed-loop worker per
+// client until limit pods have been attempted or, when d > 0, d has passed.
+func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, namespace, prefix string, d time.Duration, limit int64) createPhase {
 	p := createPhase{Clients: len(cs)}
 	if limit <= 0 || len(cs) == 0 {
 		return p
@@ -359,7 +366,7 @@ func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, pre
 	}
 	var wg sync.WaitGroup
 	for _, c := range cs {
-		pods := c.CoreV1().Pods(r.cfg.namespace)
+		pods := c.CoreV1().Pods(namespace)
 		wg.Go(func() {
 			for {
 				n := next.Add(1)
@@ -581,7 +588,7 @@ func (r *runner) watchFanOut(ctx context.Context, admin kubernetes.Interface) (w
 	cancel()
 	wg.Wait()
 	d, missed := delays(created, seen)
-	wp.Missed = missed
+	wp.Missed, wp.Events = missed, len(created)
 	wp.P50ms, wp.P99ms, wp.MaxMs = ms(quantile(d, 0.5)), ms(quantile(d, 0.99)), ms(quantile(d, 1))
 	return wp, nil
 }
