@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# apiserver.sh compares kubegate's API server with kube-apiserver, side by
+# side in one run with one load program (apiload, client-go speaking
+# protobuf as controllers do):
+#   kube           kube-apiserver v1.37 + etcd, built by test/conformance/kube/build.sh,
+#                  with kubeadm's flags on a `kubegate pki init` tree
+#   kubegate-up    `kubegate up` (bbolt), clients on its gateway port with admin.conf
+#   kubegate-etcd  `kubegate apiserver` on its own etcd, the same flags as kube
+# Every run starts the system afresh (new PKI tree, new store), creates
+# BENCH_PODS pods, times one LIST of them in JSON and in protobuf, reads the
+# resident memory of the server's processes, measures pod creates/s with 16
+# and with 64 concurrent clients and the delay from a create's answer to
+# 100 watchers' ADDED events, and reads the server's CPU time from /proc.
+# The systems alternate, a different one first each round; the report gives
+# medians and the ratios the project's goals are stated in.
+#
+# Usage: test/bench/apiserver.sh        (from anywhere; see test/bench/README.md)
+#
+# Environment (defaults in brackets):
+#   BENCH_ROUNDS [3]             rounds; each runs every system once
+#   BENCH_SYSTEMS ["kube kubegate-up kubegate-etcd"]
+#   BENCH_PODS [10000]           pods created first, then listed; RSS is read after
+#   BENCH_FILL_CLIENTS [64]      concurrent clients that create them
+#   BENCH_CLIENTS [16,64]        concurrent clients of each timed create phase
+#   BENCH_CREATE_SECONDS [10]    longest timed create phase ...
+#   BENCH_CREATE_MAX [6000]      ... or this many pods, whichever comes first
+#   BENCH_LISTS [5]              timed LISTs per content type (median)
+#   BENCH_LIST_GZIP [1]          offer gzip on LISTs, as client-go does (0: do not)
+#   BENCH_WATCHERS [100]         watchers in the fan-out (0 skips it)
+#   BENCH_WATCH_EVENTS [100]     pods created while they watch ...
+#   BENCH_WATCH_INTERVAL_MS [20] ... this far apart
+#   BENCH_SHARE_CONN [0]         1: every client of a phase on one connection
+#   BENCH_BUSY_MAX [25]          CPU busy % above which a run waits for quiet
+#   BENCH_QUIET_WAIT [10]        seconds to wait for quiet before running anyway
+#   BENCH_STEAL_MAX [10]         % of CPU time stolen during a run above which ...
+#   BENCH_STEAL_RETRIES [1]      ... the run is repeated, at most this many times
+#   BENCH_OUT [a new /tmp/kubegate-apibench.XXXXXX]  logs and results.jsonl
+#   BENCH_MAX_SECONDS [from the above]  hard bound on the whole script
+#   KUBE_BIN_DIR                 directory with kube-apiserver and etcd
+#                                (default: what test/conformance/kube/build.sh prints)
+#   KUBEGATE_BIN                 kubegate binary (default: built from ./cmd/kubegate)
+#
+# Exits non-zero if a system fails to start, a request fails or a watcher
+# misses an event.
+set -euo pipefail
+
+ROUNDS=${BENCH_ROUNDS:-3}
+SYSTEMS=${BENCH_SYSTEMS:-"kube kubegate-up kubegate-etcd"}
+PODS=${BENCH_PODS:-10000}
+CLIENTS=${BENCH_CLIENTS:-16,64}
+FILL_CLIENTS=${BENCH_FILL_CLIENTS:-64}
+CREATE_SECONDS=${BENCH_CREATE_SECONDS:-10}
+CREATE_MAX=${BENCH_CREATE_MAX:-6000}
+LISTS=${BENCH_LISTS:-5}
+LIST_GZIP=${BENCH_LIST_GZIP:-1}
+WATCHERS=${BENCH_WATCHERS:-100}
+WATCH_EVENTS=${BENCH_WATCH_EVENTS:-100}
+WATCH_INTERVAL_MS=${BENCH_WATCH_INTERVAL_MS:-20}
+SHARE_CONN=${BENCH_SHARE_CONN:-0}
+BUSY_MAX=${BENCH_BUSY_MAX:-25}
+QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
+STEAL_MAX=${BENCH_STEAL_MAX:-10}
+STEAL_RETRIES=${BENCH_STEAL_RETRIES:-1}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+read -ra SYSTEM_LIST <<<"$SYSTEMS"
+for n in "$ROUNDS" "$PODS" "$FILL_CLIENTS" "$CREATE_SECONDS" "$CREATE_MAX" "$LISTS" "$WATCHERS" "$WATCH_EVENTS" "$WATCH_INTERVAL_MS" \
+	"$BUSY_MAX" "$QUIET_WAIT" "$STEAL_MAX" "$STEAL_RETRIES"; do
+	[[ $n =~ ^[0-9]+$ ]] || { echo "apiserver.sh: BENCH_* numbers must be whole numbers, got '$n'" >&2; exit 2; }
+done
+[[ $CLIENTS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "apiserver.sh: BENCH_CLIENTS: want numbers separated by commas, got '$CLIENTS'" >&2; exit 2; }
+[[ $LIST_GZIP == [01] && $SHARE_CONN == [01] ]] || { echo "apiserver.sh: BENCH_LIST_GZIP and BENCH_SHARE_CONN are 0 or 1" >&2; exit 2; }
+for sys in "${SYSTEM_LIST[@]}"; do
+	case $sys in kube | kubegate-up | kubegate-etcd) ;; *)
+		echo "apiserver.sh: unknown system '$sys' in BENCH_SYSTEMS (want kube, kubegate-up, kubegate-etcd)" >&2
+		exit 2
+		;;
+	esac
+done
+RUNS=$((ROUNDS * ${#SYSTEM_LIST[@]}))
+# A run: up to 20 s to start, the wait for quiet, creating BENCH_PODS pods at
+# a few hundred a second at worst, the lists, the timed phases, the watch
+# phase and some slack.
+RUN_SECONDS=$((20 + QUIET_WAIT + PODS / 300 + LISTS * 2 + 2 * CREATE_SECONDS + WATCH_EVENTS * WATCH_INTERVAL_MS / 1000 + 30))
+MAX_SECONDS=${BENCH_MAX_SECONDS:-$((RUNS * (STEAL_RETRIES + 1) * RUN_SECONDS + 600))}
+
+say() { printf '%s\n' "$*" >&2; }
+die() { say "apiserver.sh: $*"; exit 1; }
+
+command -v go >/dev/null || die "missing: go (https://go.dev/dl)"
+
+# --- process bookkeeping --------------------------------------------------
+OUT=${BENCH_OUT:-$(mktemp -d /tmp/kubegate-apibench.XXXXXX)}
+mkdir -p "$OUT"
+PIDS=()     # the servers of the current run
+WATCHDOG=""
+LOADER=""   # apiload while it runs
+# stop_servers: TERM the current run's servers, KILL what is left after 5 s.
+stop_servers() {
+	local pid i
+	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+	for pid in "${PIDS[@]}"; do
+		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	PIDS=()
+}
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	set +e
+	[[ -n $WATCHDOG ]] && kill -TERM "$WATCHDOG" 2>/dev/null
+	[[ -n $LOADER ]] && kill -TERM "$LOADER" 2>/dev/null
+	stop_servers
+	wait 2>/dev/null
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'say "apiserver.sh: interrupted"; exit 130' INT
+trap 'say "apiserver.sh: stopped after the ${MAX_SECONDS}s bound (BENCH_MAX_SECONDS)"; exit 124' TERM
+(
+	trap 'kill "$s" 2>/dev/null; exit 0' TERM
+	sleep "$MAX_SECONDS" &
+	s=$!
+	wait "$s" && kill -TERM $$
+) &
+WATCHDOG=$!
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+# start LOG CMD...: runs CMD in the background, logging to LOG; sets LAST_PID.
+start() {
+	local log=$1
+	shift
+	"$@" >"$log" 2>&1 &
+	LAST_PID=$!
+	PIDS+=("$LAST_PID")
+}
+
+# wait_port PORT PID LOG: until something accepts on 127.0.0.1:PORT.
+wait_port() {
+	local i
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$2" 2>/dev/null || { tail -n 20 "$3" >&2; return 1; }
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	say "nothing listening on 127.0.0.1:$1 after 30s (see $3)"
+	return 1
+}
+
+# free_port: a random loopback port nothing listens on and not yet handed out.
+USED_PORTS=" "
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		[[ $USED_PORTS == *" $p "* ]] && continue
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
+		USED_PORTS+="$p "
+		echo "$p"
+		return
+	done
+}
+
+# --- binaries -----------------------------------------------------------------
+BIN=$OUT/bin
+mkdir -p "$BIN"
+say "building apiload${KUBEGATE_BIN:+ }${KUBEGATE_BIN:- and kubegate} into $BIN"
+(cd "$ROOT" && go build -o "$BIN/apiload" ./test/bench/apiload) || die "go build ./test/bench/apiload failed"
+if [[ -n ${KUBEGATE_BIN:-} ]]; then
+	ln -sf "$(readlink -f "$KUBEGATE_BIN")" "$BIN/kubegate"
+else
+	(cd "$ROOT" && go build -o "$BIN/kubegate" ./cmd/kubegate) || die "go build ./cmd/kubegate failed"
+fi
+KG=$BIN/kubegate
+if [[ " ${SYSTEM_LIST[*]} " == *" kube "* || " ${SYSTEM_LIST[*]} " == *" kubegate-etcd "* ]]; then
+	if [[ -z ${KUBE_BIN_DIR:-} ]]; then
+		KUBE_BIN_DIR=$("$ROOT/test/conformance/kube/build.sh") || die "test/conformance/kube/build.sh failed"
+	fi
+	[[ -x $KUBE_BIN_DIR/kube-apiserver && -x $KUBE_BIN_DIR/etcd ]] || die "no kube-apiserver and etcd in KUBE_BIN_DIR=$KUBE_BIN_DIR"
+fi
+
+# --- systems --------------------------------------------------------------------
+# pki_init DIR PORT: a kubeadm-style tree whose kubeconfigs point at PORT.
+pki_init() {
+	"$KG" pki init --dir "$1" --server "https://127.0.0.1:$2" >"$1/pki-init.log" 2>&1 || { cat "$1/pki-init.log" >&2; return 1; }
+}
+
+# start_etcd DIR: etcd on the tree's etcd certificates, as kubeadm runs it;
+# sets ETCD_URL and ETCD_PID.
+start_etcd() {
+	local dir=$1 client peer
+	client=$(free_port) peer=$(free_port)
+	ETCD_URL=https://127.0.0.1:$client
+	local peer_url=https://127.0.0.1:$peer pki=$dir/pki
+	start "$dir/etcd.log" "$KUBE_BIN_DIR/etcd" --name=bench --data-dir="$dir/etcd" \
+		--listen-client-urls="$ETCD_URL" --advertise-client-urls="$ETCD_URL" \
+		--listen-peer-urls="$peer_url" --initial-advertise-peer-urls="$peer_url" \
+		--initial-cluster="bench=$peer_url" \
+		--cert-file="$pki/etcd/server.crt" --key-file="$pki/etcd/server.key" \
+		--trusted-ca-file="$pki/etcd/ca.crt" --client-cert-auth \
+		--peer-cert-file="$pki/etcd/peer.crt" --peer-key-file="$pki/etcd/peer.key" \
+		--peer-trusted-ca-file="$pki/etcd/ca.crt" --peer-client-cert-auth \
+		--log-level=warn
+	ETCD_PID=$LAST_PID
+	wait_port "$client" "$ETCD_PID" "$dir/etcd.log"
+}
+
+# launch SYS DIR: starts SYS afresh in DIR; sets MEASURED (the server
+# processes, comma-separated), KUBECONFIG_FILE and BOOTSTRAP (a kubeconfig
+# that must first bind admin.conf's group, or nothing).
+launch() {
+	local sys=$1 dir=$2 port pki
+	port=$(free_port)
+	mkdir -p "$dir"
+	BOOTSTRAP=""
+	case $sys in
+	kube)
+		pki_init "$dir" "$port" || return 1
+		start_etcd "$dir" || return 1
+		pki=$dir/pki
+		# kubeadm's flags, as test/conformance/servers_test.go runs it.
+		start "$dir/kube-apiserver.log" "$KUBE_BIN_DIR/kube-apiserver" \
+			--advertise-address=127.0.0.1 --bind-address=127.0.0.1 --secure-port="$port" \
+			--etcd-servers="$ETCD_URL" --etcd-cafile="$pki/etcd/ca.crt" \
+			--etcd-certfile="$pki/apiserver-etcd-client.crt" --etcd-keyfile="$pki/apiserver-etcd-client.key" \
+			--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+			--client-ca-file="$pki/ca.crt" \
+			--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+			--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+			--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+			--proxy-client-cert-file="$pki/front-proxy-client.crt" --proxy-client-key-file="$pki/front-proxy-client.key" \
+			--requestheader-client-ca-file="$pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+			--requestheader-extra-headers-prefix=X-Remote-Extra- --requestheader-group-headers=X-Remote-Group \
+			--requestheader-username-headers=X-Remote-User \
+			--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
+			--service-cluster-ip-range=10.96.0.0/12 --enable-bootstrap-token-auth=true \
+			--endpoint-reconciler-type=none
+		MEASURED=$LAST_PID,$ETCD_PID
+		KUBECONFIG_FILE=$dir/admin.conf
+		BOOTSTRAP=$dir/super-admin.conf
+		;;
+	kubegate-up)
+		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
+		MEASURED=$LAST_PID
+		KUBECONFIG_FILE=$dir/cluster/admin.conf
+		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1
+		;;
+	kubegate-etcd)
+		pki_init "$dir" "$port" || return 1
+		start_etcd "$dir" || return 1
+		pki=$dir/pki
+		start "$dir/kubegate.log" "$KG" apiserver --bind-address 127.0.0.1 --secure-port "$port" \
+			--etcd-servers "$ETCD_URL" --etcd-cafile "$pki/etcd/ca.crt" \
+			--etcd-certfile "$pki/apiserver-etcd-client.crt" --etcd-keyfile "$pki/apiserver-etcd-client.key" \
+			--tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+			--client-ca-file "$pki/ca.crt" \
+			--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+			--service-account-issuer https://kubernetes.default.svc.cluster.local \
+			--requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client \
+			--service-cluster-ip-range 10.96.0.0/12
+		MEASURED=$LAST_PID,$ETCD_PID
+		KUBECONFIG_FILE=$dir/admin.conf
+		;;
+	esac
+}
+
+# --- runs -------------------------------------------------------------------
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+FAILED=()
+TICK_HZ=$(getconf CLK_TCK)
+n=${#SYSTEM_LIST[@]}
+say "running $ROUNDS round(s) of ${SYSTEM_LIST[*]}: $PODS pods, create phases of ${CREATE_SECONDS}s or $CREATE_MAX pods with $CLIENTS clients, $WATCHERS watchers (bound ${MAX_SECONDS}s); results in $RESULTS"
+for ((r = 0; r < ROUNDS; r++)); do
+	for ((k = 0; k < n; k++)); do
+		sys=${SYSTEM_LIST[$(((k + r) % n))]}
+		for ((attempt = 0; ; attempt++)); do
+			dir=$OUT/round$((r + 1))-$sys
+			((attempt == 0)) || dir+=-again$attempt
+			if ! launch "$sys" "$dir"; then
+				FAILED+=("round $((r + 1)) $sys: did not start (see $dir)")
+				stop_servers
+				break
+			fi
+			args=(-kubeconfig "$KUBECONFIG_FILE" -pids "$MEASURED" -clk-tck "$TICK_HZ" -system "$sys" -round $((r + 1)) -attempt "$attempt"
+				-pods "$PODS" -fill-clients "$FILL_CLIENTS" -clients "$CLIENTS" -create-for "${CREATE_SECONDS}s" -create-max "$CREATE_MAX" -lists "$LISTS"
+				-list-gzip="$([[ $LIST_GZIP == 1 ]] && echo true || echo false)"
+				-share-conn="$([[ $SHARE_CONN == 1 ]] && echo true || echo false)"
+				-watchers "$WATCHERS" -watch-events "$WATCH_EVENTS" -watch-interval "${WATCH_INTERVAL_MS}ms"
+				-busy-max "$BUSY_MAX" -quiet-wait "${QUIET_WAIT}s")
+			[[ -n $BOOTSTRAP ]] && args+=(-bootstrap-kubeconfig "$BOOTSTRAP")
+			rc=0
+			timeout "$RUN_SECONDS" "$BIN/apiload" "${args[@]}" >"$OUT/run.json" 2> >(tee "$dir/apiload.log" | sed 's/^/  /' >&2) &
+			LOADER=$!
+			wait "$LOADER" || rc=$?
+			LOADER=""
+			for pid in ${MEASURED//,/ }; do
+				kill -0 "$pid" 2>/dev/null || FAILED+=("round $((r + 1)) $sys: server process $pid exited during the run (see $dir)")
+			done
+			stop_servers
+			rm -rf "$dir/etcd" "$dir/cluster/state.db"
+			if [[ ! -s $OUT/run.json ]]; then
+				FAILED+=("round $((r + 1)) $sys: apiload printed no result (exit $rc; see $dir/apiload.log)")
+				break
+			fi
+			((rc == 0)) || FAILED+=("round $((r + 1)) $sys: failed requests or missed watch events (see $dir/apiload.log)")
+			steal=$(sed -n 's/.*"steal_pct":\([0-9.]*\).*/\1/p' "$OUT/run.json")
+			if ((attempt < STEAL_RETRIES)) && awk -v s="${steal:-0}" -v m="$STEAL_MAX" 'BEGIN { exit !(s > m) }'; then
+				say "  round $((r + 1)) $sys: ${steal}% of the CPU time was stolen during the run; repeating it"
+				cat "$OUT/run.json" >>"$OUT/repeated.jsonl"
+				continue
+			fi
+			cat "$OUT/run.json" >>"$RESULTS"
+			break
+		done
+	done
+done
+
+# --- report -----------------------------------------------------------------
+echo "kubegate API server benchmark: $ROUNDS round(s), $PODS pods, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+if [[ -n ${KUBE_BIN_DIR:-} ]]; then
+	echo "$("$KUBE_BIN_DIR/kube-apiserver" --version)  etcd $("$KUBE_BIN_DIR/etcd" --version | sed -n 's/^etcd Version: //p')  $("$KG" version 2>/dev/null | head -n1)  $(go version | cut -d' ' -f3)"
+fi
+report_rc=0
+"$BIN/apiload" -report "$RESULTS" -ref kube -steal-max "$STEAL_MAX" || report_rc=$?
+((report_rc < 2)) || FAILED+=("apiload -report failed")
+echo "results: $RESULTS"
+if ((${#FAILED[@]} > 0)); then
+	printf 'FAIL: %s\n' "${FAILED[@]}"
+	exit 1
+fi
+echo "PASS: every system started, no request failed, every watcher saw every pod"
