@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/munnerz/goautoneg"
+	"golang.org/x/net/http/httpguts"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +42,8 @@ type output struct {
 	convert *schema.GroupVersionKind
 	// aggregated: the client asked for apidiscovery.k8s.io/v2 discovery.
 	aggregated bool
+	// gzip: the client accepts a gzip-encoded answer.
+	gzip bool
 }
 
 // table reports whether the client asked for a meta.k8s.io Table.
@@ -60,6 +65,12 @@ type acceptOptions struct {
 // first clause it can serve, trying JSON, YAML and protobuf in that order;
 // a clause whose parameters it cannot honour is skipped (D.7).
 func (s *Server) negotiate(r *http.Request, opts acceptOptions) (output, error) {
+	out, err := s.negotiateMedia(r, opts)
+	out.gzip = err == nil && httpguts.HeaderValuesContainsToken(r.Header["Accept-Encoding"], "gzip")
+	return out, err
+}
+
+func (s *Server) negotiateMedia(r *http.Request, opts acceptOptions) (output, error) {
 	header := r.Header.Get("Accept")
 	if header == "" {
 		return output{info: s.json}, nil
@@ -144,11 +155,29 @@ func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	if err := out.info.Serializer.Encode(obj, w); err != nil {
+	var buf bytes.Buffer
+	if err := out.info.Serializer.Encode(obj, &buf); err != nil {
 		s.log.Warn("encode response", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "err", err)
+		w.WriteHeader(code)
+		return
 	}
+	if !out.gzip || buf.Len() <= gzipThreshold {
+		w.WriteHeader(code)
+		_, _ = w.Write(buf.Bytes())
+		return
+	}
+	// As kube-apiserver does, an answer over 128 KiB goes gzip-encoded,
+	// at the fastest level, to a client that accepts it (B.1).
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Set("Vary", "Accept-Encoding")
+	w.WriteHeader(code)
+	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	_, _ = gz.Write(buf.Bytes())
+	_ = gz.Close()
 }
+
+// gzipThreshold is the size from which kube-apiserver compresses answers.
+const gzipThreshold = 128 << 10
 
 // writeErr answers with err as a metav1.Status in the format the client
 // accepts (JSON when it accepts nothing we speak).

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -170,5 +172,49 @@ func TestRemainingItemCount_D2(t *testing.T) {
 	_, st = rawRequest(t, ts, "GET", "/api/v1/namespaces/default/configmaps?limit=10", "", "")
 	if meta := st["metadata"].(map[string]any); meta["remainingItemCount"] != nil {
 		t.Errorf("the last page: metadata %v, want no remainingItemCount", meta)
+	}
+}
+
+// An answer over 128 KiB goes gzip-encoded to a client that accepts it, as
+// kube-apiserver sends it; a smaller one, or to a client that does not, as
+// it is (B.1).
+func TestLargeAnswersAreGzipped_B1(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	big := strings.Repeat("x", 200<<10)
+	if code, st := rawRequest(t, ts, "POST", "/api/v1/namespaces/default/configmaps", "application/json",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"a":"`+big+`"}}`); code != 201 {
+		t.Fatalf("create: %d %v", code, st)
+	}
+	get := func(path, acceptEncoding string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", ts.http.URL+path, nil)
+		req.Header.Set("Accept-Encoding", acceptEncoding) // set, so that Go's client does not decode it
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := get("/api/v1/namespaces/default/configmaps/big", "gzip, deflate")
+	if resp.Header.Get("Content-Encoding") != "gzip" || resp.Header.Get("Vary") != "Accept-Encoding" {
+		t.Fatalf("big answer: headers %v, want gzip", resp.Header)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, _ := io.ReadAll(zr)
+	var cm map[string]any
+	if err := json.Unmarshal(plain, &cm); err != nil || cm["data"].(map[string]any)["a"] != big {
+		t.Errorf("the gzip answer does not decode to the config map: %v", err)
+	}
+	if resp, _ := get("/api/v1/namespaces/default/configmaps/big", "identity"); resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("a client that does not accept gzip got Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+	}
+	if resp, _ := get("/api/v1/namespaces/default/serviceaccounts", "gzip"); resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("a small answer got Content-Encoding %q", resp.Header.Get("Content-Encoding"))
 	}
 }
