@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
 	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
@@ -155,25 +154,50 @@ func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.
 	}
 	w.Header().Set("Content-Type", ct)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	var buf bytes.Buffer
-	if err := out.info.Serializer.Encode(obj, &buf); err != nil {
+	dw := &deferredWriter{w: w, code: code, gzip: out.gzip}
+	if err := out.info.Serializer.Encode(obj, dw); err != nil {
 		s.log.Warn("encode response", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "err", err)
-		w.WriteHeader(code)
-		return
 	}
-	if !out.gzip || buf.Len() <= gzipThreshold {
-		w.WriteHeader(code)
-		_, _ = w.Write(buf.Bytes())
-		return
+	dw.Close()
+}
+
+// deferredWriter sends the status line on the first write, when the size
+// of the answer is known: the serializers write an object in one piece. As
+// kube-apiserver does, an answer over 128 KiB then goes gzip-encoded, at
+// the fastest level, to a client that accepts it (B.1).
+type deferredWriter struct {
+	w       http.ResponseWriter
+	code    int
+	gzip    bool
+	started bool
+	gz      *gzip.Writer
+}
+
+func (d *deferredWriter) Write(p []byte) (int, error) {
+	if !d.started {
+		d.started = true
+		if d.gzip && len(p) > gzipThreshold {
+			d.w.Header().Set("Content-Encoding", "gzip")
+			d.w.Header().Set("Vary", "Accept-Encoding")
+			d.gz, _ = gzip.NewWriterLevel(d.w, gzip.BestSpeed)
+		}
+		d.w.WriteHeader(d.code)
 	}
-	// As kube-apiserver does, an answer over 128 KiB goes gzip-encoded,
-	// at the fastest level, to a client that accepts it (B.1).
-	w.Header().Set("Content-Encoding", "gzip")
-	w.Header().Set("Vary", "Accept-Encoding")
-	w.WriteHeader(code)
-	gz, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	_, _ = gz.Write(buf.Bytes())
-	_ = gz.Close()
+	if d.gz != nil {
+		return d.gz.Write(p)
+	}
+	return d.w.Write(p)
+}
+
+// Close sends the status line of an empty answer, and ends the gzip stream.
+func (d *deferredWriter) Close() {
+	if !d.started {
+		d.started = true
+		d.w.WriteHeader(d.code)
+	}
+	if d.gz != nil {
+		_ = d.gz.Close()
+	}
 }
 
 // gzipThreshold is the size from which kube-apiserver compresses answers.
