@@ -41,14 +41,20 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	} else if err := runtime.NewParameterCodec(q.s.scheme).DecodeParameters(q.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	return opts, checkDeleteOptions(opts)
+}
+
+// checkDeleteOptions validates opts as kube-apiserver does, and raises a
+// negative grace period to 1 s, as kube treats it.
+func checkDeleteOptions(opts *metav1.DeleteOptions) error {
 	if errs := metav1validation.ValidateDeleteOptions(opts); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
+		return apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
 	}
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
-		one := int64(1) // kube treats a negative grace period as 1 s
+		one := int64(1)
 		opts.GracePeriodSeconds = &one
 	}
-	return opts, nil
+	return nil
 }
 
 func (q *request) delete() error {
@@ -122,6 +128,10 @@ func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 // deleteOne deletes the object name, or marks it deleting when finalizers
 // or a graceful pod shutdown are pending (deleted false).
 func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
+	if q.res.gvr == PriorityClassesGVR && IsSystemPriorityClass(name) {
+		// refused here, so that no path (delete, deletecollection) removes one (D.11)
+		return nil, false, apierrors.NewForbidden(q.gr(), name, errors.New("this is a system priority class and cannot be deleted"))
+	}
 	key := q.key(name)
 	dry := len(opts.DryRun) > 0
 	for {

@@ -242,7 +242,9 @@ func (q *request) collect(sel selector, o listOptions) (_ []runtime.Object, _ in
 		}
 		return []runtime.Object{obj}, max(rev, kv.ModRevision), "", 0, nil
 	}
-	opts := store.ListOptions{Revision: o.revision, Limit: o.limit}
+	// Counting what comes after the page costs a walk over it; only an
+	// unfiltered list shows the count (its first store page is the page).
+	opts := store.ListOptions{Revision: o.revision, Limit: o.limit, Count: sel.empty()}
 	if o.cont != nil {
 		opts.Continue = o.cont.Start
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/store"
 )
 
@@ -171,8 +172,22 @@ func (q *request) evict() error {
 	if name != q.name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
+	// The eviction's delete options, checked as a DELETE's are; a dry run
+	// asked on the URL is a dry-run delete.
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
+	} else {
+		opts = opts.DeepCopy()
+	}
+	dry, err := q.dryRun()
+	if err != nil {
+		return err
+	}
+	if dry {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if err := checkDeleteOptions(opts); err != nil {
+		return err
 	}
 	if _, _, err := q.deleteOne(q.name, opts); err != nil {
 		return err
@@ -193,6 +208,13 @@ func (q *request) podSubresource() error {
 	case q.sub == "log" && q.verb == "get":
 		return q.podLog()
 	case connectSubresources[q.sub] && (q.verb == "get" || q.verb == "create"):
+		if q.verb == "get" {
+			// A WebSocket upgrade comes as a GET; like kube-apiserver,
+			// also require the create a POST would need.
+			if err := q.authorizeAs("create"); err != nil {
+				return err
+			}
+		}
 		return q.podConnect()
 	case q.sub == "eviction" && q.verb == "create":
 		return q.evict()
@@ -205,4 +227,20 @@ func methodNotAllowed() error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
 		Reason: metav1.StatusReasonMethodNotAllowed, Message: "the server does not allow this method on the requested resource",
 		Details: &metav1.StatusDetails{}}}
+}
+
+// authorizeAs checks that the user may do the request's action with verb
+// instead of its own.
+func (q *request) authorizeAs(verb string) error {
+	ri, _ := authz.RequestInfoFrom(q.ctx())
+	attrs := ri.Attributes(q.user())
+	attrs.Verb = verb
+	decision, reason, err := q.s.cfg.Authorizer.Authorize(q.ctx(), attrs)
+	switch {
+	case decision == authz.Allow:
+		return nil
+	case err != nil:
+		return apierrors.NewInternalError(err)
+	}
+	return authz.Forbidden(attrs, reason)
 }

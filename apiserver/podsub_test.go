@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/authz"
 )
 
 // Logs, exec, attach and port-forward check the pod and its container as
@@ -62,7 +65,9 @@ func TestPodConnectAnswers_D9(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get(ts.http.URL + "/api/v1/namespaces/default/pods/running/log")
+	logReq, _ := http.NewRequest("GET", ts.http.URL+"/api/v1/namespaces/default/pods/running/log", nil)
+	logReq.Header.Set("Accept", "text/plain")
+	resp, err := http.DefaultClient.Do(logReq)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +93,19 @@ func TestEviction_D9(t *testing.T) {
 	if code != 400 || st["message"] != "name in URL does not match name in Eviction object" {
 		t.Errorf("eviction of another name: %d %v", code, st)
 	}
+	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction?dryRun=All", "application/json",
+		`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"app"}}`)
+	if code != 201 {
+		t.Fatalf("dry-run eviction: %d %v", code, st)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a dry-run eviction deleted the pod: %v", err)
+	}
+	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction", "application/json",
+		`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"app"},"deleteOptions":{"propagationPolicy":"Nope"}}`)
+	if code != 422 || !strings.Contains(fmt.Sprint(st["message"]), `propagationPolicy: Unsupported value: "Nope"`) {
+		t.Errorf("eviction with bad delete options: %d %v, want 422", code, st)
+	}
 	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction", "application/json",
 		`{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"app"}}`)
 	if code != 201 || st["status"] != "Success" {
@@ -95,5 +113,34 @@ func TestEviction_D9(t *testing.T) {
 	}
 	if _, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the evicted pod: got %v, want NotFound", err)
+	}
+}
+
+// exec, attach and port-forward over a WebSocket come as a GET, and need
+// the create a POST would need too, as in kube-apiserver (D.9).
+func TestConnectOverGetNeedsCreate_D9(t *testing.T) {
+	t.Parallel()
+	onlyGet := func(c *Config) {
+		c.Authorizer = authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
+			if a.Subresource == "exec" && a.Verb != "get" {
+				return authz.NoOpinion, "", nil
+			}
+			return authz.Allow, "", nil
+		})
+	}
+	ts := newTestServer(t, onlyGet)
+	if _, err := ts.clientset(t, false).CoreV1().Pods("default").Create(context.Background(), testPod("app"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", ts.http.URL+"/api/v1/namespaces/default/pods/app/exec?command=ls&stdout=true", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("exec over GET with only get on pods/exec: %d, want 403", resp.StatusCode)
 	}
 }

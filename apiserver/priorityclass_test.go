@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -36,5 +38,14 @@ func TestPriorityClasses_D11(t *testing.T) {
 		if code != 422 || st["message"] != tt.message {
 			t.Errorf("%s: got %d %q, want 422 %q", tt.name, code, st["message"], tt.message)
 		}
+	}
+	for _, path := range []string{pcs + "/system-node-critical", pcs} {
+		code, st := rawRequest(t, ts, "DELETE", path, "", "")
+		if code != 403 || !strings.Contains(fmt.Sprint(st["message"]), "is a system priority class and cannot be deleted") {
+			t.Errorf("DELETE %s: %d %v, want 403", path, code, st)
+		}
+	}
+	if code, _ := rawRequest(t, ts, "GET", pcs+"/system-cluster-critical", "", ""); code != 200 {
+		t.Errorf("a system class is gone after the refused deletes: %d", code)
 	}
 }

@@ -64,7 +64,8 @@ func (q *request) serve() {
 		// kube-apiserver has no route for it: its router refuses the
 		// method before it looks at Accept (B.6).
 		err = apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
-	} else {
+	} else if !podSubresource(q.res.gvr, q.sub) {
+		// A pod's log is text and its streams take any Accept (D.9).
 		err = checkRouteAccept(q.r, produces)
 	}
 	switch {

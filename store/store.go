@@ -106,6 +106,9 @@ type ListOptions struct {
 	// Continue lists only keys after this one, normally the last key of the
 	// previous page; "" starts at the beginning of the prefix.
 	Continue string
+	// Count asks for ListResult.Remaining, which costs a walk over the
+	// keys after the page.
+	Count bool
 }
 
 // ListResult is one page of a list.
@@ -115,7 +118,8 @@ type ListResult struct {
 	Revision int64
 	// More reports that keys after the last returned one remain.
 	More bool
-	// Remaining counts those keys, at Revision; 0 when there are none.
+	// Remaining counts those keys, at Revision, when ListOptions.Count asked
+	// for it; 0 when there are none.
 	Remaining int64
 }
 

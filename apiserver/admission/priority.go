@@ -20,8 +20,8 @@ import (
 //     does not exist, or a priority or policy in the pod that differs from
 //     the class's, is 403;
 //   - an update keeps the priority the pod has;
-//   - only one class may be the global default, and the system classes
-//     cannot be deleted (403).
+//   - only one class may be the global default (403). (The system classes
+//     are protected from deletion by the API server itself.)
 func Priority(st store.Store) apiserver.Admission {
 	return apiserver.AdmissionFunc(func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
 		if a.Subresource != "" {
@@ -87,10 +87,6 @@ func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.Admissio
 func admitPriorityClass(ctx context.Context, st store.Store, a *apiserver.AdmissionAttributes) error {
 	gr := apiserver.PriorityClassesGVR.GroupResource()
 	switch a.Operation {
-	case apiserver.Delete:
-		if apiserver.IsSystemPriorityClass(a.Name) {
-			return apierrors.NewForbidden(gr, a.Name, errors.New("this is a system priority class and cannot be deleted"))
-		}
 	case apiserver.Create, apiserver.Update:
 		pc, ok := a.Object.(*schedulingv1.PriorityClass)
 		if !ok || !pc.GlobalDefault {

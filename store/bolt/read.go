@@ -42,8 +42,12 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 				return err
 			}
 		}
-		res.KVs, res.Remaining = scan(tx, prefix, start, past, opts.Limit)
-		res.More = res.Remaining > 0
+		var remaining int64
+		res.KVs, remaining = scan(tx, prefix, start, past, opts.Limit, opts.Count)
+		res.More = remaining > 0
+		if opts.Count {
+			res.Remaining = remaining
+		}
 		return nil
 	})
 	return res, err
@@ -75,8 +79,8 @@ func undo(tx *bolt.Tx, prefix, start string, rev int64) (map[string]*store.KV, e
 
 // scan merges the current keys under prefix from start with the past
 // values that replace them: at most limit keys (0: no limit), and how many
-// more there are.
-func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit int64) (kvs []store.KV, remaining int64) {
+// more there are when count, else 1 when there are more.
+func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit int64, count bool) (kvs []store.KV, remaining int64) {
 	pastKeys := make([]string, 0, len(past))
 	for k := range past {
 		pastKeys = append(pastKeys, k)
@@ -93,8 +97,11 @@ func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit in
 		var kv *store.KV
 		switch {
 		case cur && (len(pastKeys) == 0 || string(k) < pastKeys[0]) && full:
-			// past the page: only count
+			// past the page: only count, or stop at the first
 			remaining++
+			if !count {
+				return kvs, remaining
+			}
 			k, v = c.Next()
 			continue
 		case cur && (len(pastKeys) == 0 || string(k) < pastKeys[0]):
@@ -113,6 +120,9 @@ func scan(tx *bolt.Tx, prefix, start string, past map[string]*store.KV, limit in
 		}
 		if full {
 			remaining++
+			if !count {
+				return kvs, remaining
+			}
 			continue
 		}
 		kvs = append(kvs, *kv)

@@ -259,7 +259,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions)
 		return store.ListResult{}, s.fail(err, opts.Revision)
 	}
 	res := store.ListResult{KVs: make([]store.KV, len(resp.Kvs)), Revision: opts.Revision, More: resp.More}
-	if resp.More {
+	if resp.More && opts.Count {
 		res.Remaining = resp.Count - int64(len(resp.Kvs)) // Count is every key in the range
 	}
 	if res.Revision == 0 {

@@ -382,9 +382,17 @@ func testPagination(t *testing.T, s store.Store) {
 		{5, [][]string{{"00", "01", "02", "03", "04"}, {"05", "06", "07", "08", "09"}}},
 		{10, [][]string{{"00", "01", "02", "03", "04", "05", "06", "07", "08", "09"}}},
 	}
+	// Without Count a page says whether more come, not how many.
+	res, err := s.List(ctx, "/p/", store.ListOptions{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.More || res.Remaining != 0 || len(res.KVs) != 3 {
+		t.Errorf("first page of 3 without Count: more %v, remaining %d, %d keys; want true, 0, 3", res.More, res.Remaining, len(res.KVs))
+	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprintf("limit=%d", tc.limit), func(t *testing.T) {
-			opts := store.ListOptions{Limit: tc.limit}
+			opts := store.ListOptions{Limit: tc.limit, Count: true}
 			for i, page := range tc.pages {
 				res, err := s.List(ctx, "/p/", opts)
 				if err != nil {
