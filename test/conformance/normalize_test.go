@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The answers of two servers legitimately differ in what each generates:
@@ -138,6 +139,9 @@ func (n normalizer) value(key string, v any) any {
 		out := make([]any, len(v))
 		for i, e := range v {
 			out[i] = n.value(key, e)
+			if key == "cells" {
+				out[i] = tableCell(out[i])
+			}
 		}
 		return out
 	case string:
@@ -161,6 +165,25 @@ func (n normalizer) value(key string, v any) any {
 	default:
 		return v
 	}
+}
+
+// cellAgeRE matches a Table's Age cell ("0s", "12s", "2m3s", "5d").
+var cellAgeRE = regexp.MustCompile(`^(\d+[smhdy])+$`)
+
+// tableCell normalizes a Table cell that shows a time: an age, or a
+// timestamp (a role's Created At).
+func tableCell(v any) any {
+	s, ok := v.(string)
+	if !ok {
+		return v
+	}
+	if cellAgeRE.MatchString(s) {
+		return "<age>"
+	}
+	if _, err := time.Parse(time.RFC3339, s); err == nil {
+		return phTime
+	}
+	return v
 }
 
 // text replaces generated values inside free text: messages, kubectl
@@ -280,6 +303,20 @@ func TestNormalizerHidesOnlyGeneratedValues(t *testing.T) {
 		if len(d) != 1 || d[0] != tc.want {
 			t.Errorf("%s: got differences %q, want [%q]", tc.name, d, tc.want)
 		}
+	}
+}
+
+// A Table's age and timestamp cells are normalized; other cells are not.
+func TestNormalizerTableCells(t *testing.T) {
+	n := normalizer{}
+	a := n.body([]byte(`{"rows":[{"cells":["web",1,"0s","2026-11-25T10:00:00Z"]}]}`))
+	b := n.body([]byte(`{"rows":[{"cells":["web",1,"2m3s","2026-11-25T10:00:07Z"]}]}`))
+	if d := differences(a, b, 5); len(d) != 0 {
+		t.Errorf("ages and times differ after normalizing: %q", d)
+	}
+	c := n.body([]byte(`{"rows":[{"cells":["api",2,"0s","2026-11-25T10:00:00Z"]}]}`))
+	if d := differences(a, c, 5); len(d) != 2 {
+		t.Errorf("got differences %q, want the name and the count", d)
 	}
 }
 
