@@ -298,6 +298,8 @@ func operations() []op {
 		k("create-service", "create", "service", "clusterip", "svc", "-n", testNS, "--tcp=80:8080"),
 		k("get-service-ports", "get", "service", "svc", "-n", testNS, "-o", "jsonpath={.spec.ports} {.spec.type} {.spec.sessionAffinity}"),
 		k("create-namespace", "create", "namespace", "kubectl-made"),
+		op{name: "kubectl/create-access-review", kubectl: []string{"create", "-f", "-", "-o", "json"},
+			stdin: `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"namespace":"default","verb":"get","resource":"pods"}}}`},
 		k("auth-can-i", "auth", "can-i", "create", "pods"),
 		k("auth-can-i-list", "auth", "can-i", "--list", "-n", testNS),
 		k("auth-whoami", "auth", "whoami"),
