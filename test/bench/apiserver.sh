@@ -62,6 +62,8 @@ QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
 STEAL_MAX=${BENCH_STEAL_MAX:-10}
 STEAL_RETRIES=${BENCH_STEAL_RETRIES:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 
 read -ra SYSTEM_LIST <<<"$SYSTEMS"
@@ -150,19 +152,6 @@ wait_port() {
 	return 1
 }
 
-# free_port: a random loopback port nothing listens on and not yet handed out.
-USED_PORTS=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		[[ $USED_PORTS == *" $p "* ]] && continue
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-		USED_PORTS+="$p "
-		echo "$p"
-		return
-	done
-}
 
 # --- binaries -----------------------------------------------------------------
 BIN=$OUT/bin

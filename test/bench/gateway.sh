@@ -52,6 +52,8 @@ STEAL_MAX=${BENCH_STEAL_MAX:-10}
 STEAL_RETRIES=${BENCH_STEAL_RETRIES:-2}
 NGINX_MODULES=${NGINX_MODULES:-/usr/lib/nginx/modules}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 ROOT=$(cd "$HERE/../.." && pwd)
 URL_PATH=/api/v1/namespaces/default/pods/bench
 
@@ -146,19 +148,6 @@ wait_port() {
 	return 1
 }
 
-# free_port: a random loopback port nothing listens on and not yet handed out.
-USED_PORTS=" "
-free_port() {
-	local p
-	while :; do
-		p=$((20000 + RANDOM % 40000))
-		[[ $USED_PORTS == *" $p "* ]] && continue
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-		USED_PORTS+="$p "
-		echo "$p"
-		return
-	done
-}
 
 # cpu_times: prints the machine's total, stolen and idle CPU ticks so far.
 # Time the hypervisor gave to other guests during a run slows every system

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
+
+	"github.com/kubegate/kubegate/test/bench/internal/bench"
 )
 
 // goalSystem is the system the project's goals are stated for, each as a
@@ -170,7 +172,7 @@ func medianOf(runs []result, f func(result) (float64, bool)) (float64, bool) {
 			xs = append(xs, v)
 		}
 	}
-	return median(xs), len(xs) > 0
+	return bench.Median(xs), len(xs) > 0
 }
 
 // byRound returns the median over the rounds both systems ran of a's
@@ -191,7 +193,7 @@ func byRound(a, b *system, f func(result) (float64, bool)) (float64, bool) {
 			}
 		}
 	}
-	return median(rs), len(rs) > 0
+	return bench.Median(rs), len(rs) > 0
 }
 
 // goal is one of the project's goals, a bound on a ratio to the reference.

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegate/kubegate/test/bench/internal/bench"
 )
 
 const (
@@ -434,7 +436,7 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 			}
 		}
 	}
-	res.ListJSONMedian, res.ListProtoMedian = median(res.ListJSONms), median(res.ListProtoms)
+	res.ListJSONMedian, res.ListProtoMedian = bench.Median(res.ListJSONms), bench.Median(res.ListProtoms)
 	return nil
 }
 

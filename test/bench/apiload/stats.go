@@ -6,20 +6,6 @@ import (
 	"time"
 )
 
-// median returns the middle of xs (the mean of the two middle values when
-// there is an even number), or 0 for none. xs is left unchanged.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // quantile returns the nearest-rank value at q (0 < q <= 1) of sorted: the
 // smallest value with at least q of all values at or below it, or 0 for an
 // empty slice. Every recorded delay is kept, so the figure is exact.

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kubegate/kubegate/test/bench/internal/bench"
 )
 
 func TestMedian(t *testing.T) {
@@ -21,8 +23,8 @@ func TestMedian(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			in := slices.Clone(tc.in)
-			if got := median(in); got != tc.want {
-				t.Errorf("median(%v) = %v, want %v", tc.in, got, tc.want)
+			if got := bench.Median(in); got != tc.want {
+				t.Errorf("bench.Median(%v) = %v, want %v", tc.in, got, tc.want)
 			}
 			if !slices.Equal(in, tc.in) {
 				t.Errorf("median reordered its input: %v, was %v", in, tc.in)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+
+	"github.com/kubegate/kubegate/test/bench/internal/bench"
 )
 
 // cell is every run of one system in one scenario.
@@ -34,18 +36,6 @@ type summary struct {
 	roundRPS           map[string]float64 // req/s by the "round" tag
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // roundRatio returns the median, over the rounds both ran, of a's req/s
 // divided by b's. The systems' runs of one round are next to each other in
 // time, so this ratio holds better than the ratio of medians when the
@@ -60,7 +50,7 @@ func roundRatio(a, b summary) string {
 	if len(rs) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", median(rs))
+	return fmt.Sprintf("%.2f", bench.Median(rs))
 }
 
 // tag returns r's tag key as a number, and whether it holds one.
@@ -120,11 +110,11 @@ func summarise(c *cell, stealMax float64) summary {
 			}
 		}
 	}
-	s.hasIdle, s.idlePct = len(idle) > 0, median(idle)
-	s.cpuUs = median(cpu)
+	s.hasIdle, s.idlePct = len(idle) > 0, bench.Median(idle)
+	s.cpuUs = bench.Median(cpu)
 	s.hasAllCPU = len(all) > 0 && len(all) == len(cpu)
-	s.allCPUUs = median(all)
-	s.rps, s.p50, s.p99 = median(rps), median(p50), median(p99)
+	s.allCPUUs = bench.Median(all)
+	s.rps, s.p50, s.p99 = bench.Median(rps), bench.Median(p50), bench.Median(p99)
 	return s
 }
 
