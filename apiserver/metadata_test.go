@@ -149,3 +149,35 @@ func TestListItemsCarryNoKind(t *testing.T) {
 		t.Errorf("a list item has an apiVersion: %s", raw)
 	}
 }
+
+// An update's generation is counted after admission, as kube-apiserver's
+// update strategies count it: a spec that admission restores to what it
+// was is no change (D.1, D.8).
+func TestGenerationCountsAfterAdmission_D8(t *testing.T) {
+	t.Parallel()
+	toleration := corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists}
+	restore := func(c *Config) {
+		c.Admission = []Admission{AdmissionFunc(func(_ context.Context, a *AdmissionAttributes) error {
+			if pod, ok := a.Object.(*corev1.Pod); ok && len(pod.Spec.Tolerations) == 0 {
+				pod.Spec.Tolerations = []corev1.Toleration{toleration}
+			}
+			return nil
+		})}
+	}
+	ts := newTestServer(t, restore)
+	pods := ts.clientset(t, false).CoreV1().Pods("default")
+	ctx := context.Background()
+	p, err := pods.Create(ctx, testPod("g"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Tolerations = nil // admission puts it back
+	p.Labels["x"] = "y"
+	p, err = pods.Update(ctx, p, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Generation != 1 || len(p.Spec.Tolerations) != 1 {
+		t.Errorf("generation %d, tolerations %v; want 1 and admission's toleration", p.Generation, p.Spec.Tolerations)
+	}
+}

@@ -428,18 +428,21 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if err != nil {
 			return nil, err
 		}
-		if q.res.allocate != nil && q.sub == "" {
-			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
-				return nil, err
-			}
-		}
 		if manager != "" {
 			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
 		}
 		acc, _ = meta.Accessor(obj)
+		// The same order as a create's (D.8): admission, then what the
+		// server sets, then the allocations, then validation.
 		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Subresource: q.sub,
 			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}); err != nil {
 			return nil, err
+		}
+		finishUpdate(q.res, q.sub, obj, old)
+		if q.res.allocate != nil && q.sub == "" {
+			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
+				return nil, err
+			}
 		}
 		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
 			return nil, err
@@ -510,17 +513,26 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 	acc.SetDeletionTimestamp(oldAcc.GetDeletionTimestamp())
 	acc.SetDeletionGracePeriodSeconds(oldAcc.GetDeletionGracePeriodSeconds())
 	acc.SetGeneration(oldAcc.GetGeneration())
-	if res.generation && sub == "" && specChanged(old, obj) {
-		acc.SetGeneration(oldAcc.GetGeneration() + 1)
-	}
 	acc.SetResourceVersion(oldAcc.GetResourceVersion())
 	if acc.GetNamespace() == "" {
 		acc.SetNamespace(oldAcc.GetNamespace())
 	}
+	return obj, nil
+}
+
+// finishUpdate sets, after admission, what the server itself sets on an
+// update: the kind's own fields, and a generation that counts a changed
+// spec, as kube-apiserver's update strategies do once admission has run
+// (D.1, D.8).
+func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
 	if res.prepare != nil {
 		res.prepare(obj, old)
 	}
-	return obj, nil
+	if res.generation && sub == "" && specChanged(old, obj) {
+		acc, _ := meta.Accessor(obj)
+		oldAcc, _ := meta.Accessor(old)
+		acc.SetGeneration(oldAcc.GetGeneration() + 1)
+	}
 }
 
 // specChanged reports whether the .spec of two objects of a kind with a
