@@ -65,13 +65,6 @@ func (q *request) delete() error {
 	if err != nil {
 		return err
 	}
-	if q.res.gvr == namespacesGVR {
-		for _, ns := range systemNamespaces[:3] {
-			if q.name == ns {
-				return apierrors.NewForbidden(q.gr(), q.name, errors.New("this namespace may not be deleted"))
-			}
-		}
-	}
 	obj, deleted, err := q.deleteOne(q.name, opts)
 	if err != nil {
 		return err
@@ -128,9 +121,12 @@ func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 // deleteOne deletes the object name, or marks it deleting when finalizers
 // or a graceful pod shutdown are pending (deleted false).
 func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if q.res.gvr == PriorityClassesGVR && IsSystemPriorityClass(name) {
-		// refused here, so that no path (delete, deletecollection) removes one (D.11)
-		return nil, false, apierrors.NewForbidden(q.gr(), name, errors.New("this is a system priority class and cannot be deleted"))
+	if q.res.undeletable != nil {
+		// refused here, so that no path (delete, deletecollection,
+		// eviction) removes a system object
+		if err := q.res.undeletable(name); err != nil {
+			return nil, false, apierrors.NewForbidden(q.gr(), name, err)
+		}
 	}
 	key := q.key(name)
 	dry := len(opts.DryRun) > 0

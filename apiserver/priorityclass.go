@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -49,9 +50,17 @@ func IsSystemPriorityClass(name string) bool {
 	return false
 }
 
+// systemPriorityClass refuses the deletion of a system class (D.11).
+func systemPriorityClass(name string) error {
+	if IsSystemPriorityClass(name) {
+		return errors.New("this is a system priority class and cannot be deleted")
+	}
+	return nil
+}
+
 func priorityClassResource() *resource {
 	return &resource{gvr: PriorityClassesGVR, kind: "PriorityClass", singular: "priorityclass", shortNames: []string{"pc"},
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, defaults: defaultPriorityClass,
+		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, undeletable: systemPriorityClass, defaults: defaultPriorityClass,
 		validate: validatePriorityClass, validateUpdate: validatePriorityClassUpdate, table: priorityClassTable}
 }
 

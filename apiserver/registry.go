@@ -48,6 +48,9 @@ type resource struct {
 	// the object, not a success Status, as kube-apiserver does for pods,
 	// namespaces, services and service accounts (D.7).
 	returnDeleted bool
+	// undeletable refuses the deletion of a system object by name (403
+	// with its error); nil: any may go.
+	undeletable func(name string) error
 	// nameFn validates metadata.name.
 	nameFn apivalidation.ValidateNameFunc
 	// fields returns the selectable fields besides metadata.name and
@@ -120,7 +123,7 @@ func builtinResources() []*resource {
 	coord := coordinationv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*resource{
-		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true,
+		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true, undeletable: systemNamespace,
 			status: true, nameFn: label, defaults: defaultNamespace, validate: validateNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
 		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
 			status: true, nameFn: subdomain, defaults: defaultNode, validate: validateNode, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},

@@ -43,7 +43,10 @@ func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.Admissio
 		return nil
 	}
 	if a.Operation == apiserver.Update {
-		old := a.OldObject.(*corev1.Pod)
+		old, ok := a.OldObject.(*corev1.Pod)
+		if !ok {
+			return nil
+		}
 		if pod.Spec.Priority == nil {
 			pod.Spec.Priority = old.Spec.Priority
 		}
