@@ -126,24 +126,18 @@ type listOptions struct {
 }
 
 func (q *request) listOptions() (listOptions, error) {
-	query := q.r.URL.Query()
 	var o listOptions
-	if v := query.Get("limit"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return o, apierrors.NewBadRequest(err.Error())
-		}
-		o.limit = max(n, 0) // a negative limit is none
-	}
-	if err := q.validateListOptions(); err != nil {
-		return o, err
-	}
-	rv, err := parseRV(query.Get("resourceVersion"))
+	opts, err := q.validateListOptions()
 	if err != nil {
 		return o, err
 	}
-	if c := query.Get("continue"); c != "" {
-		if query.Get("resourceVersion") != "" && query.Get("resourceVersion") != "0" {
+	o.limit = max(opts.Limit, 0) // a negative limit is none
+	rv, err := parseRV(opts.ResourceVersion)
+	if err != nil {
+		return o, err
+	}
+	if c := opts.Continue; c != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 			return o, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 		}
 		t, err := decodeContinue(c, q.listPrefix())
@@ -153,7 +147,7 @@ func (q *request) listOptions() (listOptions, error) {
 		o.cont, o.revision = &t, max(t.Revision, 0)
 		return o, nil
 	}
-	switch match := query.Get("resourceVersionMatch"); match {
+	switch opts.ResourceVersionMatch {
 	case "":
 		// "" and "0": the current state; N: not older than N, but with a
 		// limit exactly N, as kube-apiserver has always served it (D.7).
@@ -161,28 +155,28 @@ func (q *request) listOptions() (listOptions, error) {
 		if o.limit > 0 && rv > 0 {
 			o.revision, o.minRev = rv, 0
 		}
-	case string(metav1.ResourceVersionMatchNotOlderThan):
+	case metav1.ResourceVersionMatchNotOlderThan:
 		o.minRev = rv
-	case string(metav1.ResourceVersionMatchExact):
+	case metav1.ResourceVersionMatchExact:
 		o.revision = rv
 	}
 	return o, nil
 }
 
-// validateListOptions reads the list or watch options of the query and
+// validateListOptions reads the list or watch options of the query once and
 // checks them with apimachinery's ListOptions validation, which is
 // kube-apiserver's: a value that does not parse is 400 with the parser's
 // message, options that do not go together are 422 (D.7).
-func (q *request) validateListOptions() error {
+func (q *request) validateListOptions() (*metainternalversion.ListOptions, error) {
 	var opts metainternalversion.ListOptions
 	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q.r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	opts.Watch = opts.Watch || q.verb == "watch"
 	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
-		return optionsInvalid(q.r, errs...)
+		return nil, optionsInvalid(q.r, errs...)
 	}
-	return nil
+	return &opts, nil
 }
 
 func (q *request) list() error {

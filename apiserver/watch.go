@@ -116,7 +116,7 @@ func (q *request) watch() error {
 	}
 	bookmarks := query.Get("allowWatchBookmarks") == "true"
 	initial := rv == 0 // "" and "0" start with the current state
-	if err := q.validateListOptions(); err != nil {
+	if _, err := q.validateListOptions(); err != nil {
 		return err
 	}
 	if v := query.Get("sendInitialEvents"); v != "" {
