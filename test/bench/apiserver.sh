@@ -122,13 +122,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'say "apiserver.sh: interrupted"; exit 130' INT
 trap 'say "apiserver.sh: stopped after the ${MAX_SECONDS}s bound (BENCH_MAX_SECONDS)"; exit 124' TERM
-(
-	trap 'kill "$s" 2>/dev/null; exit 0' TERM
-	sleep "$MAX_SECONDS" &
-	s=$!
-	wait "$s" && kill -TERM $$
-) &
-WATCHDOG=$!
+start_watchdog "$MAX_SECONDS"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # start LOG CMD...: runs CMD in the background, logging to LOG; sets LAST_PID.

@@ -13,3 +13,15 @@ free_port() {
 		return
 	done
 }
+
+# start_watchdog SECONDS: after SECONDS, send the script TERM, whose trap
+# ends the run; sets WATCHDOG to kill it earlier.
+start_watchdog() {
+	(
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$1" &
+		s=$!
+		wait "$s" && kill -TERM $$
+	) &
+	WATCHDOG=$!
+}
