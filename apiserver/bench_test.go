@@ -87,12 +87,21 @@ func BenchmarkListPods(b *testing.B) {
 			b.Fatalf("create p%d: %d %s", i, rec.Code, rec.Body)
 		}
 	}
-	for _, accept := range []string{"application/json", "application/vnd.kubernetes.protobuf"} {
-		b.Run(accept, func(b *testing.B) {
+	for _, c := range []struct{ name, accept, encoding string }{
+		{"json", "application/json", ""},
+		{"protobuf", "application/vnd.kubernetes.protobuf", ""},
+		// client-go offers gzip, so its LISTs of this size come compressed.
+		{"json-gzip", "application/json", "gzip"},
+		{"protobuf-gzip", "application/vnd.kubernetes.protobuf", "gzip"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/pods", nil)
-				req.Header.Set("Accept", accept)
+				req.Header.Set("Accept", c.accept)
+				if c.encoding != "" {
+					req.Header.Set("Accept-Encoding", c.encoding)
+				}
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {

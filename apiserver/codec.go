@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 
 	"github.com/munnerz/goautoneg"
 	"golang.org/x/net/http/httpguts"
@@ -162,41 +163,86 @@ func (s *Server) write(w http.ResponseWriter, out output, code int, obj runtime.
 }
 
 // deferredWriter sends the status line on the first write, when the size
-// of the answer is known: the serializers write an object in one piece. As
-// kube-apiserver does, an answer over 128 KiB then goes gzip-encoded, at
-// the fastest level, to a client that accepts it (B.1).
+// of the answer is known. As kube-apiserver does, an answer over 128 KiB
+// goes gzip-encoded, at the fastest level, to a client that accepts it
+// (B.1). The serializers write an object in one piece, but a list in many
+// (the streaming collection encoders, B.1), so while the answer may still
+// be compressed, the writes of a streamed list are held until they pass the
+// threshold or the answer ends.
 type deferredWriter struct {
-	w       http.ResponseWriter
-	code    int
-	gzip    bool
-	started bool
-	gz      *gzip.Writer
+	w    http.ResponseWriter
+	code int
+	gzip bool
+	// streamed: the answer comes in pieces whatever the first one's size.
+	streamed bool
+	started  bool
+	held     []byte
+	gz       *gzip.Writer
 }
+
+// streamFirstWrite is the longest first write a streaming encoder makes:
+// "{" for JSON, the 4-byte envelope prefix for protobuf. A longer first
+// write is a whole object, whose size decides at once.
+const streamFirstWrite = 4
 
 func (d *deferredWriter) Write(p []byte) (int, error) {
-	if !d.started {
-		d.started = true
-		if d.gzip && len(p) > gzipThreshold {
-			d.w.Header().Set("Content-Encoding", "gzip")
-			d.w.Header().Set("Vary", "Accept-Encoding")
-			d.gz, _ = gzip.NewWriterLevel(d.w, gzip.BestSpeed)
-		}
-		d.w.WriteHeader(d.code)
+	switch {
+	case d.started:
+		return d.out().Write(p)
+	case !d.gzip || (!d.streamed && d.held == nil && len(p) > streamFirstWrite):
+		d.start(len(p))
+		return d.out().Write(p)
 	}
-	if d.gz != nil {
-		return d.gz.Write(p)
+	d.held = append(d.held, p...)
+	if len(d.held) <= gzipThreshold {
+		return len(p), nil
 	}
-	return d.w.Write(p)
+	d.start(len(d.held))
+	held := d.held
+	d.held = nil
+	if _, err := d.gz.Write(held); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
-// Close sends the status line of an empty answer, and ends the gzip stream.
+// start sends the status line for an answer whose first piece has size n.
+func (d *deferredWriter) start(n int) {
+	d.started = true
+	if d.gzip && n > gzipThreshold {
+		d.w.Header().Set("Content-Encoding", "gzip")
+		d.w.Header().Set("Vary", "Accept-Encoding")
+		d.gz = gzipPool.Get().(*gzip.Writer)
+		d.gz.Reset(d.w)
+	}
+	d.w.WriteHeader(d.code)
+}
+
+func (d *deferredWriter) out() io.Writer {
+	if d.gz != nil {
+		return d.gz
+	}
+	return d.w
+}
+
+var gzipPool = sync.Pool{New: func() any {
+	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
+	return gz
+}}
+
+// Close sends what is held, or the status line of an empty answer, and
+// ends the gzip stream.
 func (d *deferredWriter) Close() {
 	if !d.started {
-		d.started = true
-		d.w.WriteHeader(d.code)
+		d.start(len(d.held))
+		_, _ = d.w.Write(d.held)
+		d.held = nil
 	}
 	if d.gz != nil {
 		_ = d.gz.Close()
+		d.gz.Reset(nil)
+		gzipPool.Put(d.gz)
+		d.gz = nil
 	}
 }
 

@@ -192,17 +192,27 @@ func (q *request) list() error {
 	if err != nil {
 		return err
 	}
-	items, rev, cont, remaining, err := q.collect(sel, o)
+	pg, err := q.collect(sel, o)
 	if err != nil {
 		return err
 	}
-	list, err := q.s.newList(q.res, items, rev, cont)
+	if out.convert == nil && out.info.MediaType == mediaProtobuf && q.s.writeStoredList(q.w, out, q.res, pg) {
+		return nil
+	}
+	if out.convert == nil && out.info.MediaType == mediaJSON {
+		return q.s.writeJSONList(q.w, out, q.res, pg)
+	}
+	items, err := pg.objects(q.s, q.res)
 	if err != nil {
 		return err
 	}
-	if remaining > 0 {
+	list, err := q.s.newList(q.res, items, pg.rev, pg.cont)
+	if err != nil {
+		return err
+	}
+	if pg.remaining > 0 {
 		la, _ := meta.ListAccessor(list)
-		la.SetRemainingItemCount(&remaining)
+		la.SetRemainingItemCount(&pg.remaining)
 	}
 	if list, err = q.s.convert(q.r, q.res, out, list); err != nil {
 		return err
@@ -211,30 +221,67 @@ func (q *request) list() error {
 	return nil
 }
 
-// collect reads the matching objects of a list page, and returns them with
-// the revision read at, the continue token of the next page ("" if last)
-// and, for a list no selector filters, how many objects come after the
-// page, as kube-apiserver's remainingItemCount counts them (0 if unknown).
-func (q *request) collect(sel selector, o listOptions) (_ []runtime.Object, _ int64, _ string, remaining int64, _ error) {
+// listPage is a page collect read: the matching stored objects, with the
+// revision read at, the continue token of the next page ("" if last) and,
+// for a list no selector filters, how many objects come after the page,
+// as kube-apiserver's remainingItemCount counts them (0 if unknown).
+type listPage struct {
+	kvs []store.KV
+	// objs holds the objects of kvs a selector decoded; an entry is nil
+	// until the object is decoded.
+	objs      []runtime.Object
+	rev       int64
+	cont      string
+	remaining int64
+}
+
+func (pg *listPage) add(kv store.KV, obj runtime.Object) {
+	pg.kvs = append(pg.kvs, kv)
+	pg.objs = append(pg.objs, obj)
+}
+
+// objects returns the page's objects, decoding those not decoded yet.
+func (pg *listPage) objects(s *Server, res *resource) ([]runtime.Object, error) {
+	for i, obj := range pg.objs {
+		if obj != nil {
+			continue
+		}
+		obj, err := s.decodeKV(res, pg.kvs[i])
+		if err != nil {
+			return nil, err
+		}
+		pg.objs[i] = obj
+	}
+	return pg.objs, nil
+}
+
+// collect reads the matching objects of a list page; only a selector
+// makes it decode them.
+func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
 	st := q.s.cfg.Store
 	// metadata.name=X in one namespace is a single read.
 	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.namespaced) {
 		rev, err := st.CurrentRevision(q.ctx())
 		if err != nil {
-			return nil, 0, "", 0, storeErr(err, q.gr(), "")
+			return nil, storeErr(err, q.gr(), "")
 		}
+		pg := &listPage{rev: rev}
 		kv, err := st.Get(q.ctx(), q.key(name))
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, rev, "", 0, nil
+			return pg, nil
 		}
 		if err != nil {
-			return nil, 0, "", 0, storeErr(err, q.gr(), name)
+			return nil, storeErr(err, q.gr(), name)
 		}
 		obj, err := q.s.decodeKV(q.res, kv)
-		if err != nil || !sel.matches(q.res, obj) {
-			return nil, rev, "", 0, err
+		if err != nil {
+			return nil, err
 		}
-		return []runtime.Object{obj}, max(rev, kv.ModRevision), "", 0, nil
+		if sel.matches(q.res, obj) {
+			pg.add(kv, obj)
+			pg.rev = max(rev, kv.ModRevision)
+		}
+		return pg, nil
 	}
 	// Counting what comes after the page costs a walk over it; only an
 	// unfiltered list shows the count (its first store page is the page).
@@ -242,7 +289,7 @@ func (q *request) collect(sel selector, o listOptions) (_ []runtime.Object, _ in
 	if o.cont != nil {
 		opts.Continue = o.cont.Start
 	}
-	var items []runtime.Object
+	pg := &listPage{}
 	for {
 		page, err := st.List(q.ctx(), q.listPrefix(), opts)
 		if errors.Is(err, store.ErrCompacted) && o.cont != nil {
@@ -250,40 +297,46 @@ func (q *request) collect(sel selector, o listOptions) (_ []runtime.Object, _ in
 			// revision, for clients content with an inconsistent list.
 			se := apierrors.NewResourceExpired(continueTooOld)
 			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, o.cont.Start)
-			return nil, 0, "", 0, se
+			return nil, se
 		}
 		if errors.Is(err, store.ErrCompacted) {
-			return nil, 0, "", 0, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
 		if err != nil {
-			return nil, 0, "", 0, storeErr(err, q.gr(), "")
+			return nil, storeErr(err, q.gr(), "")
 		}
 		if page.Revision < o.minRev {
-			return nil, 0, "", 0, tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
+			return nil, tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
 		}
 		opts.Revision = page.Revision
+		pg.rev = page.Revision
 		for _, kv := range page.KVs {
+			if sel.empty() {
+				pg.add(kv, nil)
+				continue
+			}
 			obj, err := q.s.decodeKV(q.res, kv)
 			if err != nil {
-				return nil, 0, "", 0, err
+				return nil, err
 			}
-			if sel.empty() || sel.matches(q.res, obj) {
-				items = append(items, obj)
+			if sel.matches(q.res, obj) {
+				pg.add(kv, obj)
 			}
 		}
 		if !page.More {
-			return items, page.Revision, "", 0, nil
+			return pg, nil
 		}
 		last := page.KVs[len(page.KVs)-1].Key
-		if o.limit > 0 && int64(len(items)) >= o.limit {
+		if o.limit > 0 && int64(len(pg.kvs)) >= o.limit {
 			if sel.empty() {
-				remaining = page.Remaining
+				pg.remaining = page.Remaining
 			}
-			return items, page.Revision, encodeContinue(page.Revision, last), remaining, nil
+			pg.cont = encodeContinue(page.Revision, last)
+			return pg, nil
 		}
 		opts.Continue = last
 		if o.limit > 0 {
-			opts.Limit = o.limit - int64(len(items))
+			opts.Limit = o.limit - int64(len(pg.kvs))
 		}
 	}
 }

@@ -88,7 +88,11 @@ func New(c Config) (*Server, error) {
 	if s.scheme, err = newScheme(); err != nil {
 		return nil, err
 	}
-	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict)
+	// Lists are encoded one item at a time, as kube-apiserver 1.37 encodes
+	// them (B.1): the answer goes out while it is encoded.
+	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict,
+		serializer.WithStreamingCollectionEncodingToJSON(),
+		serializer.WithStreamingCollectionEncodingToProtobuf())
 	for _, info := range s.codecs.SupportedMediaTypes() {
 		switch info.MediaType {
 		case mediaJSON:

@@ -139,9 +139,14 @@ func (q *request) watch() error {
 	from := rv
 	if initial {
 		o := listOptions{minRev: rv}
-		if items, from, _, _, err = q.collect(sel, o); err != nil {
+		pg, err := q.collect(sel, o)
+		if err != nil {
 			return err
 		}
+		if items, err = pg.objects(q.s, q.res); err != nil {
+			return err
+		}
+		from = pg.rev
 	}
 	ws := &watchStream{s: q.s, res: q.res, w: q.w, rc: http.NewResponseController(q.w), out: out,
 		frame: out.info.StreamSerializer.Framer.NewFrameWriter(q.w)}

@@ -1,0 +1,189 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubegate/kubegate/internal/protometa"
+)
+
+// A list's protobuf encoding holds its ListMeta as field 1 and each item's
+// encoding as field 2, the items without apiVersion and kind: exactly the
+// object encodings the store holds, each with its resourceVersion set.
+const (
+	listMetaField protowire.Number = 1
+	listItemField protowire.Number = 2
+)
+
+// writeStoredList answers a protobuf LIST of pg from the stored encodings,
+// without decoding the objects: each has its resourceVersion set in place
+// (internal/protometa) and goes out as it is, one after the other, as the
+// streaming encoder sends a decoded list (docs/architecture.md, "Data flow").
+// The bytes are those the serializer writes for the decoded list. It
+// reports false, having written nothing, when an object is not stored in
+// the form this needs; the caller then decodes the page.
+func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resource, pg *listPage) bool {
+	if !metadataFirst(s.newObject(res)) {
+		return false
+	}
+	gv := res.gvr.GroupVersion().String()
+	items := make([]protometa.Item, len(pg.kvs))
+	size := 0
+	for i, kv := range pg.kvs {
+		raw, ok := storedRaw(kv.Value, gv, res.kind)
+		if !ok {
+			return false
+		}
+		it, err := protometa.WithResourceVersion(raw, strconv.FormatInt(kv.ModRevision, 10))
+		if err != nil {
+			return false
+		}
+		items[i] = it
+		size += fieldSize(listItemField, it.Size())
+	}
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
+	if pg.remaining > 0 {
+		lm.RemainingItemCount = &pg.remaining
+	}
+	meta, err := lm.Marshal()
+	if err != nil {
+		return false
+	}
+	size += fieldSize(listMetaField, len(meta))
+
+	w.Header().Set("Content-Type", out.info.MediaType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
+	defer dw.Close()
+	if _, err := dw.Write(protobufPrefix); err != nil {
+		return true
+	}
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gv, Kind: res.kind + "List"}}
+	_, err = unk.MarshalToWriter(dw, size, func(w io.Writer) (int, error) {
+		buf := protowire.AppendBytes(protowire.AppendTag(nil, listMetaField, protowire.BytesType), meta)
+		n, err := w.Write(buf)
+		for _, it := range items {
+			if err != nil {
+				break
+			}
+			buf = protowire.AppendTag(buf[:0], listItemField, protowire.BytesType)
+			buf = it.Append(protowire.AppendVarint(buf, uint64(it.Size())))
+			var m int
+			m, err = w.Write(buf)
+			n += m
+		}
+		return n, err
+	})
+	if err != nil {
+		s.log.Warn("encode response", "kind", res.kind+"List", "err", err)
+	}
+	return true
+}
+
+// fieldSize is the length of a length-delimited field holding n bytes.
+func fieldSize(num protowire.Number, n int) int {
+	return protowire.SizeTag(num) + protowire.SizeBytes(n)
+}
+
+// storedRaw returns the object encoding inside a stored value, if the
+// value is the protobuf envelope of apiVersion gv and kind.
+func storedRaw(value []byte, gv, kind string) ([]byte, bool) {
+	if !bytes.HasPrefix(value, protobufPrefix) {
+		return nil, false
+	}
+	var unk runtime.Unknown
+	if err := unk.Unmarshal(value[len(protobufPrefix):]); err != nil {
+		return nil, false
+	}
+	if unk.APIVersion != gv || unk.Kind != kind || unk.ContentEncoding != "" || (unk.ContentType != "" && unk.ContentType != runtime.ContentTypeProtobuf) {
+		return nil, false
+	}
+	return unk.Raw, true
+}
+
+// metadataFirst reports whether obj's kind encodes its ObjectMeta as
+// field 1, as every Kubernetes kind does and internal/protometa needs.
+func metadataFirst(obj runtime.Object) bool {
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	f, ok := t.Elem().FieldByName("ObjectMeta")
+	return ok && f.Type == reflect.TypeFor[metav1.ObjectMeta]() && f.Tag.Get("protobuf") == "bytes,1,opt,name=metadata"
+}
+
+// writeJSONList answers a JSON LIST of pg one object at a time: each is
+// decoded, encoded and dropped before the next, so the page is never held
+// decoded, and the answer goes out while it is encoded. The bytes are those
+// the streaming JSON encoder writes for the decoded list. An object that
+// fails to decode after the answer has begun cuts it short, and is logged.
+func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource, pg *listPage) error {
+	if len(pg.kvs) > 0 && pg.objs[0] == nil {
+		// An object that does not decode is an error answer while nothing
+		// is written.
+		obj, err := s.decodeKV(res, pg.kvs[0])
+		if err != nil {
+			return err
+		}
+		pg.objs[0] = obj
+	}
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
+	if pg.remaining > 0 {
+		lm.RemainingItemCount = &pg.remaining
+	}
+	head, err := json.Marshal(lm)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", out.info.MediaType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
+	defer dw.Close()
+	gv := res.gvr.GroupVersion().String()
+	buf := bytes.NewBufferString(`{"kind":"` + res.kind + `List","apiVersion":"` + gv + `","metadata":`)
+	buf.Write(head)
+	buf.WriteString(`,"items":[`)
+	enc := json.NewEncoder(buf)
+	for i, kv := range pg.kvs {
+		obj := pg.objs[i]
+		if obj == nil {
+			if obj, err = s.decodeKV(res, kv); err != nil {
+				s.log.Error("list: decode stored object", "key", kv.Key, "err", err)
+				return nil
+			}
+		}
+		pg.objs[i] = nil
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		// The items of a typed list carry no apiVersion and kind.
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		if err := enc.Encode(obj); err != nil {
+			s.log.Warn("encode response", "kind", res.kind+"List", "err", err)
+			return nil
+		}
+		buf.Truncate(buf.Len() - 1) // Encode's newline
+		if buf.Len() >= listChunk {
+			if _, err := dw.Write(buf.Bytes()); err != nil {
+				return nil
+			}
+			buf.Reset()
+		}
+	}
+	buf.WriteString("]}\n")
+	_, _ = dw.Write(buf.Bytes())
+	return nil
+}
+
+// listChunk is the size from which a streamed list's encoded objects are
+// written out.
+const listChunk = 32 << 10
