@@ -114,10 +114,24 @@ func defaultSecret(obj runtime.Object) {
 }
 
 // defaultPod fills the defaults kube-apiserver gives a pod, so that clients
-// (schedulers, kubelets, kubectl describe) see the same fields.
-func defaultPod(obj runtime.Object) { defaultPodSpec(&obj.(*corev1.Pod).Spec) }
+// (schedulers, kubelets, kubectl describe) see the same fields: those of
+// every pod spec, and those kube gives a Pod only.
+func defaultPod(obj runtime.Object) {
+	s := &obj.(*corev1.Pod).Spec
+	defaultPodSpec(s)
+	defaultPodOnly(s)
+}
 
+// defaultPodSpec fills the defaults kube gives every pod spec, a pod's and
+// a pod template's alike (its SetDefaults_PodSpec and the container
+// defaults).
 func defaultPodSpec(s *corev1.PodSpec) {
+	// serviceAccount is the deprecated name of serviceAccountName; kube
+	// keeps the two equal, the new name winning.
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.DeprecatedServiceAccount
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = corev1.RestartPolicyAlways
 	}
@@ -131,13 +145,24 @@ func defaultPodSpec(s *corev1.PodSpec) {
 		g := int64(corev1.DefaultTerminationGracePeriodSeconds)
 		s.TerminationGracePeriodSeconds = &g
 	}
-	if *s.TerminationGracePeriodSeconds < 0 {
-		// kube accepts a negative grace period and stores 1 (D.5).
-		g := int64(1)
-		s.TerminationGracePeriodSeconds = &g
-	}
 	if s.SecurityContext == nil {
 		s.SecurityContext = &corev1.PodSecurityContext{}
+	}
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for i := range cs {
+			defaultContainer(&cs[i])
+		}
+	}
+}
+
+// defaultPodOnly fills what kube defaults on a Pod and not in a pod
+// template (its SetDefaults_Pod): a negative grace period becomes 1, a
+// limit without a request is the request too, and service links are on.
+func defaultPodOnly(s *corev1.PodSpec) {
+	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		// kube accepts a negative grace period and stores 1 (D.5).
+		one := int64(1)
+		s.TerminationGracePeriodSeconds = &one
 	}
 	if s.EnableServiceLinks == nil {
 		t := true
@@ -145,7 +170,6 @@ func defaultPodSpec(s *corev1.PodSpec) {
 	}
 	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
 		for i := range cs {
-			defaultContainer(&cs[i])
 			defaultRequests(&cs[i].Resources)
 		}
 	}

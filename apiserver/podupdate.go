@@ -40,6 +40,7 @@ func validatePodUpdate(obj, old runtime.Object) field.ErrorList {
 	// kubegate may lack defaults the new spec has.
 	o := old.(*corev1.Pod).Spec.DeepCopy()
 	defaultPodSpec(o)
+	defaultPodOnly(o)
 	defaultPriority(o)
 	specPath := field.NewPath("spec")
 	for _, cs := range []struct {

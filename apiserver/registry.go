@@ -68,6 +68,9 @@ type resource struct {
 	// validateUpdate checks what an update of the object itself (not of a
 	// subresource) may change; nil when validate covers it.
 	validateUpdate func(obj, old runtime.Object) field.ErrorList
+	// validateStatus checks an update of the status subresource in place
+	// of validate; nil: validate checks it too.
+	validateStatus func(obj, old runtime.Object) field.ErrorList
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
@@ -143,12 +146,20 @@ func builtinResources() []*resource {
 		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
 			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateService,
 			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService, table: serviceTable},
+		// Stored with their defaults and validated (D.5); no controller
+		// acts on them yet.
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: replicationControllerTable},
+			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
+			fields: replicationControllerFields, defaults: defaultReplicationController, validate: validateReplicationController,
+			validateStatus: validateReplicationControllerStatus, resetStatus: resetReplicationControllerStatus, table: replicationControllerTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
-			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: replicaSetTable},
+			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
+			fields: replicaSetFields, defaults: defaultReplicaSet, validate: validateReplicaSet, validateUpdate: validateReplicaSetUpdate,
+			validateStatus: validateReplicaSetStatus, resetStatus: resetReplicaSetStatus, table: replicaSetTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
-			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, nameFn: subdomain, generation: true, table: statefulSetTable},
+			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, status: true, nameFn: label, generation: true,
+			defaults: defaultStatefulSet, validate: validateStatefulSet, validateUpdate: validateStatefulSetUpdate,
+			validateStatus: validateStatefulSetStatus, resetStatus: resetStatefulSetStatus, table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
 			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), validate: validateEventsV1Event, table: eventsTable},

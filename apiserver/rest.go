@@ -326,7 +326,10 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 		oldAcc, _ := meta.Accessor(old)
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
 	}
-	if res.validate != nil {
+	switch {
+	case sub == "status" && res.validateStatus != nil:
+		errs = append(errs, res.validateStatus(obj, old)...)
+	case res.validate != nil:
 		errs = append(errs, res.validate(obj, old)...)
 	}
 	if old != nil && sub == "" && res.validateUpdate != nil {

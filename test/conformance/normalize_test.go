@@ -205,9 +205,14 @@ func (n normalizer) text(s string) string {
 // ageRE matches the AGE column of kubectl's tables ("0s", "12s", "2m3s").
 var ageRE = regexp.MustCompile(`(?m)\b(\d+[smhd])+\b`)
 
-// kubectlOutput normalizes what kubectl printed.
+// padRE matches the blanks between two columns of kubectl's tables.
+var padRE = regexp.MustCompile(`  +`)
+
+// kubectlOutput normalizes what kubectl printed: ages, and the padding
+// between columns, which follows from the widths of the cells (an age of
+// "9s" on one server and "10s" on the other moves every column after it).
 func (n normalizer) kubectlOutput(s string) string {
-	return ageRE.ReplaceAllString(n.text(s), "<age>")
+	return padRE.ReplaceAllString(ageRE.ReplaceAllString(n.text(s), "<age>"), "   ")
 }
 
 // differences lists where a (kube-apiserver's answer) and b (kubegate's)
@@ -345,5 +350,17 @@ func TestKubectlOutputNormalizesAges(t *testing.T) {
 	}
 	if c := n.kubectlOutput("NAME   READY   AGE\nweb    1/1     3s\n"); c == a {
 		t.Errorf("a real difference (READY) was normalized away: %q", c)
+	}
+}
+
+func TestKubectlOutputNormalizesThePaddingAfterAnAge(t *testing.T) {
+	n := normalizer{}
+	a := n.kubectlOutput("NAME   AGE   IMAGES\nweb    9s    app:1\n")
+	b := n.kubectlOutput("NAME   AGE   IMAGES\nweb    10s   app:1\n")
+	if a != b {
+		t.Errorf("the columns after an age differ after normalizing: %q, %q", a, b)
+	}
+	if c := n.kubectlOutput("NAME   AGE   IMAGES\nweb    9s    app:2\n"); c == a {
+		t.Errorf("a real difference (IMAGES) was normalized away: %q", c)
 	}
 }

@@ -29,6 +29,22 @@ func pod(name, extraSpec string) string {
 	return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `","labels":{"app":"` + name + `"}},"spec":{` + spec + `}}`
 }
 
+// template returns a pod template labelled app=app with one container, and
+// extra pod spec fields.
+func template(extraSpec string) string {
+	spec := `"containers":[{"name":"app","image":"registry.example/app:1"}]`
+	if extraSpec != "" {
+		spec += "," + extraSpec
+	}
+	return `{"metadata":{"labels":{"app":"app"}},"spec":{` + spec + `}}`
+}
+
+// workload returns a manifest of an apps/v1 kind with a spec of the given
+// fields, which come before the template's.
+func workload(kind, name, spec, template string) string {
+	return `{"apiVersion":"apps/v1","kind":"` + kind + `","metadata":{"name":"` + name + `"},"spec":{` + spec + `"template":` + template + `}}`
+}
+
 func configMap(name, data string) string {
 	return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{` + data + `}}`
 }
@@ -213,6 +229,87 @@ func operations() []op {
 		op{name: "pod/create-with-priority-class", method: "POST", path: ns + "/pods", body: pod("important", `"priorityClassName":"high"`)},
 		op{name: "pod/create-with-own-priority", method: "POST", path: ns + "/pods", body: pod("selfish", `"priority":5`)},
 		op{name: "priorityclass/delete", method: "DELETE", path: pcs + "/high"},
+	)
+
+	// Replicated workloads: stored with kube's defaults and validation; no
+	// controller runs next to either server.
+	const (
+		rcs  = ns + "/replicationcontrollers"
+		apps = "/apis/apps/v1/namespaces/" + testNS
+		rss  = apps + "/replicasets"
+		stss = apps + "/statefulsets"
+		sel  = `"selector":{"matchLabels":{"app":"app"}},`
+	)
+	rc := func(name, spec, template string) string {
+		return `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"` + name + `"},"spec":{` + spec + `"template":` + template + `}}`
+	}
+	add(
+		op{name: "rc/create", method: "POST", path: rcs, body: rc("rc1", "", template(""))},
+		op{name: "rc/get", method: "GET", path: rcs + "/rc1"},
+		op{name: "rc/create-template-defaults", method: "POST", path: rcs, body: rc("rc2", "",
+			`{"metadata":{"labels":{"app":"rc2"}},"spec":{"terminationGracePeriodSeconds":-5,"serviceAccount":"robot","containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"1"}},"ports":[{"containerPort":80}]}]}}`)},
+		op{name: "rc/create-negative-replicas", method: "POST", path: rcs, body: rc("bad", `"replicas":-1,`, template(""))},
+		op{name: "rc/create-selector-mismatch", method: "POST", path: rcs, body: rc("bad", `"selector":{"app":"other"},`, template(""))},
+		op{name: "rc/create-no-selector", method: "POST", path: rcs, body: rc("bad", "", `{"spec":{"containers":[{"name":"app","image":"x"}]}}`)},
+		op{name: "rc/create-restart-never", method: "POST", path: rcs, body: rc("bad", "", template(`"restartPolicy":"Never"`))},
+		op{name: "rc/create-no-template", method: "POST", path: rcs, body: `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"bad"},"spec":{"selector":{"app":"app"}}}`},
+		op{name: "rc/patch-selector", method: "PATCH", path: rcs + "/rc1", contentType: mergePatch,
+			body: `{"spec":{"selector":{"app":"app","tier":"web"},"template":{"metadata":{"labels":{"tier":"web"}}}}}`},
+		op{name: "rc/patch-status", method: "PATCH", path: rcs + "/rc1/status", contentType: mergePatch, body: `{"status":{"replicas":1,"readyReplicas":2}}`},
+		op{name: "rc/table", method: "GET", path: rcs + "/rc1", accept: tableAccept},
+
+		op{name: "rs/create", method: "POST", path: rss, body: workload("ReplicaSet", "rs1", sel, template(""))},
+		op{name: "rs/get", method: "GET", path: rss + "/rs1"},
+		op{name: "rs/create-negative-replicas", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel+`"replicas":-1,`, template(""))},
+		op{name: "rs/create-selector-mismatch", method: "POST", path: rss, body: workload("ReplicaSet", "bad", `"selector":{"matchLabels":{"app":"other"}},`, template(""))},
+		op{name: "rs/create-empty-selector", method: "POST", path: rss, body: workload("ReplicaSet", "bad", `"selector":{},`, template(""))},
+		op{name: "rs/create-no-selector", method: "POST", path: rss, body: workload("ReplicaSet", "bad", "", template(""))},
+		op{name: "rs/create-restart-never", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel, template(`"restartPolicy":"Never"`))},
+		op{name: "rs/create-restart-sometimes", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel, template(`"restartPolicy":"Sometimes"`))},
+		op{name: "rs/create-active-deadline", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel, template(`"activeDeadlineSeconds":10`))},
+		op{name: "rs/create-bad-container", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel, `{"metadata":{"labels":{"app":"app"}},"spec":{"containers":[{"name":"Bad_Name"}]}}`)},
+		op{name: "rs/create-ephemeral-containers", method: "POST", path: rss, body: workload("ReplicaSet", "bad", sel,
+			`{"metadata":{"labels":{"app":"app"}},"spec":{"containers":[{"name":"app","image":" x"}],"ephemeralContainers":[{"name":"debug","image":"x"}]}}`)},
+		op{name: "rs/patch-selector", method: "PATCH", path: rss + "/rs1", contentType: mergePatch,
+			body: `{"spec":{"selector":{"matchLabels":{"app":"app","tier":"web"}},"template":{"metadata":{"labels":{"tier":"web"}}}}}`},
+		op{name: "rs/patch-replicas", method: "PATCH", path: rss + "/rs1", contentType: mergePatch, body: `{"spec":{"replicas":3}}`},
+		op{name: "rs/patch-status", method: "PATCH", path: rss + "/rs1/status", contentType: mergePatch, body: `{"status":{"replicas":-1}}`},
+		op{name: "rs/patch-status-counts", method: "PATCH", path: rss + "/rs1/status", contentType: mergePatch,
+			body: `{"status":{"replicas":1,"readyReplicas":2,"availableReplicas":3,"observedGeneration":-1}}`},
+		op{name: "rs/patch-labels", method: "PATCH", path: rss + "/rs1", contentType: mergePatch, body: `{"metadata":{"labels":{"x":"y"}}}`},
+		op{name: "rs/table", method: "GET", path: rss + "/rs1", accept: tableAccept},
+
+		op{name: "sts/create", method: "POST", path: stss, body: workload("StatefulSet", "sts1", sel+`"serviceName":"web",`, template(""))},
+		op{name: "sts/get", method: "GET", path: stss + "/sts1"},
+		op{name: "sts/create-with-claims", method: "POST", path: stss, body: workload("StatefulSet", "sts2",
+			sel+`"updateStrategy":{"type":"OnDelete"},"volumeClaimTemplates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}],`, template(""))},
+		op{name: "sts/create-negative-replicas", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"replicas":-1,`, template(""))},
+		op{name: "sts/create-empty-selector", method: "POST", path: stss, body: workload("StatefulSet", "bad", `"selector":{},`, template(""))},
+		op{name: "sts/create-bad-service-name", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"serviceName":"Web_Service",`, template(""))},
+		op{name: "sts/create-bad-strategy", method: "POST", path: stss, body: workload("StatefulSet", "bad",
+			sel+`"podManagementPolicy":"Random","updateStrategy":{"type":"OnDelete","rollingUpdate":{"partition":-1}},`, template(""))},
+		op{name: "sts/create-unknown-strategy", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"updateStrategy":{"type":"Sideways"},`, template(""))},
+		op{name: "sts/create-bad-policies", method: "POST", path: stss, body: workload("StatefulSet", "bad",
+			sel+`"persistentVolumeClaimRetentionPolicy":{"whenDeleted":"Keep"},"ordinals":{"start":-1},"updateStrategy":{"rollingUpdate":{"maxUnavailable":"150%"}},`, template(""))},
+		op{name: "sts/create-max-unavailable-zero", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"updateStrategy":{"rollingUpdate":{"maxUnavailable":0}},`, template(""))},
+		op{name: "sts/create-rolling-without-parameters", method: "POST", path: stss, body: workload("StatefulSet", "sts3",
+			sel+`"updateStrategy":{"type":"RollingUpdate"},`, template(`"hostname":"Not_A_Label","subdomain":"web"`))},
+		op{name: "sts/create-bad-name", method: "POST", path: stss, body: workload("StatefulSet", "bad.name", sel, template(""))},
+		op{name: "sts/create-restart-on-failure", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel, template(`"restartPolicy":"OnFailure"`))},
+		op{name: "sts/update-service-name", method: "PATCH", path: stss + "/sts1", contentType: mergePatch, body: `{"spec":{"serviceName":"other"}}`},
+		op{name: "sts/update-pod-management", method: "PATCH", path: stss + "/sts1", contentType: mergePatch, body: `{"spec":{"podManagementPolicy":"Parallel","selector":{"matchLabels":{"app":"app","x":"y"}}}}`},
+		op{name: "sts/patch-replicas-and-template", method: "PATCH", path: stss + "/sts1", contentType: strategicPatch,
+			body: `{"spec":{"replicas":2,"minReadySeconds":5,"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}}}`},
+		op{name: "sts/update-allowed-fields", method: "PATCH", path: stss + "/sts1", contentType: mergePatch,
+			body: `{"spec":{"revisionHistoryLimit":4,"ordinals":{"start":1},"updateStrategy":{"type":"OnDelete","rollingUpdate":null},"persistentVolumeClaimRetentionPolicy":{"whenScaled":"Delete"}}}`},
+		op{name: "sts/patch-status-collision", method: "PATCH", path: stss + "/sts1/status", contentType: mergePatch, body: `{"status":{"collisionCount":2}}`},
+		op{name: "sts/patch-status-collision-lowered", method: "PATCH", path: stss + "/sts1/status", contentType: mergePatch, body: `{"status":{"collisionCount":1}}`},
+		op{name: "sts/patch-status", method: "PATCH", path: stss + "/sts1/status", contentType: mergePatch, body: `{"status":{"replicas":1,"availableReplicas":1}}`},
+		op{name: "sts/table", method: "GET", path: stss + "/sts1", accept: tableAccept},
+
+		op{name: "kubectl/get-rc-wide", kubectl: []string{"get", "rc", "-n", testNS, "-o", "wide"}},
+		op{name: "kubectl/get-rs-wide", kubectl: []string{"get", "rs", "-n", testNS, "-o", "wide"}},
+		op{name: "kubectl/get-sts-wide", kubectl: []string{"get", "sts", "-n", testNS, "-o", "wide"}},
 	)
 
 	// Services.

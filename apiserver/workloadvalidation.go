@@ -1,0 +1,390 @@
+package apiserver
+
+import (
+	"fmt"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Validation of ReplicationControllers, ReplicaSets and StatefulSets (D.5),
+// in kube's order and with kube's messages. A pod template's spec is
+// checked by the pod spec rules (validatePodSpec), without what kube checks
+// on a Pod only; the template must keep its pods running (restart policy
+// Always, no active deadline) and carry the labels its selector selects.
+
+const selectorMismatch = "`selector` does not match template `labels`"
+
+// validatePodTemplate checks a pod template as kube's ValidatePodTemplateSpec
+// does: its labels and annotations, its pod spec, no ephemeral containers.
+func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	errs := metav1validation.ValidateLabels(t.Labels, path.Child("labels"))
+	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, path.Child("annotations"))...)
+	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"))...)
+	if len(t.Spec.EphemeralContainers) > 0 {
+		errs = append(errs, field.Forbidden(path.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
+	return errs
+}
+
+// matchesTemplate requires a non-empty selector to select the template's
+// labels.
+func matchesTemplate(sel labels.Selector, t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+	if sel.Empty() || sel.Matches(labels.Set(t.Labels)) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path.Child("metadata", "labels"), t.Labels, selectorMismatch)}
+}
+
+// keepsPodsRunning requires what a controller that replaces its pods needs
+// of their spec: restart policy Always and no active deadline. kind names
+// the controller in kube's message.
+func keepsPodsRunning(s *corev1.PodSpec, kind string, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.RestartPolicy != corev1.RestartPolicyAlways {
+		errs = append(errs, field.NotSupported(specPath.Child("restartPolicy"), s.RestartPolicy, []corev1.RestartPolicy{corev1.RestartPolicyAlways}))
+	}
+	if s.ActiveDeadlineSeconds != nil {
+		errs = append(errs, field.Forbidden(specPath.Child("activeDeadlineSeconds"), "activeDeadlineSeconds in "+kind+" is not Supported"))
+	}
+	return errs
+}
+
+// nonNegative is kube's ValidateNonnegativeField.
+func nonNegative[T int32 | int64](v T, path *field.Path) field.ErrorList {
+	return apivalidation.ValidateNonnegativeField(int64(v), path)
+}
+
+// deref reads a pointer that the defaults have set, 0 when they did not.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// validateReplicationController checks the spec: minReadySeconds, a
+// selector (defaulted from the template's labels), replicas, and a template
+// that the selector matches. kube lets an update change the selector.
+func validateReplicationController(obj, _ runtime.Object) field.ErrorList {
+	s := &obj.(*corev1.ReplicationController).Spec
+	path := field.NewPath("spec")
+	errs := nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))
+	sel := labels.Set(s.Selector).AsSelector()
+	if sel.Empty() {
+		errs = append(errs, field.Required(path.Child("selector"), ""))
+	}
+	if s.Replicas == nil {
+		errs = append(errs, field.Required(path.Child("replicas"), ""))
+	} else {
+		errs = append(errs, nonNegative(*s.Replicas, path.Child("replicas"))...)
+	}
+	tp := path.Child("template")
+	if s.Template == nil {
+		return append(errs, field.Required(tp, ""))
+	}
+	errs = append(errs, matchesTemplate(sel, s.Template, tp)...)
+	errs = append(errs, validatePodTemplate(s.Template, tp)...)
+	return append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicationController", tp.Child("spec"))...)
+}
+
+// appsSelector checks the label selector of an apps kind: required, valid
+// (label values included), not empty. kindWord is the word kube's message
+// uses: "deployment" for a ReplicaSet (sic), "statefulset".
+func appsSelector(sel *metav1.LabelSelector, kindWord string, path *field.Path) field.ErrorList {
+	if sel == nil {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
+	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
+		errs = append(errs, field.Invalid(path, sel, "empty selector is invalid for "+kindWord))
+	}
+	return errs
+}
+
+// validateReplicaSet checks replicas, minReadySeconds, the selector and the
+// template.
+func validateReplicaSet(obj, _ runtime.Object) field.ErrorList {
+	s := &obj.(*appsv1.ReplicaSet).Spec
+	path := field.NewPath("spec")
+	errs := nonNegative(deref(s.Replicas), path.Child("replicas"))
+	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, appsSelector(s.Selector, "deployment", path.Child("selector"))...)
+	sel, err := metav1.LabelSelectorAsSelector(s.Selector)
+	if err != nil {
+		return append(errs, field.Invalid(path.Child("selector"), s.Selector, "invalid label selector"))
+	}
+	tp := path.Child("template")
+	errs = append(errs, matchesTemplate(sel, &s.Template, tp)...)
+	errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+	return append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
+}
+
+// validateReplicaSetUpdate keeps the selector.
+func validateReplicaSetUpdate(obj, old runtime.Object) field.ErrorList {
+	return apivalidation.ValidateImmutableField(obj.(*appsv1.ReplicaSet).Spec.Selector, old.(*appsv1.ReplicaSet).Spec.Selector,
+		field.NewPath("spec", "selector"))
+}
+
+// validateStatefulSet checks a StatefulSet's spec. On an update the
+// service name and volume claim templates are not checked (they cannot
+// change), nor the template when the stored spec fails the same checks, as
+// kube tolerates what older versions stored.
+func validateStatefulSet(obj, old runtime.Object) field.ErrorList {
+	s := &obj.(*appsv1.StatefulSet).Spec
+	if old == nil {
+		return validateStatefulSetSpec(s, true, false)
+	}
+	skipTemplate := len(validateStatefulSetSpec(&old.(*appsv1.StatefulSet).Spec, false, false)) > 0
+	return validateStatefulSetSpec(s, false, skipTemplate)
+}
+
+func validateStatefulSetSpec(s *appsv1.StatefulSetSpec, create, skipTemplate bool) field.ErrorList {
+	path := field.NewPath("spec")
+	var errs field.ErrorList
+	switch s.PodManagementPolicy {
+	case "":
+		errs = append(errs, field.Required(path.Child("podManagementPolicy"), ""))
+	case appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement:
+	default:
+		errs = append(errs, field.Invalid(path.Child("podManagementPolicy"), s.PodManagementPolicy,
+			fmt.Sprintf("must be '%s' or '%s'", appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement)))
+	}
+	errs = append(errs, validateStatefulSetUpdateStrategy(&s.UpdateStrategy, path.Child("updateStrategy"))...)
+	if p := s.PersistentVolumeClaimRetentionPolicy; p != nil {
+		pp := path.Child("persistentVolumeClaimRetentionPolicy")
+		errs = append(errs, retentionPolicy(p.WhenDeleted, pp.Child("whenDeleted"))...)
+		errs = append(errs, retentionPolicy(p.WhenScaled, pp.Child("whenScaled"))...)
+	}
+	errs = append(errs, nonNegative(deref(s.Replicas), path.Child("replicas"))...)
+	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	if s.Ordinals != nil {
+		// kube names the field with a dot inside one path element.
+		errs = append(errs, nonNegative(s.Ordinals.Start, path.Child("ordinals.start"))...)
+	}
+	if create {
+		errs = append(errs, dnsLabel(path.Child("serviceName"), s.ServiceName)...)
+	}
+	errs = append(errs, appsSelector(s.Selector, "statefulset", path.Child("selector"))...)
+
+	tp := path.Child("template")
+	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, ""))
+	} else {
+		// The controller sets each pod's hostname and subdomain, so the
+		// template's are not checked.
+		t := s.Template.DeepCopy()
+		t.Spec.Hostname, t.Spec.Subdomain = "", ""
+		errs = append(errs, matchesTemplate(sel, t, tp)...)
+		if !skipTemplate {
+			errs = append(errs, validatePodTemplate(t, tp)...)
+		}
+		// kube checks the template's labels and annotations a second time.
+		errs = append(errs, metav1validation.ValidateLabels(t.Labels, tp.Child("labels"))...)
+		errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, tp.Child("annotations"))...)
+	}
+	return append(errs, keepsPodsRunning(&s.Template.Spec, "StatefulSet", tp.Child("spec"))...)
+}
+
+// validateStatefulSetUpdateStrategy accepts RollingUpdate, with a partition
+// and maxUnavailable in range, and OnDelete without rolling update
+// parameters. (Recreate is behind an alpha feature gate, off in 1.37.)
+func validateStatefulSetUpdateStrategy(u *appsv1.StatefulSetUpdateStrategy, path *field.Path) field.ErrorList {
+	switch u.Type {
+	case "":
+		return field.ErrorList{field.Required(path, "")}
+	case appsv1.OnDeleteStatefulSetStrategyType:
+		if u.RollingUpdate != nil {
+			return field.ErrorList{field.Invalid(path.Child("rollingUpdate"), internalRollingUpdate(u.RollingUpdate),
+				fmt.Sprintf("only allowed for updateStrategy '%s'", appsv1.RollingUpdateStatefulSetStrategyType))}
+		}
+		return nil
+	case appsv1.RollingUpdateStatefulSetStrategyType:
+		if u.RollingUpdate == nil {
+			return nil
+		}
+		rp := path.Child("rollingUpdate")
+		errs := nonNegative(deref(u.RollingUpdate.Partition), rp.Child("partition"))
+		if mu := u.RollingUpdate.MaxUnavailable; mu != nil {
+			errs = append(errs, maxUnavailable(*mu, rp.Child("maxUnavailable"))...)
+		}
+		return errs
+	}
+	return field.ErrorList{field.Invalid(path, internalUpdateStrategy{Type: string(u.Type), RollingUpdate: internalRollingUpdate(u.RollingUpdate)},
+		fmt.Sprintf("must be '%s' or '%s'", appsv1.RollingUpdateStatefulSetStrategyType, appsv1.OnDeleteStatefulSetStrategyType))}
+}
+
+// internalUpdateStrategy and internalRollingUpdate are kube's internal
+// types of the update strategy, whose Go field names kube's errors show.
+type internalUpdateStrategy struct {
+	Type          string
+	RollingUpdate *internalRollingUpdateStrategy
+}
+
+type internalRollingUpdateStrategy struct {
+	Partition      int32
+	MaxUnavailable *intstr.IntOrString
+}
+
+func internalRollingUpdate(r *appsv1.RollingUpdateStatefulSetStrategy) *internalRollingUpdateStrategy {
+	if r == nil {
+		return nil
+	}
+	return &internalRollingUpdateStrategy{Partition: deref(r.Partition), MaxUnavailable: r.MaxUnavailable}
+}
+
+// maxUnavailable is a count or a percentage, above 0 and at most 100%.
+func maxUnavailable(v intstr.IntOrString, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch v.Type {
+	case intstr.String:
+		for _, msg := range validation.IsValidPercent(v.StrVal) {
+			errs = append(errs, field.Invalid(path, v, msg))
+		}
+	case intstr.Int:
+		errs = append(errs, nonNegative(v.IntVal, path)...)
+	}
+	pct, isPct := percent(v)
+	n := v.IntValue()
+	if isPct {
+		n = pct
+	}
+	if n == 0 {
+		errs = append(errs, field.Invalid(path, v, "cannot be 0"))
+	}
+	if isPct && pct > 100 {
+		errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
+	}
+	return errs
+}
+
+// percent reads a valid percentage ("25%").
+func percent(v intstr.IntOrString) (int, bool) {
+	if v.Type != intstr.String || len(validation.IsValidPercent(v.StrVal)) > 0 {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(v.StrVal[:len(v.StrVal)-1])
+	return n, true
+}
+
+func retentionPolicy(p appsv1.PersistentVolumeClaimRetentionPolicyType, path *field.Path) field.ErrorList {
+	switch p {
+	case appsv1.RetainPersistentVolumeClaimRetentionPolicyType, appsv1.DeletePersistentVolumeClaimRetentionPolicyType:
+		return nil
+	}
+	return field.ErrorList{field.NotSupported(path, p, []string{
+		string(appsv1.RetainPersistentVolumeClaimRetentionPolicyType), string(appsv1.DeletePersistentVolumeClaimRetentionPolicyType)})}
+}
+
+// validateStatefulSetUpdate keeps what the controller's pods and claims
+// are made from: the selector, the volume claim templates, the service
+// name and the pod management policy. The rest of the spec (replicas,
+// ordinals, template, update strategy, claim retention, minReadySeconds,
+// revision history) may change.
+func validateStatefulSetUpdate(obj, old runtime.Object) field.ErrorList {
+	s, o := &obj.(*appsv1.StatefulSet).Spec, &old.(*appsv1.StatefulSet).Spec
+	path := field.NewPath("spec")
+	errs := apivalidation.ValidateImmutableField(s.Selector, o.Selector, path.Child("selector"))
+	errs = append(errs, apivalidation.ValidateImmutableField(s.VolumeClaimTemplates, o.VolumeClaimTemplates, path.Child("volumeClaimTemplates"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(s.ServiceName, o.ServiceName, path.Child("serviceName"))...)
+	return append(errs, apivalidation.ValidateImmutableField(s.PodManagementPolicy, o.PodManagementPolicy, path.Child("podManagementPolicy"))...)
+}
+
+// The status rules: counts not negative, and none above the replicas the
+// status counts (available not above ready either).
+
+type replicaCounts struct {
+	replicas, fullyLabeled, ready, available int32
+	// availableDetail is kube's message for available above ready,
+	// which differs between the kinds.
+	availableDetail string
+}
+
+func (c replicaCounts) validate(path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	const above = "cannot be greater than status.replicas"
+	if c.fullyLabeled > c.replicas {
+		errs = append(errs, field.Invalid(path.Child("fullyLabeledReplicas"), c.fullyLabeled, above))
+	}
+	if c.ready > c.replicas {
+		errs = append(errs, field.Invalid(path.Child("readyReplicas"), c.ready, above))
+	}
+	if c.available > c.replicas {
+		errs = append(errs, field.Invalid(path.Child("availableReplicas"), c.available, above))
+	}
+	if c.available > c.ready {
+		errs = append(errs, field.Invalid(path.Child("availableReplicas"), c.available, c.availableDetail))
+	}
+	return errs
+}
+
+func validateReplicationControllerStatus(obj, _ runtime.Object) field.ErrorList {
+	st := obj.(*corev1.ReplicationController).Status
+	path := field.NewPath("status")
+	errs := nonNegative(st.Replicas, path.Child("replicas"))
+	errs = append(errs, nonNegative(st.FullyLabeledReplicas, path.Child("fullyLabeledReplicas"))...)
+	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
+	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
+	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
+	return append(errs, replicaCounts{st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas,
+		"cannot be greater than readyReplicas"}.validate(path)...)
+}
+
+func validateReplicaSetStatus(obj, _ runtime.Object) field.ErrorList {
+	st := obj.(*appsv1.ReplicaSet).Status
+	path := field.NewPath("status")
+	errs := nonNegative(st.Replicas, path.Child("replicas"))
+	errs = append(errs, nonNegative(st.FullyLabeledReplicas, path.Child("fullyLabeledReplicas"))...)
+	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
+	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
+	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
+	if st.TerminatingReplicas != nil {
+		errs = append(errs, nonNegative(*st.TerminatingReplicas, path.Child("terminatingReplicas"))...)
+	}
+	return append(errs, replicaCounts{st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas,
+		"cannot be greater than readyReplicas"}.validate(path)...)
+}
+
+func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
+	st := obj.(*appsv1.StatefulSet).Status
+	path := field.NewPath("status")
+	errs := nonNegative(st.Replicas, path.Child("replicas"))
+	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
+	errs = append(errs, nonNegative(st.CurrentReplicas, path.Child("currentReplicas"))...)
+	errs = append(errs, nonNegative(st.UpdatedReplicas, path.Child("updatedReplicas"))...)
+	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
+	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
+	if st.CollisionCount != nil {
+		errs = append(errs, nonNegative(*st.CollisionCount, path.Child("collisionCount"))...)
+	}
+	const above = "cannot be greater than status.replicas"
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"readyReplicas", st.ReadyReplicas}, {"currentReplicas", st.CurrentReplicas}, {"updatedReplicas", st.UpdatedReplicas}, {"availableReplicas", st.AvailableReplicas}} {
+		if c.n > st.Replicas {
+			errs = append(errs, field.Invalid(path.Child(c.name), c.n, above))
+		}
+	}
+	if st.AvailableReplicas > st.ReadyReplicas {
+		errs = append(errs, field.Invalid(path.Child("availableReplicas"), st.AvailableReplicas, "cannot be greater than status.readyReplicas"))
+	}
+	if old == nil {
+		return errs
+	}
+	// The collision count only grows.
+	if now, was := st.CollisionCount, old.(*appsv1.StatefulSet).Status.CollisionCount; was != nil && (now == nil || *now < *was) {
+		errs = append(errs, field.Invalid(path.Child("collisionCount"), deref(now), "cannot be decremented"))
+	}
+	return errs
+}
