@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"reflect"
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/internal/protometa"
 )
@@ -120,70 +118,3 @@ func metadataFirst(obj runtime.Object) bool {
 	f, ok := t.Elem().FieldByName("ObjectMeta")
 	return ok && f.Type == reflect.TypeFor[metav1.ObjectMeta]() && f.Tag.Get("protobuf") == "bytes,1,opt,name=metadata"
 }
-
-// writeJSONList answers a JSON LIST of pg one object at a time: each is
-// decoded, encoded and dropped before the next, so the page is never held
-// decoded, and the answer goes out while it is encoded. The bytes are those
-// the streaming JSON encoder writes for the decoded list. An object that
-// fails to decode after the answer has begun cuts it short, and is logged.
-func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource, pg *listPage) error {
-	if len(pg.kvs) > 0 && pg.objs[0] == nil {
-		// An object that does not decode is an error answer while nothing
-		// is written.
-		obj, err := s.decodeKV(res, pg.kvs[0])
-		if err != nil {
-			return err
-		}
-		pg.objs[0] = obj
-	}
-	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
-	if pg.remaining > 0 {
-		lm.RemainingItemCount = &pg.remaining
-	}
-	head, err := json.Marshal(lm)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", out.info.MediaType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
-	defer dw.Close()
-	gv := res.gvr.GroupVersion().String()
-	buf := bytes.NewBufferString(`{"kind":"` + res.kind + `List","apiVersion":"` + gv + `","metadata":`)
-	buf.Write(head)
-	buf.WriteString(`,"items":[`)
-	enc := json.NewEncoder(buf)
-	for i, kv := range pg.kvs {
-		obj := pg.objs[i]
-		if obj == nil {
-			if obj, err = s.decodeKV(res, kv); err != nil {
-				s.log.Error("list: decode stored object", "key", kv.Key, "err", err)
-				return nil
-			}
-		}
-		pg.objs[i] = nil
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		// The items of a typed list carry no apiVersion and kind.
-		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
-		if err := enc.Encode(obj); err != nil {
-			s.log.Warn("encode response", "kind", res.kind+"List", "err", err)
-			return nil
-		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		if buf.Len() >= listChunk {
-			if _, err := dw.Write(buf.Bytes()); err != nil {
-				return nil
-			}
-			buf.Reset()
-		}
-	}
-	buf.WriteString("]}\n")
-	_, _ = dw.Write(buf.Bytes())
-	return nil
-}
-
-// listChunk is the size from which a streamed list's encoded objects are
-// written out.
-const listChunk = 32 << 10

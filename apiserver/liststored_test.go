@@ -192,3 +192,41 @@ func TestStreamedListGzip_B1(t *testing.T) {
 		}
 	}
 }
+
+// A JSON list of many runs of objects, encoded on several goroutines,
+// holds them in the store's order, as the protobuf list does.
+func TestJSONListOfManyRunsKeepsOrder(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	ctx := context.Background()
+	cms := ts.clientset(t, true).CoreV1().ConfigMaps("default")
+	const n = 5*listRun + 3
+	for i := range n {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%04d", i)},
+			Data: map[string]string{"i": fmt.Sprint(i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lists [2]corev1.ConfigMapList
+	for i, f := range []struct {
+		accept string
+		ser    runtime.Serializer
+	}{{"application/json", ts.json.Serializer}, {mediaProtobuf, ts.protobuf.Serializer}} {
+		data, _ := ts.get(t, "/api/v1/namespaces/default/configmaps", f.accept, "gzip")
+		if _, _, err := f.ser.Decode(data, nil, &lists[i]); err != nil {
+			t.Fatalf("%s: %v", f.accept, err)
+		}
+	}
+	if len(lists[0].Items) != n {
+		t.Fatalf("got %d items, want %d", len(lists[0].Items), n)
+	}
+	for i, cm := range lists[0].Items {
+		if want := fmt.Sprintf("c%04d", i); cm.Name != want || cm.Data["i"] != fmt.Sprint(i) {
+			t.Fatalf("item %d is %s (data %v), want %s", i, cm.Name, cm.Data, want)
+		}
+	}
+	lists[0].TypeMeta, lists[1].TypeMeta = metav1.TypeMeta{}, metav1.TypeMeta{}
+	if !apiequality.Semantic.DeepEqual(lists[0], lists[1]) {
+		t.Errorf("the JSON and protobuf lists differ")
+	}
+}

@@ -1,0 +1,163 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// writeJSONList answers a JSON LIST of pg without holding the page
+// decoded: its objects are decoded and encoded in runs of listRun, on up
+// to GOMAXPROCS goroutines, and the runs are written in order as they
+// are done, so the answer goes out while it is encoded and a large list
+// takes the time of its share of the cores. The bytes are those the
+// streaming JSON encoder writes for the decoded list. An object that
+// fails to decode after the answer has begun cuts it short, and is logged.
+func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource, pg *listPage) error {
+	if len(pg.kvs) > 0 && pg.objs[0] == nil {
+		// An object that does not decode is an error answer while nothing
+		// is written.
+		obj, err := s.decodeKV(res, pg.kvs[0])
+		if err != nil {
+			return err
+		}
+		pg.objs[0] = obj
+	}
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
+	if pg.remaining > 0 {
+		lm.RemainingItemCount = &pg.remaining
+	}
+	meta, err := json.Marshal(lm)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", out.info.MediaType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
+	defer dw.Close()
+	head := `{"kind":"` + res.kind + `List","apiVersion":"` + res.gvr.GroupVersion().String() + `","metadata":` + string(meta) + `,"items":[`
+	if _, err := dw.Write([]byte(head)); err != nil {
+		return nil
+	}
+	if err := s.encodeJSONRuns(res, pg, dw.Write); err != nil {
+		s.log.Error("list: encode", "kind", res.kind+"List", "err", err)
+		return nil
+	}
+	_, _ = dw.Write([]byte("]}\n"))
+	return nil
+}
+
+// listRun is how many objects one goroutine decodes and encodes at a time.
+const listRun = 64
+
+// jsonRun is one run of a list's objects, encoded.
+type jsonRun struct {
+	done chan struct{}
+	buf  *bytes.Buffer
+	err  error
+}
+
+var runBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// encodeJSONRuns encodes pg's objects, comma-separated, and passes them
+// to write in order. At most two runs per goroutine are encoded and not
+// yet written, which bounds the memory a list holds.
+func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) (int, error)) error {
+	n := (len(pg.kvs) + listRun - 1) / listRun
+	if n == 0 {
+		return nil
+	}
+	runs := make([]jsonRun, n)
+	for i := range runs {
+		runs[i].done = make(chan struct{})
+	}
+	workers := min(runtime.GOMAXPROCS(0), n)
+	window := make(chan struct{}, 2*workers)
+	stop := make(chan struct{})
+	defer close(stop)
+	var next atomic.Int64
+	for range workers {
+		go func() {
+			enc := jsonItemEncoder{s: s, res: res}
+			for {
+				// Runs are claimed in order, each holding a place in the
+				// window until it is written: the run written next is
+				// always claimed, and never waits for a place.
+				select {
+				case window <- struct{}{}:
+				case <-stop:
+					return
+				}
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				r := &runs[i]
+				r.buf = runBufs.Get().(*bytes.Buffer)
+				r.buf.Reset()
+				r.err = enc.encode(r.buf, pg, i*listRun, min((i+1)*listRun, len(pg.kvs)))
+				close(r.done)
+			}
+		}()
+	}
+	for i := range runs {
+		r := &runs[i]
+		<-r.done
+		if r.err != nil {
+			return r.err
+		}
+		_, err := write(r.buf.Bytes())
+		runBufs.Put(r.buf)
+		r.buf = nil
+		<-window
+		if err != nil {
+			return nil // the client is gone
+		}
+	}
+	return nil
+}
+
+// jsonItemEncoder encodes a list's items as the streaming encoder does:
+// each as encoding/json writes it, without apiVersion and kind, as the
+// items of a typed list carry none.
+type jsonItemEncoder struct {
+	s   *Server
+	res *resource
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode appends the objects [from, to) of pg to out, each after a comma
+// but the list's first.
+func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+	}
+	for i := from; i < to; i++ {
+		obj := pg.objs[i]
+		if obj == nil {
+			var err error
+			if obj, err = e.s.decodeKV(e.res, pg.kvs[i]); err != nil {
+				return err
+			}
+		}
+		pg.objs[i] = nil
+		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		e.buf.Reset()
+		if err := e.enc.Encode(obj); err != nil {
+			return err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))
+	}
+	return nil
+}
