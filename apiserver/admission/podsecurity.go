@@ -96,6 +96,7 @@ func (p *podSecurity) Validate(ctx context.Context, a *apiserver.AdmissionAttrib
 	if res.Allowed {
 		return nil
 	}
+	//lint:ignore ST1005 kube's own text, shown when the library gives no message
 	err := forbidden(a, errors.New("Not allowed by PodSecurity"))
 	if r := res.Result; r != nil {
 		se := err.(*apierrors.StatusError)
