@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,6 +81,7 @@ const (
 type AdmissionAttributes struct {
 	Operation       Operation
 	Resource        schema.GroupVersionResource
+	Kind            schema.GroupVersionKind // of Resource (of the parent for a subresource)
 	Subresource     string
 	Namespace, Name string
 	User            authn.User
@@ -93,6 +95,38 @@ type AdmissionAttributes struct {
 // 500.
 type Admission interface {
 	Admit(ctx context.Context, a *AdmissionAttributes) error
+}
+
+// AdmissionValidator is an Admission with a second, validating phase, as
+// kube-apiserver's validating admission: Validate runs after every plugin's
+// Admit and after the server has validated the object, just before it is
+// stored, in the order of Config.Admission. It must not change a.Object.
+type AdmissionValidator interface {
+	Admission
+	Validate(ctx context.Context, a *AdmissionAttributes) error
+}
+
+// Admission plugins add warnings to the answer with
+// k8s.io/apiserver/pkg/warning.AddWarning on the context they are given;
+// the server sends them as kube-apiserver does, as Warning headers
+// (299 - "text"), each text once.
+
+// Lister reads the server's copies of namespaces and limit ranges, which
+// store watches keep, as kube-apiserver's plugins read informers: a write
+// shows in them a moment after it is answered. What they return is shared
+// and must not be changed.
+type Lister interface {
+	// GetNamespace returns the namespace, from the store when the copies
+	// do not have it yet; a missing one is a NotFound StatusError.
+	GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error)
+	// LimitRanges returns the limit ranges of namespace, by name.
+	LimitRanges(namespace string) []*corev1.LimitRange
+}
+
+// WantsLister is an Admission that reads through the server's Lister; New
+// gives it one before the server answers any request.
+type WantsLister interface {
+	SetLister(Lister)
 }
 
 // AdmissionFunc adapts a function to Admission.

@@ -150,8 +150,12 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
-		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Namespace: q.ns,
-			Name: name, User: q.user(), OldObject: old, DryRun: dry}); err != nil {
+		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Kind: q.res.gvk(), Namespace: q.ns,
+			Name: name, User: q.user(), OldObject: old, DryRun: dry}
+		if err := q.s.admit(q.ctx(), attrs); err != nil {
+			return nil, false, err
+		}
+		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 			return nil, false, err
 		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {

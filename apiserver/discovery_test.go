@@ -136,7 +136,7 @@ func TestAggregatedDiscoveryOfTheCoreGroup(t *testing.T) {
 		_ = json.Unmarshal(r, &head)
 		names = append(names, head.Resource)
 	}
-	if got, want := strings.Join(names, " "), "bindings configmaps events namespaces nodes pods replicationcontrollers secrets serviceaccounts services"; got != want {
+	if got, want := strings.Join(names, " "), "bindings configmaps events limitranges namespaces nodes pods replicationcontrollers secrets serviceaccounts services"; got != want {
 		t.Errorf("resources = %s, want %s", got, want)
 	}
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
-	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,99 +15,40 @@ import (
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// nsCache is the set of namespace names, kept by a store watch so that the
-// create path checks "the namespace exists" without a store read. A name it
-// does not hold yet (its watch lags) is looked up in the store.
-type nsCache struct {
-	st     store.Store
-	prefix string
-	done   chan struct{}
+// limitRangesGVR is core v1 limitranges, which the LimitRanger admission
+// plugin reads (D.8).
+var limitRangesGVR = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
 
-	mu    sync.RWMutex
-	names map[string]bool
-}
-
-func startNSCache(ctx context.Context, st store.Store, log *slog.Logger) (*nsCache, error) {
-	c := &nsCache{st: st, prefix: Key(namespacesGVR, "", ""), done: make(chan struct{}), names: map[string]bool{}}
-	rev, err := c.load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	go c.follow(ctx, rev, log)
-	return c, nil
-}
-
-// load lists every namespace and returns the revision of the list.
-func (c *nsCache) load(ctx context.Context) (int64, error) {
-	res, err := c.st.List(ctx, c.prefix, store.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("list namespaces: %w", err)
-	}
-	names := make(map[string]bool, len(res.KVs))
-	for _, kv := range res.KVs {
-		names[strings.TrimPrefix(kv.Key, c.prefix)] = true
-	}
-	c.mu.Lock()
-	c.names = names
-	c.mu.Unlock()
-	return res.Revision, nil
-}
-
-// follow applies namespace events until ctx ends, re-listing when the watch
-// breaks.
-func (c *nsCache) follow(ctx context.Context, rev int64, log *slog.Logger) {
-	defer close(c.done)
-	for ctx.Err() == nil {
-		w, err := c.st.Watch(ctx, c.prefix, rev)
-		if err == nil {
-			for ev := range w.ResultChan() {
-				name := strings.TrimPrefix(ev.KV.Key, c.prefix)
-				c.mu.Lock()
-				switch ev.Type {
-				case store.Added, store.Modified:
-					c.names[name] = true
-				case store.Deleted:
-					delete(c.names, name)
-				}
-				c.mu.Unlock()
-			}
-			err = w.Err()
-			w.Stop()
-		}
-		if ctx.Err() != nil || errors.Is(err, store.ErrClosed) {
-			return
-		}
-		log.Warn("namespace watch ended; listing again", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-		if rev, err = c.load(ctx); err != nil {
-			log.Warn("namespace list failed", "err", err)
-		}
-	}
-}
-
-// exists reports whether namespace name exists.
-func (c *nsCache) exists(ctx context.Context, name string) (bool, error) {
-	c.mu.RLock()
-	ok := c.names[name]
-	c.mu.RUnlock()
-	if ok {
-		return true, nil
-	}
-	_, err := c.st.Get(ctx, c.prefix+name)
+// namespaceExists reports whether namespace name exists, from the cache of
+// namespaces, or the store when the cache does not hold it yet.
+func (s *Server) namespaceExists(ctx context.Context, name string) (bool, error) {
+	_, err := s.ns.fetch(ctx, "", name)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	return err == nil, err
 }
 
+// lister is the server's Lister: its caches of namespaces and limit
+// ranges.
+type lister struct{ s *Server }
+
+func (l lister) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns, err := l.s.ns.fetch(ctx, "", name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), name)
+	}
+	return ns, err
+}
+
+func (l lister) LimitRanges(namespace string) []*corev1.LimitRange {
+	return l.s.limitRanges.list(namespace)
+}
+
 // ensureNamespaces creates the system namespaces that are missing.
 func (s *Server) ensureNamespaces(ctx context.Context) error {
 	for _, name := range systemNamespaces {
-		if ok, err := s.ns.exists(ctx, name); err != nil || ok {
+		if ok, err := s.namespaceExists(ctx, name); err != nil || ok {
 			if err != nil {
 				return fmt.Errorf("check namespace %s: %w", name, err)
 			}

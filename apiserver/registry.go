@@ -171,7 +171,7 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 	}

@@ -222,7 +222,7 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		return nil, err
 	}
 	if res.namespaced {
-		ok, err := s.ns.exists(ctx, acc.GetNamespace())
+		ok, err := s.namespaceExists(ctx, acc.GetNamespace())
 		if err != nil {
 			return nil, storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
 		}
@@ -256,9 +256,10 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	// As in kube-apiserver, admission sees the object after its defaults
 	// and before the server's own preparation and validation, so what a
 	// plugin sets is kept and validated (D.8).
+	attrs := &AdmissionAttributes{Operation: Create, Resource: res.gvr, Kind: res.gvk(), Namespace: acc.GetNamespace(),
+		Name: acc.GetName(), User: user, Object: obj, DryRun: dry}
 	if admit {
-		if err := s.admit(ctx, &AdmissionAttributes{Operation: Create, Resource: res.gvr, Namespace: acc.GetNamespace(),
-			Name: acc.GetName(), User: user, Object: obj, DryRun: dry}); err != nil {
+		if err := s.admit(ctx, attrs); err != nil {
 			return nil, err
 		}
 	}
@@ -281,6 +282,11 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		return nil, err
 	}
 	if admit {
+		// kube-apiserver's validating admission: after the registry's
+		// validation, on the object as it will be stored (D.8).
+		if err := s.validateAdmission(ctx, attrs); err != nil {
+			return nil, err
+		}
 		if err := s.checkEscalation(ctx, res, user, obj, acc.GetNamespace()); err != nil {
 			return nil, err
 		}
@@ -350,10 +356,25 @@ func (r *resource) invalidKind() schema.GroupKind {
 	return schema.GroupKind{Group: r.gvr.Group, Kind: r.kind}
 }
 
+// admit runs every plugin's Admit, in order: kube-apiserver's mutating
+// admission.
 func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
 	for _, adm := range s.cfg.Admission {
 		if err := adm.Admit(ctx, a); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// validateAdmission runs the Validate of every plugin that has one, in
+// order: kube-apiserver's validating admission.
+func (s *Server) validateAdmission(ctx context.Context, a *AdmissionAttributes) error {
+	for _, adm := range s.cfg.Admission {
+		if v, ok := adm.(AdmissionValidator); ok {
+			if err := v.Validate(ctx, a); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -437,8 +458,9 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		acc, _ = meta.Accessor(obj)
 		// The same order as a create's (D.8): admission, then what the
 		// server sets, then the allocations, then validation.
-		if err := q.s.admit(q.ctx(), &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Subresource: q.sub,
-			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}); err != nil {
+		attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Kind: q.res.gvk(), Subresource: q.sub,
+			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
+		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, err
 		}
 		finishUpdate(q.res, q.sub, obj, old)
@@ -448,6 +470,9 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			}
 		}
 		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
+			return nil, err
+		}
+		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 			return nil, err
 		}
 		if q.sub == "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,8 +37,10 @@ type Server struct {
 
 	reg      *registry
 	creators map[string]*creatorEntry
-	ns       *nsCache
-	svcAlloc *serviceAllocator
+	// ns and limitRanges are the caches admission reads (Lister).
+	ns          *watchCache[*corev1.Namespace]
+	limitRanges *watchCache[*corev1.LimitRange]
+	svcAlloc    *serviceAllocator
 
 	watchEvents sharedEvents
 
@@ -128,10 +131,19 @@ func New(c Config) (*Server, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	s.ns, err = startNSCache(ctx, c.Store, s.log)
-	if err != nil {
+	if s.ns, err = startWatchCache(ctx, c.Store, namespacesGVR, false, func() *corev1.Namespace { return &corev1.Namespace{} }, s.log); err != nil {
 		cancel()
 		return nil, err
+	}
+	if s.limitRanges, err = startWatchCache(ctx, c.Store, limitRangesGVR, true, func() *corev1.LimitRange { return &corev1.LimitRange{} }, s.log); err != nil {
+		cancel()
+		<-s.ns.done
+		return nil, err
+	}
+	for _, a := range c.Admission {
+		if w, ok := a.(WantsLister); ok {
+			w.SetLister(lister{s})
+		}
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
 		cancel()
@@ -153,6 +165,7 @@ func New(c Config) (*Server, error) {
 func (s *Server) Close() error {
 	s.stop()
 	<-s.ns.done
+	<-s.limitRanges.done
 	return nil
 }
 
@@ -304,6 +317,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	name := ri.Name
 	if len(ri.Parts) < 2 {
 		name = "" // a collection; list and watch take Name from a metadata.name field selector
+	}
+	switch ri.Verb {
+	case "create", "update", "patch", "delete", "deletecollection":
+		r = withWarnings(w, r) // admission may warn (D.8)
 	}
 	req := &request{s: s, w: w, r: r, res: res, ns: ns, name: name, sub: ri.Subresource, verb: ri.Verb}
 	req.serve()

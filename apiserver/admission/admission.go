@@ -1,14 +1,22 @@
 // Package admission holds the API server's admission plugins and the
 // service-account bookkeeping that goes with them, with kube-apiserver's
-// behaviour:
+// behaviour, in kube-apiserver's order (Chain):
 //
+//   - LimitRanger: a new pod takes its namespace's LimitRange defaults and
+//     must stay within its min, max and limit/request ratio;
 //   - ServiceAccount: a pod runs as a service account that exists, its
 //     namespace's "default" unless it names one, and mounts its token;
+//   - PodSecurity: pods meet the Pod Security Standards level their
+//     namespace's labels enforce, and are warned about the level they warn;
+//   - Priority: pods get the priority of their PriorityClass;
 //   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
 //     node for 300 s;
-//   - Priority: pods get the priority of their PriorityClass;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
 //     service account, as kube-controller-manager does.
+//
+// As in kube-apiserver, every plugin's Admit (the mutating phase) runs
+// before the server validates the object, and the Validate of those that
+// have one (apiserver.AdmissionValidator) after it.
 package admission
 
 import (
@@ -42,11 +50,11 @@ var (
 )
 
 // Chain returns the API server's admission plugins over st, in
-// kube-apiserver's order. The REST core itself refuses objects in
-// namespaces that do not exist and the deletion of the system namespaces,
-// and validates names.
+// kube-apiserver's order (its AllOrderedPlugins). The REST core itself
+// refuses objects in namespaces that do not exist and the deletion of the
+// system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
-	return []apiserver.Admission{ServiceAccount(st), DefaultTolerationSeconds(), Priority(st)}
+	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), PodSecurity(st), Priority(st), DefaultTolerationSeconds()}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as

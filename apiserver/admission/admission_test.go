@@ -31,7 +31,7 @@ func openStore(t *testing.T) *bolt.Store {
 
 var fixedNow = func() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
 
-func putNamespace(t *testing.T, st store.Store, ns *corev1.Namespace) int64 {
+func putNamespace(t testing.TB, st store.Store, ns *corev1.Namespace) int64 {
 	t.Helper()
 	ns.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
 	data, _ := json.Marshal(ns)
@@ -42,7 +42,7 @@ func putNamespace(t *testing.T, st store.Store, ns *corev1.Namespace) int64 {
 	return rev
 }
 
-func putServiceAccount(t *testing.T, st store.Store, sa *corev1.ServiceAccount) {
+func putServiceAccount(t testing.TB, st store.Store, sa *corev1.ServiceAccount) {
 	t.Helper()
 	sa.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}
 	data, _ := json.Marshal(sa)

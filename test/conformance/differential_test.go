@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,11 +39,12 @@ type op struct {
 
 // answer is what a server gave for an op, normalized.
 type answer struct {
-	status    int    // HTTP status, or kubectl's exit code
-	mediaType string // Content-Type without parameters
-	body      any    // the normalized body (HTTP)
-	stdout    string // kubectl
-	stderr    string // kubectl
+	status    int      // HTTP status, or kubectl's exit code
+	mediaType string   // Content-Type without parameters
+	warnings  []string // the Warning headers, normalized, in order (HTTP)
+	body      any      // the normalized body (HTTP)
+	stdout    string   // kubectl
+	stderr    string   // kubectl
 }
 
 func (o op) run(t *testing.T, s *server, n normalizer) answer {
@@ -79,6 +81,9 @@ func (o op) run(t *testing.T, s *server, n normalizer) answer {
 	code, header, b := s.do(t, o.method, path, contentType, accept, body)
 	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
 	a := answer{status: code, mediaType: mt}
+	for _, w := range header.Values("Warning") {
+		a.warnings = append(a.warnings, n.text(w))
+	}
 	if o.headOnly {
 		return a
 	}
@@ -127,6 +132,9 @@ func compare(kube, kg answer) string {
 	}
 	if kube.mediaType != kg.mediaType {
 		why = append(why, fmt.Sprintf("media type: kube %q, kubegate %q", kube.mediaType, kg.mediaType))
+	}
+	if !slices.Equal(kube.warnings, kg.warnings) {
+		why = append(why, fmt.Sprintf("warnings: kube %q, kubegate %q", kube.warnings, kg.warnings))
 	}
 	why = append(why, differences(kube.body, kg.body, 3)...)
 	if kube.stdout != kg.stdout {
@@ -215,25 +223,27 @@ func hasOp(name string) bool {
 	return false
 }
 
-// prepare brings both servers to the same starting point: the namespace
-// the operations use, with its default service account, which
+// prepare brings both servers to the same starting point: the namespaces
+// the operations use, each with its default service account, which
 // kube-controller-manager (not running here) would create and kubegate's
 // own controller does.
 func prepare(t *testing.T, s *server) {
 	t.Helper()
-	ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + testNS + `"}}`
-	if code, _, body := s.do(t, "POST", "/api/v1/namespaces", "application/json", "", []byte(ns)); code != http.StatusCreated {
-		t.Fatalf("%s: create namespace %s: %d %s", s.name, testNS, code, body)
+	for _, name := range preparedNamespaces {
+		ns := `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`
+		if code, _, body := s.do(t, "POST", "/api/v1/namespaces", "application/json", "", []byte(ns)); code != http.StatusCreated {
+			t.Fatalf("%s: create namespace %s: %d %s", s.name, name, code, body)
+		}
+		sa := `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`
+		code, _, body := s.do(t, "POST", "/api/v1/namespaces/"+name+"/serviceaccounts", "application/json", "", []byte(sa))
+		if code != http.StatusCreated && code != http.StatusConflict {
+			t.Fatalf("%s: create service account %s/default: %d %s", s.name, name, code, body)
+		}
+		testwait.For(t, 30*time.Second, s.name+" "+name+"/default service account", func() (bool, string) {
+			code, _, body := s.do(t, "GET", "/api/v1/namespaces/"+name+"/serviceaccounts/default", "", "", nil)
+			return code == http.StatusOK, string(body)
+		})
 	}
-	sa := `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"default"}}`
-	code, _, body := s.do(t, "POST", "/api/v1/namespaces/"+testNS+"/serviceaccounts", "application/json", "", []byte(sa))
-	if code != http.StatusCreated && code != http.StatusConflict {
-		t.Fatalf("%s: create service account default: %d %s", s.name, code, body)
-	}
-	testwait.For(t, 30*time.Second, s.name+" default service account", func() (bool, string) {
-		code, _, body := s.do(t, "GET", "/api/v1/namespaces/"+testNS+"/serviceaccounts/default", "", "", nil)
-		return code == http.StatusOK, string(body)
-	})
 }
 
 // q builds a query string.

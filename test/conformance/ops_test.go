@@ -5,6 +5,17 @@ import "strings"
 // testNS is the namespace the operations work in; prepare creates it.
 const testNS = "conformance"
 
+// limitedNS holds a LimitRange and secureNS Pod Security labels, so that
+// neither changes the pods of testNS.
+const (
+	limitedNS = "limited"
+	secureNS  = "secure"
+)
+
+// preparedNamespaces are created, each with its default service account,
+// before the operations.
+var preparedNamespaces = []string{testNS, limitedNS, secureNS}
+
 const (
 	ns       = "/api/v1/namespaces/" + testNS
 	jsonType = "application/json"
@@ -310,6 +321,66 @@ func operations() []op {
 		op{name: "kubectl/get-rc-wide", kubectl: []string{"get", "rc", "-n", testNS, "-o", "wide"}},
 		op{name: "kubectl/get-rs-wide", kubectl: []string{"get", "rs", "-n", testNS, "-o", "wide"}},
 		op{name: "kubectl/get-sts-wide", kubectl: []string{"get", "sts", "-n", testNS, "-o", "wide"}},
+	)
+
+	// Limit ranges and the LimitRanger admission plugin.
+	const (
+		lrs       = "/api/v1/namespaces/" + limitedNS + "/limitranges"
+		lrPods    = "/api/v1/namespaces/" + limitedNS + "/pods"
+		limitsBad = `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"bad"},"spec":{"limits":[`
+	)
+	add(
+		op{name: "limitrange/create", method: "POST", path: lrs, body: `{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults"},"spec":{"limits":[
+{"type":"Container","default":{"cpu":"500m","memory":"256Mi"},"defaultRequest":{"cpu":"100m"},"max":{"cpu":"1"}},
+{"type":"Pod","max":{"memory":"1Gi"}}]}}`},
+		op{name: "limitrange/get", method: "GET", path: lrs + "/defaults"},
+		op{name: "limitrange/list", method: "GET", path: lrs},
+		op{name: "limitrange/table", method: "GET", path: lrs, accept: tableAccept},
+		op{name: "limitrange/create-min-above-max", method: "POST", path: lrs, body: limitsBad + `{"type":"Container","min":{"memory":"2Gi"},"max":{"memory":"1Gi"}}]}}`},
+		op{name: "limitrange/create-pod-default", method: "POST", path: lrs, body: limitsBad + `{"type":"Pod","default":{"cpu":"1"}}]}}`},
+		op{name: "limitrange/create-bad-type", method: "POST", path: lrs, body: limitsBad + `{"type":"Widget","max":{"cpu":"1"}}]}}`},
+		op{name: "limitrange/create-bad-ratio", method: "POST", path: lrs, body: limitsBad + `{"type":"Container","maxLimitRequestRatio":{"cpu":"500m"}}]}}`},
+		op{name: "limitrange/pod-defaulted", method: "POST", path: lrPods, body: pod("sized", "")},
+		op{name: "limitrange/pod-over-max", method: "POST", path: lrPods,
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"big"},"spec":{"containers":[{"name":"app","image":"x","resources":{"limits":{"cpu":"2"}}}]}}`},
+		op{name: "limitrange/pod-over-pod-max", method: "POST", path: lrPods,
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"two"},"spec":{"containers":[{"name":"a","image":"x","resources":{"limits":{"memory":"768Mi"}}},{"name":"b","image":"x","resources":{"limits":{"memory":"768Mi"}}}]}}`},
+		op{name: "limitrange/pod-update-not-defaulted", method: "PATCH", path: lrPods + "/sized", contentType: mergePatch, body: `{"metadata":{"labels":{"tier":"web"}}}`},
+		op{name: "kubectl/get-limits", kubectl: []string{"get", "limits", "-n", limitedNS}},
+		op{name: "limitrange/delete", method: "DELETE", path: lrs + "/defaults"},
+	)
+
+	// Pod Security admission: namespace labels, enforce and warn.
+	const (
+		secure     = "/api/v1/namespaces/" + secureNS
+		securePods = secure + "/pods"
+	)
+	hostNetwork := func(name string) string { return pod(name, `"hostNetwork":true`) }
+	add(
+		op{name: "podsecurity/create-privileged-namespace", method: "POST", path: securePods, body: hostNetwork("hostnet")},
+		op{name: "podsecurity/label-enforce-restricted", method: "PATCH", path: secure, contentType: mergePatch,
+			body: `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"restricted"}}}`},
+		op{name: "podsecurity/create-refused", method: "POST", path: securePods,
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"priv"},"spec":{"containers":[{"name":"app","image":"x","securityContext":{"privileged":true}}]}}`},
+		op{name: "podsecurity/create-restricted", method: "POST", path: securePods,
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"tight"},"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},
+"containers":[{"name":"app","image":"x","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`},
+		op{name: "podsecurity/update-unchanged-image", method: "PATCH", path: securePods + "/hostnet", contentType: mergePatch, body: `{"metadata":{"labels":{"tier":"web"}}}`},
+		op{name: "podsecurity/update-image-refused", method: "PATCH", path: securePods + "/hostnet", contentType: strategicPatch,
+			body: `{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}`},
+		op{name: "podsecurity/label-warn-baseline", method: "PATCH", path: secure, contentType: mergePatch,
+			body: `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":null,"pod-security.kubernetes.io/warn":"baseline"}}}`},
+		op{name: "podsecurity/create-warned", method: "POST", path: securePods, body: hostNetwork("hostnet2")},
+		op{name: "podsecurity/update-image-warned", method: "PATCH", path: securePods + "/hostnet2", contentType: strategicPatch,
+			body: `{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}`},
+		op{name: "podsecurity/label-enforce-baseline", method: "PATCH", path: secure, contentType: mergePatch,
+			body: `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"baseline","pod-security.kubernetes.io/enforce-version":"v1.30"}}}`},
+		op{name: "podsecurity/label-invalid", method: "PATCH", path: secure, contentType: mergePatch,
+			body: `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"superuser"}}}`},
+		op{name: "podsecurity/namespace-create-invalid", method: "POST", path: "/api/v1/namespaces",
+			body: `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"badlevel","labels":{"pod-security.kubernetes.io/warn-version":"1.30"}}}`},
+		op{name: "kubectl/label-namespace-restricted", kubectl: []string{"label", "namespace", secureNS, "pod-security.kubernetes.io/enforce=restricted", "--overwrite"}},
+		op{name: "kubectl/run-warned", kubectl: []string{"run", "web", "-n", secureNS, "--image=registry.example/web:1", "--overrides", `{"spec":{"hostPID":true}}`}},
 	)
 
 	// Services.
