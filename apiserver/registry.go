@@ -71,6 +71,9 @@ type resource struct {
 	// validateStatus checks an update of the status subresource in place
 	// of validate; nil: validate checks it too.
 	validateStatus func(obj, old runtime.Object) field.ErrorList
+	// warnings returns kube's warnings about a valid object, on a create
+	// (old nil) or an update of the object itself; nil for none.
+	warnings func(obj, old runtime.Object) []string
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
@@ -150,15 +153,15 @@ func builtinResources() []*resource {
 		// acts on them yet.
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
 			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
-			fields: replicationControllerFields, defaults: defaultReplicationController, validate: validateReplicationController,
+			fields: replicationControllerFields, defaults: defaultReplicationController, validate: validateReplicationController, warnings: replicationControllerWarnings,
 			validateStatus: validateReplicationControllerStatus, resetStatus: resetReplicationControllerStatus, table: replicationControllerTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
 			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
-			fields: replicaSetFields, defaults: defaultReplicaSet, validate: validateReplicaSet, validateUpdate: validateReplicaSetUpdate,
+			fields: replicaSetFields, defaults: defaultReplicaSet, validate: validateReplicaSet, validateUpdate: validateReplicaSetUpdate, warnings: replicaSetWarnings,
 			validateStatus: validateReplicaSetStatus, resetStatus: resetReplicaSetStatus, table: replicaSetTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
 			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, status: true, nameFn: label, generation: true,
-			defaults: defaultStatefulSet, validate: validateStatefulSet, validateUpdate: validateStatefulSetUpdate,
+			defaults: defaultStatefulSet, validate: validateStatefulSet, validateUpdate: validateStatefulSetUpdate, warnings: statefulSetWarnings,
 			validateStatus: validateStatefulSetStatus, resetStatus: resetStatefulSetStatus, table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,

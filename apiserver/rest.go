@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
@@ -281,6 +282,7 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	if err := s.validate(res, "", obj, nil); err != nil {
 		return nil, err
 	}
+	warn(ctx, res, "", obj, nil)
 	if admit {
 		// kube-apiserver's validating admission: after the registry's
 		// validation, on the object as it will be stored (D.8).
@@ -345,6 +347,18 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 		return apierrors.NewInvalid(res.invalidKind(), acc.GetName(), errs)
 	}
 	return nil
+}
+
+// warn adds kube's warnings about a valid object to the answer, as the
+// registry's strategies give them after validation: on a create, and on
+// an update of the object itself (D.5).
+func warn(ctx context.Context, res *resource, sub string, obj, old runtime.Object) {
+	if res.warnings == nil || sub != "" {
+		return
+	}
+	for _, text := range res.warnings(obj, old) {
+		warning.AddWarning(ctx, "", text)
+	}
 }
 
 // invalidKind is the kind a 422 names: kube stores events.k8s.io Events
@@ -472,6 +486,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
 			return nil, err
 		}
+		warn(q.ctx(), q.res, q.sub, obj, old)
 		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 			return nil, err
 		}

@@ -6,9 +6,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // The replicated workloads kubegate stores for clients, with no controller
@@ -146,4 +148,44 @@ func replicationControllerFields(obj runtime.Object, set fields.Set) {
 
 func replicaSetFields(obj runtime.Object, set fields.Set) {
 	set["status.replicas"] = strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))
+}
+
+// The warnings kube gives about a workload's pod template, on a create
+// and on an update that changes the spec (D.5).
+func replicationControllerWarnings(obj, old runtime.Object) []string {
+	rc := obj.(*corev1.ReplicationController)
+	if o, ok := old.(*corev1.ReplicationController); ok && apiequality.Semantic.DeepEqual(rc.Spec, o.Spec) {
+		return nil
+	}
+	return podTemplateWarnings(rc.Spec.Template)
+}
+
+func replicaSetWarnings(obj, old runtime.Object) []string {
+	rs := obj.(*appsv1.ReplicaSet)
+	if o, ok := old.(*appsv1.ReplicaSet); ok && apiequality.Semantic.DeepEqual(rs.Spec, o.Spec) {
+		return nil
+	}
+	return podTemplateWarnings(&rs.Spec.Template)
+}
+
+func statefulSetWarnings(obj, old runtime.Object) []string {
+	sts := obj.(*appsv1.StatefulSet)
+	if o, ok := old.(*appsv1.StatefulSet); ok && apiequality.Semantic.DeepEqual(sts.Spec, o.Spec) {
+		return nil
+	}
+	return podTemplateWarnings(&sts.Spec.Template)
+}
+
+// podTemplateWarnings are kube's warnings about spec.template: a negative
+// terminationGracePeriodSeconds, which a pod made from it gets as 1.
+func podTemplateWarnings(t *corev1.PodTemplateSpec) []string {
+	if t == nil {
+		return nil
+	}
+	var w []string
+	if g := t.Spec.TerminationGracePeriodSeconds; g != nil && *g < 0 {
+		w = append(w, field.NewPath("spec", "template", "spec", "terminationGracePeriodSeconds").String()+
+			": must be >= 0; negative values are invalid and will be treated as 1")
+	}
+	return w
 }

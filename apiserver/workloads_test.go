@@ -3,6 +3,7 @@ package apiserver
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -355,5 +356,41 @@ func TestWorkloadStatus_D5(t *testing.T) {
 	want := map[string]any{"replicas": 1.0, "status": 2.0}
 	if g := map[string]any{"replicas": at(t, got, "spec.replicas"), "status": at(t, got, "status.replicas")}; !reflect.DeepEqual(g, want) {
 		t.Errorf("replicas (spec, status) = %v, want %v", g, want)
+	}
+}
+
+// A workload whose pod template has a negative grace period is stored
+// with kube's warning; an update that leaves the spec alone warns no
+// more (D.5).
+func TestPodTemplateGracePeriodWarning_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	const rc = `{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"r"%s},"spec":{"template":{"metadata":{"labels":{"a":"b"}},"spec":{"terminationGracePeriodSeconds":-5,"containers":[{"name":"c","image":"i"}]}}}}`
+	send := func(method, path, body string) http.Header {
+		t.Helper()
+		req, _ := http.NewRequest(method, ts.http.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if method == http.MethodPatch {
+			req.Header.Set("Content-Type", "application/merge-patch+json")
+		}
+		resp, err := ts.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			data, _ := io.ReadAll(resp.Body)
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+		}
+		return resp.Header
+	}
+	const want = `299 - "spec.template.spec.terminationGracePeriodSeconds: must be >= 0; negative values are invalid and will be treated as 1"`
+	h := send(http.MethodPost, "/api/v1/namespaces/default/replicationcontrollers", fmt.Sprintf(rc, ""))
+	if got := h.Values("Warning"); len(got) != 1 || got[0] != want {
+		t.Errorf("create: Warning %q, want [%s]", got, want)
+	}
+	h = send(http.MethodPatch, "/api/v1/namespaces/default/replicationcontrollers/r", `{"metadata":{"labels":{"x":"y"}}}`)
+	if got := h.Values("Warning"); len(got) != 0 {
+		t.Errorf("a label update: Warning %q, want none", got)
 	}
 }
