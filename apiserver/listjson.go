@@ -141,10 +141,20 @@ func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) 
 		e.enc = json.NewEncoder(&e.buf)
 	}
 	for i := from; i < to; i++ {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		kv := pg.kvs[i]
+		k := itemKey{gvr: e.res.gvr, key: kv.Key, rev: kv.ModRevision}
+		if b := e.s.items.get(k); b != nil {
+			out.Write(b)
+			pg.objs[i] = nil
+			continue
+		}
 		obj := pg.objs[i]
 		if obj == nil {
 			var err error
-			if obj, err = e.s.decodeKV(e.res, pg.kvs[i]); err != nil {
+			if obj, err = e.s.decodeKV(e.res, kv); err != nil {
 				return err
 			}
 		}
@@ -154,10 +164,9 @@ func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) 
 		if err := e.enc.Encode(obj); err != nil {
 			return err
 		}
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		out.Write(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))
+		b := bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n")))
+		e.s.items.put(k, b)
+		out.Write(b)
 	}
 	return nil
 }

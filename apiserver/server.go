@@ -48,6 +48,8 @@ type Server struct {
 	fieldManagers sync.Map // schema.GroupVersionKind+subresource → *managedfields.FieldManager
 
 	metrics *requestMetrics
+	// items caches the JSON encodings of list items.
+	items *itemCache
 
 	openapiOnce sync.Once
 	openapi     *openAPIDocs
@@ -80,7 +82,7 @@ func New(c Config) (*Server, error) {
 	if c.Authorizer == nil {
 		return nil, errors.New("apiserver config: Authorizer is required")
 	}
-	s := &Server{cfg: c, log: c.Logger, now: c.Now, done: make(chan struct{})}
+	s := &Server{cfg: c, log: c.Logger, now: c.Now, done: make(chan struct{}), items: newItemCache(itemCacheBytes)}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
