@@ -8,8 +8,9 @@
 #   kubegate-etcd  `kubegate apiserver` on its own etcd, the same flags as kube
 # Every run starts the system afresh (new PKI tree, new store), creates
 # BENCH_PODS pods, waits for the machine to be quiet (a system with a
-# scheduler and nodes is still starting them), times one LIST of them in
-# JSON and in protobuf, reads the resident memory of the server's
+# scheduler and nodes is still starting them), times LISTs of them in
+# JSON and in protobuf (the first apart: a server may keep what it encoded
+# for the next), reads the resident memory of the server's
 # processes, measures pod creates/s with 16 and with 64 concurrent clients
 # and the delay from a create's answer to 100 watchers' ADDED events, and
 # reads the server's CPU time from /proc.

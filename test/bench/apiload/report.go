@@ -142,6 +142,8 @@ func figures(clients []int, pods, fill int) []figure {
 	return append(fs,
 		figure{fmt.Sprintf("LIST %d pods, JSON (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONMedian) }},
 		figure{fmt.Sprintf("LIST %d pods, protobuf (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoMedian) }},
+		figure{"first LIST, JSON (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONFirst) }},
+		figure{"first LIST, protobuf (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoFirst) }},
 		figure{"LIST JSON on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListJSONBytes) / (1 << 20)) }},
 		figure{"LIST protobuf on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListProtoBytes) / (1 << 20)) }},
 		figure{"watch delay p50 (ms)", "%.2f", func(r result) (float64, bool) { return r.Watch.P50ms, r.Watch.Watchers > 0 }},

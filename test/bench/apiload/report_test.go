@@ -22,7 +22,7 @@ func fakeRun(system string, round int, f, steal float64) result {
 			{Clients: 64, Pods: 6000, Seconds: 6000 / (600 * f), PerSecond: 600 * f, CPUusPerOp: 1800 / f},
 		},
 		Pods:           10000,
-		ListJSONMedian: 800 / f, ListProtoMedian: 400 / f,
+		ListJSONMedian: 800 / f, ListProtoMedian: 400 / f, ListJSONFirst: 900 / f, ListProtoFirst: 450 / f,
 		ListJSONBytes: 21 << 20, ListProtoBytes: 12 << 20,
 		RSSMiB:          1000 / f,
 		Watch:           watchPhase{Watchers: 100, Events: 100, P50ms: 2 / f, P99ms: 20 / f},

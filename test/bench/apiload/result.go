@@ -20,6 +20,8 @@ type result struct {
 	ListJSONBytes   int64            `json:"list_json_bytes"` // one JSON LIST on the wire
 	ListProtoBytes  int64            `json:"list_proto_bytes"`
 	ListEncoding    string           `json:"list_encoding,omitempty"` // Content-Encoding of the LIST answers (gzip when the server compressed them)
+	ListJSONFirst   float64          `json:"list_json_first_ms"`      // the first full LIST, JSON: nothing of it cached by the server
+	ListProtoFirst  float64          `json:"list_proto_first_ms"`
 	ListJSONMedian  float64          `json:"list_json_median_ms"`
 	ListProtoMedian float64          `json:"list_proto_median_ms"`
 	RSSMiB          float64          `json:"rss_mib"`      // the servers' RSS after the pods were created and listed

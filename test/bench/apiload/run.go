@@ -412,9 +412,14 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 	}
 	url := strings.TrimSuffix(r.rest.Host, "/") + "/api/v1/namespaces/" + r.cfg.namespace + "/pods"
 	for _, ct := range []string{jsonType, protobuf} {
-		body, _, enc, err := r.list(ctx, hc, url, ct, true)
+		body, d, enc, err := r.list(ctx, hc, url, ct, true)
 		if err != nil {
 			return err
+		}
+		if ct == jsonType {
+			res.ListJSONFirst = ms(d.elapsed)
+		} else {
+			res.ListProtoFirst = ms(d.elapsed)
 		}
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
 		if err != nil {
