@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+
+	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
 // maxRetries is how many times a failing pod write is retried (with
@@ -48,8 +50,11 @@ type podAddress struct {
 
 func newPodSync(s *Simulator) *podSync {
 	p := &podSync{s: s, due: map[types.UID]time.Time{}, ips: map[types.UID]podAddress{}}
+	// The pods are kept without their managedFields, which nodes never
+	// read, as kube-scheduler keeps its pods.
 	p.factory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }),
+		informers.WithTransform(cachetrim.StripManagedFields))
 	inf := p.factory.Core().V1().Pods()
 	p.pods = inf.Lister()
 	p.synced = inf.Informer().HasSynced

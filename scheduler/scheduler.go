@@ -28,6 +28,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kubegate/kubegate/internal/cachetrim"
 	"k8s.io/utils/clock"
 
 	"github.com/kubegate/kubegate/scheduler/explain"
@@ -104,7 +106,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.queue = NewQueue(s.clock, cfg.InitialBackoff, cfg.MaxBackoff)
 	s.factory = cfg.Factory
 	if s.factory == nil {
-		s.factory = informers.NewSharedInformerFactory(cfg.Client, 0)
+		s.factory = NewInformerFactory(cfg.Client)
 	}
 	podInf := s.factory.Core().V1().Pods()
 	s.pods = podInf.Lister()
@@ -354,4 +356,12 @@ func ExplainPod(ctx context.Context, client kubernetes.Interface, namespace, nam
 		return nil, fmt.Errorf("pod %s/%s has no %s annotation: it was not scheduled by kubegate's scheduler", namespace, name, explain.AnnotationKey)
 	}
 	return explain.ParseAnnotation(v)
+}
+
+// NewInformerFactory returns the informers a scheduler reads, which keep
+// objects without their managedFields, as kube-scheduler's pod informer
+// does: the scheduler never reads them, and they are a large part of a
+// pod.
+func NewInformerFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(cachetrim.StripManagedFields))
 }

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"path/filepath"
 
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -27,7 +26,7 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(schedClient, 0)
+	factory := scheduler.NewInformerFactory(schedClient)
 	profile, err := plugins.DefaultProfile(plugins.Args{Spread: scheduler.NewSpreadSources(factory)})
 	if err != nil {
 		return err

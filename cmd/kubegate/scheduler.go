@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -79,7 +78,7 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
-			factory := informers.NewSharedInformerFactory(client, 0)
+			factory := scheduler.NewInformerFactory(client)
 			profiles, err := cfg.Build(scheduler.NewSpreadSources(factory))
 			if err != nil {
 				return err
