@@ -223,6 +223,7 @@ func (s *Server) buildHandler() http.Handler {
 	mux.Get("/api/{version}", s.apiResources)
 	mux.Get("/apis/{group}", s.apiGroup)
 	mux.Get("/apis/{group}/{version}", s.apiResources)
+	s.openAPIV2Service().RegisterOpenAPIVersionedService("/openapi/v2", mux)
 	mux.Get("/openapi/v3", s.openAPIRoot)
 	mux.Get("/openapi/v3/*", s.openAPIDoc)
 	mux.Get("/metrics", s.metrics.handler.ServeHTTP)

@@ -79,6 +79,8 @@ func operations() []op {
 		op{name: "livez", method: "GET", path: "/livez"},
 		op{name: "readyz", method: "GET", path: "/readyz"},
 		op{name: "openapi/v2", method: "GET", path: "/openapi/v2", headOnly: true},
+		op{name: "openapi/v2-protobuf", method: "GET", path: "/openapi/v2", accept: "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", headOnly: true},
+		op{name: "openapi/v2-unacceptable", method: "GET", path: "/openapi/v2", accept: "text/html", headOnly: true},
 		op{name: "openapi/v3", method: "GET", path: "/openapi/v3", headOnly: true},
 		op{name: "openapi/v3-core", method: "GET", path: "/openapi/v3/api/v1", headOnly: true},
 		op{name: "metrics", method: "GET", path: "/metrics", headOnly: true},

@@ -1,0 +1,171 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/cached"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// The OpenAPI v2 document (Swagger 2.0): the v3 documents of every group
+// version, merged and written in v2's form, as kube-apiserver serves it at
+// /openapi/v2 (B.7). kubectl reads it where the v3 documents do not answer:
+// its client-side validation of kinds that have no PATCH operation (the
+// reviews), and kubectl versions before 1.27 for apply. client-go asks
+// for it in protobuf (gnostic's openapi_v2.Document), others in JSON.
+
+// openAPIV2Service serves the v2 document with kube-openapi's handler, the
+// one kube-apiserver serves it with: the same media types (JSON, and
+// gnostic's protobuf under both its names), ETags, gzip and 406. The
+// document is built at its first request.
+func (s *Server) openAPIV2Service() *handler.OpenAPIService {
+	return handler.NewOpenAPIServiceLazy(cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
+		data, err := json.Marshal(s.openAPIV2Doc())
+		if err != nil {
+			return nil, "", err
+		}
+		sw := &spec.Swagger{}
+		if err := sw.UnmarshalJSON(data); err != nil {
+			return nil, "", fmt.Errorf("openapi v2: %w", err)
+		}
+		return sw, "", nil
+	})))
+}
+
+// openAPIV2Doc merges the v3 documents of every group version into one
+// v2 document.
+func (s *Server) openAPIV2Doc() obj {
+	paths, defs := obj{}, obj{}
+	for g, vs := range s.groupVersions() {
+		for _, v := range vs {
+			doc := s.openAPIGroupVersion(schema.GroupVersion{Group: g, Version: v})
+			for p, item := range doc["paths"].(obj) {
+				paths[p] = v2PathItem(item.(obj))
+			}
+			for name, sch := range doc["components"].(obj)["schemas"].(obj) {
+				defs[name] = v2Schema(sch)
+			}
+		}
+	}
+	return obj{
+		"swagger":     "2.0",
+		"info":        obj{"title": "Kubernetes", "version": openAPIVersion},
+		"paths":       paths,
+		"definitions": defs,
+		"securityDefinitions": obj{"BearerToken": obj{
+			"description": "Bearer Token authentication", "type": "apiKey", "name": "authorization", "in": "header"}},
+		"security": []any{obj{"BearerToken": []any{}}},
+	}
+}
+
+// v2PathItem writes a v3 path item in v2's form.
+func v2PathItem(item obj) obj {
+	out := obj{}
+	for k, v := range item {
+		if k == "parameters" {
+			if ps := v2Parameters(v.([]any)); len(ps) > 0 {
+				out[k] = ps
+			}
+			continue
+		}
+		out[k] = v2Operation(v.(obj))
+	}
+	return out
+}
+
+// v2Operation writes a v3 operation in v2's form: the request body is a
+// body parameter, a response's schema sits on the response, and the media
+// types are listed as consumes and produces.
+func v2Operation(op obj) obj {
+	out := obj{}
+	for k, v := range op {
+		if strings.HasPrefix(k, "x-kubernetes-") {
+			out[k] = v
+		}
+	}
+	var params []any
+	if ps, ok := op["parameters"].([]any); ok {
+		params = v2Parameters(ps)
+	}
+	if body, ok := op["requestBody"].(obj); ok {
+		types, sch := v2Content(body["content"].(obj))
+		params = append([]any{obj{"name": "body", "in": "body", "required": true, "schema": sch}}, params...)
+		out["consumes"] = types
+	}
+	if len(params) > 0 {
+		out["parameters"] = params
+	}
+	resp := op["responses"].(obj)["200"].(obj)
+	types, sch := v2Content(resp["content"].(obj))
+	out["produces"] = types
+	out["responses"] = obj{"200": obj{"description": resp["description"], "schema": sch}}
+	out["schemes"] = []any{"https"}
+	return out
+}
+
+// v2Content returns the media types of a v3 content map, sorted, and the
+// schema they share.
+func v2Content(content obj) ([]any, any) {
+	types := make([]string, 0, len(content))
+	for t := range content {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	out := make([]any, len(types))
+	for i, t := range types {
+		out[i] = t
+	}
+	return out, v2Schema(content[types[0]].(obj)["schema"])
+}
+
+// v2Parameters writes v3 parameters in v2's form: a path or query
+// parameter's type is its own, not a schema's.
+func v2Parameters(ps []any) []any {
+	out := make([]any, 0, len(ps))
+	for _, p := range ps {
+		p := p.(obj)
+		q := obj{"name": p["name"], "in": p["in"]}
+		if p["required"] == true {
+			q["required"] = true
+		}
+		if sch, ok := p["schema"].(obj); ok {
+			for k, v := range sch {
+				q[k] = v
+			}
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// v2Schema rewrites a v3 schema for v2: references point into
+// definitions, and an int-or-string is a string of that format.
+func v2Schema(v any) any {
+	switch v := v.(type) {
+	case obj:
+		if v["x-kubernetes-int-or-string"] == true {
+			return obj{"type": "string", "format": "int-or-string"}
+		}
+		out := obj{}
+		for k, e := range v {
+			if ref, ok := e.(string); ok && k == "$ref" {
+				out[k] = strings.Replace(ref, "#/components/schemas/", "#/definitions/", 1)
+				continue
+			}
+			out[k] = v2Schema(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = v2Schema(e)
+		}
+		return out
+	}
+	return v
+}
