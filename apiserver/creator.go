@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -37,12 +38,30 @@ func (s *Server) runCreator(w http.ResponseWriter, r *http.Request, ri *authz.Re
 	if err != nil {
 		return err
 	}
+	obj := d.obj
+	if c.Namespaced() {
+		// As for stored kinds, the body's namespace is the request's.
+		acc, err := meta.Accessor(obj)
+		if err != nil {
+			return err
+		}
+		if ns := acc.GetNamespace(); ns != "" && ns != ri.Namespace {
+			return errNamespaceMismatch()
+		}
+		acc.SetNamespace(ri.Namespace)
+	}
+	if fm, err := s.creatorFieldManager(c); err != nil {
+		s.log.Warn("field manager", "kind", c.gvk.Kind, "err", err)
+	} else {
+		obj = fm.UpdateNoErrors(c.New(), obj, fieldManagerName(r))
+		obj.GetObjectKind().SetGroupVersionKind(c.gvk)
+	}
 	u, _ := authn.UserFrom(r.Context())
 	ns := ri.Namespace
 	if !c.Namespaced() {
 		ns = ""
 	}
-	res, err := c.Create(r.Context(), &CreateRequest{Namespace: ns, Name: ri.Name, User: u, Object: d.obj,
+	res, err := c.Create(r.Context(), &CreateRequest{Namespace: ns, Name: ri.Name, User: u, Object: obj,
 		Store: s.cfg.Store, Codecs: s.codecs, Get: s.getObject})
 	if err != nil {
 		return err

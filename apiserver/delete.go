@@ -364,7 +364,7 @@ func (q *request) bind(name string) error {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
 	if b.Namespace != "" && b.Namespace != q.ns {
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return errNamespaceMismatch()
 	}
 	if b.Target.Name == "" {
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})

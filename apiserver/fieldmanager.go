@@ -34,3 +34,27 @@ func (s *Server) trackFields(res *resource, sub string, live, obj runtime.Object
 	out.GetObjectKind().SetGroupVersionKind(res.gvk())
 	return out
 }
+
+// creatorFieldManager returns the managed-fields tracker of a Creator's
+// kind, built once. kube-apiserver's create handler tracks the fields of
+// every create, reviews and token requests included, and their answers,
+// the request with its status filled, carry them (D.7). The type
+// converter knows only the kinds that can be applied; the others are
+// tracked with a converter deduced from the Go type, in which every list
+// is atomic, as the lists of these kinds are.
+func (s *Server) creatorFieldManager(c *creatorEntry) (*managedfields.FieldManager, error) {
+	key := "creator:" + c.gvr.String() + "/" + c.subresource
+	if fm, ok := s.fieldManagers.Load(key); ok {
+		return fm.(*managedfields.FieldManager), nil
+	}
+	tc := s.typeConverter
+	if _, err := tc.ObjectToTyped(c.New()); err != nil {
+		tc = managedfields.NewDeducedTypeConverter()
+	}
+	fm, err := managedfields.NewDefaultFieldManager(tc, s.scheme, s.scheme, s.scheme, c.gvk, c.gvk.GroupVersion(), c.subresource, nil)
+	if err != nil {
+		return nil, err
+	}
+	got, _ := s.fieldManagers.LoadOrStore(key, fm)
+	return got.(*managedfields.FieldManager), nil
+}

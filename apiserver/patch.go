@@ -116,7 +116,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), q.name))
 	}
 	if ns := applied.GetNamespace(); q.res.namespaced && ns != "" && ns != q.ns {
-		return nil, 0, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return nil, 0, errNamespaceMismatch()
 	}
 	fm, err := q.s.fieldManager(q.res, q.sub)
 	if err != nil {

@@ -158,6 +158,12 @@ func (q *request) decodeBody() (runtime.Object, error) {
 	return d.obj, nil
 }
 
+// errNamespaceMismatch is kube-apiserver's answer to a body whose
+// namespace is not the request's.
+func errNamespaceMismatch() error {
+	return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+}
+
 // checkNamespace makes obj's namespace the request's, refusing a different
 // one in the body.
 func (q *request) checkNamespace(acc metav1.Object) error {
@@ -166,7 +172,7 @@ func (q *request) checkNamespace(acc metav1.Object) error {
 		return nil
 	}
 	if ns := acc.GetNamespace(); ns != "" && ns != q.ns {
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		return errNamespaceMismatch()
 	}
 	acc.SetNamespace(q.ns)
 	return nil

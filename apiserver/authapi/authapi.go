@@ -4,8 +4,8 @@
 //   - authentication.k8s.io/v1 selfsubjectreviews (kubectl auth whoami) and
 //     tokenreviews;
 //   - authorization.k8s.io/v1 selfsubjectaccessreviews (kubectl auth can-i),
-//     selfsubjectrulesreviews (kubectl auth can-i --list) and
-//     subjectaccessreviews;
+//     selfsubjectrulesreviews (kubectl auth can-i --list),
+//     subjectaccessreviews and localsubjectaccessreviews;
 //   - serviceaccounts/token (TokenRequest, kubectl create token).
 //
 // Each is an apiserver.Creator; Creators returns them keyed as
@@ -60,12 +60,13 @@ func (c *Config) now() time.Time {
 
 // The keys of Creators.
 const (
-	SelfSubjectReviewsKey       = "authentication.k8s.io/v1/selfsubjectreviews"
-	TokenReviewsKey             = "authentication.k8s.io/v1/tokenreviews"
-	SelfSubjectAccessReviewsKey = "authorization.k8s.io/v1/selfsubjectaccessreviews"
-	SelfSubjectRulesReviewsKey  = "authorization.k8s.io/v1/selfsubjectrulesreviews"
-	SubjectAccessReviewsKey     = "authorization.k8s.io/v1/subjectaccessreviews"
-	TokenRequestKey             = "/v1/serviceaccounts/token"
+	SelfSubjectReviewsKey        = "authentication.k8s.io/v1/selfsubjectreviews"
+	TokenReviewsKey              = "authentication.k8s.io/v1/tokenreviews"
+	SelfSubjectAccessReviewsKey  = "authorization.k8s.io/v1/selfsubjectaccessreviews"
+	SelfSubjectRulesReviewsKey   = "authorization.k8s.io/v1/selfsubjectrulesreviews"
+	SubjectAccessReviewsKey      = "authorization.k8s.io/v1/subjectaccessreviews"
+	LocalSubjectAccessReviewsKey = "authorization.k8s.io/v1/localsubjectaccessreviews"
+	TokenRequestKey              = "/v1/serviceaccounts/token"
 )
 
 // Creators returns the resources c makes possible, keyed by
@@ -79,6 +80,7 @@ func Creators(c Config) map[string]apiserver.Creator {
 	if c.Authorizer != nil {
 		m[SelfSubjectAccessReviewsKey] = &selfSubjectAccessReviews{cp}
 		m[SubjectAccessReviewsKey] = &subjectAccessReviews{cp}
+		m[LocalSubjectAccessReviewsKey] = &localSubjectAccessReviews{cp}
 	}
 	if c.Rules != nil {
 		m[SelfSubjectRulesReviewsKey] = &selfSubjectRulesReviews{cp}

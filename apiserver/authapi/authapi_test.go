@@ -156,12 +156,13 @@ func TestCreatorsDiscovery(t *testing.T) {
 		kind       string
 		namespaced bool
 	}{
-		SelfSubjectReviewsKey:       {"SelfSubjectReview", false},
-		TokenReviewsKey:             {"TokenReview", false},
-		SelfSubjectAccessReviewsKey: {"SelfSubjectAccessReview", false},
-		SelfSubjectRulesReviewsKey:  {"SelfSubjectRulesReview", false},
-		SubjectAccessReviewsKey:     {"SubjectAccessReview", false},
-		TokenRequestKey:             {"TokenRequest", true},
+		SelfSubjectReviewsKey:        {"SelfSubjectReview", false},
+		TokenReviewsKey:              {"TokenReview", false},
+		SelfSubjectAccessReviewsKey:  {"SelfSubjectAccessReview", false},
+		SelfSubjectRulesReviewsKey:   {"SelfSubjectRulesReview", false},
+		SubjectAccessReviewsKey:      {"SubjectAccessReview", false},
+		LocalSubjectAccessReviewsKey: {"LocalSubjectAccessReview", true},
+		TokenRequestKey:              {"TokenRequest", true},
 	}
 	got := Creators(e.cfg)
 	if len(got) != len(want) {
@@ -292,7 +293,7 @@ func TestSelfSubjectAccessReview(t *testing.T) {
 		spec := res("get", "dev", "pods")
 		spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/api"}
 		_, err := e.create(t, SelfSubjectAccessReviewsKey, alice, "", "", &authorizationv1.SelfSubjectAccessReview{Spec: spec})
-		wantStatus(t, err, http.StatusUnprocessableEntity, "cannot be specified in combination with resourceAttributes")
+		wantStatus(t, err, http.StatusUnprocessableEntity, `spec: Invalid value: {"Path":"/api","Verb":"get"}: exactly one of nonResourceAttributes or resourceAttributes must be specified`)
 	})
 }
 
@@ -323,6 +324,46 @@ func TestSubjectAccessReview(t *testing.T) {
 		_, err := e.create(t, SubjectAccessReviewsKey, alice, "", "", &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: ra}})
 		wantStatus(t, err, http.StatusUnprocessableEntity, "at least one of user or group must be specified")
 	})
+}
+
+// An access review's answer is the request with its status: its
+// metadata, which may hold nothing but the managedFields of the create (and
+// a local review's namespace), and no creationTimestamp (B.3).
+func TestAccessReviewMetadata_B3(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ra := &authorizationv1.ResourceAttributes{Verb: "get", Namespace: "dev", Resource: "pods"}
+	mf := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
+	obj, err := e.create(t, SubjectAccessReviewsKey, alice, "", "", &authorizationv1.SubjectAccessReview{
+		ObjectMeta: metav1.ObjectMeta{ManagedFields: mf},
+		Spec:       authorizationv1.SubjectAccessReviewSpec{Groups: []string{"devs"}, ResourceAttributes: ra}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := obj.(*authorizationv1.SubjectAccessReview).ObjectMeta; len(m.ManagedFields) != 1 || !m.CreationTimestamp.IsZero() {
+		t.Errorf("answer metadata %+v, want the request's managedFields and no creationTimestamp", m)
+	}
+	_, err = e.create(t, SubjectAccessReviewsKey, alice, "", "", &authorizationv1.SubjectAccessReview{
+		ObjectMeta: metav1.ObjectMeta{Name: "mine"}, Spec: authorizationv1.SubjectAccessReviewSpec{User: "bob", ResourceAttributes: ra}})
+	wantStatus(t, err, http.StatusUnprocessableEntity, `.authorization.k8s.io "" is invalid: metadata: Invalid value: {"name":"mine"}: must be empty`)
+
+	local := func(ns string, spec authorizationv1.SubjectAccessReviewSpec) (runtime.Object, error) {
+		return e.create(t, LocalSubjectAccessReviewsKey, alice, "dev", "", &authorizationv1.LocalSubjectAccessReview{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: spec})
+	}
+	obj, err = local("dev", authorizationv1.SubjectAccessReviewSpec{Groups: []string{"devs"}, ResourceAttributes: ra})
+	if err != nil || !obj.(*authorizationv1.LocalSubjectAccessReview).Status.Allowed {
+		t.Errorf("local review in dev: %v, %+v; want allowed as the cluster-wide review", err, obj)
+	}
+	_, err = local("dev", authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Namespace: "prod", Resource: "pods"}})
+	wantStatus(t, err, http.StatusUnprocessableEntity, `spec.resourceAttributes.namespace: Invalid value: "prod": must match metadata.namespace`)
+	_, err = local("prod", authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Namespace: "prod", Resource: "pods"}})
+	wantStatus(t, err, http.StatusBadRequest, "spec.resourceAttributes.namespace must match namespace: dev")
+	_, err = local("dev", authorizationv1.SubjectAccessReviewSpec{User: "bob",
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/healthz", Verb: "get"}})
+	wantStatus(t, err, http.StatusUnprocessableEntity, `spec.nonResourceAttributes: Invalid value: {"Path":"/healthz","Verb":"get"}: disallowed on this kind of request`)
 }
 
 func TestSelfSubjectRulesReview(t *testing.T) {

@@ -61,7 +61,7 @@ func (r *tokenReviews) Create(ctx context.Context, req *apiserver.CreateRequest)
 	}
 	out := &authenticationv1.TokenReview{
 		TypeMeta:   metav1.TypeMeta{APIVersion: authenticationGV.String(), Kind: "TokenReview"},
-		ObjectMeta: metav1.ObjectMeta{Name: in.Name, CreationTimestamp: metav1.NewTime(r.c.now())},
+		ObjectMeta: in.ObjectMeta,
 		Spec:       in.Spec,
 	}
 	auds := in.Spec.Audiences

@@ -6,9 +6,11 @@ import (
 	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/apiserver"
@@ -18,17 +20,34 @@ import (
 
 var authorizationGV = authorizationv1.SchemeGroupVersion
 
+// reviewKind is what kube-apiserver's 422 for an access review names: the
+// group without a kind (".authorization.k8s.io \"\" is invalid"), as its
+// handlers take the kind from the decoded review, which has none.
+var reviewKind = schema.GroupKind{Group: authorizationGV.Group}
+
 // validateAttributes checks that exactly one kind of attributes is given,
-// with kube-apiserver's wording.
+// with kube-apiserver's wording: either way the error is on spec, with
+// the non-resource attributes as its value.
 func validateAttributes(spec *authorizationv1.SubjectAccessReviewSpec) field.ErrorList {
-	p := field.NewPath("spec")
-	switch {
-	case spec.ResourceAttributes == nil && spec.NonResourceAttributes == nil:
-		return field.ErrorList{field.Required(p.Child("resourceAttributes"), "exactly one of nonResourceAttributes or resourceAttributes must be specified")}
-	case spec.ResourceAttributes != nil && spec.NonResourceAttributes != nil:
-		return field.ErrorList{field.Invalid(p.Child("nonResourceAttributes"), spec.NonResourceAttributes, "cannot be specified in combination with resourceAttributes")}
+	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
+		return field.ErrorList{field.Invalid(field.NewPath("spec"), internalNonResource(spec.NonResourceAttributes),
+			"exactly one of nonResourceAttributes or resourceAttributes must be specified")}
 	}
 	return nil
+}
+
+// nonResourceValue is non-resource attributes as kube-apiserver's errors
+// print them: its internal type, without json names ({"Path":…,"Verb":…}).
+type nonResourceValue struct {
+	Path string
+	Verb string
+}
+
+func internalNonResource(a *authorizationv1.NonResourceAttributes) *nonResourceValue {
+	if a == nil {
+		return nil
+	}
+	return &nonResourceValue{Path: a.Path, Verb: a.Verb}
 }
 
 // attributes converts a review's attributes to what an authorizer sees.
@@ -67,12 +86,12 @@ func (r *selfSubjectAccessReviews) Create(ctx context.Context, req *apiserver.Cr
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a SelfSubjectAccessReview: %T", req.Object))
 	}
 	spec := authorizationv1.SubjectAccessReviewSpec{ResourceAttributes: in.Spec.ResourceAttributes, NonResourceAttributes: in.Spec.NonResourceAttributes}
-	if errs := validateAttributes(&spec); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authorizationGV.WithKind("SelfSubjectAccessReview").GroupKind(), "", errs)
+	if errs := append(validateAttributes(&spec), emptyMetadata(in.ObjectMeta, false)...); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(reviewKind, "", errs)
 	}
 	return &authorizationv1.SelfSubjectAccessReview{
 		TypeMeta:   metav1.TypeMeta{APIVersion: authorizationGV.String(), Kind: "SelfSubjectAccessReview"},
-		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(r.c.now())},
+		ObjectMeta: in.ObjectMeta,
 		Spec:       in.Spec,
 		Status:     r.c.decide(ctx, attributes(req.User, spec.ResourceAttributes, spec.NonResourceAttributes)),
 	}, nil
@@ -94,21 +113,87 @@ func (r *subjectAccessReviews) Create(ctx context.Context, req *apiserver.Create
 	if in.Spec.User == "" && len(in.Spec.Groups) == 0 {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "user"), in.Spec.User, "at least one of user or group must be specified"))
 	}
+	errs = append(errs, emptyMetadata(in.ObjectMeta, false)...)
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(authorizationGV.WithKind("SubjectAccessReview").GroupKind(), "", errs)
-	}
-	u := authn.User{Name: in.Spec.User, UID: in.Spec.UID, Groups: slices.Clone(in.Spec.Groups)}
-	if len(in.Spec.Extra) > 0 {
-		u.Extra = make(map[string][]string, len(in.Spec.Extra))
-		for k, v := range in.Spec.Extra {
-			u.Extra[k] = slices.Clone(v)
-		}
+		return nil, apierrors.NewInvalid(reviewKind, "", errs)
 	}
 	return &authorizationv1.SubjectAccessReview{
 		TypeMeta:   metav1.TypeMeta{APIVersion: authorizationGV.String(), Kind: "SubjectAccessReview"},
-		ObjectMeta: metav1.ObjectMeta{Name: in.Name, CreationTimestamp: metav1.NewTime(r.c.now())},
+		ObjectMeta: in.ObjectMeta,
 		Spec:       in.Spec,
-		Status:     r.c.decide(ctx, attributes(u, in.Spec.ResourceAttributes, in.Spec.NonResourceAttributes)),
+		Status:     r.c.decide(ctx, attributes(reviewedUser(&in.Spec), in.Spec.ResourceAttributes, in.Spec.NonResourceAttributes)),
+	}, nil
+}
+
+// reviewedUser is the user a review's spec names.
+func reviewedUser(spec *authorizationv1.SubjectAccessReviewSpec) authn.User {
+	u := authn.User{Name: spec.User, UID: spec.UID, Groups: slices.Clone(spec.Groups)}
+	if len(spec.Extra) > 0 {
+		u.Extra = make(map[string][]string, len(spec.Extra))
+		for k, v := range spec.Extra {
+			u.Extra[k] = slices.Clone(v)
+		}
+	}
+	return u
+}
+
+// emptyMetadata refuses a review with metadata, as kube-apiserver does:
+// only the managedFields its create handler records, and for a local
+// review the namespace, may be set.
+func emptyMetadata(m metav1.ObjectMeta, namespace bool) field.ErrorList {
+	c := m
+	c.ManagedFields = nil
+	msg := "must be empty"
+	if namespace {
+		c.Namespace = ""
+		msg = "must be empty except for namespace"
+	}
+	if !apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, c) {
+		return field.ErrorList{field.Invalid(field.NewPath("metadata"), m, msg)}
+	}
+	return nil
+}
+
+// localSubjectAccessReviews answers "may this user do this in this
+// namespace?", for namespace admins.
+type localSubjectAccessReviews struct{ c *Config }
+
+func (*localSubjectAccessReviews) New() runtime.Object {
+	return &authorizationv1.LocalSubjectAccessReview{}
+}
+func (*localSubjectAccessReviews) Namespaced() bool { return true }
+func (*localSubjectAccessReviews) Kind() string     { return "LocalSubjectAccessReview" }
+
+func (r *localSubjectAccessReviews) Create(ctx context.Context, req *apiserver.CreateRequest) (runtime.Object, error) {
+	in, ok := req.Object.(*authorizationv1.LocalSubjectAccessReview)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("not a LocalSubjectAccessReview: %T", req.Object))
+	}
+	errs := validateAttributes(&in.Spec)
+	if in.Spec.User == "" && len(in.Spec.Groups) == 0 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "user"), in.Spec.User, "at least one of user or group must be specified"))
+	}
+	errs = append(errs, emptyMetadata(in.ObjectMeta, true)...)
+	if ra := in.Spec.ResourceAttributes; ra != nil && ra.Namespace != in.Namespace {
+		errs = append(errs, field.Invalid(field.NewPath("spec.resourceAttributes.namespace"), ra.Namespace, "must match metadata.namespace"))
+	}
+	if nra := in.Spec.NonResourceAttributes; nra != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec.nonResourceAttributes"), internalNonResource(nra), "disallowed on this kind of request"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(reviewKind, "", errs)
+	}
+	if req.Namespace == "" {
+		return nil, apierrors.NewBadRequest("namespace is required on this type: ")
+	}
+	if req.Namespace != in.Namespace {
+		return nil, apierrors.NewBadRequest("spec.resourceAttributes.namespace must match namespace: " + req.Namespace)
+	}
+	return &authorizationv1.LocalSubjectAccessReview{
+		TypeMeta:   metav1.TypeMeta{APIVersion: authorizationGV.String(), Kind: "LocalSubjectAccessReview"},
+		ObjectMeta: in.ObjectMeta,
+		Spec:       in.Spec,
+		Status:     r.c.decide(ctx, attributes(reviewedUser(&in.Spec), in.Spec.ResourceAttributes, in.Spec.NonResourceAttributes)),
 	}, nil
 }
 
@@ -130,10 +215,9 @@ func (r *selfSubjectRulesReviews) Create(_ context.Context, req *apiserver.Creat
 		return nil, apierrors.NewBadRequest("no namespace on request")
 	}
 	rules, err := r.c.Rules.RulesFor(req.User, in.Spec.Namespace)
+	// kube-apiserver answers with a new review holding only the status.
 	out := &authorizationv1.SelfSubjectRulesReview{
-		TypeMeta:   metav1.TypeMeta{APIVersion: authorizationGV.String(), Kind: "SelfSubjectRulesReview"},
-		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(r.c.now())},
-		Spec:       in.Spec,
+		TypeMeta: metav1.TypeMeta{APIVersion: authorizationGV.String(), Kind: "SelfSubjectRulesReview"},
 	}
 	if authz.InGroup(req.User, authz.SystemMasters) {
 		// The privileged-group authorizer allows members everything.

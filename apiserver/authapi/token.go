@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,9 +79,8 @@ func (r *tokenRequests) Create(ctx context.Context, req *apiserver.CreateRequest
 		return nil, invalid(err)
 	}
 	out := &authenticationv1.TokenRequest{
-		TypeMeta: metav1.TypeMeta{APIVersion: authenticationGV.String(), Kind: "TokenRequest"},
-		ObjectMeta: metav1.ObjectMeta{Name: sa.Name, Namespace: sa.Namespace,
-			CreationTimestamp: metav1.NewTime(now)},
+		TypeMeta:   metav1.TypeMeta{APIVersion: authenticationGV.String(), Kind: "TokenRequest"},
+		ObjectMeta: tokenRequestMeta(in.ObjectMeta, sa, now),
 		Spec: authenticationv1.TokenRequestSpec{
 			Audiences:         issued.Audiences,
 			ExpirationSeconds: &issued.ExpirationSeconds,
@@ -187,4 +187,22 @@ func (r *tokenRequests) bind(ctx context.Context, req *apiserver.CreateRequest, 
 			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	return nil
+}
+
+// tokenRequestMeta is the metadata of a TokenRequest's answer, as
+// kube-apiserver gives it: the request's (its managedFields too), with the
+// service account's name, namespace and uid where the request has none,
+// and the time of issue.
+func tokenRequestMeta(m metav1.ObjectMeta, sa *corev1.ServiceAccount, now time.Time) metav1.ObjectMeta {
+	if m.Name == "" {
+		m.Name = sa.Name
+	}
+	if m.Namespace == "" {
+		m.Namespace = sa.Namespace
+	}
+	if m.UID == "" {
+		m.UID = sa.UID
+	}
+	m.CreationTimestamp = metav1.NewTime(now)
+	return m
 }

@@ -28,9 +28,7 @@ var notYetClosed = map[string]string{
 	"kubectl/explain":              "kubegate's OpenAPI v3 documents lack kube's field descriptions and enums",
 	"node/create":                  "kube's TaintNodesByCondition admission taints a new node not-ready; kubegate has no node lifecycle controller to lift it",
 	"node/get":                     "follows from node/create",
-	"rbac/access-review":           "a SubjectAccessReview answer carries a creationTimestamp and no managedFields",
 	"rbac/clusterrole-get-view":    "the bootstrap ClusterRoles carry no managedFields, and view aggregates nothing without kube-controller-manager",
-	"serviceaccount/token":         "a TokenRequest answer carries no managedFields and no uid",
 }
 
 // knownDifferences is both lists.
