@@ -2,21 +2,27 @@ package up
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
-// runComponents runs the scheduler and c.Nodes simulated nodes until ctx
-// is done. Both are API clients of the gateway, as they would be of a real
-// cluster: the scheduler with scheduler.conf (system:kube-scheduler), the
-// nodes with admin.conf.
+// runComponents runs the scheduler, c.Nodes simulated nodes and the node
+// lifecycle controller's NoSchedule taint pass until ctx is done. All are
+// API clients of the gateway, as they would be of a real cluster: the
+// scheduler with scheduler.conf (system:kube-scheduler), the nodes and the
+// taint pass with admin.conf (kube's node controller runs under a service
+// account of its own, whose role kubegate's bootstrap policy lacks). The
+// taint pass lifts the not-ready taint the API server gives each node it
+// registers (TaintNodesByCondition) once the node reports Ready.
 func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error {
 	schedClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "scheduler.conf"), 50, 100) // kube-scheduler's client defaults
 	if err != nil {
@@ -41,15 +47,20 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 2)
-	go func() { errc <- sched.Run(ctx) }()
-	go func() { errc <- sim.Run(ctx) }()
-	first := <-errc
-	second := <-errc
-	if first != nil {
-		return first
+	lifecycle, err := nodelifecycle.New(nodeClient, nodelifecycle.Options{Logger: logger.With("component", "nodelifecycle")})
+	if err != nil {
+		return err
 	}
-	return second
+	runs := []func(context.Context) error{sched.Run, sim.Run, lifecycle.Run}
+	errc := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errc <- run(ctx) }()
+	}
+	var errs []error
+	for range runs {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
 }
 
 func clientFromKubeconfig(path string, qps float32, burst int) (*kubernetes.Clientset, error) {

@@ -1,7 +1,8 @@
 // Package up runs the local cluster of `kubegate up` in one process: the
 // PKI if the directory has none, the API server (package
 // apiserver/server) on loopback, the gateway in front of it, calling it in
-// process, and, with --nodes, the scheduler and simulated nodes.
+// process, and, with --nodes, the scheduler, simulated nodes and the node
+// lifecycle controller's NoSchedule taint pass (controllers/nodelifecycle).
 package up
 
 import (
@@ -38,7 +39,8 @@ type Options struct {
 	// and the API server serve.
 	TLS serving.TLSFlags
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
-	// the scheduler; 0 means neither runs.
+	// the scheduler and the node lifecycle taint pass; 0 means none of
+	// them runs.
 	Nodes int
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
@@ -186,7 +188,7 @@ Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 }
 
 // Serve serves the API server and the gateway (and, with Nodes, the
-// scheduler and the simulated nodes) until ctx is done, then shuts them
+// scheduler, the simulated nodes and the node lifecycle taint pass) until ctx is done, then shuts them
 // down and closes the store. It returns the first error of any.
 func (c *Cluster) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)

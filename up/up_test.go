@@ -54,9 +54,16 @@ func freePort(t *testing.T) int { return testtool.FreePort(t) }
 // and a function that stops it and returns Serve's error.
 func cluster(t *testing.T, dir string, port int) (*kubernetes.Clientset, func() error) {
 	t.Helper()
+	return clusterWithNodes(t, dir, port, 0)
+}
+
+// clusterWithNodes is cluster with nodes simulated nodes, and so the
+// scheduler and the node lifecycle taint pass.
+func clusterWithNodes(t *testing.T, dir string, port, nodes int) (*kubernetes.Clientset, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var status strings.Builder
-	c, err := Start(ctx, Options{Dir: dir, SecurePort: port, InitPKI: initPKI, Status: &status,
+	c, err := Start(ctx, Options{Dir: dir, SecurePort: port, Nodes: nodes, InitPKI: initPKI, Status: &status,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		cancel()

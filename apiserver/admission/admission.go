@@ -6,6 +6,8 @@
 //     must stay within its min, max and limit/request ratio;
 //   - ServiceAccount: a pod runs as a service account that exists, its
 //     namespace's "default" unless it names one, and mounts its token;
+//   - TaintNodesByCondition: a new node is tainted not-ready (NoSchedule)
+//     until a node lifecycle controller sees it Ready;
 //   - PodSecurity: pods meet the Pod Security Standards level their
 //     namespace's labels enforce, and are warned about the level they warn;
 //   - Priority: pods get the priority of their PriorityClass;
@@ -54,7 +56,8 @@ var (
 // refuses objects in namespaces that do not exist and the deletion of the
 // system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
-	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), PodSecurity(st), Priority(st), DefaultTolerationSeconds()}
+	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
+		DefaultTolerationSeconds()}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as

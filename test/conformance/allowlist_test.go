@@ -26,8 +26,6 @@ var notYetClosed = map[string]string{
 	"kubectl/create-access-review": "kubectl's client-side validation of a kind without a PATCH operation asks whether it is a custom resource, and listing CustomResourceDefinitions (apiextensions.k8s.io) is 404: kubegate does not serve them",
 	"kubectl/create-deployment":    "Deployments are not served yet",
 	"kubectl/explain":              "kubegate's OpenAPI v3 documents lack kube's field descriptions and enums",
-	"node/create":                  "kube's TaintNodesByCondition admission taints a new node not-ready; kubegate has no node lifecycle controller to lift it",
-	"node/get":                     "follows from node/create",
 	"rbac/clusterrole-get-view":    "the bootstrap ClusterRoles carry no managedFields, and view aggregates nothing without kube-controller-manager",
 }
 
