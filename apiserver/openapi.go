@@ -297,8 +297,12 @@ func (g *schemaGen) ref(t reflect.Type) obj {
 		if _, ok := g.schemas[name]; !ok {
 			s := obj{"type": "object"}
 			g.schemas[name] = s // before the fields, for recursive types
+			docs := swaggerDoc(t)
+			if d := docs[""]; d != "" {
+				s["description"] = d
+			}
 			props := obj{}
-			g.fields(t, props)
+			g.fields(t, docs, props)
 			s["properties"] = props
 		}
 		return obj{"$ref": "#/components/schemas/" + name}
@@ -306,7 +310,20 @@ func (g *schemaGen) ref(t reflect.Type) obj {
 	return obj{}
 }
 
-func (g *schemaGen) fields(t reflect.Type, props obj) {
+// swaggerDoc returns the descriptions generated into t's SwaggerDoc
+// method, as every type of k8s.io/api and apimachinery's meta/v1 has: key
+// "" describes the type, the others its fields by json name. kube's
+// OpenAPI definitions carry the same comments.
+func swaggerDoc(t reflect.Type) map[string]string {
+	type documented interface{ SwaggerDoc() map[string]string }
+	if d, ok := reflect.Zero(t).Interface().(documented); ok {
+		return d.SwaggerDoc()
+	}
+	return nil
+}
+
+// fields adds the properties of struct t, described by docs, to props.
+func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -323,7 +340,7 @@ func (g *schemaGen) fields(t reflect.Type, props obj) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props)
+				g.fields(ft, swaggerDoc(ft), props)
 			}
 			continue
 		}
@@ -331,10 +348,15 @@ func (g *schemaGen) fields(t reflect.Type, props obj) {
 			name = f.Name
 		}
 		s := g.ref(f.Type)
+		desc := docs[name]
 		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")
-		if strategy != "" || key != "" {
+		if desc != "" || strategy != "" || key != "" {
+			// A $ref has no siblings in OpenAPI 3.0: kube wraps it.
 			if _, isRef := s["$ref"]; isRef {
 				s = obj{"allOf": []any{s}}
+			}
+			if desc != "" {
+				s["description"] = desc
 			}
 			if strategy != "" {
 				s["x-kubernetes-patch-strategy"] = strategy

@@ -1,0 +1,70 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// schemaAt returns the schema reached from doc by keys, or nil.
+func schemaAt(doc any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := doc.(obj)
+		if !ok {
+			return nil
+		}
+		doc = m[k]
+	}
+	return doc
+}
+
+// The schemas carry the descriptions of the types and their fields that
+// k8s.io/api generates into SwaggerDoc, as kube's do; a described
+// reference is wrapped in allOf in v3 and sits beside its description in
+// v2 (B.7). kubectl explain prints them.
+func TestOpenAPIDescriptions_B7(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	v3 := ts.openAPIGroupVersion(schema.GroupVersion{Version: "v1"})
+	v2 := ts.openAPIV2Doc()
+	const (
+		pod     = "io.k8s.api.core.v1.Pod"
+		podSpec = "io.k8s.api.core.v1.PodSpec"
+	)
+	restart := "Restart policy for all containers within the pod."
+	for _, tc := range []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"v3 Pod", schemaAt(v3, "components", "schemas", pod, "description"),
+			"Pod is a collection of containers that can run on a host. This resource is created by clients and scheduled onto hosts."},
+		{"v3 Pod.spec", schemaAt(v3, "components", "schemas", pod, "properties", "spec"), obj{
+			"description": "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status",
+			"allOf":       []any{obj{"$ref": "#/components/schemas/" + podSpec}}}},
+		{"v2 Pod.spec", schemaAt(v2, "definitions", pod, "properties", "spec"), obj{
+			"description": "Specification of the desired behavior of the pod. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status",
+			"$ref":        "#/definitions/" + podSpec}},
+		{"v3 PodSpec.restartPolicy", prefix(schemaAt(v3, "components", "schemas", podSpec, "properties", "restartPolicy", "description"), restart), restart},
+		{"v2 PodSpec.restartPolicy", prefix(schemaAt(v2, "definitions", podSpec, "properties", "restartPolicy", "description"), restart), restart},
+		// the fields of an inlined struct, described by it
+		{"v3 Pod.kind", prefix(schemaAt(v3, "components", "schemas", pod, "properties", "kind", "description"), "Kind is a string value"), "Kind is a string value"},
+	} {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			got, _ := json.Marshal(tc.got)
+			want, _ := json.Marshal(tc.want)
+			t.Errorf("%s = %s, want %s", tc.name, got, want)
+		}
+	}
+}
+
+// prefix returns the first len(p) bytes of s when s is a string.
+func prefix(s any, p string) any {
+	str, ok := s.(string)
+	if !ok || len(str) < len(p) {
+		return s
+	}
+	return str[:len(p)]
+}
