@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
 
 // The OpenAPI v3 documents: one per group version, generated from the Go
 // types. Each operation carries x-kubernetes-group-version-kind and the
@@ -302,8 +305,12 @@ func (g *schemaGen) ref(t reflect.Type) obj {
 				s["description"] = d
 			}
 			props := obj{}
-			g.fields(t, docs, props)
+			var required []any
+			g.fields(t, docs, props, &required)
 			s["properties"] = props
+			if len(required) > 0 {
+				s["required"] = required
+			}
 		}
 		return obj{"$ref": "#/components/schemas/" + name}
 	}
@@ -322,8 +329,24 @@ func swaggerDoc(t reflect.Type) map[string]string {
 	return nil
 }
 
-// fields adds the properties of struct t, described by docs, to props.
-func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj) {
+// openAPIEnum is a string type marked +enum: its values and the lines
+// describing them, which kube's descriptions of its fields end with.
+type openAPIEnum struct {
+	values []string
+	lines  []string
+}
+
+// typeKey is "PKGPATH.Name", the key of the generated tables.
+func typeKey(t reflect.Type) string {
+	return t.PkgPath() + "." + t.Name()
+}
+
+// fields adds the properties of struct t, described by docs, to props,
+// and the names of those that are required to required: a field without
+// omitempty, unless its source marks it +optional, or one marked
+// +required, as kube's generator decides (zz_generated.openapimarkers.go
+// has the markers).
+func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj, required *[]any) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -340,15 +363,30 @@ func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, swaggerDoc(ft), props)
+				g.fields(ft, swaggerDoc(ft), props, required)
 			}
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
+		optional := slices.Contains(strings.Split(opts, ","), "omitempty")
+		if marked, ok := openAPIMarkedOptional[typeKey(t)+"."+name]; ok {
+			optional = marked
+		}
+		if !optional {
+			*required = append(*required, name)
+		}
 		s := g.ref(f.Type)
 		desc := docs[name]
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if e, ok := openAPIEnums[typeKey(ft)]; ok && ft.Kind() == reflect.String {
+			s["enum"] = e.values
+			desc += "\n\nPossible enum values:\n" + strings.Join(e.lines, "\n")
+		}
 		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")
 		if desc != "" || strategy != "" || key != "" {
 			// A $ref has no siblings in OpenAPI 3.0: kube wraps it.

@@ -68,3 +68,40 @@ func prefix(s any, p string) any {
 	}
 	return str[:len(p)]
 }
+
+// An enum's values and their descriptions, and the required fields, come
+// from the markers in k8s.io/api's source, which go generate reads into
+// zz_generated.openapimarkers.go as kube's generator reads them (B.7):
+// serviceName has no omitempty but is marked +optional.
+func TestOpenAPIMarkers_B7(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	core := ts.openAPIGroupVersion(schema.GroupVersion{Version: "v1"})
+	apps := ts.openAPIGroupVersion(schema.GroupVersion{Group: "apps", Version: "v1"})
+	v2 := ts.openAPIV2Doc()
+	restart := obj{
+		"type": "string",
+		"enum": []string{"Always", "Never", "OnFailure"},
+		"description": "Restart policy for all containers within the pod. One of Always, OnFailure, Never. In some contexts, only a subset of those values may be permitted. Default to Always. More info: https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#restart-policy" +
+			"\n\nPossible enum values:\n - `\"Always\"`\n - `\"Never\"`\n - `\"OnFailure\"`",
+	}
+	for _, tc := range []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"v3 PodSpec.restartPolicy", schemaAt(core, "components", "schemas", "io.k8s.api.core.v1.PodSpec", "properties", "restartPolicy"), restart},
+		{"v2 PodSpec.restartPolicy", schemaAt(v2, "definitions", "io.k8s.api.core.v1.PodSpec", "properties", "restartPolicy"), restart},
+		{"Container.imagePullPolicy enum", schemaAt(core, "components", "schemas", "io.k8s.api.core.v1.Container", "properties", "imagePullPolicy", "enum"),
+			[]string{"Always", "IfNotPresent", "Never"}},
+		{"PodSpec required", schemaAt(core, "components", "schemas", "io.k8s.api.core.v1.PodSpec", "required"), []any{"containers"}},
+		{"StatefulSetSpec required", schemaAt(apps, "components", "schemas", "io.k8s.api.apps.v1.StatefulSetSpec", "required"), []any{"selector", "template"}},
+		{"Pod required", schemaAt(core, "components", "schemas", "io.k8s.api.core.v1.Pod", "required"), nil},
+	} {
+		if !reflect.DeepEqual(tc.got, tc.want) {
+			got, _ := json.Marshal(tc.got)
+			want, _ := json.Marshal(tc.want)
+			t.Errorf("%s = %s, want %s", tc.name, got, want)
+		}
+	}
+}
