@@ -258,25 +258,24 @@ func schemaName(t reflect.Type) string {
 }
 
 // ref returns the schema of a field of type t: inline for scalars, lists and
-// maps, a $ref to components for structs.
+// maps, a $ref to components for structs and the well-known types.
 func (g *schemaGen) ref(t reflect.Type) obj {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t {
-	case timeType, microType:
-		return obj{"type": "string", "format": "date-time"}
-	case quantityType, intstrType:
-		return obj{"x-kubernetes-int-or-string": true}
-	case rawType:
-		return obj{"type": "object"}
-	case durationType:
+	if s, ok := wellKnownSchema(t); ok {
+		name := schemaName(t)
+		g.schemas[name] = s
+		return obj{"$ref": "#/components/schemas/" + name}
+	}
+	if t == durationType {
 		return obj{"type": "string"}
-	case fieldsV1Type:
-		return obj{"type": "object"}
 	}
 	switch t.Kind() {
 	case reflect.String:
+		if e, ok := openAPIEnums[typeKey(t)]; ok {
+			return obj{"type": "string", "enum": e.values}
+		}
 		return obj{"type": "string"}
 	case reflect.Bool:
 		return obj{"type": "boolean"}
@@ -384,7 +383,6 @@ func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj, re
 			ft = ft.Elem()
 		}
 		if e, ok := openAPIEnums[typeKey(ft)]; ok && ft.Kind() == reflect.String {
-			s["enum"] = e.values
 			desc += "\n\nPossible enum values:\n" + strings.Join(e.lines, "\n")
 		}
 		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")

@@ -49,6 +49,14 @@ func TestOpenAPIDescriptions_B7(t *testing.T) {
 			"$ref":        "#/definitions/" + podSpec}},
 		{"v3 PodSpec.restartPolicy", prefix(schemaAt(v3, "components", "schemas", podSpec, "properties", "restartPolicy", "description"), restart), restart},
 		{"v2 PodSpec.restartPolicy", prefix(schemaAt(v2, "definitions", podSpec, "properties", "restartPolicy", "description"), restart), restart},
+		// the well-known types are schemas of their own
+		{"v3 ResourceRequirements.limits", schemaAt(v3, "components", "schemas", "io.k8s.api.core.v1.ResourceRequirements", "properties", "limits", "additionalProperties"),
+			obj{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.api.resource.Quantity"}},
+		{"v3 Quantity", schemaAt(v3, "components", "schemas", "io.k8s.apimachinery.pkg.api.resource.Quantity", "oneOf"),
+			[]any{obj{"type": "string"}, obj{"type": "number"}}},
+		{"v2 Quantity", schemaAt(v2, "definitions", "io.k8s.apimachinery.pkg.api.resource.Quantity", "type"), "string"},
+		{"v2 IntOrString", schemaAt(v2, "definitions", "io.k8s.apimachinery.pkg.util.intstr.IntOrString", "format"), "int-or-string"},
+		{"v3 Time", prefix(schemaAt(v3, "components", "schemas", "io.k8s.apimachinery.pkg.apis.meta.v1.Time", "description"), "Time is a wrapper"), "Time is a wrapper"},
 		// the fields of an inlined struct, described by it
 		{"v3 Pod.kind", prefix(schemaAt(v3, "components", "schemas", pod, "properties", "kind", "description"), "Kind is a string value"), "Kind is a string value"},
 	} {

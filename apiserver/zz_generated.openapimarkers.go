@@ -240,6 +240,7 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/core/v1.ProjectedVolumeSource.sources":                    true,
 	"k8s.io/api/core/v1.TypedLocalObjectReference.apiGroup":               true,
 	"k8s.io/api/core/v1.TypedObjectReference.apiGroup":                    true,
+	"k8s.io/api/events/v1.Event.metadata":                                 true,
 	"k8s.io/api/rbac/v1.ClusterRole.rules":                                true,
 	"k8s.io/api/rbac/v1.Role.rules":                                       true,
 	"k8s.io/api/rbac/v1.RoleRef.apiGroup":                                 true,

@@ -199,7 +199,8 @@ func addValue(e *enum, value, name string, doc *ast.CommentGroup) {
 // says otherwise than their json tag's omitempty.
 func fieldMarkers(typeName string, st *ast.StructType, optional map[string]bool) {
 	for _, f := range st.Fields.List {
-		if f.Tag == nil || len(f.Names) == 0 {
+		// an embedded struct with a json name is a field too
+		if f.Tag == nil {
 			continue
 		}
 		tag, _ := strconv.Unquote(f.Tag.Value)
