@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
 
 // The OpenAPI v3 documents: one per group version, generated from the Go
 // types. Each operation carries x-kubernetes-group-version-kind and the
@@ -255,25 +258,24 @@ func schemaName(t reflect.Type) string {
 }
 
 // ref returns the schema of a field of type t: inline for scalars, lists and
-// maps, a $ref to components for structs.
+// maps, a $ref to components for structs and the well-known types.
 func (g *schemaGen) ref(t reflect.Type) obj {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	switch t {
-	case timeType, microType:
-		return obj{"type": "string", "format": "date-time"}
-	case quantityType, intstrType:
-		return obj{"x-kubernetes-int-or-string": true}
-	case rawType:
-		return obj{"type": "object"}
-	case durationType:
+	if s, ok := wellKnownSchema(t); ok {
+		name := schemaName(t)
+		g.schemas[name] = s
+		return obj{"$ref": "#/components/schemas/" + name}
+	}
+	if t == durationType {
 		return obj{"type": "string"}
-	case fieldsV1Type:
-		return obj{"type": "object"}
 	}
 	switch t.Kind() {
 	case reflect.String:
+		if e, ok := openAPIEnums[typeKey(t)]; ok {
+			return obj{"type": "string", "enum": e.values}
+		}
 		return obj{"type": "string"}
 	case reflect.Bool:
 		return obj{"type": "boolean"}
@@ -297,16 +299,53 @@ func (g *schemaGen) ref(t reflect.Type) obj {
 		if _, ok := g.schemas[name]; !ok {
 			s := obj{"type": "object"}
 			g.schemas[name] = s // before the fields, for recursive types
+			docs := swaggerDoc(t)
+			if d := docs[""]; d != "" {
+				s["description"] = d
+			}
 			props := obj{}
-			g.fields(t, props)
+			var required []any
+			g.fields(t, docs, props, &required)
 			s["properties"] = props
+			if len(required) > 0 {
+				s["required"] = required
+			}
 		}
 		return obj{"$ref": "#/components/schemas/" + name}
 	}
 	return obj{}
 }
 
-func (g *schemaGen) fields(t reflect.Type, props obj) {
+// swaggerDoc returns the descriptions generated into t's SwaggerDoc
+// method, as every type of k8s.io/api and apimachinery's meta/v1 has: key
+// "" describes the type, the others its fields by json name. kube's
+// OpenAPI definitions carry the same comments.
+func swaggerDoc(t reflect.Type) map[string]string {
+	type documented interface{ SwaggerDoc() map[string]string }
+	if d, ok := reflect.Zero(t).Interface().(documented); ok {
+		return d.SwaggerDoc()
+	}
+	return nil
+}
+
+// openAPIEnum is a string type marked +enum: its values and the lines
+// describing them, which kube's descriptions of its fields end with.
+type openAPIEnum struct {
+	values []string
+	lines  []string
+}
+
+// typeKey is "PKGPATH.Name", the key of the generated tables.
+func typeKey(t reflect.Type) string {
+	return t.PkgPath() + "." + t.Name()
+}
+
+// fields adds the properties of struct t, described by docs, to props,
+// and the names of those that are required to required: a field without
+// omitempty, unless its source marks it +optional, or one marked
+// +required, as kube's generator decides (zz_generated.openapimarkers.go
+// has the markers).
+func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj, required *[]any) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -323,18 +362,37 @@ func (g *schemaGen) fields(t reflect.Type, props obj) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() == reflect.Struct {
-				g.fields(ft, props)
+				g.fields(ft, swaggerDoc(ft), props, required)
 			}
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
+		optional := slices.Contains(strings.Split(opts, ","), "omitempty")
+		if marked, ok := openAPIMarkedOptional[typeKey(t)+"."+name]; ok {
+			optional = marked
+		}
+		if !optional {
+			*required = append(*required, name)
+		}
 		s := g.ref(f.Type)
+		desc := docs[name]
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if e, ok := openAPIEnums[typeKey(ft)]; ok && ft.Kind() == reflect.String {
+			desc += "\n\nPossible enum values:\n" + strings.Join(e.lines, "\n")
+		}
 		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")
-		if strategy != "" || key != "" {
+		if desc != "" || strategy != "" || key != "" {
+			// A $ref has no siblings in OpenAPI 3.0: kube wraps it.
 			if _, isRef := s["$ref"]; isRef {
 				s = obj{"allOf": []any{s}}
+			}
+			if desc != "" {
+				s["description"] = desc
 			}
 			if strategy != "" {
 				s["x-kubernetes-patch-strategy"] = strategy

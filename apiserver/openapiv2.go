@@ -144,12 +144,33 @@ func v2Parameters(ps []any) []any {
 }
 
 // v2Schema rewrites a v3 schema for v2: references point into
-// definitions, and an int-or-string is a string of that format.
+// definitions, a Quantity or IntOrString (one of several types) is a
+// string, and a
+// reference wrapped in allOf to carry a description or extensions is
+// unwrapped, the reference beside them, as kube-apiserver writes it.
 func v2Schema(v any) any {
 	switch v := v.(type) {
 	case obj:
-		if v["x-kubernetes-int-or-string"] == true {
-			return obj{"type": "string", "format": "int-or-string"}
+		if one, ok := v["oneOf"]; ok && one != nil {
+			// Quantity and IntOrString: v2 has no oneOf
+			out := obj{"type": "string"}
+			for k, e := range v {
+				if k != "oneOf" {
+					out[k] = e
+				}
+			}
+			return out
+		}
+		if all, ok := v["allOf"].([]any); ok && len(all) == 1 {
+			if ref, ok := all[0].(obj)["$ref"]; ok {
+				unwrapped := obj{"$ref": ref}
+				for k, e := range v {
+					if k != "allOf" && k != "default" {
+						unwrapped[k] = e
+					}
+				}
+				v = unwrapped
+			}
 		}
 		out := obj{}
 		for k, e := range v {

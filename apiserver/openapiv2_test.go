@@ -55,7 +55,10 @@ func TestOpenAPIV2ValidatesLikeKubectl_B7(t *testing.T) {
 		{schema.GroupVersionKind{Version: "v1", Kind: "Service"},
 			`{"apiVersion":"v1","kind":"Service","metadata":{"name":"s"},"spec":{"ports":[{"port":80,"targetPort":"http"}]}}`, 0},
 		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"},
-			`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"replicas":"two"}}`, 1},
+			`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"replicas":"two","selector":{},"template":{}}}`, 1},
+		// selector and template are required
+		{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"},
+			`{"apiVersion":"apps/v1","kind":"StatefulSet","metadata":{"name":"s"},"spec":{"replicas":2}}`, 2},
 	} {
 		model := lookupKind(models, tc.gvk)
 		if model == nil {

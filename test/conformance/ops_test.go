@@ -60,6 +60,11 @@ func configMap(name, data string) string {
 	return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{` + data + `}}`
 }
 
+// coreSchemas are the core v1 kinds whose OpenAPI schemas are compared.
+var coreSchemas = []string{"io.k8s.api.core.v1.Pod", "io.k8s.api.core.v1.Service", "io.k8s.api.core.v1.ConfigMap",
+	"io.k8s.api.core.v1.Node", "io.k8s.api.core.v1.Namespace", "io.k8s.api.core.v1.Secret",
+	"io.k8s.api.core.v1.ServiceAccount", "io.k8s.api.core.v1.LimitRange", "io.k8s.api.core.v1.ReplicationController"}
+
 // operations is the list both servers answer, in order: later operations
 // see what earlier ones made.
 func operations() []op {
@@ -83,6 +88,14 @@ func operations() []op {
 		op{name: "openapi/v2-unacceptable", method: "GET", path: "/openapi/v2", accept: "text/html", headOnly: true},
 		op{name: "openapi/v3", method: "GET", path: "/openapi/v3", headOnly: true},
 		op{name: "openapi/v3-core", method: "GET", path: "/openapi/v3/api/v1", headOnly: true},
+		// the schemas of the kinds kubegate serves, with their
+		// descriptions, enums and required fields
+		op{name: "openapi/v3-core-schemas", method: "GET", path: "/openapi/v3/api/v1",
+			project: openAPISchemas("components", coreSchemas...)},
+		op{name: "openapi/v3-apps-schemas", method: "GET", path: "/openapi/v3/apis/apps/v1",
+			project: openAPISchemas("components", "io.k8s.api.apps.v1.StatefulSet", "io.k8s.api.apps.v1.ReplicaSet")},
+		op{name: "openapi/v2-schemas", method: "GET", path: "/openapi/v2",
+			project: openAPISchemas("definitions", append(coreSchemas, "io.k8s.api.apps.v1.StatefulSet")...)},
 		op{name: "metrics", method: "GET", path: "/metrics", headOnly: true},
 	)
 
@@ -497,6 +510,8 @@ func operations() []op {
 		k("api-versions", "api-versions"),
 		k("api-resources", "api-resources"),
 		k("explain", "explain", "pod.spec.restartPolicy"),
+		k("explain-resources", "explain", "pod.spec.containers.resources"),
+		k("explain-statefulset-policy", "explain", "statefulset.spec.podManagementPolicy"),
 		op{name: "kubectl/apply", kubectl: []string{"apply", "-f", "-", "-n", testNS},
 			stdin: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied-by-kubectl\ndata:\n  a: \"1\"\n"},
 		k("delete-configmap", "delete", "configmap", "cfg", "-n", testNS),
