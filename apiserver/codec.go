@@ -173,7 +173,9 @@ type deferredWriter struct {
 	w    http.ResponseWriter
 	code int
 	gzip bool
-	// streamed: the answer comes in pieces whatever the first one's size.
+	// streamed: the answer comes in pieces whatever the first one's size,
+	// and its first 128 KiB are held even without gzip, so that a failure
+	// in them can still be answered with an error.
 	streamed bool
 	started  bool
 	held     []byte
@@ -189,7 +191,7 @@ func (d *deferredWriter) Write(p []byte) (int, error) {
 	switch {
 	case d.started:
 		return d.out().Write(p)
-	case !d.gzip || (!d.streamed && d.held == nil && len(p) > streamFirstWrite):
+	case !d.streamed && (!d.gzip || (d.held == nil && len(p) > streamFirstWrite)):
 		d.start(len(p))
 		return d.out().Write(p)
 	}
@@ -200,10 +202,17 @@ func (d *deferredWriter) Write(p []byte) (int, error) {
 	d.start(len(d.held))
 	held := d.held
 	d.held = nil
-	if _, err := d.gz.Write(held); err != nil {
+	if _, err := d.out().Write(held); err != nil {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// discard drops what is held, if nothing has been sent: the answer can
+// still be an error instead. It reports whether it could.
+func (d *deferredWriter) discard() bool {
+	d.held = nil
+	return !d.started
 }
 
 // start sends the status line for an answer whose first piece has size n.

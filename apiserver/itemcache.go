@@ -18,7 +18,7 @@ import (
 // what was previous; a hit in the previous generation moves the entry
 // forward. Entries of deleted or changed objects age out that way.
 type itemCache struct {
-	budget int // bytes, both generations together
+	budget int // bytes, both generations together, keys and overhead included
 
 	mu        sync.Mutex
 	cur, prev map[itemKey][]byte
@@ -53,9 +53,15 @@ func (c *itemCache) get(k itemKey) []byte {
 	return b
 }
 
+// itemOverhead is about what an entry costs besides its key's and its
+// encoding's bytes: the map slot, the key's and the slice's headers.
+const itemOverhead = 96
+
+func itemCost(k itemKey, b []byte) int { return len(b) + len(k.key) + itemOverhead }
+
 // put caches b, which the caller no longer changes, as k's encoding.
 func (c *itemCache) put(k itemKey, b []byte) {
-	if len(b) > c.budget/8 {
+	if itemCost(k, b) > c.budget/8 {
 		return
 	}
 	c.mu.Lock()
@@ -66,9 +72,10 @@ func (c *itemCache) put(k itemKey, b []byte) {
 }
 
 func (c *itemCache) addLocked(k itemKey, b []byte) {
-	if c.curBytes+len(b) > c.budget/2 {
+	cost := itemCost(k, b)
+	if c.curBytes+cost > c.budget/2 {
 		c.prev, c.cur, c.curBytes = c.cur, map[itemKey][]byte{}, 0
 	}
 	c.cur[k] = b
-	c.curBytes += len(b)
+	c.curBytes += cost
 }

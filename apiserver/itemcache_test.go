@@ -11,10 +11,11 @@ import (
 
 func TestItemCacheGenerations(t *testing.T) {
 	t.Parallel()
-	c := newItemCache(400)
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
 	k := func(i int) itemKey { return itemKey{gvr: gvr, key: fmt.Sprint("/k", i), rev: 1} }
 	val := func(i int) []byte { return []byte(fmt.Sprintf("%050d", i)) } // 50 bytes
+	cost := itemCost(k(0), val(0))
+	c := newItemCache(8 * cost) // four entries a generation
 	for i := range 4 {
 		c.put(k(i), val(i))
 	}
@@ -43,14 +44,14 @@ func TestItemCacheGenerations(t *testing.T) {
 	}
 	total := 0
 	for _, m := range []map[itemKey][]byte{c.cur, c.prev} {
-		for _, b := range m {
-			total += len(b)
+		for k, b := range m {
+			total += itemCost(k, b)
 		}
 	}
 	if total > c.budget {
 		t.Errorf("the cache holds %d bytes, over its budget of %d", total, c.budget)
 	}
-	if c.put(k(99), make([]byte, 51)); c.get(k(99)) != nil {
+	if c.put(k(99), make([]byte, 52)); c.get(k(99)) != nil {
 		t.Errorf("an entry over an eighth of the budget was cached")
 	}
 }

@@ -3,6 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -19,17 +21,10 @@ import (
 // are done, so the answer goes out while it is encoded and a large list
 // takes the time of its share of the cores. The bytes are those the
 // streaming JSON encoder writes for the decoded list. An object that
-// fails to decode after the answer has begun cuts it short, and is logged.
+// fails to decode is the answer's error while nothing is sent (the first
+// 128 KiB are held); after that the response is aborted, so that no client
+// takes a cut list for a whole one.
 func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource, pg *listPage) error {
-	if len(pg.kvs) > 0 && pg.objs[0] == nil {
-		// An object that does not decode is an error answer while nothing
-		// is written.
-		obj, err := s.decodeKV(res, pg.kvs[0])
-		if err != nil {
-			return err
-		}
-		pg.objs[0] = obj
-	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
 	if pg.remaining > 0 {
 		lm.RemainingItemCount = &pg.remaining
@@ -41,16 +36,24 @@ func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource,
 	w.Header().Set("Content-Type", out.info.MediaType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
-	defer dw.Close()
 	head := `{"kind":"` + res.kind + `List","apiVersion":"` + res.gvr.GroupVersion().String() + `","metadata":` + string(meta) + `,"items":[`
-	if _, err := dw.Write([]byte(head)); err != nil {
-		return nil
-	}
+	_, _ = dw.Write([]byte(head))
 	if err := s.encodeJSONRuns(res, pg, dw.Write); err != nil {
+		if errors.Is(err, errClientGone) {
+			return nil
+		}
+		if dw.discard() {
+			// Nothing is sent yet: the answer is the error, as when a
+			// list is decoded whole.
+			return err
+		}
+		// The client has part of a 200: end the response as broken, so
+		// that it cannot take the part for the whole.
 		s.log.Error("list: encode", "kind", res.kind+"List", "err", err)
-		return nil
+		panic(http.ErrAbortHandler)
 	}
 	_, _ = dw.Write([]byte("]}\n"))
+	dw.Close()
 	return nil
 }
 
@@ -66,9 +69,28 @@ type jsonRun struct {
 
 var runBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// errClientGone: writing the answer failed, the client is gone.
+var errClientGone = errors.New("list: the client went away")
+
+// encode encodes run i of pg. A panic, which on the handler's goroutine
+// would be the recovery filter's 500, is the run's error: on a worker it
+// would end the process.
+func (r *jsonRun) encode(enc *jsonItemEncoder, pg *listPage, i int) {
+	defer close(r.done)
+	defer func() {
+		if v := recover(); v != nil {
+			r.err = fmt.Errorf("list: encode: panic: %v", v)
+		}
+	}()
+	r.buf = runBufs.Get().(*bytes.Buffer)
+	r.buf.Reset()
+	r.err = enc.encode(r.buf, pg, i*listRun, min((i+1)*listRun, len(pg.kvs)))
+}
+
 // encodeJSONRuns encodes pg's objects, comma-separated, and passes them
 // to write in order. At most two runs per goroutine are encoded and not
-// yet written, which bounds the memory a list holds.
+// yet written, which bounds the memory a list holds. It stops at the
+// first run that fails, or when write fails (errClientGone).
 func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) (int, error)) error {
 	n := (len(pg.kvs) + listRun - 1) / listRun
 	if n == 0 {
@@ -99,11 +121,7 @@ func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) 
 				if i >= n {
 					return
 				}
-				r := &runs[i]
-				r.buf = runBufs.Get().(*bytes.Buffer)
-				r.buf.Reset()
-				r.err = enc.encode(r.buf, pg, i*listRun, min((i+1)*listRun, len(pg.kvs)))
-				close(r.done)
+				runs[i].encode(&enc, pg, i)
 			}
 		}()
 	}
@@ -118,7 +136,7 @@ func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) 
 		r.buf = nil
 		<-window
 		if err != nil {
-			return nil // the client is gone
+			return errClientGone
 		}
 	}
 	return nil

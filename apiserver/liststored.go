@@ -29,6 +29,12 @@ const (
 // The bytes are those the serializer writes for the decoded list. It
 // reports false, having written nothing, when an object is not stored in
 // the form this needs; the caller then decodes the page.
+//
+// The stored encodings are trusted as the store holds them: fields this
+// version's types lack (an object written by a newer kubegate on a shared
+// etcd) go out where decoding would drop them, and a value whose field
+// has the wrong wire type reaches the client, whose decoding fails,
+// where the decoding path answers 500.
 func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resource, pg *listPage) bool {
 	if !metadataFirst(s.newObject(res)) {
 		return false

@@ -230,3 +230,48 @@ func TestJSONListOfManyRunsKeepsOrder(t *testing.T) {
 		t.Errorf("the JSON and protobuf lists differ")
 	}
 }
+
+// A stored object that does not decode makes a JSON LIST the error it
+// makes a GET, while nothing of the answer is sent; once part of it is,
+// the response is broken off, never ended as a whole 200.
+func TestJSONListOfUndecodableObject(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	ctx := context.Background()
+	cms := ts.clientset(t, false).CoreV1().ConfigMaps("default")
+	put := func(name string) {
+		bad := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `","namespace":"default"},"data":5}`
+		if _, err := ts.store.Create(ctx, Key(corev1.SchemeGroupVersion.WithResource("configmaps"), "default", name), []byte(bad)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	put("b")
+	list := func() (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, ts.http.URL+"/api/v1/namespaces/default/configmaps", nil)
+		req.Header.Set("Accept", "application/json")
+		resp, err := ts.http.Client().Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		return resp.StatusCode, err
+	}
+	if code, err := list(); code != http.StatusInternalServerError || err != nil {
+		t.Errorf("small list: %d (%v), want 500 with its Status", code, err)
+	}
+	big := strings.Repeat("x", 2<<10)
+	for i := range 200 {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("c%03d", i)},
+			Data: map[string]string{"k": big}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("zz")
+	if code, err := list(); err == nil && code == http.StatusOK {
+		t.Errorf("a list cut by an undecodable object was read whole with 200")
+	}
+}
