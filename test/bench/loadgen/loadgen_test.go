@@ -336,6 +336,10 @@ func runLoad(t *testing.T, args ...string) (result, int) {
 	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
 		t.Fatalf("loadgen %v: exit %d, output %q, stderr %q: %v", args, code, stdout.String(), stderr.String(), err)
 	}
+	if stderr.Len() > 0 {
+		// The first error of each kind, shown if the test fails.
+		t.Logf("loadgen stderr: %s", stderr.String())
+	}
 	return r, code
 }
 
