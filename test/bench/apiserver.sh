@@ -7,8 +7,7 @@
 #   kubegate-up    `kubegate up` (bbolt), clients on its gateway port with admin.conf
 #   kubegate-etcd  `kubegate apiserver` on its own etcd, the same flags as kube
 # Every run starts the system afresh (new PKI tree, new store), creates
-# BENCH_PODS pods, waits for the machine to be quiet (a system with a
-# scheduler and nodes is still starting them), times LISTs of them in
+# BENCH_PODS pods, waits for the machine to be quiet again, times LISTs of them in
 # JSON and in protobuf (the first apart: a server may keep what it encoded
 # for the next), reads the resident memory of the server's
 # processes, measures pod creates/s with 16 and with 64 concurrent clients

@@ -195,9 +195,8 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	res.Fill = r.createPods(ctx, cs[:cfg.fillClients], cfg.namespace, "fill", 0, cfg.pods)
 	res.Pods = int(res.Fill.Pods)
 	r.logf("%s: filled %s with %d pods at %.0f/s, %.0fµs server CPU per pod", cfg.system, cfg.namespace, res.Pods, res.Fill.PerSecond, res.Fill.CPUusPerOp)
-	// A system with a scheduler and nodes is still binding and starting
-	// the pods it was just given; the LISTs time the server at rest, as
-	// they find a server without them.
+	// The LISTs time the server at rest: whatever the creates left
+	// running (here or elsewhere on the machine) is let finish first.
 	if _, err := r.waitQuiet(); err != nil {
 		return nil, err
 	}
