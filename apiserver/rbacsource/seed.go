@@ -12,7 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/applyconfigurations"
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authz/rbac"
@@ -131,5 +133,54 @@ func encodeNew(obj runtime.Object, now time.Time) ([]byte, error) {
 		m.SetCreationTimestamp(metav1.NewTime(now.UTC().Truncate(time.Second)))
 	}
 	m.SetResourceVersion("")
+	obj, err := trackSeed(obj)
+	if err != nil {
+		return nil, err
+	}
 	return json.Marshal(obj)
+}
+
+// bootstrapManager is the field manager kube-apiserver's RBAC bootstrap
+// writes the default policy as: its own loopback client's.
+const bootstrapManager = "kube-apiserver"
+
+// seedManagers holds a field manager per RBAC kind, built once.
+var seedManagers struct {
+	once   sync.Once
+	scheme *runtime.Scheme
+	tc     managedfields.TypeConverter
+	mu     sync.Mutex
+	byKind map[schema.GroupVersionKind]*managedfields.FieldManager
+}
+
+// trackSeed gives a default policy object the managedFields kube's
+// bootstrap gives it: everything it sets, owned by kube-apiserver through
+// an Update, as a create by a client records it.
+func trackSeed(obj runtime.Object) (runtime.Object, error) {
+	m := &seedManagers
+	m.once.Do(func() {
+		m.scheme = runtime.NewScheme()
+		_ = rbacv1.AddToScheme(m.scheme)
+		m.tc = applyconfigurations.NewTypeConverter(m.scheme)
+		m.byKind = map[schema.GroupVersionKind]*managedfields.FieldManager{}
+	})
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	m.mu.Lock()
+	fm, ok := m.byKind[gvk]
+	if !ok {
+		var err error
+		if fm, err = managedfields.NewDefaultFieldManager(m.tc, m.scheme, m.scheme, m.scheme, gvk, gvk.GroupVersion(), "", nil); err != nil {
+			m.mu.Unlock()
+			return nil, fmt.Errorf("field manager for %s: %w", gvk.Kind, err)
+		}
+		m.byKind[gvk] = fm
+	}
+	m.mu.Unlock()
+	empty, err := m.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	out := fm.UpdateNoErrors(empty, obj, bootstrapManager)
+	out.GetObjectKind().SetGroupVersionKind(gvk)
+	return out, nil
 }

@@ -220,7 +220,7 @@ func TestEnsurePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := len(policy.ClusterRoles) + len(policy.ClusterRoleBindings)
+	want := len(policy.ClusterRoles) + len(policy.ClusterRoleBindings) + len(policy.Roles) + len(policy.RoleBindings)
 	if len(created) != want {
 		t.Fatalf("first start created %d objects, want %d", len(created), want)
 	}

@@ -3,7 +3,9 @@
 // bound to system:masters; system:basic-user and system:discovery bound to
 // every authenticated user; system:public-info-viewer bound to every user,
 // anonymous included; the aggregated admin, edit and view roles; the roles
-// of the scheduler, controller manager, node and kube-proxy; plus, as
+// of the scheduler, controller manager, node and kube-proxy; the roles in
+// kube-system and kube-public for leader election, the front-proxy CA and
+// bootstrap tokens; plus, as
 // kubeadm init adds, the group kubeadm:cluster-admins bound to
 // cluster-admin.
 //
@@ -50,7 +52,8 @@ const (
 // Policy returns every default object, ready for rbac.NewMemory or for
 // writing to a store.
 func Policy() rbac.Objects {
-	return rbac.Objects{ClusterRoles: ClusterRoles(), ClusterRoleBindings: ClusterRoleBindings()}
+	return rbac.Objects{ClusterRoles: ClusterRoles(), ClusterRoleBindings: ClusterRoleBindings(),
+		Roles: Roles(), RoleBindings: RoleBindings()}
 }
 
 // ClusterRoleBindings returns the default cluster role bindings.

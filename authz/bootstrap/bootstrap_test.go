@@ -134,7 +134,11 @@ func TestBootstrapPolicy(t *testing.T) {
 			{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", true},
 			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", true},
 			{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases?fieldSelector=metadata.name%3Dkube-scheduler&watch=1", true},
-			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", false},
+			// The cluster role names the scheduler's own lease; the
+			// leader-locking Role grants every lease in kube-system, as
+			// kube's policy does.
+			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/default/leases/kube-controller-manager", false},
+			{"PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager", true},
 			{"GET", "/api/v1/persistentvolumes", true},
 			{"PATCH", "/api/v1/persistentvolumes/pv1", true},
 			{"POST", "/apis/authentication.k8s.io/v1/tokenreviews", true},
