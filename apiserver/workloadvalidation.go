@@ -330,28 +330,27 @@ func (c replicaCounts) validate(path *field.Path) field.ErrorList {
 
 func validateReplicationControllerStatus(obj, _ runtime.Object) field.ErrorList {
 	st := obj.(*corev1.ReplicationController).Status
-	path := field.NewPath("status")
-	errs := nonNegative(st.Replicas, path.Child("replicas"))
-	errs = append(errs, nonNegative(st.FullyLabeledReplicas, path.Child("fullyLabeledReplicas"))...)
-	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
-	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
-	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
-	return append(errs, replicaCounts{st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas,
-		"cannot be greater than readyReplicas"}.validate(path)...)
+	return replicatedStatus(st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas, st.ObservedGeneration, nil)
 }
 
 func validateReplicaSetStatus(obj, _ runtime.Object) field.ErrorList {
 	st := obj.(*appsv1.ReplicaSet).Status
+	return replicatedStatus(st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas, st.ObservedGeneration, st.TerminatingReplicas)
+}
+
+// replicatedStatus checks the counts a ReplicationController's or a
+// ReplicaSet's status shares (and a ReplicaSet's terminating count).
+func replicatedStatus(replicas, fullyLabeled, ready, available int32, observedGeneration int64, terminating *int32) field.ErrorList {
 	path := field.NewPath("status")
-	errs := nonNegative(st.Replicas, path.Child("replicas"))
-	errs = append(errs, nonNegative(st.FullyLabeledReplicas, path.Child("fullyLabeledReplicas"))...)
-	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
-	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
-	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
-	if st.TerminatingReplicas != nil {
-		errs = append(errs, nonNegative(*st.TerminatingReplicas, path.Child("terminatingReplicas"))...)
+	errs := nonNegative(replicas, path.Child("replicas"))
+	errs = append(errs, nonNegative(fullyLabeled, path.Child("fullyLabeledReplicas"))...)
+	errs = append(errs, nonNegative(ready, path.Child("readyReplicas"))...)
+	errs = append(errs, nonNegative(available, path.Child("availableReplicas"))...)
+	errs = append(errs, nonNegative(observedGeneration, path.Child("observedGeneration"))...)
+	if terminating != nil {
+		errs = append(errs, nonNegative(*terminating, path.Child("terminatingReplicas"))...)
 	}
-	return append(errs, replicaCounts{st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas,
+	return append(errs, replicaCounts{replicas, fullyLabeled, ready, available,
 		"cannot be greater than readyReplicas"}.validate(path)...)
 }
 
