@@ -113,14 +113,29 @@ func (c *watchCache[T]) follow(ctx context.Context, rev int64) {
 			return
 		}
 		c.log.Warn("cache: watch ended; listing again", "prefix", c.prefix, "err", err)
+		if rev, err = c.relist(ctx); err != nil {
+			return
+		}
+	}
+}
+
+// relist loads the cache again, as often as it takes, and returns the
+// revision to watch from: watching from a failed list's revision (0, now)
+// would lose every write in between for good. It fails only when ctx ends.
+func (c *watchCache[T]) relist(ctx context.Context) (int64, error) {
+	wait := 100 * time.Millisecond
+	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-time.After(100 * time.Millisecond):
+			return 0, ctx.Err()
+		case <-time.After(wait):
 		}
-		if rev, err = c.load(ctx); err != nil {
-			c.log.Warn("cache: list failed", "prefix", c.prefix, "err", err)
+		rev, err := c.load(ctx)
+		if err == nil {
+			return rev, nil
 		}
+		c.log.Warn("cache: list failed; trying again", "prefix", c.prefix, "err", err, "in", wait)
+		wait = min(2*wait, 5*time.Second)
 	}
 }
 

@@ -2,7 +2,9 @@ package apiserver
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,7 +34,15 @@ var (
 func validatePod(obj, old runtime.Object) field.ErrorList {
 	p := obj.(*corev1.Pod)
 	specPath := field.NewPath("spec")
-	errs := validatePodSpec(&p.Spec, specPath)
+	var errs field.ErrorList
+	if old != nil {
+		errs = podAnnotationUpdates(p.Annotations, old.(*corev1.Pod).Annotations)
+	}
+	if v, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok && p.Spec.NodeName == "" {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(corev1.MirrorPodAnnotationKey), v,
+			"must set spec.nodeName if mirror pod annotation is set"))
+	}
+	errs = append(errs, validatePodSpec(&p.Spec, specPath)...)
 	for _, list := range []struct {
 		cs   []corev1.Container
 		path *field.Path
@@ -202,6 +212,40 @@ func dnsLabel(path *field.Path, v string) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(v) {
 		errs = append(errs, field.Invalid(path, v, msg))
+	}
+	return errs
+}
+
+// podAnnotationUpdates refuses, as kube does on every pod update (status
+// included), adding, changing or removing the annotations the kubelet and
+// Pod Security read as part of the spec: the per-container AppArmor
+// profiles and the mirror-pod marker. Pod Security checks a pod again only
+// when its spec changes, so they must not change on their own (D.5).
+func podAnnotationUpdates(annotations, old map[string]string) field.ErrorList {
+	path := field.NewPath("metadata", "annotations")
+	guarded := func(k string) bool {
+		return strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) || k == corev1.MirrorPodAnnotationKey
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(old)) {
+		if v, ok := annotations[k]; (ok && v == old[k]) || !guarded(k) {
+			continue
+		}
+		what := "AppArmor annotations"
+		if k == corev1.MirrorPodAnnotationKey {
+			what = "mirror pod annotation"
+		}
+		errs = append(errs, field.Forbidden(path.Key(k), "may not remove or update "+what))
+	}
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		if _, ok := old[k]; ok || !guarded(k) {
+			continue
+		}
+		what := "AppArmor annotations"
+		if k == corev1.MirrorPodAnnotationKey {
+			what = "mirror pod annotation"
+		}
+		errs = append(errs, field.Forbidden(path.Key(k), "may not add "+what))
 	}
 	return errs
 }

@@ -288,6 +288,13 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		key += "/" + ri.Subresource
 	}
 	if c, ok := s.creators[key]; ok && len(ri.Parts) <= 3 {
+		if c.Namespaced() != (ri.Namespace != "") {
+			// A cluster-scoped review has no namespaced path, nor a
+			// namespaced one a cluster-wide path: kube answers 404, and
+			// authorizing it in a namespace would grant it there.
+			s.notFound(w, r)
+			return
+		}
 		if ri.Verb != "create" {
 			s.writeErr(w, r, methodNotAllowed())
 			return

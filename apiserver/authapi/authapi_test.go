@@ -435,6 +435,8 @@ func TestTokenRequest(t *testing.T) {
 			wantCode: http.StatusBadRequest, wantMsg: "cannot bind token to object of type /v1, Kind=ConfigMap"},
 		{name: "body name differs", sa: "default", req: authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{Name: "other"}},
 			wantCode: http.StatusUnprocessableEntity, wantMsg: "must match the service account name if specified"},
+		{name: "service account made again", sa: "default", req: authenticationv1.TokenRequest{ObjectMeta: metav1.ObjectMeta{UID: "stale-uid"}},
+			wantCode: http.StatusConflict, wantMsg: "the UID in the token request (stale-uid) does not match the UID of the service account (sa-uid)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

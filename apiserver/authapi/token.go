@@ -56,6 +56,13 @@ func (r *tokenRequests) Create(ctx context.Context, req *apiserver.CreateRequest
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("service account %s/%s decoded as %T", req.Namespace, req.Name, obj))
 	}
+	if in.UID != "" && in.UID != sa.UID {
+		// The service account was deleted and made again since the
+		// client read it (TokenRequestServiceAccountUIDValidation, on in
+		// kube since 1.34).
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: authenticationGV.Group, Resource: "TokenRequest"}, req.Name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", in.UID, sa.UID))
+	}
 	now := r.c.now()
 	tr := serviceaccount.TokenRequest{
 		Namespace: sa.Namespace, Name: sa.Name, UID: string(sa.UID),

@@ -211,6 +211,12 @@ func operations() []op {
 	add(
 		op{name: "pod/create", method: "POST", path: ns + "/pods", body: pod("app", "")},
 		op{name: "pod/get", method: "GET", path: ns + "/pods/app"},
+		op{name: "pod/add-apparmor-annotation", method: "PATCH", path: ns + "/pods/app", contentType: mergePatch,
+			body: `{"metadata":{"annotations":{"container.apparmor.security.beta.kubernetes.io/app":"unconfined"}}}`},
+		op{name: "pod/status-add-mirror-annotation", method: "PATCH", path: ns + "/pods/app/status", contentType: mergePatch,
+			body: `{"metadata":{"annotations":{"kubernetes.io/config.mirror":"x"}}}`},
+		op{name: "pod/create-mirror-unbound", method: "POST", path: ns + "/pods",
+			body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"mirror","annotations":{"kubernetes.io/config.mirror":"x"}},"spec":{"containers":[{"name":"app","image":"registry.example/app:1"}]}}`},
 		op{name: "pod/create-restart-policy-sometimes", method: "POST", path: ns + "/pods", body: pod("sometimes", `"restartPolicy":"Sometimes"`)},
 		op{name: "pod/create-no-containers", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"empty"},"spec":{"containers":[]}}`},
 		op{name: "pod/create-no-image", method: "POST", path: ns + "/pods", body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"noimage"},"spec":{"containers":[{"name":"app"}]}}`},
@@ -425,6 +431,8 @@ func operations() []op {
 		op{name: "serviceaccount/create", method: "POST", path: ns + "/serviceaccounts", body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"}}`},
 		op{name: "serviceaccount/token", method: "POST", path: ns + "/serviceaccounts/robot/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}`},
 		op{name: "serviceaccount/token-too-short", method: "POST", path: ns + "/serviceaccounts/robot/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":60}}`},
+		op{name: "serviceaccount/token-stale-uid", method: "POST", path: ns + "/serviceaccounts/robot/token",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","metadata":{"uid":"0b7d6f1e-0000-4000-8000-000000000000"},"spec":{}}`},
 		op{name: "serviceaccount/token-missing", method: "POST", path: ns + "/serviceaccounts/missing/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`},
 	)
 
@@ -469,6 +477,10 @@ func operations() []op {
 			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"},"nonResourceAttributes":{"path":"/api","verb":"get"}}}`},
 		op{name: "rbac/access-review-nobody", method: "POST", path: "/apis/authorization.k8s.io/v1/subjectaccessreviews",
 			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/x","verb":"get"}}}`},
+		op{name: "rbac/access-review-namespaced-path", method: "POST", path: "/apis/authorization.k8s.io/v1/namespaces/" + testNS + "/subjectaccessreviews",
+			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"verb":"get","resource":"pods"}}}`},
+		op{name: "rbac/local-access-review-cluster-path", method: "POST", path: "/apis/authorization.k8s.io/v1/localsubjectaccessreviews",
+			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"jane","resourceAttributes":{"verb":"get","resource":"pods"}}}`},
 		op{name: "rbac/local-access-review-bad", method: "POST", path: "/apis/authorization.k8s.io/v1/namespaces/" + testNS + "/localsubjectaccessreviews",
 			body: `{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"name":"x"},"spec":{"user":"jane","resourceAttributes":{"namespace":"other","verb":"list","resource":"configmaps"}}}`},
 		op{name: "rbac/local-access-review-non-resource", method: "POST", path: "/apis/authorization.k8s.io/v1/namespaces/" + testNS + "/localsubjectaccessreviews",
