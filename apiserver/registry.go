@@ -81,6 +81,9 @@ type resource struct {
 	// on create, and once more when a graceful deletion starts); kinds
 	// without it have no generation at all (D.1).
 	generation bool
+	// generationCountsAnnotations: the generation also counts changed
+	// annotations (Deployments, as kube's deployment strategy).
+	generationCountsAnnotations bool
 	// allocate reserves what a written object holds besides its key (a
 	// Service's cluster IP and node ports), old nil on create; the writer
 	// finishes the allocation once the write is done or has failed. nil:
@@ -174,7 +177,7 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 	}

@@ -577,9 +577,12 @@ func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
 	if res.prepare != nil {
 		res.prepare(obj, old)
 	}
-	if res.generation && sub == "" && specChanged(old, obj) {
-		acc, _ := meta.Accessor(obj)
-		oldAcc, _ := meta.Accessor(old)
+	if !res.generation || sub != "" {
+		return
+	}
+	acc, _ := meta.Accessor(obj)
+	oldAcc, _ := meta.Accessor(old)
+	if specChanged(old, obj) || res.generationCountsAnnotations && !apiequality.Semantic.DeepEqual(acc.GetAnnotations(), oldAcc.GetAnnotations()) {
 		acc.SetGeneration(oldAcc.GetGeneration() + 1)
 	}
 }

@@ -24,7 +24,6 @@ var notYetClosed = map[string]string{
 	"kubectl/api-resources":        "kube-apiserver serves API groups and resources kubegate does not",
 	"kubectl/api-versions":         "kube-apiserver serves API groups kubegate does not",
 	"kubectl/create-access-review": "kubectl's client-side validation of a kind without a PATCH operation asks whether it is a custom resource, and listing CustomResourceDefinitions (apiextensions.k8s.io) is 404: kubegate does not serve them",
-	"kubectl/create-deployment":    "Deployments are not served yet",
 }
 
 // knownDifferences is both lists.

@@ -1,0 +1,260 @@
+package apiserver
+
+import (
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Deployments, stored with kube-apiserver's defaults and validation and
+// with no controller acting on them (D.5). Their generation also counts
+// changed annotations, as kube's deployment strategy does.
+
+func deploymentResource() *resource {
+	return &resource{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), kind: "Deployment", singular: "deployment",
+		namespaced: true, shortNames: []string{"deploy"}, categories: []string{"all"}, status: true,
+		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, generationCountsAnnotations: true,
+		defaults: defaultDeployment, validate: validateDeployment, validateUpdate: validateDeploymentUpdate, warnings: deploymentWarnings,
+		validateStatus: validateDeploymentStatus, resetStatus: resetDeploymentStatus, table: deploymentTable}
+}
+
+// defaultDeployment is kube's SetDefaults_Deployment: one replica; a
+// rolling update with a quarter of the pods unavailable or surging; ten
+// revisions; a progress deadline of ten minutes; and the template's pod
+// spec defaults. A Recreate strategy gets no rolling update parameters.
+func defaultDeployment(obj runtime.Object) {
+	s := &obj.(*appsv1.Deployment).Spec
+	defaultReplicas(&s.Replicas)
+	st := &s.Strategy
+	if st.Type == "" {
+		st.Type = appsv1.RollingUpdateDeploymentStrategyType
+	}
+	if st.Type == appsv1.RollingUpdateDeploymentStrategyType {
+		if st.RollingUpdate == nil {
+			st.RollingUpdate = &appsv1.RollingUpdateDeployment{}
+		}
+		quarter := func() *intstr.IntOrString { q := intstr.FromString("25%"); return &q }
+		if st.RollingUpdate.MaxUnavailable == nil {
+			st.RollingUpdate.MaxUnavailable = quarter()
+		}
+		if st.RollingUpdate.MaxSurge == nil {
+			st.RollingUpdate.MaxSurge = quarter()
+		}
+	}
+	if s.RevisionHistoryLimit == nil {
+		ten := int32(10)
+		s.RevisionHistoryLimit = &ten
+	}
+	if s.ProgressDeadlineSeconds == nil {
+		d := int32(600)
+		s.ProgressDeadlineSeconds = &d
+	}
+	defaultPodSpec(&s.Template.Spec)
+}
+
+func resetDeploymentStatus(obj, old runtime.Object) {
+	d := obj.(*appsv1.Deployment)
+	d.Status = appsv1.DeploymentStatus{}
+	if old != nil {
+		d.Status = old.(*appsv1.Deployment).Status
+	}
+}
+
+// deploymentWarnings are kube's: on a create, a name that is not a DNS
+// label (pods are named after it) and the template's; on an update that
+// moves the generation (spec or annotations changed), the template's.
+func deploymentWarnings(obj, old runtime.Object) []string {
+	d := obj.(*appsv1.Deployment)
+	if o, ok := old.(*appsv1.Deployment); ok {
+		if apiequality.Semantic.DeepEqual(d.Spec, o.Spec) && apiequality.Semantic.DeepEqual(d.Annotations, o.Annotations) {
+			return nil
+		}
+		return podTemplateWarnings(&d.Spec.Template)
+	}
+	var w []string
+	if msgs := validation.IsDNS1123Label(d.Name); len(msgs) != 0 {
+		w = append(w, fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
+	}
+	return append(w, podTemplateWarnings(&d.Spec.Template)...)
+}
+
+// validateDeployment is kube's ValidateDeploymentSpec: replicas, the
+// selector and the template as a ReplicaSet's (kube's messages name a
+// ReplicaSet), the strategy, minReadySeconds, the revision history and a
+// progress deadline longer than minReadySeconds.
+func validateDeployment(obj, _ runtime.Object) field.ErrorList {
+	s := &obj.(*appsv1.Deployment).Spec
+	path := field.NewPath("spec")
+	errs := nonNegative(deref(s.Replicas), path.Child("replicas"))
+	errs = append(errs, appsSelector(s.Selector, "deployment", path.Child("selector"))...)
+	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
+		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, "invalid label selector"))
+	} else {
+		tp := path.Child("template")
+		errs = append(errs, matchesTemplate(sel, &s.Template, tp)...)
+		errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+		errs = append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
+	}
+	errs = append(errs, validateDeploymentStrategy(&s.Strategy, path.Child("strategy"))...)
+	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	if s.RevisionHistoryLimit != nil {
+		errs = append(errs, nonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
+	}
+	if p := s.ProgressDeadlineSeconds; p != nil {
+		errs = append(errs, nonNegative(*p, path.Child("progressDeadlineSeconds"))...)
+		if *p <= s.MinReadySeconds {
+			errs = append(errs, field.Invalid(path.Child("progressDeadlineSeconds"), *p, "must be greater than minReadySeconds"))
+		}
+	}
+	return errs
+}
+
+// validateDeploymentStrategy accepts Recreate without rolling update
+// parameters and RollingUpdate with them (the defaults set them).
+func validateDeploymentStrategy(st *appsv1.DeploymentStrategy, path *field.Path) field.ErrorList {
+	switch st.Type {
+	case appsv1.RecreateDeploymentStrategyType:
+		if st.RollingUpdate != nil {
+			return field.ErrorList{field.Forbidden(path.Child("rollingUpdate"), "may not be specified when strategy `type` is 'Recreate'")}
+		}
+		return nil
+	case appsv1.RollingUpdateDeploymentStrategyType:
+		if st.RollingUpdate == nil {
+			return field.ErrorList{field.Required(path.Child("rollingUpdate"), "this should be defaulted and never be nil")}
+		}
+		return validateRollingUpdateDeployment(st.RollingUpdate, path.Child("rollingUpdate"))
+	}
+	return field.ErrorList{field.NotSupported(path, toInternalDeploymentStrategy(st),
+		[]string{string(appsv1.RecreateDeploymentStrategyType), string(appsv1.RollingUpdateDeploymentStrategyType)})}
+}
+
+// validateRollingUpdateDeployment: each a count or a percentage, not both
+// 0, and maxUnavailable not above 100%.
+func validateRollingUpdateDeployment(r *appsv1.RollingUpdateDeployment, path *field.Path) field.ErrorList {
+	mu, ms := deref(r.MaxUnavailable), deref(r.MaxSurge)
+	errs := intOrPercent(mu, path.Child("maxUnavailable"))
+	errs = append(errs, intOrPercent(ms, path.Child("maxSurge"))...)
+	if intOrPercentValue(mu) == 0 && intOrPercentValue(ms) == 0 {
+		errs = append(errs, field.Invalid(path.Child("maxUnavailable"), mu, "may not be 0 when `maxSurge` is 0"))
+	}
+	if pct, ok := percent(mu); ok && pct > 100 {
+		errs = append(errs, field.Invalid(path.Child("maxUnavailable"), mu, "must not be greater than 100%"))
+	}
+	return errs
+}
+
+// intOrPercent is kube's ValidatePositiveIntOrPercent.
+func intOrPercent(v intstr.IntOrString, path *field.Path) field.ErrorList {
+	switch v.Type {
+	case intstr.String:
+		var errs field.ErrorList
+		for _, msg := range validation.IsValidPercent(v.StrVal) {
+			errs = append(errs, field.Invalid(path, v, msg))
+		}
+		return errs
+	case intstr.Int:
+		return nonNegative(int64(v.IntValue()), path)
+	}
+	return field.ErrorList{field.Invalid(path, v, "must be an integer or percentage (e.g '5%%')")}
+}
+
+func intOrPercentValue(v intstr.IntOrString) int {
+	if pct, ok := percent(v); ok {
+		return pct
+	}
+	return v.IntValue()
+}
+
+// internalDeploymentStrategy is kube's internal DeploymentStrategy, whose
+// Go field names an unsupported strategy's error shows.
+type internalDeploymentStrategy struct {
+	Type          appsv1.DeploymentStrategyType
+	RollingUpdate *internalRollingUpdateDeployment
+}
+
+type internalRollingUpdateDeployment struct {
+	MaxUnavailable intstr.IntOrString
+	MaxSurge       intstr.IntOrString
+}
+
+func toInternalDeploymentStrategy(st *appsv1.DeploymentStrategy) *internalDeploymentStrategy {
+	in := &internalDeploymentStrategy{Type: st.Type}
+	if r := st.RollingUpdate; r != nil {
+		in.RollingUpdate = &internalRollingUpdateDeployment{MaxUnavailable: deref(r.MaxUnavailable), MaxSurge: deref(r.MaxSurge)}
+	}
+	return in
+}
+
+// validateDeploymentUpdate keeps the selector.
+func validateDeploymentUpdate(obj, old runtime.Object) field.ErrorList {
+	return apivalidation.ValidateImmutableField(obj.(*appsv1.Deployment).Spec.Selector, old.(*appsv1.Deployment).Spec.Selector,
+		field.NewPath("spec", "selector"))
+}
+
+// validateDeploymentStatus is kube's ValidateDeploymentStatusUpdate.
+func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
+	st := &obj.(*appsv1.Deployment).Status
+	path := field.NewPath("status")
+	errs := nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"replicas", st.Replicas}, {"updatedReplicas", st.UpdatedReplicas}, {"readyReplicas", st.ReadyReplicas},
+		{"availableReplicas", st.AvailableReplicas}, {"unavailableReplicas", st.UnavailableReplicas}} {
+		errs = append(errs, nonNegative(c.n, path.Child(c.name))...)
+	}
+	if st.TerminatingReplicas != nil {
+		errs = append(errs, nonNegative(*st.TerminatingReplicas, path.Child("terminatingReplicas"))...)
+	}
+	if st.CollisionCount != nil {
+		errs = append(errs, nonNegative(*st.CollisionCount, path.Child("collisionCount"))...)
+	}
+	const above = "cannot be greater than status.replicas"
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"updatedReplicas", st.UpdatedReplicas}, {"readyReplicas", st.ReadyReplicas}, {"availableReplicas", st.AvailableReplicas}} {
+		if c.n > st.Replicas {
+			errs = append(errs, field.Invalid(path.Child(c.name), c.n, above))
+		}
+	}
+	if st.AvailableReplicas > st.ReadyReplicas {
+		errs = append(errs, field.Invalid(path.Child("availableReplicas"), st.AvailableReplicas, "cannot be greater than readyReplicas"))
+	}
+	if old == nil {
+		return errs
+	}
+	if now, was := st.CollisionCount, old.(*appsv1.Deployment).Status.CollisionCount; was != nil && (now == nil || *now < *was) {
+		errs = append(errs, field.Invalid(path.Child("collisionCount"), deref(now), "cannot be decremented"))
+	}
+	return errs
+}
+
+// deploymentTable has the columns of kubectl get deploy -o wide.
+var deploymentTable = &tableDef{
+	columns: []metav1.TableColumnDefinition{nameColumn,
+		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
+		{Name: "Up-to-date", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]},
+		{Name: "Available", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]},
+		ageColumn, containersColumn, imagesColumn,
+		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]},
+	},
+	cells: func(obj runtime.Object, now time.Time) []any {
+		d := obj.(*appsv1.Deployment)
+		names, images := containerCells(d.Spec.Template.Spec.Containers)
+		selector := "<invalid>"
+		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
+			selector = sel.String()
+		}
+		return []any{d.Name, fmt.Sprintf("%d/%d", int64(d.Status.ReadyReplicas), replicas(d.Spec.Replicas)),
+			int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), age(d.CreationTimestamp, now), names, images, selector}
+	},
+}

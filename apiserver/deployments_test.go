@@ -1,0 +1,120 @@
+package apiserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const deploysPath = "/apis/apps/v1/namespaces/default/deployments"
+
+func TestDeploymentDefaults_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	d := ts.createJSON(t, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
+	wantFields(t, d, map[string]string{
+		"metadata.generation":          "1",
+		"spec.replicas":                "1",
+		"spec.strategy":                `{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}`,
+		"spec.revisionHistoryLimit":    "10",
+		"spec.progressDeadlineSeconds": "600",
+		"spec.template.spec.dnsPolicy": `"ClusterFirst"`,
+		"status":                       `{}`,
+	})
+	// Recreate gets no rolling update parameters; values given are kept.
+	d = ts.createJSON(t, deploysPath, manifest("Deployment", "r", appSelector+`"strategy":{"type":"Recreate"},"replicas":0,"revisionHistoryLimit":0,`, workloadTemplate("")))
+	wantFields(t, d, map[string]string{"spec.strategy": `{"type":"Recreate"}`, "spec.replicas": "0", "spec.revisionHistoryLimit": "0"})
+	// A maxSurge given keeps the default maxUnavailable.
+	d = ts.createJSON(t, deploysPath, manifest("Deployment", "s", appSelector+`"strategy":{"rollingUpdate":{"maxSurge":2}},`, workloadTemplate("")))
+	wantFields(t, d, map[string]string{"spec.strategy.rollingUpdate": `{"maxSurge":2,"maxUnavailable":"25%"}`})
+}
+
+func TestDeploymentCreateValidation_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	inv := func(field, msg string) metav1.StatusCause {
+		return cause(metav1.CauseTypeFieldValueInvalid, field, msg)
+	}
+	tests := []struct {
+		name, spec, template string
+		causes               []metav1.StatusCause
+	}{
+		{"selector mismatch", `"selector":{"matchLabels":{"app":"b"}},`, workloadTemplate(""), []metav1.StatusCause{
+			inv("spec.template.metadata.labels", "Invalid value: {\"app\":\"a\"}: `selector` does not match template `labels`")}},
+		{"negative counts", appSelector + `"replicas":-1,"revisionHistoryLimit":-2,`, workloadTemplate(""), []metav1.StatusCause{
+			inv("spec.replicas", "Invalid value: -1: must be greater than or equal to 0"),
+			inv("spec.revisionHistoryLimit", "Invalid value: -2: must be greater than or equal to 0")}},
+		{"maxUnavailable above 100%", appSelector + `"strategy":{"rollingUpdate":{"maxUnavailable":"150%"}},`, workloadTemplate(""), []metav1.StatusCause{
+			inv("spec.strategy.rollingUpdate.maxUnavailable", `Invalid value: "150%": must not be greater than 100%`)}},
+		{"both zero", appSelector + `"strategy":{"rollingUpdate":{"maxUnavailable":0,"maxSurge":"0%"}},`, workloadTemplate(""), []metav1.StatusCause{
+			inv("spec.strategy.rollingUpdate.maxUnavailable", "Invalid value: 0: may not be 0 when `maxSurge` is 0")}},
+		{"recreate with rolling update", appSelector + `"strategy":{"type":"Recreate","rollingUpdate":{"maxSurge":1}},`, workloadTemplate(""), []metav1.StatusCause{
+			cause(causeForbidden, "spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'")}},
+		{"deadline not above minReadySeconds", appSelector + `"progressDeadlineSeconds":10,"minReadySeconds":10,`, workloadTemplate(""), []metav1.StatusCause{
+			inv("spec.progressDeadlineSeconds", "Invalid value: 10: must be greater than minReadySeconds")}},
+		{"template restart policy", appSelector, workloadTemplate(`"activeDeadlineSeconds":5`), []metav1.StatusCause{
+			cause(causeForbidden, "spec.template.spec.activeDeadlineSeconds", "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported")}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("d%d", i)
+			code, body := ts.send(t, "POST", deploysPath, "", manifest("Deployment", name, tt.spec, tt.template))
+			msg, causes := invalid("Deployment.apps", name, tt.causes...)
+			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+		})
+	}
+}
+
+func TestDeploymentUpdateAndStatus_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	ts.createJSON(t, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
+	const merge = "application/merge-patch+json"
+	patch := func(path, body string, wantCode int) map[string]any {
+		t.Helper()
+		code, b := ts.send(t, "PATCH", deploysPath+path, merge, body)
+		if code != wantCode {
+			t.Fatalf("PATCH %s %s: %d %s", path, body, code, b)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m := patch("/d", `{"spec":{"selector":{"matchLabels":{"app":"a","t":"u"}},"template":{"metadata":{"labels":{"t":"u"}}}}}`, http.StatusUnprocessableEntity)
+	wantFields(t, m, map[string]string{"details.causes.[0].field": `"spec.selector"`})
+	// Annotations move the generation, as a spec does; labels do not.
+	wantFields(t, patch("/d", `{"metadata":{"annotations":{"n":"1"}}}`, http.StatusOK), map[string]string{"metadata.generation": "2"})
+	wantFields(t, patch("/d", `{"spec":{"paused":true}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
+	wantFields(t, patch("/d", `{"metadata":{"labels":{"x":"y"}}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
+	// The status subresource changes the status only, checked as kube does.
+	m = patch("/d/status", `{"spec":{"replicas":4},"status":{"replicas":2,"readyReplicas":1,"availableReplicas":1,"collisionCount":2}}`, http.StatusOK)
+	wantFields(t, m, map[string]string{"spec.replicas": "1", "status.replicas": "2", "metadata.generation": "3"})
+	code, body := ts.send(t, "PATCH", deploysPath+"/d/status", merge, `{"status":{"updatedReplicas":3,"unavailableReplicas":-1,"collisionCount":1}}`)
+	msg, causes := invalid("Deployment.apps", "d",
+		cause(metav1.CauseTypeFieldValueInvalid, "status.unavailableReplicas", "Invalid value: -1: must be greater than or equal to 0"),
+		cause(metav1.CauseTypeFieldValueInvalid, "status.updatedReplicas", "Invalid value: 3: cannot be greater than status.replicas"),
+		cause(metav1.CauseTypeFieldValueInvalid, "status.collisionCount", "Invalid value: 1: cannot be decremented"))
+	wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+}
+
+func TestDeploymentNameWarning_D5(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	req, _ := http.NewRequest(http.MethodPost, ts.http.URL+deploysPath, strings.NewReader(manifest("Deployment", "a.b", appSelector, workloadTemplate(""))))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := ts.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	const want = `299 - "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"`
+	if got := resp.Header.Values("Warning"); resp.StatusCode != http.StatusCreated || len(got) != 1 || got[0] != want {
+		t.Errorf("create a.b: %d, Warning %q, want [%s]", resp.StatusCode, got, want)
+	}
+}
