@@ -306,7 +306,9 @@ func (g *schemaGen) ref(t reflect.Type) obj {
 			props := obj{}
 			var required []any
 			g.fields(t, docs, props, &required)
-			s["properties"] = props
+			if len(props) > 0 { // kube leaves a struct without fields without properties
+				s["properties"] = props
+			}
 			if len(required) > 0 {
 				s["required"] = required
 			}
