@@ -343,6 +343,7 @@ func operations() []op {
 		op{name: "kubectl/get-rs-wide", kubectl: []string{"get", "rs", "-n", testNS, "-o", "wide"}},
 		op{name: "kubectl/get-sts-wide", kubectl: []string{"get", "sts", "-n", testNS, "-o", "wide"}},
 	)
+	add(batchOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
