@@ -174,7 +174,24 @@ func generatedSelector(j *batchv1.Job) field.ErrorList {
 	return errs
 }
 
+// validateJobSpec is kube's ValidateJobSpec: jobSpecChecks, then a
+// selector, required, valid and selecting the template's labels.
 func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	errs := jobSpecChecks(s, path)
+	if s.Selector == nil {
+		errs = append(errs, field.Required(path.Child("selector"), ""))
+	} else {
+		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
+	}
+	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err == nil && !sel.Matches(labels.Set(s.Template.Labels)) {
+		errs = append(errs, field.Invalid(path.Child("template", "metadata", "labels"), s.Template.Labels, "`selector` does not match template `labels`"))
+	}
+	return errs
+}
+
+// jobSpecChecks are the checks of a Job's spec a CronJob's job template
+// gets too (kube's validateJobSpec).
+func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, f := range []struct {
 		v    *int32
@@ -236,14 +253,6 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 		errs = append(errs, field.NotSupported(rp, r, []corev1.RestartPolicy{corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}))
 	case s.PodFailurePolicy != nil && r != corev1.RestartPolicyNever:
 		errs = append(errs, field.Invalid(rp, r, fmt.Sprintf("only %q is supported when podFailurePolicy is specified", corev1.RestartPolicyNever)))
-	}
-	if s.Selector == nil {
-		errs = append(errs, field.Required(path.Child("selector"), ""))
-	} else {
-		errs = append(errs, metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
-	}
-	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err == nil && !sel.Matches(labels.Set(s.Template.Labels)) {
-		errs = append(errs, field.Invalid(tp.Child("metadata", "labels"), s.Template.Labels, "`selector` does not match template `labels`"))
 	}
 	return errs
 }

@@ -175,7 +175,7 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource(), jobResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource(), jobResource(), cronJobResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 	}
