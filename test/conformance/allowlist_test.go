@@ -18,8 +18,8 @@ var deliberate = map[string]string{
 var notYetClosed = map[string]string{
 	"configmap/delete-orphan":      "Orphan and Foreground deletes set no orphan/foregroundDeletion finalizer yet; they wait for the garbage collector",
 	"discovery/aggregated-api":     "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
-	"discovery/aggregated-apis":    "kube-apiserver serves API groups kubegate does not (apiextensions, batch, networking, storage, …)",
-	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, batch, networking, storage, …)",
+	"discovery/aggregated-apis":    "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
+	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
 	"discovery/core-v1":            "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
 	"kubectl/api-resources":        "kube-apiserver serves API groups and resources kubegate does not",
 	"kubectl/api-versions":         "kube-apiserver serves API groups kubegate does not",
