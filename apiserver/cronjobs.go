@@ -175,14 +175,10 @@ func cronJobWarnings(obj, old runtime.Object) []string {
 	var w []string
 	o, update := old.(*batchv1.CronJob)
 	if !update {
-		if msgs := validation.IsDNS1123Label(cj.Name); len(msgs) != 0 {
-			w = append(w, fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
-		}
+		w = dnsLabelNameWarning(cj.Name)
 	}
 	if !update || !apiequality.Semantic.DeepEqual(cj.Spec, o.Spec) {
-		for _, t := range podTemplateWarnings(&cj.Spec.JobTemplate.Spec.Template) {
-			w = append(w, strings.Replace(t, "spec.template.", "spec.jobTemplate.spec.template.", 1))
-		}
+		w = append(w, jobSpecWarnings(&cj.Spec.JobTemplate.Spec, field.NewPath("spec", "jobTemplate", "spec"))...)
 	}
 	if update && strings.Contains(cj.Spec.Schedule, "TZ") {
 		w = append(w, "cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -345,12 +347,41 @@ func jobFields(obj runtime.Object, set fields.Set) {
 	set["status.successful"] = strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))
 }
 
+// jobWarnings: on a create a name that is not a DNS label; on a create and
+// on an update that changes the spec, an Indexed Job too big to track its
+// indexes and the pod template's warnings.
 func jobWarnings(obj, old runtime.Object) []string {
 	j := obj.(*batchv1.Job)
-	if o, ok := old.(*batchv1.Job); ok && apiequality.Semantic.DeepEqual(j.Spec, o.Spec) {
+	var w []string
+	if old == nil {
+		w = dnsLabelNameWarning(j.Name)
+	} else if apiequality.Semantic.DeepEqual(j.Spec, old.(*batchv1.Job).Spec) {
 		return nil
 	}
-	return podTemplateWarnings(&j.Spec.Template)
+	return append(w, jobSpecWarnings(&j.Spec, field.NewPath("spec"))...)
+}
+
+// jobSpecWarnings is kube's WarningsForJobSpec, for a Job's spec or a
+// CronJob's job template's.
+func jobSpecWarnings(s *batchv1.JobSpec, path *field.Path) []string {
+	var w []string
+	if s.CompletionMode != nil && *s.CompletionMode == batchv1.IndexedCompletion && deref(s.Completions) > 100000 && deref(s.Parallelism) > 10000 {
+		w = append(w, path.String()+": In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, "+
+			"Kubernetes might not be able to track completedIndexes when a big number of indexes fail")
+	}
+	for _, t := range podTemplateWarnings(&s.Template) {
+		w = append(w, strings.Replace(t, "spec.template.", path.Child("template").String()+".", 1))
+	}
+	return w
+}
+
+// dnsLabelNameWarning warns about the name of a Job or CronJob that is not
+// a DNS label: its pods' names and hostnames come from it.
+func dnsLabelNameWarning(name string) []string {
+	if msgs := validation.IsDNS1123Label(name); len(msgs) != 0 {
+		return []string{fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs)}
+	}
+	return nil
 }
 
 // jobTable has kube's columns for Jobs: the status from the conditions,
