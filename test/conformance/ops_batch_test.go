@@ -27,6 +27,7 @@ func batchOps() []op {
 		{name: "job/create-negative-counts", method: "POST", path: jobs, body: job("bad", `"parallelism":-1,"completions":-2,"backoffLimit":-3,`, "")},
 		{name: "job/create-bad-completion-mode", method: "POST", path: jobs, body: job("bad", `"completionMode":"Sometimes",`, "")},
 		{name: "job/create-negative-grace", method: "POST", path: jobs, body: job("graceless", "", `"terminationGracePeriodSeconds":-5`)},
+		{name: "job/create-dotted-name", method: "POST", path: jobs, body: job("job.dotted", "", "")},
 		{name: "job/update-template", method: "PATCH", path: jobs + "/job1", contentType: strategicPatch,
 			body: `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/app:2"}]}}}}`},
 		{name: "job/update-completions", method: "PATCH", path: jobs + "/job1", contentType: mergePatch, body: `{"spec":{"completions":4}}`},
