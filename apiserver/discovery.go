@@ -50,6 +50,7 @@ var kubeGroupPriority = map[string]int{
 	"events.k8s.io":             17750,
 	"authentication.k8s.io":     17700,
 	"authorization.k8s.io":      17600,
+	"batch":                     17400,
 	"rbac.authorization.k8s.io": 17000,
 	"scheduling.k8s.io":         16600,
 	"coordination.k8s.io":       16500,

@@ -2,7 +2,7 @@
 
 package apiserver
 
-// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
+// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
 // by package path and name: their values, sorted, and the lines describing them.
 var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.DaemonSetUpdateStrategyType": {
@@ -20,6 +20,26 @@ var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.StatefulSetUpdateStrategyType": {
 		values: []string{"OnDelete", "Recreate", "RollingUpdate"},
 		lines:  []string{" - `\"OnDelete\"` disables ordered rolling restarts. Version tracking is done on a best-effort basis - the controller will try to eventually converge StatefulSet's currentRevision with updateRevision. Pods are recreated from the StatefulSetSpec when they are manually deleted. When a scale operation is performed with this strategy, new Pods will be created from the specification version indicated by the StatefulSet's updateRevision.", " - `\"Recreate\"` indicates that all existing pods will be deleted and fully terminated before any new-revision pods are created. This ensures that old and new revision Pods never run at the same time. This is an alpha type and requires enabling StatefulSetRecreateStrategy feature gate. Switching to the Recreate strategy is allowed when the feature gate is enabled, and switching away from it to a different update strategy is also allowed. +featureGate=StatefulSetRecreateStrategy", " - `\"RollingUpdate\"` indicates that update will be applied to all Pods in the StatefulSet with respect to the StatefulSet ordering constraints. When a scale operation is performed with this strategy, new Pods will be created from the specification version indicated by the StatefulSet's updateRevision."},
+	},
+	"k8s.io/api/batch/v1.CompletionMode": {
+		values: []string{"Indexed", "NonIndexed"},
+		lines:  []string{" - `\"Indexed\"` is a Job completion mode. In this mode, the Pods of a Job get an associated completion index from 0 to (.spec.completions - 1). The Job is considered complete when a Pod completes for each completion index.", " - `\"NonIndexed\"` is a Job completion mode. In this mode, the Job is considered complete when there have been .spec.completions successfully completed Pods. Pod completions are homologous to each other."},
+	},
+	"k8s.io/api/batch/v1.ConcurrencyPolicy": {
+		values: []string{"Allow", "Forbid", "Replace"},
+		lines:  []string{" - `\"Allow\"` allows CronJobs to run concurrently.", " - `\"Forbid\"` forbids concurrent runs, skipping next run if previous hasn't finished yet.", " - `\"Replace\"` cancels currently running job and replaces it with a new one."},
+	},
+	"k8s.io/api/batch/v1.PodFailurePolicyAction": {
+		values: []string{"Count", "FailIndex", "FailJob", "Ignore"},
+		lines:  []string{" - `\"Count\"` This is an action which might be taken on a pod failure - the pod failure is handled in the default way - the counter towards .backoffLimit, represented by the job's .status.failed field, is incremented.", " - `\"FailIndex\"` This is an action which might be taken on a pod failure - mark the Job's index as failed to avoid restarts within this index. This action can only be used when backoffLimitPerIndex is set.", " - `\"FailJob\"` This is an action which might be taken on a pod failure - mark the pod's job as Failed and terminate all running pods.", " - `\"Ignore\"` This is an action which might be taken on a pod failure - the counter towards .backoffLimit, represented by the job's .status.failed field, is not incremented and a replacement pod is created."},
+	},
+	"k8s.io/api/batch/v1.PodFailurePolicyOnExitCodesOperator": {
+		values: []string{"In", "NotIn"},
+		lines:  []string{" - `\"In\"`", " - `\"NotIn\"`"},
+	},
+	"k8s.io/api/batch/v1.PodReplacementPolicy": {
+		values: []string{"Failed", "TerminatingOrFailed"},
+		lines:  []string{" - `\"Failed\"` means to wait until a previously created Pod is fully terminated (has phase Failed or Succeeded) before creating a replacement Pod.", " - `\"TerminatingOrFailed\"` means that we recreate pods when they are terminating (has a metadata.deletionTimestamp) or failed."},
 	},
 	"k8s.io/api/core/v1.AppArmorProfileType": {
 		values: []string{"Localhost", "RuntimeDefault", "Unconfined"},
@@ -226,6 +246,8 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/authentication/v1.TokenRequestStatus.expirationTimestamp": true,
 	"k8s.io/api/authentication/v1.TokenRequestStatus.token":               true,
 	"k8s.io/api/authentication/v1.TokenReviewSpec.token":                  false,
+	"k8s.io/api/batch/v1.CronJob.spec":                                    false,
+	"k8s.io/api/batch/v1.PodFailurePolicyOnPodConditionsPattern.status":   true,
 	"k8s.io/api/core/v1.AzureFilePersistentVolumeSource.secretNamespace":  true,
 	"k8s.io/api/core/v1.ContainerImage.names":                             true,
 	"k8s.io/api/core/v1.ContainerRestartRule.action":                      false,

@@ -18,9 +18,10 @@ var deliberate = map[string]string{
 var notYetClosed = map[string]string{
 	"configmap/delete-orphan":      "Orphan and Foreground deletes set no orphan/foregroundDeletion finalizer yet; they wait for the garbage collector",
 	"discovery/aggregated-api":     "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
-	"discovery/aggregated-apis":    "kube-apiserver serves API groups kubegate does not (apiextensions, batch, networking, storage, …)",
-	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, batch, networking, storage, …)",
+	"discovery/aggregated-apis":    "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
+	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
 	"discovery/core-v1":            "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
+	"job/update-template":          "a Job's immutable template is shown in its v1 form; kube-apiserver shows its internal form (Go field names, no omitted fields, ObjectMeta inlined)",
 	"kubectl/api-resources":        "kube-apiserver serves API groups and resources kubegate does not",
 	"kubectl/api-versions":         "kube-apiserver serves API groups kubegate does not",
 	"kubectl/create-access-review": "kubectl's client-side validation of a kind without a PATCH operation asks whether it is a custom resource, and listing CustomResourceDefinitions (apiextensions.k8s.io) is 404: kubegate does not serve them",
