@@ -232,10 +232,7 @@ func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 	if old == nil {
 		return errs
 	}
-	if now, was := st.CollisionCount, old.(*appsv1.Deployment).Status.CollisionCount; was != nil && (now == nil || *now < *was) {
-		errs = append(errs, field.Invalid(path.Child("collisionCount"), deref(now), "cannot be decremented"))
-	}
-	return errs
+	return append(errs, collisionNotLowered(path, st.CollisionCount, old.(*appsv1.Deployment).Status.CollisionCount)...)
 }
 
 // deploymentTable has the columns of kubectl get deploy -o wide.

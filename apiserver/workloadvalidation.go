@@ -381,9 +381,13 @@ func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
 	if old == nil {
 		return errs
 	}
-	// The collision count only grows.
-	if now, was := st.CollisionCount, old.(*appsv1.StatefulSet).Status.CollisionCount; was != nil && (now == nil || *now < *was) {
-		errs = append(errs, field.Invalid(path.Child("collisionCount"), deref(now), "cannot be decremented"))
+	return append(errs, collisionNotLowered(path, st.CollisionCount, old.(*appsv1.StatefulSet).Status.CollisionCount)...)
+}
+
+// collisionNotLowered checks that a workload's collision count only grows.
+func collisionNotLowered(path *field.Path, now, was *int32) field.ErrorList {
+	if was != nil && (now == nil || *now < *was) {
+		return field.ErrorList{field.Invalid(path.Child("collisionCount"), deref(now), "cannot be decremented")}
 	}
-	return errs
+	return nil
 }
