@@ -178,7 +178,7 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), jobResource(), cronJobResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), jobResource(), cronJobResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 	}

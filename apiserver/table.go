@@ -3,6 +3,7 @@ package apiserver
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"net/http"
 	"time"
 
@@ -22,6 +23,10 @@ type tableDef struct {
 	cells   func(obj runtime.Object, now time.Time) []any
 	// conditions marks a row, as kube marks a finished pod's; nil for none.
 	conditions func(obj runtime.Object) []metav1.TableRowCondition
+	// hiddenAnnotations are left out of a row's metadata: kube prints its
+	// internal object, which holds them as fields (a DaemonSet's template
+	// generation).
+	hiddenAnnotations []string
 }
 
 // objectMetaDoc holds the API documentation of metadata fields, which kube
@@ -122,6 +127,15 @@ func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, he
 			acc, _ := meta.Accessor(item)
 			pm := meta.AsPartialObjectMetadata(acc)
 			pm.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+			if len(def.hiddenAnnotations) > 0 && pm.Annotations != nil {
+				pm.Annotations = maps.Clone(pm.Annotations)
+				for _, k := range def.hiddenAnnotations {
+					delete(pm.Annotations, k)
+				}
+				if len(pm.Annotations) == 0 {
+					pm.Annotations = nil
+				}
+			}
 			embedded = pm
 		}
 		if embedded != nil {

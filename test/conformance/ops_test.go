@@ -344,6 +344,7 @@ func operations() []op {
 		op{name: "kubectl/get-sts-wide", kubectl: []string{"get", "sts", "-n", testNS, "-o", "wide"}},
 	)
 	add(deploymentOps()...)
+	add(daemonSetOps()...)
 	add(batchOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
