@@ -207,19 +207,10 @@ func validateDaemonSetUpdate(obj, old runtime.Object) field.ErrorList {
 func validateDaemonSetStatus(obj, old runtime.Object) field.ErrorList {
 	st := &obj.(*appsv1.DaemonSet).Status
 	path := field.NewPath("status")
-	var errs field.ErrorList
-	for _, c := range []struct {
-		name string
-		n    int64
-	}{{"currentNumberScheduled", int64(st.CurrentNumberScheduled)}, {"numberMisscheduled", int64(st.NumberMisscheduled)},
-		{"desiredNumberScheduled", int64(st.DesiredNumberScheduled)}, {"numberReady", int64(st.NumberReady)},
-		{"observedGeneration", st.ObservedGeneration}, {"updatedNumberScheduled", int64(st.UpdatedNumberScheduled)},
-		{"numberAvailable", int64(st.NumberAvailable)}, {"numberUnavailable", int64(st.NumberUnavailable)}} {
-		errs = append(errs, nonNegative(c.n, path.Child(c.name))...)
-	}
-	if st.CollisionCount != nil {
-		errs = append(errs, nonNegative(*st.CollisionCount, path.Child("collisionCount"))...)
-	}
+	errs := nonNegativeCounts(path, n32("currentNumberScheduled", st.CurrentNumberScheduled), n32("numberMisscheduled", st.NumberMisscheduled),
+		n32("desiredNumberScheduled", st.DesiredNumberScheduled), n32("numberReady", st.NumberReady), n64("observedGeneration", st.ObservedGeneration),
+		n32("updatedNumberScheduled", st.UpdatedNumberScheduled), n32("numberAvailable", st.NumberAvailable), n32("numberUnavailable", st.NumberUnavailable),
+		opt32("collisionCount", st.CollisionCount))
 	if old == nil {
 		return errs
 	}

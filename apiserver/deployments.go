@@ -203,32 +203,11 @@ func validateDeploymentUpdate(obj, old runtime.Object) field.ErrorList {
 func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 	st := &obj.(*appsv1.Deployment).Status
 	path := field.NewPath("status")
-	errs := nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))
-	for _, c := range []struct {
-		name string
-		n    int32
-	}{{"replicas", st.Replicas}, {"updatedReplicas", st.UpdatedReplicas}, {"readyReplicas", st.ReadyReplicas},
-		{"availableReplicas", st.AvailableReplicas}, {"unavailableReplicas", st.UnavailableReplicas}} {
-		errs = append(errs, nonNegative(c.n, path.Child(c.name))...)
-	}
-	if st.TerminatingReplicas != nil {
-		errs = append(errs, nonNegative(*st.TerminatingReplicas, path.Child("terminatingReplicas"))...)
-	}
-	if st.CollisionCount != nil {
-		errs = append(errs, nonNegative(*st.CollisionCount, path.Child("collisionCount"))...)
-	}
-	const above = "cannot be greater than status.replicas"
-	for _, c := range []struct {
-		name string
-		n    int32
-	}{{"updatedReplicas", st.UpdatedReplicas}, {"readyReplicas", st.ReadyReplicas}, {"availableReplicas", st.AvailableReplicas}} {
-		if c.n > st.Replicas {
-			errs = append(errs, field.Invalid(path.Child(c.name), c.n, above))
-		}
-	}
-	if st.AvailableReplicas > st.ReadyReplicas {
-		errs = append(errs, field.Invalid(path.Child("availableReplicas"), st.AvailableReplicas, "cannot be greater than readyReplicas"))
-	}
+	errs := nonNegativeCounts(path, n64("observedGeneration", st.ObservedGeneration), n32("replicas", st.Replicas),
+		n32("updatedReplicas", st.UpdatedReplicas), n32("readyReplicas", st.ReadyReplicas), n32("availableReplicas", st.AvailableReplicas),
+		n32("unavailableReplicas", st.UnavailableReplicas), opt32("terminatingReplicas", st.TerminatingReplicas), opt32("collisionCount", st.CollisionCount))
+	errs = append(errs, notAboveReplicas(path, st.Replicas, st.AvailableReplicas, st.ReadyReplicas, "cannot be greater than readyReplicas",
+		n32("updatedReplicas", st.UpdatedReplicas), n32("readyReplicas", st.ReadyReplicas), n32("availableReplicas", st.AvailableReplicas))...)
 	if old == nil {
 		return errs
 	}

@@ -322,16 +322,8 @@ func jobTemplateUpdate(t, o *corev1.PodTemplateSpec, suspended bool, path *field
 func validateJobStatus(obj, _ runtime.Object) field.ErrorList {
 	st := obj.(*batchv1.Job).Status
 	path := field.NewPath("status")
-	errs := nonNegative(st.Active, path.Child("active"))
-	errs = append(errs, nonNegative(st.Succeeded, path.Child("succeeded"))...)
-	errs = append(errs, nonNegative(st.Failed, path.Child("failed"))...)
-	if st.Ready != nil {
-		errs = append(errs, nonNegative(*st.Ready, path.Child("ready"))...)
-	}
-	if st.Terminating != nil {
-		errs = append(errs, nonNegative(*st.Terminating, path.Child("terminating"))...)
-	}
-	return errs
+	return nonNegativeCounts(path, n32("active", st.Active), n32("succeeded", st.Succeeded), n32("failed", st.Failed),
+		opt32("ready", st.Ready), opt32("terminating", st.Terminating))
 }
 
 func resetJobStatus(obj, old runtime.Object) {

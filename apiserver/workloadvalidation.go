@@ -301,29 +301,49 @@ func validateStatefulSetUpdate(obj, old runtime.Object) field.ErrorList {
 }
 
 // The status rules: counts not negative, and none above the replicas the
-// status counts (available not above ready either).
+// status counts (available not above ready either), each kind naming its
+// own counts in kube's order.
 
-type replicaCounts struct {
-	replicas, fullyLabeled, ready, available int32
-	// availableDetail is kube's message for available above ready,
-	// which differs between the kinds.
-	availableDetail string
+// statusCount is one count of a status, named by its field; set is false for
+// an optional count the writer left out.
+type statusCount struct {
+	name string
+	n    int64
+	set  bool
 }
 
-func (c replicaCounts) validate(path *field.Path) field.ErrorList {
+func n32(name string, n int32) statusCount { return statusCount{name, int64(n), true} }
+func n64(name string, n int64) statusCount { return statusCount{name, n, true} }
+func opt32(name string, n *int32) statusCount {
+	if n == nil {
+		return statusCount{name: name}
+	}
+	return n32(name, *n)
+}
+
+// nonNegativeCounts checks that no count set is negative.
+func nonNegativeCounts(path *field.Path, counts ...statusCount) field.ErrorList {
 	var errs field.ErrorList
-	const above = "cannot be greater than status.replicas"
-	if c.fullyLabeled > c.replicas {
-		errs = append(errs, field.Invalid(path.Child("fullyLabeledReplicas"), c.fullyLabeled, above))
+	for _, c := range counts {
+		if c.set {
+			errs = append(errs, nonNegative(c.n, path.Child(c.name))...)
+		}
 	}
-	if c.ready > c.replicas {
-		errs = append(errs, field.Invalid(path.Child("readyReplicas"), c.ready, above))
+	return errs
+}
+
+// notAboveReplicas checks that none of counts is above replicas, and that
+// available is not above ready (availableDetail is kube's message for it,
+// which differs between the kinds).
+func notAboveReplicas(path *field.Path, replicas, available, ready int32, availableDetail string, counts ...statusCount) field.ErrorList {
+	var errs field.ErrorList
+	for _, c := range counts {
+		if c.n > int64(replicas) {
+			errs = append(errs, field.Invalid(path.Child(c.name), int32(c.n), "cannot be greater than status.replicas"))
+		}
 	}
-	if c.available > c.replicas {
-		errs = append(errs, field.Invalid(path.Child("availableReplicas"), c.available, above))
-	}
-	if c.available > c.ready {
-		errs = append(errs, field.Invalid(path.Child("availableReplicas"), c.available, c.availableDetail))
+	if available > ready {
+		errs = append(errs, field.Invalid(path.Child("availableReplicas"), available, availableDetail))
 	}
 	return errs
 }
@@ -342,42 +362,21 @@ func validateReplicaSetStatus(obj, _ runtime.Object) field.ErrorList {
 // ReplicaSet's status shares (and a ReplicaSet's terminating count).
 func replicatedStatus(replicas, fullyLabeled, ready, available int32, observedGeneration int64, terminating *int32) field.ErrorList {
 	path := field.NewPath("status")
-	errs := nonNegative(replicas, path.Child("replicas"))
-	errs = append(errs, nonNegative(fullyLabeled, path.Child("fullyLabeledReplicas"))...)
-	errs = append(errs, nonNegative(ready, path.Child("readyReplicas"))...)
-	errs = append(errs, nonNegative(available, path.Child("availableReplicas"))...)
-	errs = append(errs, nonNegative(observedGeneration, path.Child("observedGeneration"))...)
-	if terminating != nil {
-		errs = append(errs, nonNegative(*terminating, path.Child("terminatingReplicas"))...)
-	}
-	return append(errs, replicaCounts{replicas, fullyLabeled, ready, available,
-		"cannot be greater than readyReplicas"}.validate(path)...)
+	errs := nonNegativeCounts(path, n32("replicas", replicas), n32("fullyLabeledReplicas", fullyLabeled), n32("readyReplicas", ready),
+		n32("availableReplicas", available), n64("observedGeneration", observedGeneration), opt32("terminatingReplicas", terminating))
+	return append(errs, notAboveReplicas(path, replicas, available, ready, "cannot be greater than readyReplicas",
+		n32("fullyLabeledReplicas", fullyLabeled), n32("readyReplicas", ready), n32("availableReplicas", available))...)
 }
 
 func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
 	st := obj.(*appsv1.StatefulSet).Status
 	path := field.NewPath("status")
-	errs := nonNegative(st.Replicas, path.Child("replicas"))
-	errs = append(errs, nonNegative(st.ReadyReplicas, path.Child("readyReplicas"))...)
-	errs = append(errs, nonNegative(st.CurrentReplicas, path.Child("currentReplicas"))...)
-	errs = append(errs, nonNegative(st.UpdatedReplicas, path.Child("updatedReplicas"))...)
-	errs = append(errs, nonNegative(st.AvailableReplicas, path.Child("availableReplicas"))...)
-	errs = append(errs, nonNegative(st.ObservedGeneration, path.Child("observedGeneration"))...)
-	if st.CollisionCount != nil {
-		errs = append(errs, nonNegative(*st.CollisionCount, path.Child("collisionCount"))...)
-	}
-	const above = "cannot be greater than status.replicas"
-	for _, c := range []struct {
-		name string
-		n    int32
-	}{{"readyReplicas", st.ReadyReplicas}, {"currentReplicas", st.CurrentReplicas}, {"updatedReplicas", st.UpdatedReplicas}, {"availableReplicas", st.AvailableReplicas}} {
-		if c.n > st.Replicas {
-			errs = append(errs, field.Invalid(path.Child(c.name), c.n, above))
-		}
-	}
-	if st.AvailableReplicas > st.ReadyReplicas {
-		errs = append(errs, field.Invalid(path.Child("availableReplicas"), st.AvailableReplicas, "cannot be greater than status.readyReplicas"))
-	}
+	errs := nonNegativeCounts(path, n32("replicas", st.Replicas), n32("readyReplicas", st.ReadyReplicas), n32("currentReplicas", st.CurrentReplicas),
+		n32("updatedReplicas", st.UpdatedReplicas), n32("availableReplicas", st.AvailableReplicas), n64("observedGeneration", st.ObservedGeneration),
+		opt32("collisionCount", st.CollisionCount))
+	errs = append(errs, notAboveReplicas(path, st.Replicas, st.AvailableReplicas, st.ReadyReplicas, "cannot be greater than status.readyReplicas",
+		n32("readyReplicas", st.ReadyReplicas), n32("currentReplicas", st.CurrentReplicas), n32("updatedReplicas", st.UpdatedReplicas),
+		n32("availableReplicas", st.AvailableReplicas))...)
 	if old == nil {
 		return errs
 	}
