@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -111,16 +112,24 @@ type AdmissionValidator interface {
 // the server sends them as kube-apiserver does, as Warning headers
 // (299 - "text"), each text once.
 
-// Lister reads the server's copies of namespaces and limit ranges, which
-// store watches keep, as kube-apiserver's plugins read informers: a write
-// shows in them a moment after it is answered. What they return is shared
-// and must not be changed.
+// Lister reads the server's copies of namespaces, limit ranges, service
+// accounts and priority classes, which store watches keep, as
+// kube-apiserver's plugins read informers: a write shows in them a moment
+// after it is answered. What they return is shared and must not be
+// changed.
 type Lister interface {
 	// GetNamespace returns the namespace, from the store when the copies
 	// do not have it yet; a missing one is a NotFound StatusError.
 	GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error)
 	// LimitRanges returns the limit ranges of namespace, by name.
 	LimitRanges(namespace string) []*corev1.LimitRange
+	// GetServiceAccount and GetPriorityClass return the object, from the
+	// store when the copies do not have it yet; a missing one is
+	// store.ErrNotFound.
+	GetServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error)
+	GetPriorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, error)
+	// PriorityClasses returns every priority class, by name.
+	PriorityClasses() []*schedulingv1.PriorityClass
 }
 
 // WantsLister is an Admission that reads through the server's Lister; New

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +20,10 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // plugin reads (D.8).
 var limitRangesGVR = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
 
+// serviceAccountsGVR is core v1 serviceaccounts, which the ServiceAccount
+// admission plugin reads for every new pod (D.8).
+var serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+
 // namespaceExists reports whether namespace name exists, from the cache of
 // namespaces, or the store when the cache does not hold it yet.
 func (s *Server) namespaceExists(ctx context.Context, name string) (bool, error) {
@@ -29,8 +34,8 @@ func (s *Server) namespaceExists(ctx context.Context, name string) (bool, error)
 	return err == nil, err
 }
 
-// lister is the server's Lister: its caches of namespaces and limit
-// ranges.
+// lister is the server's Lister: its caches of namespaces, limit ranges,
+// service accounts and priority classes.
 type lister struct{ s *Server }
 
 func (l lister) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
@@ -43,6 +48,18 @@ func (l lister) GetNamespace(ctx context.Context, name string) (*corev1.Namespac
 
 func (l lister) LimitRanges(namespace string) []*corev1.LimitRange {
 	return l.s.limitRanges.list(namespace)
+}
+
+func (l lister) GetServiceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	return l.s.serviceAccounts.fetch(ctx, namespace, name)
+}
+
+func (l lister) GetPriorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+	return l.s.priorityClasses.fetch(ctx, "", name)
+}
+
+func (l lister) PriorityClasses() []*schedulingv1.PriorityClass {
+	return l.s.priorityClasses.list("")
 }
 
 // ensureNamespaces creates the system namespaces that are missing.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,10 +38,13 @@ type Server struct {
 
 	reg      *registry
 	creators map[string]*creatorEntry
-	// ns and limitRanges are the caches admission reads (Lister).
-	ns          *watchCache[*corev1.Namespace]
-	limitRanges *watchCache[*corev1.LimitRange]
-	svcAlloc    *serviceAllocator
+	// The caches admission reads (Lister), and their followers' ends.
+	ns              *watchCache[*corev1.Namespace]
+	limitRanges     *watchCache[*corev1.LimitRange]
+	serviceAccounts *watchCache[*corev1.ServiceAccount]
+	priorityClasses *watchCache[*schedulingv1.PriorityClass]
+	cachesDone      []chan struct{}
+	svcAlloc        *serviceAllocator
 
 	watchEvents sharedEvents
 
@@ -133,13 +137,8 @@ func New(c Config) (*Server, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	if s.ns, err = startWatchCache(ctx, c.Store, namespacesGVR, false, func() *corev1.Namespace { return &corev1.Namespace{} }, s.log); err != nil {
-		cancel()
-		return nil, err
-	}
-	if s.limitRanges, err = startWatchCache(ctx, c.Store, limitRangesGVR, true, func() *corev1.LimitRange { return &corev1.LimitRange{} }, s.log); err != nil {
-		cancel()
-		<-s.ns.done
+	if err := s.startCaches(ctx); err != nil {
+		s.Close()
 		return nil, err
 	}
 	for _, a := range c.Admission {
@@ -166,8 +165,33 @@ func New(c Config) (*Server, error) {
 // Close stops following the store. Requests in flight are not interrupted.
 func (s *Server) Close() error {
 	s.stop()
-	<-s.ns.done
-	<-s.limitRanges.done
+	for _, done := range s.cachesDone {
+		<-done
+	}
+	return nil
+}
+
+// startCaches loads the caches admission reads through the Lister, as
+// kube-apiserver's plugins read informers, and follows the store with
+// them: namespaces, limit ranges, service accounts and priority classes.
+func (s *Server) startCaches(ctx context.Context) (err error) {
+	st := s.cfg.Store
+	if s.ns, err = startWatchCache(ctx, st, namespacesGVR, false, func() *corev1.Namespace { return &corev1.Namespace{} }, s.log); err != nil {
+		return err
+	}
+	s.cachesDone = append(s.cachesDone, s.ns.done)
+	if s.limitRanges, err = startWatchCache(ctx, st, limitRangesGVR, true, func() *corev1.LimitRange { return &corev1.LimitRange{} }, s.log); err != nil {
+		return err
+	}
+	s.cachesDone = append(s.cachesDone, s.limitRanges.done)
+	if s.serviceAccounts, err = startWatchCache(ctx, st, serviceAccountsGVR, true, func() *corev1.ServiceAccount { return &corev1.ServiceAccount{} }, s.log); err != nil {
+		return err
+	}
+	s.cachesDone = append(s.cachesDone, s.serviceAccounts.done)
+	if s.priorityClasses, err = startWatchCache(ctx, st, PriorityClassesGVR, false, func() *schedulingv1.PriorityClass { return &schedulingv1.PriorityClass{} }, s.log); err != nil {
+		return err
+	}
+	s.cachesDone = append(s.cachesDone, s.priorityClasses.done)
 	return nil
 }
 

@@ -30,6 +30,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
@@ -69,7 +70,8 @@ func Chain(st store.Store) []apiserver.Admission {
 // namespace; and a pod without image pull secrets takes the service
 // account's.
 func ServiceAccount(st store.Store) apiserver.Admission {
-	return apiserver.AdmissionFunc(func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
+	r := &reads{st: st}
+	return withReads{r, func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
 		if a.Operation != apiserver.Create || a.Resource != podsGVR || a.Subresource != "" {
 			return nil
 		}
@@ -85,7 +87,7 @@ func ServiceAccount(st store.Store) apiserver.Admission {
 		}
 		pod.Spec.DeprecatedServiceAccount = pod.Spec.ServiceAccountName
 
-		sa, err := getServiceAccount(ctx, st, a.Namespace, pod.Spec.ServiceAccountName)
+		sa, err := r.serviceAccount(ctx, a.Namespace, pod.Spec.ServiceAccountName)
 		if err != nil {
 			return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name,
 				fmt.Errorf("error looking up service account %s/%s: %w", a.Namespace, pod.Spec.ServiceAccountName, err))
@@ -99,24 +101,54 @@ func ServiceAccount(st store.Store) apiserver.Admission {
 			}
 		}
 		return nil
-	})
+	}}
 }
 
-// getServiceAccount reads a service account from the store. A missing one
-// is the error kube's lister gives.
-func getServiceAccount(ctx context.Context, st store.Store, namespace, name string) (*corev1.ServiceAccount, error) {
-	kv, err := st.Get(ctx, apiserver.Key(serviceAccountsGVR, namespace, name))
+// reads is what the ServiceAccount and Priority plugins read for every
+// pod: the server's Lister once it gives them one (its caches, as kube's
+// plugins read informers), else the store.
+type reads struct {
+	st     store.Store
+	lister apiserver.Lister
+}
+
+// SetLister implements apiserver.WantsLister.
+func (r *reads) SetLister(l apiserver.Lister) { r.lister = l }
+
+// withReads is a plugin function that reads through r.
+type withReads struct {
+	*reads
+	admit apiserver.AdmissionFunc
+}
+
+func (w withReads) Admit(ctx context.Context, a *apiserver.AdmissionAttributes) error {
+	return w.admit(ctx, a)
+}
+
+// serviceAccount reads a service account. A missing one is the error
+// kube's lister gives.
+func (r *reads) serviceAccount(ctx context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	var sa *corev1.ServiceAccount
+	var err error
+	if r.lister != nil {
+		sa, err = r.lister.GetServiceAccount(ctx, namespace, name)
+	} else {
+		sa = &corev1.ServiceAccount{}
+		err = getStored(ctx, r.st, apiserver.Key(serviceAccountsGVR, namespace, name), sa)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "serviceaccount"}, name)
 	}
+	return sa, err
+}
+
+// getStored decodes the stored object under key into obj.
+func getStored(ctx context.Context, st store.Store, key string, obj runtime.Object) error {
+	kv, err := st.Get(ctx, key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var sa corev1.ServiceAccount
-	if err := apiserver.UnmarshalStored(kv.Value, &sa); err != nil {
-		return nil, err
-	}
-	return &sa, nil
+	return apiserver.UnmarshalStored(kv.Value, obj)
 }
 
 // automount: the pod's automountServiceAccountToken if set, else the

@@ -2,20 +2,49 @@ package admission
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/store"
 )
 
-// fakeLister serves fixed namespaces and limit ranges.
+// fakeLister serves fixed namespaces, limit ranges, service accounts
+// ("namespace/name") and priority classes.
 type fakeLister struct {
-	namespaces  map[string]*corev1.Namespace
-	limitRanges map[string][]*corev1.LimitRange
+	namespaces      map[string]*corev1.Namespace
+	limitRanges     map[string][]*corev1.LimitRange
+	serviceAccounts map[string]*corev1.ServiceAccount
+	priorityClasses map[string]*schedulingv1.PriorityClass
+}
+
+func (f fakeLister) GetServiceAccount(_ context.Context, namespace, name string) (*corev1.ServiceAccount, error) {
+	if sa, ok := f.serviceAccounts[namespace+"/"+name]; ok {
+		return sa, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f fakeLister) GetPriorityClass(_ context.Context, name string) (*schedulingv1.PriorityClass, error) {
+	if pc, ok := f.priorityClasses[name]; ok {
+		return pc, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f fakeLister) PriorityClasses() []*schedulingv1.PriorityClass {
+	var out []*schedulingv1.PriorityClass
+	for _, name := range slices.Sorted(maps.Keys(f.priorityClasses)) {
+		out = append(out, f.priorityClasses[name])
+	}
+	return out
 }
 
 func (f fakeLister) GetNamespace(_ context.Context, name string) (*corev1.Namespace, error) {

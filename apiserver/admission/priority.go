@@ -23,21 +23,22 @@ import (
 //   - only one class may be the global default (403). (The system classes
 //     are protected from deletion by the API server itself.)
 func Priority(st store.Store) apiserver.Admission {
-	return apiserver.AdmissionFunc(func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
+	r := &reads{st: st}
+	return withReads{r, func(ctx context.Context, a *apiserver.AdmissionAttributes) error {
 		if a.Subresource != "" {
 			return nil
 		}
 		switch a.Resource {
 		case podsGVR:
-			return admitPodPriority(ctx, st, a)
+			return admitPodPriority(ctx, r, a)
 		case apiserver.PriorityClassesGVR:
-			return admitPriorityClass(ctx, st, a)
+			return admitPriorityClass(ctx, r, a)
 		}
 		return nil
-	})
+	}}
 }
 
-func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.AdmissionAttributes) error {
+func admitPodPriority(ctx context.Context, r *reads, a *apiserver.AdmissionAttributes) error {
 	pod, ok := a.Object.(*corev1.Pod)
 	if !ok {
 		return nil
@@ -62,8 +63,8 @@ func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.Admissio
 	var pc *schedulingv1.PriorityClass
 	var err error
 	if pod.Spec.PriorityClassName == "" {
-		pc, err = globalDefault(ctx, st)
-	} else if pc, err = getPriorityClass(ctx, st, pod.Spec.PriorityClassName); errors.Is(err, store.ErrNotFound) {
+		pc, err = r.globalDefault(ctx)
+	} else if pc, err = r.priorityClass(ctx, pod.Spec.PriorityClassName); errors.Is(err, store.ErrNotFound) {
 		return apierrors.NewForbidden(podsGVR.GroupResource(), a.Name, fmt.Errorf("no PriorityClass with name %s was found", pod.Spec.PriorityClassName))
 	}
 	if err != nil {
@@ -87,7 +88,7 @@ func admitPodPriority(ctx context.Context, st store.Store, a *apiserver.Admissio
 	return nil
 }
 
-func admitPriorityClass(ctx context.Context, st store.Store, a *apiserver.AdmissionAttributes) error {
+func admitPriorityClass(ctx context.Context, r *reads, a *apiserver.AdmissionAttributes) error {
 	gr := apiserver.PriorityClassesGVR.GroupResource()
 	switch a.Operation {
 	case apiserver.Create, apiserver.Update:
@@ -95,7 +96,7 @@ func admitPriorityClass(ctx context.Context, st store.Store, a *apiserver.Admiss
 		if !ok || !pc.GlobalDefault {
 			return nil
 		}
-		def, err := globalDefault(ctx, st)
+		def, err := r.globalDefault(ctx)
 		if err != nil {
 			return err
 		}
@@ -106,22 +107,31 @@ func admitPriorityClass(ctx context.Context, st store.Store, a *apiserver.Admiss
 	return nil
 }
 
-func getPriorityClass(ctx context.Context, st store.Store, name string) (*schedulingv1.PriorityClass, error) {
-	kv, err := st.Get(ctx, apiserver.Key(apiserver.PriorityClassesGVR, "", name))
-	if err != nil {
+// priorityClass reads a priority class; a missing one is store.ErrNotFound.
+func (r *reads) priorityClass(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+	if r.lister != nil {
+		return r.lister.GetPriorityClass(ctx, name)
+	}
+	pc := &schedulingv1.PriorityClass{}
+	if err := getStored(ctx, r.st, apiserver.Key(apiserver.PriorityClassesGVR, "", name), pc); err != nil {
 		return nil, err
 	}
-	var pc schedulingv1.PriorityClass
-	if err := apiserver.UnmarshalStored(kv.Value, &pc); err != nil {
-		return nil, err
-	}
-	return &pc, nil
+	return pc, nil
 }
 
 // globalDefault returns the class marked globalDefault (the lowest, should
 // several be), or nil.
-func globalDefault(ctx context.Context, st store.Store) (*schedulingv1.PriorityClass, error) {
+func (r *reads) globalDefault(ctx context.Context) (*schedulingv1.PriorityClass, error) {
 	var def *schedulingv1.PriorityClass
+	if r.lister != nil {
+		for _, pc := range r.lister.PriorityClasses() {
+			if pc.GlobalDefault && (def == nil || pc.Value < def.Value) {
+				def = pc
+			}
+		}
+		return def, nil
+	}
+	st := r.st
 	opts := store.ListOptions{}
 	for {
 		page, err := st.List(ctx, apiserver.Key(apiserver.PriorityClassesGVR, "", ""), opts)

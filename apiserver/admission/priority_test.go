@@ -77,3 +77,43 @@ func TestPriorityClassRules_D11(t *testing.T) {
 	}
 
 }
+
+// Given the server's Lister, the ServiceAccount and Priority plugins read
+// service accounts and priority classes from it, not from the store, as
+// kube's plugins read informers (D.8, D.11): here the store is empty.
+func TestPluginsReadThroughTheLister_D8(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	l := fakeLister{
+		serviceAccounts: map[string]*corev1.ServiceAccount{"default/builder": {ObjectMeta: metav1.ObjectMeta{Name: "builder", Namespace: "default"},
+			AutomountServiceAccountToken: new(bool)}},
+		priorityClasses: map[string]*schedulingv1.PriorityClass{
+			"high":   {ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000},
+			"normal": {ObjectMeta: metav1.ObjectMeta{Name: "normal"}, Value: 10, GlobalDefault: true},
+		},
+	}
+	sa, prio := ServiceAccount(st), Priority(st)
+	for _, p := range []apiserver.Admission{sa, prio} {
+		p.(apiserver.WantsLister).SetLister(l)
+	}
+	admit := func(p apiserver.Admission, pod *corev1.Pod) error {
+		return p.Admit(context.Background(), &apiserver.AdmissionAttributes{Operation: apiserver.Create, Resource: podsGVR,
+			Namespace: "default", Name: pod.Name, Object: pod})
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{ServiceAccountName: "builder",
+		Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if err := admit(sa, pod); err != nil {
+		t.Fatalf("a service account only the lister has: %v", err)
+	}
+	missing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "m"}, Spec: corev1.PodSpec{ServiceAccountName: "nobody"}}
+	if err := admit(sa, missing); !apierrors.IsForbidden(err) {
+		t.Errorf("a service account neither has: %v, want Forbidden", err)
+	}
+	if err := admit(prio, pod); err != nil || *pod.Spec.Priority != 10 || pod.Spec.PriorityClassName != "normal" {
+		t.Errorf("the lister's global default: %v, %+v", err, pod.Spec)
+	}
+	high := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "h"}, Spec: corev1.PodSpec{PriorityClassName: "high"}}
+	if err := admit(prio, high); err != nil || *high.Spec.Priority != 1000 {
+		t.Errorf("a class only the lister has: %v, %+v", err, high.Spec)
+	}
+}
