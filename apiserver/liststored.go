@@ -36,7 +36,7 @@ const (
 // has the wrong wire type reaches the client, whose decoding fails,
 // where the decoding path answers 500.
 func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resource, pg *listPage) bool {
-	if !metadataFirst(s.newObject(res)) {
+	if !res.storedList {
 		return false
 	}
 	gv := res.gvr.GroupVersion().String()

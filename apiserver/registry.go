@@ -72,6 +72,9 @@ type resource struct {
 	// validateStatus checks an update of the status subresource in place
 	// of validate; nil: validate checks it too.
 	validateStatus func(obj, old runtime.Object) field.ErrorList
+	// storedList: the kind encodes its ObjectMeta as protobuf field 1, so
+	// a protobuf LIST can go out from the stored encodings (set by New).
+	storedList bool
 	// warnings returns kube's warnings about a valid object, on a create
 	// (old nil) or an update of the object itself; nil for none.
 	warnings func(obj, old runtime.Object) []string

@@ -116,6 +116,9 @@ func New(c Config) (*Server, error) {
 		return nil, errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
 	}
 	s.reg = newRegistry(builtinResources())
+	for _, res := range s.reg.byGVR {
+		res.storedList = metadataFirst(s.newObject(res))
+	}
 	if err := s.addCreators(c.Creators); err != nil {
 		return nil, err
 	}
