@@ -8,21 +8,22 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
-// runComponents runs the scheduler, c.Nodes simulated nodes and the node
-// lifecycle controller's NoSchedule taint pass until ctx is done. All are
-// API clients of the gateway, as they would be of a real cluster: the
-// scheduler with scheduler.conf (system:kube-scheduler), the nodes and the
-// taint pass with admin.conf (kube's node controller runs under a service
-// account of its own, whose role kubegate's bootstrap policy lacks). The
-// taint pass lifts the not-ready taint the API server gives each node it
-// registers (TaintNodesByCondition) once the node reports Ready.
+// runComponents runs the scheduler, c.Nodes simulated nodes and every
+// controller (controllers/manager) until ctx is done. All are API clients
+// of the gateway, as they would be of a real cluster: the scheduler with
+// scheduler.conf (system:kube-scheduler), the nodes and the controllers
+// with admin.conf (kube's controllers run under service accounts of their
+// own, whose roles kubegate's bootstrap policy lacks). Among the
+// controllers, the node lifecycle taint pass lifts the not-ready taint the
+// API server gives each node it registers (TaintNodesByCondition) once the
+// node reports Ready.
 func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error {
 	schedClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "scheduler.conf"), 50, 100) // kube-scheduler's client defaults
 	if err != nil {
@@ -47,11 +48,14 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	lifecycle, err := nodelifecycle.New(nodeClient, nodelifecycle.Options{Logger: logger.With("component", "nodelifecycle")})
+	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
 	if err != nil {
 		return err
 	}
-	runs := []func(context.Context) error{sched.Run, sim.Run, lifecycle.Run}
+	runControllers := func(ctx context.Context) error {
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, Logger: logger.With("component", "controllers")})
+	}
+	runs := []func(context.Context) error{sched.Run, sim.Run, runControllers}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {
 		go func() { errc <- run(ctx) }()

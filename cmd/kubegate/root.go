@@ -61,6 +61,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newUpCmd(s),
 		newSchedulerCmd(s),
 		newNodesCmd(s),
+		newControllersCmd(s),
 	)
 	return root
 }

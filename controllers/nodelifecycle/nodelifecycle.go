@@ -47,8 +47,15 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
+
+// Descriptor runs the pass in the controller manager, as kube's
+// "nodelifecycle" controller.
+var Descriptor = controllers.Descriptor{Name: "nodelifecycle", New: func(c *controllers.Context) (controllers.Controller, error) {
+	return New(c.Client, Options{Logger: c.Logger, Factory: c.Informers})
+}}
 
 // DefaultWorkers is how many nodes are brought in step at once, kube's
 // nodeUpdateWorkerSize.
@@ -89,6 +96,9 @@ type Options struct {
 	Workers int
 	// Logger receives the controller's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Factory is the shared informer factory to read nodes from; nil
+	// means one of the controller's own, which Run starts.
+	Factory informers.SharedInformerFactory
 }
 
 // Controller keeps nodes' condition taints in step with their conditions.
@@ -100,6 +110,8 @@ type Controller struct {
 	nodes   corelisters.NodeLister
 	synced  cache.InformerSynced
 	queue   workqueue.TypedRateLimitingInterface[string]
+	// ownFactory is set when Run starts and stops factory.
+	ownFactory bool
 }
 
 // New returns a controller that reads and writes nodes through client.
@@ -120,7 +132,11 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 	c := &Controller{client: client, opts: o, log: o.Logger}
 	// Nodes are kept without their managedFields, which are never read
 	// here: the write reads the node afresh.
-	c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(cachetrim.StripManagedFields))
+	c.factory = o.Factory
+	if c.factory == nil {
+		c.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(cachetrim.StripManagedFields))
+		c.ownFactory = true
+	}
 	inf := c.factory.Core().V1().Nodes()
 	c.nodes = inf.Lister()
 	c.synced = inf.Informer().HasSynced
@@ -144,8 +160,10 @@ func (c *Controller) enqueue(obj any) {
 // Run brings nodes in step until ctx is done. It returns nil when ctx is
 // done and an error only if the node cache never filled.
 func (c *Controller) Run(ctx context.Context) error {
-	c.factory.Start(ctx.Done())
-	defer c.factory.Shutdown()
+	if c.ownFactory {
+		c.factory.Start(ctx.Done())
+		defer c.factory.Shutdown()
+	}
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		if ctx.Err() != nil {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+func newControllersCmd(s streams) *cobra.Command {
+	var (
+		path    string
+		list    []string
+		qps     float32
+		burst   int
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
+		Short: "Run kube-controller-manager's controllers for the kinds kubegate serves",
+		Long: `Run the controllers that turn workload objects into pods and keep the
+cluster in step, against any API server (kubegate's or kube-apiserver),
+as kube-controller-manager does: one set of shared informers, every
+controller a client of the API only.
+
+Controllers: ` + strings.Join(manager.Names(), ", ") + `.
+--controllers takes kube-controller-manager's syntax: "*" is all of them,
+NAME turns one on, -NAME turns one off.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			validate := func() error {
+				_, err := manager.Select(list)
+				return err
+			}
+			return serveUntilSignal(cmd.Context(), validate, func(ctx context.Context) error {
+				if path == "" {
+					return errors.New("--kubeconfig is required")
+				}
+				cfg, err := kubeconfig.RESTConfig(path, qps, burst)
+				if err != nil {
+					return fmt.Errorf("--kubeconfig %s: %w", path, err)
+				}
+				level := slog.LevelInfo
+				if verbose {
+					level = slog.LevelDebug
+				}
+				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger})
+			})
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&path, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
+	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")
+	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second to the API server (kube-controller-manager's default)")
+	fs.IntVar(&burst, "kube-api-burst", 30, "burst of requests to the API server (kube-controller-manager's default)")
+	fs.BoolVar(&verbose, "verbose", false, "log every change the controllers make")
+	return cmd
+}

@@ -1,0 +1,150 @@
+// Package manager runs kubegate's controllers together, as
+// kube-controller-manager runs its own: one set of shared informers, every
+// selected controller built from it, the informers started, then every
+// controller run until the context is done.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/internal/cachetrim"
+)
+
+// All lists every controller kubegate has, in the order they start.
+var All = []controllers.Descriptor{
+	nodelifecycle.Descriptor,
+}
+
+// Names returns the names of All.
+func Names() []string {
+	names := make([]string, len(All))
+	for i, d := range All {
+		names[i] = d.Name
+	}
+	return names
+}
+
+// Select returns the controllers a --controllers list names, in All's
+// order, with kube-controller-manager's syntax: "*" is every controller,
+// "NAME" turns one on and "-NAME" turns one off; an empty list is "*".
+// An unknown name is an error naming it.
+func Select(list []string) ([]controllers.Descriptor, error) {
+	if len(list) == 0 {
+		list = []string{"*"}
+	}
+	known := Names()
+	all := false
+	on, off := map[string]bool{}, map[string]bool{}
+	for _, item := range list {
+		name, disable := strings.CutPrefix(strings.TrimSpace(item), "-")
+		switch {
+		case name == "*" && !disable:
+			all = true
+		case !slices.Contains(known, name):
+			return nil, fmt.Errorf("--controllers: %q is not a controller (known: %s)", item, strings.Join(known, ", "))
+		case disable:
+			off[name] = true
+		default:
+			on[name] = true
+		}
+	}
+	var out []controllers.Descriptor
+	for _, d := range All {
+		if (all || on[d.Name]) && !off[d.Name] {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Options configure Run.
+type Options struct {
+	// Config reaches the API server as the controllers' identity.
+	Config *rest.Config
+	// Controllers is the --controllers list (see Select).
+	Controllers []string
+	// Logger receives every controller's logs, labelled with its name;
+	// nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the controllers' clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run builds the selected controllers, starts the shared informers and
+// runs the controllers until ctx is done, or until one fails to start,
+// which stops the others. It returns the errors of the controllers that
+// failed.
+func Run(ctx context.Context, o Options) error {
+	selected, err := Select(o.Controllers)
+	if err != nil {
+		return err
+	}
+	if o.Config == nil {
+		return errors.New("controllers: a REST config is required")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	client, err := kubernetes.NewForConfig(o.Config)
+	if err != nil {
+		return err
+	}
+	meta, err := metadata.NewForConfig(o.Config)
+	if err != nil {
+		return err
+	}
+	typed := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(cachetrim.StripManagedFields))
+	metaInformers := metadatainformer.NewSharedInformerFactoryWithOptions(meta, 0,
+		metadatainformer.WithTransform(cachetrim.StripManagedFields))
+	var runs []controllers.Controller
+	var names []string
+	for _, d := range selected {
+		c, err := d.New(&controllers.Context{Client: client, Metadata: meta, Config: o.Config, Informers: typed,
+			MetadataInformers: metaInformers, Logger: o.Logger.With("controller", d.Name), Now: o.Now})
+		if err != nil {
+			return fmt.Errorf("controller %s: %w", d.Name, err)
+		}
+		runs = append(runs, c)
+		names = append(names, d.Name)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	typed.Start(ctx.Done())
+	metaInformers.Start(ctx.Done())
+	defer typed.Shutdown()
+	defer metaInformers.Shutdown()
+	o.Logger.Info("controllers started", "controllers", strings.Join(names, ","))
+	errc := make(chan error, len(runs))
+	for i, c := range runs {
+		go func() {
+			if err := c.Run(ctx); err != nil {
+				cancel() // a controller that cannot run stops the manager, as in kube
+				errc <- fmt.Errorf("controller %s: %w", names[i], err)
+				return
+			}
+			errc <- nil
+		}()
+	}
+	var errs []error
+	for range runs {
+		errs = append(errs, <-errc)
+	}
+	return errors.Join(errs...)
+}

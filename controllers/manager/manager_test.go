@@ -1,0 +1,38 @@
+package manager
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubegate/kubegate/controllers"
+)
+
+func names(ds []controllers.Descriptor) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// TestSelectFollowsKubeSyntax checks the --controllers list as
+// kube-controller-manager reads it: * is every controller, -NAME leaves
+// one out, NAME alone turns on only that one, an unknown name is refused.
+func TestSelectFollowsKubeSyntax(t *testing.T) {
+	all, err := Select(nil)
+	if err != nil || !slices.Equal(names(all), Names()) {
+		t.Fatalf("Select(nil) = %v, %v; want every controller", names(all), err)
+	}
+	one, err := Select([]string{"nodelifecycle"})
+	if err != nil || !slices.Equal(names(one), []string{"nodelifecycle"}) {
+		t.Errorf("Select(nodelifecycle) = %v, %v", names(one), err)
+	}
+	none, err := Select([]string{"*", "-nodelifecycle"})
+	if err != nil || slices.Contains(names(none), "nodelifecycle") {
+		t.Errorf("Select(*,-nodelifecycle) = %v, %v", names(none), err)
+	}
+	if _, err := Select([]string{"*", "nosuch"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Errorf("an unknown controller gave %v, want an error naming it", err)
+	}
+}

@@ -1,0 +1,70 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// NewQueue returns a rate-limited work queue of object keys named name,
+// with kube-controller-manager's default limiter: per item exponential
+// backoff from 5 ms to 1000 s, and an overall 10 per second, burst 100.
+func NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name})
+}
+
+// Enqueue adds the namespace/name key of obj (an object or a tombstone)
+// to queue.
+func Enqueue(queue workqueue.TypedInterface[string], obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		queue.Add(key)
+	}
+}
+
+// RunWorkers waits for synced, then runs workers goroutines that take keys
+// from queue and pass each to handle until ctx is done. A key whose sync
+// fails is put back with the queue's backoff; one that succeeds is
+// forgotten. It shuts queue down and returns nil when ctx is done, and an
+// error only when the caches never filled.
+func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimitingInterface[string], workers int,
+	log *slog.Logger, handle func(ctx context.Context, key string) error, synced ...cache.InformerSynced) error {
+	defer queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return errors.New(name + ": the caches did not sync")
+	}
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Go(func() {
+			for {
+				key, quit := queue.Get()
+				if quit {
+					return
+				}
+				start := time.Now()
+				err := handle(ctx, key)
+				switch {
+				case err == nil:
+					queue.Forget(key)
+				case ctx.Err() != nil:
+				default:
+					log.Warn("sync failed; retrying", "key", key, "err", err, "took", time.Since(start))
+					queue.AddRateLimited(key)
+				}
+				queue.Done(key)
+			}
+		})
+	}
+	<-ctx.Done()
+	queue.ShutDown()
+	wg.Wait()
+	return nil
+}
