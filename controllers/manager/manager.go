@@ -77,6 +77,9 @@ type Options struct {
 	Config *rest.Config
 	// Controllers is the --controllers list (see Select).
 	Controllers []string
+	// Descriptors, when set, are the controllers to run instead of those
+	// Controllers selects (tests run one controller, or one of their own).
+	Descriptors []controllers.Descriptor
 	// Logger receives every controller's logs, labelled with its name;
 	// nil means slog.Default().
 	Logger *slog.Logger
@@ -89,9 +92,12 @@ type Options struct {
 // which stops the others. It returns the errors of the controllers that
 // failed.
 func Run(ctx context.Context, o Options) error {
-	selected, err := Select(o.Controllers)
-	if err != nil {
-		return err
+	selected := o.Descriptors
+	if selected == nil {
+		var err error
+		if selected, err = Select(o.Controllers); err != nil {
+			return err
+		}
 	}
 	if o.Config == nil {
 		return errors.New("controllers: a REST config is required")
