@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -67,4 +68,37 @@ func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimit
 	queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// PodNodeNameIndex is the index of pods by spec.nodeName that controllers
+// reading the pods of one node share.
+const PodNodeNameIndex = "spec.nodeName"
+
+// AddPodNodeNameIndex adds PodNodeNameIndex to a pod informer, once; the
+// informer must not have started.
+func AddPodNodeNameIndex(inf cache.SharedIndexInformer) error {
+	if _, ok := inf.GetIndexer().GetIndexers()[PodNodeNameIndex]; ok {
+		return nil
+	}
+	return inf.AddIndexers(cache.Indexers{PodNodeNameIndex: func(obj any) ([]string, error) {
+		if pod, ok := obj.(*corev1.Pod); ok && pod.Spec.NodeName != "" {
+			return []string{pod.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}})
+}
+
+// PodsOnNode lists the pods an informer with PodNodeNameIndex has on node.
+func PodsOnNode(inf cache.SharedIndexInformer, node string) ([]*corev1.Pod, error) {
+	objs, err := inf.GetIndexer().ByIndex(PodNodeNameIndex, node)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if pod, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
 }

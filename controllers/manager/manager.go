@@ -21,12 +21,14 @@ import (
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/tainteviction"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
 // All lists every controller kubegate has, in the order they start.
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
+	tainteviction.Descriptor,
 }
 
 // Names returns the names of All.

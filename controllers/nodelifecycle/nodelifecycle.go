@@ -1,12 +1,14 @@
-// Package nodelifecycle is the NoSchedule taint pass of kube-controller-
-// manager's node lifecycle controller: it keeps every node's condition
-// taints in step with its conditions, so that a node created through the
-// API, which the API server's TaintNodesByCondition admission taints
-// node.kubernetes.io/not-ready, becomes schedulable once it reports Ready,
-// and stops being so when it no longer does.
+// Package nodelifecycle is kube-controller-manager's node lifecycle
+// controller (docs/kubernetes-behaviour.md, D.8 and G.13). It has two
+// halves.
 //
-// For each node, on every add and update the node informer sees, it
-// computes the NoSchedule taints the node should carry:
+// The NoSchedule taint pass keeps every node's condition taints in step
+// with its conditions, so that a node created through the API, which the
+// API server's TaintNodesByCondition admission taints
+// node.kubernetes.io/not-ready, becomes schedulable once it reports Ready,
+// and stops being so when it no longer does. On every add and update the
+// node informer sees, it computes the NoSchedule taints the node should
+// carry:
 //
 //   - Ready False: node.kubernetes.io/not-ready; Ready Unknown:
 //     node.kubernetes.io/unreachable;
@@ -20,12 +22,21 @@
 // does; every other taint (other keys, other effects) is left as it is. A
 // node without conditions therefore loses the not-ready taint, as in kube.
 //
-// It does not do the rest of kube's controller: no NoExecute taints and no
-// eviction, no node health monitoring (a node whose kubelet stops
-// heartbeating is not turned Unknown, from its Lease or its status), no
-// zone disruption states, no node label reconciliation.
+// The health monitor (health.go) looks at every node every few seconds. A
+// node it has not heard from (no new Ready heartbeat, no lease renewal in
+// kube-node-lease) for the grace period gets its Ready and pressure
+// conditions set Unknown; the pods on a node that stops being Ready are
+// marked not ready; a node that is not Ready is tainted
+// node.kubernetes.io/not-ready or unreachable with effect NoExecute, at a
+// rate each zone's health sets, and the taint goes when it is Ready
+// again. The taint eviction controller (controllers/tainteviction) then
+// deletes the pods that do not tolerate the taint.
 //
-// The identity it runs as needs: nodes list, watch, get, update.
+// It does not reconcile node labels.
+//
+// The identity it runs as needs: nodes list, watch, get, update, and
+// nodes/status update; leases list, watch; pods list, watch, and
+// pods/status update; events create, patch.
 package nodelifecycle
 
 import (
@@ -42,8 +53,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 
@@ -51,10 +64,21 @@ import (
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
-// Descriptor runs the pass in the controller manager, as kube's
+func all(synced ...cache.InformerSynced) cache.InformerSynced {
+	return func() bool {
+		for _, s := range synced {
+			if !s() {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// Descriptor runs the controller in the controller manager, as kube's
 // "nodelifecycle" controller.
 var Descriptor = controllers.Descriptor{Name: "nodelifecycle", New: func(c *controllers.Context) (controllers.Controller, error) {
-	return New(c.Client, Options{Logger: c.Logger, Factory: c.Informers})
+	return New(c.Client, Options{Logger: c.Logger, Factory: c.Informers, Now: c.Now})
 }}
 
 // DefaultWorkers is how many nodes are brought in step at once, kube's
@@ -99,6 +123,49 @@ type Options struct {
 	// Factory is the shared informer factory to read nodes from; nil
 	// means one of the controller's own, which Run starts.
 	Factory informers.SharedInformerFactory
+
+	// The node health monitor (G.13). Zero values mean kube's defaults:
+	// MonitorPeriod (DefaultMonitorPeriod) is how often every node is
+	// looked at; GracePeriod (DefaultGracePeriod) how long a node may go
+	// without a Ready heartbeat or a lease renewal before its conditions
+	// become Unknown, StartupGracePeriod (DefaultStartupGracePeriod) the
+	// same for a node that never reported Ready; EvictionQPS
+	// (DefaultEvictionQPS) how many nodes per second of a healthy zone get
+	// their NoExecute taint, SecondaryEvictionQPS
+	// (DefaultSecondaryEvictionQPS) the same in a partly disrupted zone of
+	// more than LargeClusterThreshold (DefaultLargeClusterThreshold)
+	// nodes; UnhealthyZoneThreshold (DefaultUnhealthyZoneThreshold) is the
+	// share of not-Ready nodes (more than two) that makes a zone partly
+	// disrupted.
+	MonitorPeriod, GracePeriod, StartupGracePeriod time.Duration
+	EvictionQPS, SecondaryEvictionQPS              float32
+	LargeClusterThreshold                          int
+	UnhealthyZoneThreshold                         float32
+	// NoMonitor turns the health monitor off, leaving the NoSchedule
+	// taint pass alone.
+	NoMonitor bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) defaults() {
+	setDefault(&o.MonitorPeriod, DefaultMonitorPeriod)
+	setDefault(&o.GracePeriod, DefaultGracePeriod)
+	setDefault(&o.StartupGracePeriod, DefaultStartupGracePeriod)
+	setDefault(&o.EvictionQPS, DefaultEvictionQPS)
+	setDefault(&o.SecondaryEvictionQPS, DefaultSecondaryEvictionQPS)
+	setDefault(&o.LargeClusterThreshold, DefaultLargeClusterThreshold)
+	setDefault(&o.UnhealthyZoneThreshold, DefaultUnhealthyZoneThreshold)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // Controller keeps nodes' condition taints in step with their conditions.
@@ -112,6 +179,10 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	// ownFactory is set when Run starts and stops factory.
 	ownFactory bool
+
+	leases   coordinationlisters.LeaseLister
+	pods     cache.SharedIndexInformer
+	recorder record.EventRecorder
 }
 
 // New returns a controller that reads and writes nodes through client.
@@ -129,6 +200,7 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.defaults()
 	c := &Controller{client: client, opts: o, log: o.Logger}
 	// Nodes are kept without their managedFields, which are never read
 	// here: the write reads the node afresh.
@@ -140,6 +212,15 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 	inf := c.factory.Core().V1().Nodes()
 	c.nodes = inf.Lister()
 	c.synced = inf.Informer().HasSynced
+	if !o.NoMonitor {
+		leases := c.factory.Coordination().V1().Leases()
+		c.leases = leases.Lister()
+		c.pods = c.factory.Core().V1().Pods().Informer()
+		if err := controllers.AddPodNodeNameIndex(c.pods); err != nil {
+			return nil, err
+		}
+		c.synced = all(c.synced, leases.Informer().HasSynced, c.pods.HasSynced)
+	}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 10*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "nodelifecycle"})
@@ -172,6 +253,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		return errors.New("nodelifecycle: the node cache did not sync")
 	}
 	var wg sync.WaitGroup
+	if !c.opts.NoMonitor {
+		var stop func()
+		c.recorder, stop = controllers.NewRecorder(c.client, "node-controller")
+		defer stop()
+		wg.Go(func() { newMonitor(c).run(ctx) })
+	}
 	for range c.opts.Workers {
 		wg.Go(func() {
 			for c.next(ctx) {

@@ -1,0 +1,20 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+// NewRecorder returns a recorder of core v1 Events from component (the
+// source kube's controllers name, such as "node-controller"), written
+// through client, and the function that stops it. Events go out in the
+// background, aggregated and rate-limited as client-go's broadcaster
+// does, so a controller never waits for one.
+func NewRecorder(client kubernetes.Interface, component string) (record.EventRecorder, func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component}), b.Shutdown
+}
