@@ -15,11 +15,11 @@ import (
 
 func newControllersCmd(s streams) *cobra.Command {
 	var (
-		path    string
-		list    []string
-		qps     float32
-		burst   int
-		verbose bool
+		path, master string
+		list         []string
+		qps          float32
+		burst        int
+		verbose      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
@@ -46,6 +46,9 @@ NAME turns one on, -NAME turns one off.`,
 				if err != nil {
 					return fmt.Errorf("--kubeconfig %s: %w", path, err)
 				}
+				if master != "" {
+					cfg.Host = master
+				}
 				level := slog.LevelInfo
 				if verbose {
 					level = slog.LevelDebug
@@ -57,6 +60,7 @@ NAME turns one on, -NAME turns one off.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&path, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
+	fs.StringVar(&master, "master", "", "the API server's URL, instead of the kubeconfig's")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")
 	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second to the API server (kube-controller-manager's default)")
 	fs.IntVar(&burst, "kube-api-burst", 30, "burst of requests to the API server (kube-controller-manager's default)")
