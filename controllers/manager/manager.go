@@ -22,6 +22,7 @@ import (
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -29,6 +30,7 @@ import (
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
 	daemonset.Descriptor,
+	statefulset.Descriptor,
 }
 
 // Names returns the names of All.
