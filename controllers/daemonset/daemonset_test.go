@@ -311,3 +311,61 @@ func TestOnDeleteReplacesOnlyDeletedPods_G4(t *testing.T) {
 		return ok, nodeSet(m)
 	})
 }
+
+func TestRollingUpdateWithSurgeKeepsEveryNodeServed_G4(t *testing.T) {
+	t.Parallel()
+	c := start(t)
+	ctx := context.Background()
+	for i := range 3 {
+		createNode(t, c, fmt.Sprintf("n%d", i), nil)
+	}
+	kubelet(t, c)
+	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
+	if _, err := c.AppsV1().DaemonSets(ns).Create(ctx, newDS("surge", func(ds *appsv1.DaemonSet) {
+		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateDaemonSet{MaxUnavailable: &zero, MaxSurge: &one}}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := func() (bool, string) {
+		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, "surge", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		st := ds.Status
+		return st.NumberAvailable == 3 && st.UpdatedNumberScheduled == 3 && st.ObservedGeneration == ds.Generation, fmt.Sprintf("%+v", st)
+	}
+	testwait.For(t, 30*time.Second, "3 pods available", done)
+	ds, _ := c.AppsV1().DaemonSets(ns).Get(ctx, "surge", metav1.GetOptions{})
+	ds.Spec.Template.Spec.Containers[0].Image = "registry.example/agent:2"
+	if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Sample while the update runs: every node keeps a Running pod, and
+	// none has more than two.
+	served, most := 3, 0
+	testwait.For(t, 60*time.Second, "3 updated pods available", func() (bool, string) {
+		m := podsByNode(t, c, "surge")
+		running := 0
+		for _, pods := range m {
+			most = max(most, len(pods))
+			for _, p := range pods {
+				if p.Status.Phase == corev1.PodRunning {
+					running++
+					break
+				}
+			}
+		}
+		served = min(served, running)
+		ok, seen := done()
+		return ok && len(m) == 3, seen
+	})
+	if served < 3 || most > 2 {
+		t.Errorf("during the update: as few as %d of 3 nodes had a running pod, and a node had up to %d pods; want 3 and at most 2", served, most)
+	}
+	for node, pods := range podsByNode(t, c, "surge") {
+		if len(pods) != 1 || pods[0].Spec.Containers[0].Image != "registry.example/agent:2" {
+			t.Errorf("node %s: %d pods after the update", node, len(pods))
+		}
+	}
+}

@@ -276,3 +276,23 @@ func TestRollingUpdateWithPartition_G5(t *testing.T) {
 		t.Errorf("%d revisions, want 2", len(revs.Items))
 	}
 }
+
+func TestClaimTemplatesIgnoredWhenClaimsAreNotServed_G5(t *testing.T) {
+	t.Parallel()
+	c := start(t)
+	if _, err := c.AppsV1().StatefulSets(ns).Create(context.Background(), newSet("vol", 2, func(s *appsv1.StatefulSet) {
+		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
+		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}}
+	}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, "vol", 2, 0)
+	for name, p := range pods(t, c, "vol") {
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				t.Errorf("pod %s mounts claim %s, which cannot exist", name, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+	}
+}
