@@ -27,9 +27,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	schedcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
@@ -70,6 +73,9 @@ type Controller struct {
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 	expect ownership.Expectations
+	// events records on DaemonSets as kube's daemonset-controller; set
+	// by Run.
+	events record.EventRecorder
 }
 
 // New builds the controller on c's shared informers.
@@ -117,6 +123,10 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (d *Controller) Run(ctx context.Context) error {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
+	defer b.Shutdown()
+	d.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "daemonset-controller"})
 	return controllers.RunWorkers(ctx, "daemonset", d.queue, workers, d.log, d.sync, d.synced...)
 }
 
@@ -208,6 +218,7 @@ func (d *Controller) sync(ctx context.Context, key string) error {
 	}
 	// A selector that selects everything is refused, as kube does.
 	if ds.Spec.Selector == nil || len(ds.Spec.Selector.MatchLabels)+len(ds.Spec.Selector.MatchExpressions) == 0 {
+		d.events.Event(ds, corev1.EventTypeWarning, "SelectingAll", "This daemon set is selecting all pods. A non-empty selector is required.")
 		return nil
 	}
 	if ds.DeletionTimestamp != nil {
@@ -471,7 +482,13 @@ func (d *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*
 			for _, pod := range pods {
 				switch {
 				case pod.DeletionTimestamp != nil:
-				case terminal(pod):
+				case pod.Status.Phase == corev1.PodFailed:
+					d.events.Eventf(ds, corev1.EventTypeWarning, "FailedDaemonPod", "Found failed daemon pod %s/%s on node %s, will try to kill it",
+						pod.Namespace, pod.Name, node.Name)
+					remove = append(remove, pod.Name)
+				case pod.Status.Phase == corev1.PodSucceeded:
+					d.events.Eventf(ds, corev1.EventTypeNormal, "SucceededDaemonPod", "Found succeeded daemon pod %s/%s on node %s, will try to delete it",
+						pod.Namespace, pod.Name, node.Name)
 					remove = append(remove, pod.Name)
 				default:
 					running = append(running, pod)
@@ -563,12 +580,16 @@ func (d *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 			wg.Go(func() {
 				pod := ownership.PodFromTemplate(template, ds, gvk)
 				pod.Spec.Affinity = nodeNameAffinity(pod.Spec.Affinity, node)
-				if _, err := d.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				made, err := d.client.CoreV1().Pods(ds.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+				if err != nil {
 					d.expect.Observed(key, true)
 					if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+						d.events.Eventf(ds, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 						fail(fmt.Errorf("create pod for node %s: %w", node, err))
 					}
+					return
 				}
+				d.events.Eventf(ds, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", made.Name)
 			})
 		}
 		wg.Wait()
@@ -585,9 +606,12 @@ func (d *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 			if err := d.client.CoreV1().Pods(ds.Namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				d.expect.Observed(key, false)
 				if !apierrors.IsNotFound(err) {
+					d.events.Eventf(ds, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
 					fail(fmt.Errorf("delete pod %s: %w", name, err))
 				}
+				return
 			}
+			d.events.Eventf(ds, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", name)
 		})
 	}
 	wg.Wait()

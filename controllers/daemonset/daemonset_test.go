@@ -153,6 +153,22 @@ func TestOnePodPerEligibleNode_G4(t *testing.T) {
 			st.UpdatedNumberScheduled == 2 && st.ObservedGeneration == got.Generation, fmt.Sprintf("%+v", st)
 	})
 
+	testwait.For(t, 30*time.Second, "a SuccessfulCreate event for n1's pod", func() (bool, string) {
+		evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=agent"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			seen = append(seen, e.Reason+": "+e.Message)
+			if e.Reason == "SuccessfulCreate" && e.Message == "Created pod: "+pod.Name && e.Source.Component == "daemonset-controller" &&
+				e.InvolvedObject.Kind == "DaemonSet" {
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, "; ")
+	})
+
 	// A node that comes gets a pod; one that goes loses its pod; a node
 	// no longer selected has its pod deleted.
 	createNode(t, c, "n5", ssd)

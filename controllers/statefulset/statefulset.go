@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,9 +31,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegate/kubegate/controllers"
@@ -66,6 +70,9 @@ type Controller struct {
 
 	claimsOnce   sync.Once
 	claimsServed bool
+	// events records on StatefulSets as kube's statefulset-controller;
+	// set by Run.
+	events record.EventRecorder
 }
 
 // New builds the controller on c's shared informers.
@@ -114,6 +121,10 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (s *Controller) Run(ctx context.Context) error {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
+	defer b.Shutdown()
+	s.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"})
 	return controllers.RunWorkers(ctx, "statefulset", s.queue, workers, s.log, s.sync, s.synced...)
 }
 
@@ -458,11 +469,16 @@ func (s *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 		existing, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			if _, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, &c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				errs = append(errs, fmt.Errorf("create claim %s: %w", c.Name, err))
+			_, err := s.client.CoreV1().PersistentVolumeClaims(c.Namespace).Create(ctx, &c, metav1.CreateOptions{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("failed to create PVC %s: %w", c.Name, err))
+			}
+			if !apierrors.IsAlreadyExists(err) {
+				s.claimEvent(set, pod, &c, err)
 			}
 		case err != nil:
 			errs = append(errs, err)
+			s.claimEvent(set, pod, &c, err)
 		case existing.DeletionTimestamp != nil:
 			errs = append(errs, fmt.Errorf("claim %s is being deleted", c.Name))
 		}
@@ -472,18 +488,46 @@ func (s *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 
 func (s *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
 	if err := s.createClaims(ctx, set, pod); err != nil {
+		s.podEvent("create", set, pod, err)
 		return err
 	}
 	_, err := s.client.CoreV1().Pods(set.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return err // a stale cache; the next sync sees the pod
+	}
+	s.podEvent("create", set, pod, err)
 	return err
 }
 
-func (s *Controller) deletePod(ctx context.Context, pod *corev1.Pod) error {
+func (s *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
 	err := s.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	s.podEvent("delete", set, pod, err)
 	return err
+}
+
+// podEvent records verb ("create", "update", "delete") done to pod, or
+// failed with err, as kube's messages word it.
+func (s *Controller) podEvent(verb string, set *appsv1.StatefulSet, pod *corev1.Pod, err error) {
+	title := strings.ToUpper(verb[:1]) + verb[1:]
+	if err == nil {
+		s.events.Event(set, corev1.EventTypeNormal, "Successful"+title, fmt.Sprintf("%s Pod %s in StatefulSet %s successful", title, pod.Name, set.Name))
+		return
+	}
+	s.events.Event(set, corev1.EventTypeWarning, "Failed"+title, fmt.Sprintf("%s Pod %s in StatefulSet %s failed error: %s", title, pod.Name, set.Name, err))
+}
+
+// claimEvent records the creation of claim for pod, or its failure.
+func (s *Controller) claimEvent(set *appsv1.StatefulSet, pod *corev1.Pod, claim *corev1.PersistentVolumeClaim, err error) {
+	if err == nil {
+		s.events.Event(set, corev1.EventTypeNormal, "SuccessfulCreate",
+			fmt.Sprintf("Create Claim %s Pod %s in StatefulSet %s success", claim.Name, pod.Name, set.Name))
+		return
+	}
+	s.events.Event(set, corev1.EventTypeWarning, "FailedCreate",
+		fmt.Sprintf("Create Claim %s for Pod %s in StatefulSet %s failed error: %s", claim.Name, pod.Name, set.Name, err))
 }
 
 // counts sets the replica counts of status from pods.
@@ -591,7 +635,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 		p := reps[i]
 		if terminal(p) {
 			if p.DeletionTimestamp == nil {
-				return true, s.deletePod(ctx, p)
+				return true, s.deletePod(ctx, set, p)
 			}
 			return true, nil
 		}
@@ -617,6 +661,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 		fixed := p.DeepCopy()
 		setIdentity(updateSet, fixed)
 		_, err := s.client.CoreV1().Pods(set.Namespace).Update(ctx, fixed, metav1.UpdateOptions{})
+		s.podEvent("update", set, fixed, err)
 		return false, err
 	}
 	if exit, err := runForAll(len(reps), replica, monotonic); exit || err != nil {
@@ -631,7 +676,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 		if monotonic && p != firstUnhealthy && (!runningAndReady(p) || !available(p, minReady, now)) {
 			return true, nil
 		}
-		return true, s.deletePod(ctx, p)
+		return true, s.deletePod(ctx, set, p)
 	}
 	if exit, err := runForAll(len(condemned), condemn, monotonic); exit || err != nil {
 		recount()
@@ -679,7 +724,7 @@ func (s *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet,
 		for t := len(reps) - 1; t >= partition; t-- {
 			p := reps[t]
 			if podRevision(p) != update && !available(p, minReady, now) && !terminating(p) {
-				if err := s.deletePod(ctx, p); err != nil {
+				if err := s.deletePod(ctx, set, p); err != nil {
 					return err
 				}
 				status.CurrentReplicas--
@@ -689,7 +734,7 @@ func (s *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet,
 		for t := len(reps) - 1; t >= partition && budget > 0; t-- {
 			p := reps[t]
 			if podRevision(p) != update && !unavailable(p, minReady, now) {
-				if err := s.deletePod(ctx, p); err != nil {
+				if err := s.deletePod(ctx, set, p); err != nil {
 					return err
 				}
 				budget--
@@ -701,7 +746,7 @@ func (s *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet,
 	toDelete := maxUnavailable - unavailablePods
 	for t := len(reps) - 1; t >= partition && toDelete > 0; t-- {
 		if p := reps[t]; podRevision(p) != update && !terminating(p) {
-			if err := s.deletePod(ctx, p); err != nil {
+			if err := s.deletePod(ctx, set, p); err != nil {
 				return err
 			}
 			toDelete--

@@ -162,6 +162,21 @@ func TestOrderedReadyCreatesOneAtATime_G5(t *testing.T) {
 		t.Errorf("revision %v, %v", rev, err)
 	}
 
+	testwait.For(t, 30*time.Second, "a SuccessfulCreate event for web-2", func() (bool, string) {
+		evs, err := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range evs.Items {
+			seen = append(seen, e.Reason+": "+e.Message)
+			if e.Reason == "SuccessfulCreate" && e.Message == "Create Pod web-2 in StatefulSet web successful" && e.Source.Component == "statefulset-controller" {
+				return true, ""
+			}
+		}
+		return false, strings.Join(seen, "; ")
+	})
+
 	// Scaling down removes the highest ordinal first, one at a time.
 	set = getSet(t, c, "web")
 	one := int32(1)
