@@ -68,7 +68,8 @@ type Controller struct {
 	synced []cache.InformerSynced
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	claimsOnce   sync.Once
+	claimsMu     sync.Mutex
+	claimsKnown  bool // discovery has answered
 	claimsServed bool
 	// events records on StatefulSets as kube's statefulset-controller;
 	// set by Run.
@@ -378,7 +379,7 @@ func (s *Controller) newPod(set *appsv1.StatefulSet, ord int, rev string) *corev
 	setIdentity(set, pod)
 	pod.Spec.Hostname = pod.Name
 	pod.Spec.Subdomain = set.Spec.ServiceName
-	if s.claimsServed {
+	if s.servesClaims() {
 		setStorage(set, pod)
 	}
 	pod.Labels[appsv1.StatefulSetRevisionLabel] = rev
@@ -443,19 +444,20 @@ func setStorage(set *appsv1.StatefulSet, pod *corev1.Pod) {
 }
 
 // servesClaims reports whether the API server serves
-// persistentvolumeclaims; asked once.
+// persistentvolumeclaims, asking discovery until it has answered once.
 func (s *Controller) servesClaims() bool {
-	s.claimsOnce.Do(func() {
+	s.claimsMu.Lock()
+	defer s.claimsMu.Unlock()
+	if !s.claimsKnown {
 		list, err := s.client.Discovery().ServerResourcesForGroupVersion("v1")
 		if err != nil {
-			return
+			return false
 		}
+		s.claimsKnown = true
 		for _, r := range list.APIResources {
-			if r.Name == "persistentvolumeclaims" {
-				s.claimsServed = true
-			}
+			s.claimsServed = s.claimsServed || r.Name == "persistentvolumeclaims"
 		}
-	})
+	}
 	return s.claimsServed
 }
 
@@ -569,7 +571,6 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 	if err != nil {
 		return nil, err
 	}
-	s.servesClaims()
 	status := &appsv1.StatefulSetStatus{ObservedGeneration: set.Generation, CurrentRevision: current.Name, UpdateRevision: update.Name,
 		CollisionCount: &collisions, Conditions: slices.Clone(set.Status.Conditions)}
 	minReady := set.Spec.MinReadySeconds

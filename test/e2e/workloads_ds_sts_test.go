@@ -102,6 +102,23 @@ func TestDaemonSetAndStatefulSetWithKubectl(t *testing.T) {
 		must(t, c.kubectl(t, nil, "delete", "node", "extra-1"), "deleted")
 	})
 
+	t.Run("a DaemonSet rolls out a new image and back with its revisions", func(t *testing.T) {
+		must(t, c.kubectl(t, nil, "set", "image", "ds/agent", "agent=registry.example/agent:2"), "image updated")
+		must(t, c.kubectl(t, nil, "rollout", "status", "ds/agent", "--timeout=90s"), "successfully rolled out")
+		res := c.kubectl(t, nil, "rollout", "history", "ds/agent")
+		if f := strings.Fields(res.stdout); !slices.Contains(f, "1") || !slices.Contains(f, "2") {
+			t.Errorf("rollout history: %q %q; want revisions 1 and 2", res.stdout, res.stderr)
+		}
+		must(t, c.kubectl(t, nil, "rollout", "undo", "ds/agent"), "rolled back")
+		must(t, c.kubectl(t, nil, "rollout", "status", "ds/agent", "--timeout=90s"), "successfully rolled out")
+		testwait.For(t, 60*time.Second, "every agent on image 1 again", func() (bool, string) {
+			res := c.kubectl(t, nil, "get", "pods", "-l", "app=agent", "--field-selector", "spec.nodeName!=extra-1",
+				"-o", "jsonpath={range .items[*]}{.spec.containers[0].image} {end}")
+			f := strings.Fields(res.stdout)
+			return len(f) == 3 && strings.Count(res.stdout, "registry.example/agent:1") == 3, res.stdout + res.stderr
+		})
+	})
+
 	t.Run("a StatefulSet makes web-0, web-1, web-2 in order", func(t *testing.T) {
 		must(t, c.kubectl(t, []byte(webStatefulSetYAML), "create", "-f", "-"), "statefulset.apps/web created")
 		must(t, c.kubectl(t, nil, "rollout", "status", "sts/web", "--timeout=90s"), "partitioned roll out complete")
