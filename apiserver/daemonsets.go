@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// DaemonSets, stored with kube-apiserver's defaults and validation and
-// with no controller acting on them (D.5). Any change of the spec moves
+// DaemonSets, stored with kube-apiserver's defaults and validation (D.5);
+// the DaemonSet controller acts on them (G.4). Any change of the spec moves
 // the generation; a change of the template also moves
 // spec.templateGeneration, as kube's daemonset strategy does.
 

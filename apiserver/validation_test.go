@@ -432,7 +432,7 @@ func TestUnservedPaths_D5(t *testing.T) {
 	}{
 		{"GET", "/api/v1/nosuchthings", "", statusBody},
 		{"GET", "/api/v1/namespaces/default/nosuchthings/x", "", statusBody},
-		{"POST", "/apis/apps/v1/namespaces/default/controllerrevisions", `{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":"x"}}`, statusBody},
+		{"POST", "/apis/apps/v1/namespaces/default/widgets", `{"apiVersion":"apps/v1","kind":"Widget","metadata":{"name":"x"}}`, statusBody},
 		{"GET", "/apis/apps/v9/replicasets", "", statusBody},
 		{"GET", "/apis/apps/v9", "", statusBody},
 		{"GET", "/api/v2/pods", "", statusBody},

@@ -20,8 +20,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
+	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -29,6 +31,8 @@ import (
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
 	tainteviction.Descriptor,
+	daemonset.Descriptor,
+	statefulset.Descriptor,
 }
 
 // Names returns the names of All.

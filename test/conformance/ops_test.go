@@ -345,6 +345,7 @@ func operations() []op {
 	)
 	add(deploymentOps()...)
 	add(daemonSetOps()...)
+	add(revisionOps()...)
 	add(batchOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
