@@ -21,12 +21,15 @@ import (
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
 // All lists every controller kubegate has, in the order they start.
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
+	replicaset.Descriptor,
+	replicaset.RCDescriptor,
 }
 
 // Names returns the names of All.
