@@ -93,6 +93,8 @@ func (q *request) serve() {
 		err = q.patch()
 	case q.sub == "" && q.verb == "delete":
 		err = q.delete()
+	case q.sub == "scale" && q.res.scale:
+		err = q.serveScale()
 	case q.sub == "binding" && q.res.binding && q.verb == "create":
 		err = q.bind(q.name)
 	case podSubresource(q.res.gvr, q.sub):
@@ -346,7 +348,8 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 	case res.validate != nil:
 		errs = append(errs, res.validate(obj, old)...)
 	}
-	if old != nil && sub == "" && res.validateUpdate != nil {
+	// A scale update is an update of the object itself (G.2).
+	if old != nil && (sub == "" || sub == "scale") && res.validateUpdate != nil {
 		errs = append(errs, res.validateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
@@ -577,7 +580,7 @@ func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
 	if res.prepare != nil {
 		res.prepare(obj, old)
 	}
-	if !res.generation || sub != "" {
+	if !res.generation || sub != "" && sub != "scale" {
 		return
 	}
 	acc, _ := meta.Accessor(obj)
