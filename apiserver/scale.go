@@ -317,7 +317,11 @@ func (q *request) scaleFieldManager() (*managedfields.FieldManager, error) {
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
-	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, scaleGVK, scaleGVK.GroupVersion(), "scale", nil)
+	// The server's type converter knows the kinds that can be applied,
+	// not Scale; a Scale has no lists, so the one deduced from its Go type
+	// tracks it as kube's does.
+	fm, err := managedfields.NewDefaultFieldManager(managedfields.NewDeducedTypeConverter(), s.scheme, s.scheme, s.scheme,
+		scaleGVK, scaleGVK.GroupVersion(), "scale", nil)
 	if err != nil {
 		return nil, err
 	}
