@@ -125,6 +125,16 @@ func (q *request) scaleGR() schema.GroupResource {
 	return schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/scale"}
 }
 
+// storageKey is the etcd key kube-apiserver keeps the object under, which
+// its storage errors name.
+func (q *request) storageKey() string {
+	resource := q.res.gvr.Resource
+	if resource == "replicationcontrollers" {
+		resource = "controllers"
+	}
+	return "/registry/" + resource + "/" + q.ns + "/" + q.name
+}
+
 // serveScale answers GET, PUT and PATCH on RESOURCE/NAME/scale.
 func (q *request) serveScale() error {
 	switch q.verb {
@@ -193,7 +203,16 @@ func (q *request) updateScale() error {
 	if body.Name != q.name {
 		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", body.Name, q.name))
 	}
-	return q.changeScale(func(*autoscalingv1.Scale) (*autoscalingv1.Scale, error) { return body.DeepCopy(), nil }, false)
+	return q.changeScale(func(old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
+		// kube takes the UID of a Scale sent whole as a precondition of
+		// the write, checked by its storage before anything else.
+		if body.UID != "" && body.UID != old.UID {
+			return nil, apierrors.NewConflict(q.gr(), q.name, fmt.Errorf(
+				"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %v, UID in object meta: %v",
+				q.storageKey(), body.UID, old.UID))
+		}
+		return body.DeepCopy(), nil
+	}, false)
 }
 
 func (q *request) patchScale() error {

