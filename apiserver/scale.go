@@ -391,6 +391,7 @@ func (q *request) changeScale(change func(old *autoscalingv1.Scale) (*autoscalin
 		}
 		if sc.UID != "" && sc.UID != acc.GetUID() {
 			return nil, apierrors.NewConflict(q.scaleGR(), acc.GetName(),
+				//lint:ignore ST1005 kube's message, word for word
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", sc.UID, acc.GetUID()))
 		}
 		setReplicas(old, sc.Spec.Replicas)
