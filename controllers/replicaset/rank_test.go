@@ -32,7 +32,9 @@ func age(d time.Duration) podOpt {
 	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(now.Add(-d)) }
 }
 func restartsN(n int32) podOpt {
-	return func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}} }
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	}
 }
 
 func mkPod(name string, opts ...podOpt) *corev1.Pod {
