@@ -57,6 +57,10 @@ const (
 	// Workers is how many objects are synced at once, kube's
 	// --concurrent-replicaset-syncs default.
 	Workers = 5
+	// expectationsTimeout is how long expectations are waited for before
+	// they are given up: a pod released before its deletion was seen
+	// never reports it.
+	expectationsTimeout = 5 * time.Minute
 	// podOwnerIndex indexes pods by their controller, orphans by
 	// namespace.
 	podOwnerIndex = "replicaset.kubegate.io/controller"
@@ -89,6 +93,8 @@ type Controller struct {
 	// it (a deletion timestamp, then the deletion).
 	mu       sync.Mutex
 	deleting map[string]map[string]bool
+	// expectedAt is when the expectations of each key were set.
+	expectedAt map[string]time.Time
 
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
@@ -107,7 +113,7 @@ func newController(c *controllers.Context, k *kind) (*Controller, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	rc := &Controller{kind: k, client: c.Client, log: log, now: now, deleting: map[string]map[string]bool{},
+	rc := &Controller{kind: k, client: c.Client, log: log, now: now, deleting: map[string]map[string]bool{}, expectedAt: map[string]time.Time{},
 		queue: controllers.NewQueue(k.name), burst: BurstReplicas}
 	rc.broadcaster = record.NewBroadcaster()
 	rc.recorder = rc.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: k.component})
@@ -189,7 +195,34 @@ func (rc *Controller) forget(k string) {
 	rc.expectations.Forget(k)
 	rc.mu.Lock()
 	delete(rc.deleting, k)
+	delete(rc.expectedAt, k)
 	rc.mu.Unlock()
+}
+
+// expect records that add creations and del deletions are on their way
+// for k.
+func (rc *Controller) expect(k string, add, del int) {
+	rc.mu.Lock()
+	rc.expectedAt[k] = rc.now()
+	rc.mu.Unlock()
+	rc.expectations.Expect(k, add, del)
+}
+
+// satisfied reports whether k expects nothing more, giving up
+// expectations older than expectationsTimeout.
+func (rc *Controller) satisfied(k string) bool {
+	if rc.expectations.Satisfied(k) {
+		return true
+	}
+	rc.mu.Lock()
+	at, ok := rc.expectedAt[k]
+	rc.mu.Unlock()
+	if ok && rc.now().Sub(at) > expectationsTimeout {
+		rc.log.Info("expectations timed out", "kind", rc.kind.gvk.Kind, "key", k)
+		rc.forget(k)
+		return true
+	}
+	return false
 }
 
 // resolve returns the object a controller reference names, if it is of
@@ -319,7 +352,7 @@ func (rc *Controller) expectDeletions(k string, pods []*corev1.Pod) {
 	rc.mu.Lock()
 	rc.deleting[k] = set
 	rc.mu.Unlock()
-	rc.expectations.Expect(k, 0, len(pods))
+	rc.expect(k, 0, len(pods))
 }
 
 // deletionObserved counts the deletion of pod for k once, if k expects
@@ -348,7 +381,12 @@ func (rc *Controller) sync(ctx context.Context, k string) error {
 	if err != nil {
 		return err
 	}
-	satisfied := rc.expectations.Satisfied(k)
+	satisfied := rc.satisfied(k)
+	if !satisfied {
+		// Look again when the expectations would be given up, should no
+		// event come first.
+		rc.queue.AddAfter(k, expectationsTimeout)
+	}
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		rc.log.Warn("invalid selector", "kind", rc.kind.gvk.Kind, "key", k, "err", err)
@@ -446,11 +484,11 @@ func (rc *Controller) patchPod(ctx context.Context, ns, name string, patch []byt
 // manage creates or deletes pods so that rs has as many active pods as it
 // asks for, at most burst at a time.
 func (rc *Controller) manage(ctx context.Context, k string, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
-	diff := len(active) - int(*rs.Spec.Replicas)
+	diff := len(active) - int(replicas(rs))
 	switch {
 	case diff < 0:
 		n := min(-diff, rc.burst)
-		rc.expectations.Expect(k, n, 0)
+		rc.expect(k, n, 0)
 		created, err := slowStart(n, func() error { return rc.createPod(ctx, rs) })
 		// Creations never attempted will not be seen: stop expecting them.
 		for range n - created {
@@ -482,6 +520,14 @@ func (rc *Controller) manage(ctx context.Context, k string, rs *appsv1.ReplicaSe
 		return <-errs
 	}
 	return nil
+}
+
+// replicas is how many pods rs asks for; the API server defaults it to 1.
+func replicas(rs *appsv1.ReplicaSet) int32 {
+	if rs.Spec.Replicas == nil {
+		return 1
+	}
+	return *rs.Spec.Replicas
 }
 
 // slowStart calls fn count times in batches of 1, 2, 4, …, each batch at

@@ -34,7 +34,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *i
 	switch {
 	case manageErr != nil && failure < 0:
 		reason := ""
-		if diff := len(active) - int(*rs.Spec.Replicas); diff < 0 {
+		if diff := len(active) - int(replicas(rs)); diff < 0 {
 			reason = "FailedCreate"
 		} else if diff > 0 {
 			reason = "FailedDelete"
