@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
@@ -156,22 +157,42 @@ func (q *request) serveScale() error {
 	return methodNotAllowed()
 }
 
+// scaleResource describes Scales for the answers' conversions (a Table,
+// metadata only).
+var scaleResource = &resource{gvr: autoscalingv1.SchemeGroupVersion.WithResource("scales"), kind: "Scale", namespaced: true,
+	table: &tableDef{
+		columns: []metav1.TableColumnDefinition{
+			{Name: "Name", Type: "string", Description: objectMetaDoc["name"]},
+			{Name: "Desired", Type: "integer", Description: autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]},
+			{Name: "Available", Type: "integer", Description: autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]},
+			ageColumn,
+		},
+		cells: func(obj runtime.Object, now time.Time) []any {
+			sc := obj.(*autoscalingv1.Scale)
+			return []any{sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), age(sc.CreationTimestamp, now)}
+		},
+	}}
+
 // respondScale answers with obj's Scale.
 func (q *request) respondScale(obj runtime.Object) error {
 	sc, err := scaleOf(obj)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	out, err := q.s.negotiate(q.r, acceptOptions{})
+	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
 	if err != nil {
 		return err
 	}
-	q.s.write(q.w, out, http.StatusOK, sc)
+	converted, err := q.s.convert(q.r, scaleResource, out, sc)
+	if err != nil {
+		return err
+	}
+	q.s.write(q.w, out, http.StatusOK, converted)
 	return nil
 }
 
 func (q *request) updateScale() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	directive, err := fieldValidation(q.r)
@@ -216,7 +237,7 @@ func (q *request) updateScale() error {
 }
 
 func (q *request) patchScale() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))

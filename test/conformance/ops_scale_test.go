@@ -23,6 +23,8 @@ func scaleOps() []op {
 		{name: "discovery/apps-v1-scale", method: "GET", path: "/apis/apps/v1", project: scaleEntries},
 		{name: "discovery/core-v1-scale", method: "GET", path: "/api/v1", project: scaleEntries},
 		{name: "scale/rs-get", method: "GET", path: rss + "/rs1/scale"},
+		{name: "scale/rs-table", method: "GET", path: rss + "/rs1/scale", accept: tableAccept},
+		{name: "scale/rs-metadata", method: "GET", path: rss + "/rs1/scale", accept: metaAccept},
 		{name: "scale/rs-get-missing", method: "GET", path: rss + "/missing/scale"},
 		{name: "scale/rs-patch", method: "PATCH", path: rss + "/rs1/scale", contentType: mergePatch, body: `{"spec":{"replicas":4}}`},
 		{name: "scale/rs-after-patch", method: "GET", path: rss + "/rs1"},
