@@ -92,10 +92,18 @@ func TestReplicaSetsWithKubectl_G2(t *testing.T) {
 	res := c.kubectl(t, nil, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[*].metadata.ownerReferences[0].kind}")
 	must(t, res, "ReplicaSet ReplicaSet ReplicaSet")
 
+	testwait.For(t, 60*time.Second, "kubectl describe rs with its events", func() (bool, string) {
+		res := c.kubectl(t, nil, "describe", "rs", "web")
+		return res.code == 0 && strings.Contains(res.stdout, "Pods Status:  3 Running") &&
+			strings.Contains(res.stdout, "SuccessfulCreate") && strings.Contains(res.stdout, "Created pod: web-"), res.stdout + res.stderr
+	})
+
 	must(t, c.kubectl(t, nil, "scale", "rs", "web", "--replicas=5"), "replicaset.apps/web scaled")
 	running(t, "web", 5)
 	must(t, c.kubectl(t, nil, "scale", "rs", "web", "--replicas=1"), "replicaset.apps/web scaled")
 	running(t, "web", 1)
+	must(t, c.kubectl(t, nil, "get", "events", "--field-selector", "reason=SuccessfulDelete", "-o", "jsonpath={.items[*].message}"),
+		"Deleted pod: web-")
 	testwait.For(t, 60*time.Second, "status replicas 1", func() (bool, string) {
 		res := c.kubectl(t, nil, "get", "rs", "web", "-o", "jsonpath={.status.replicas}/{.status.readyReplicas}")
 		return res.stdout == "1/1", res.stdout + res.stderr
