@@ -413,3 +413,65 @@ func TestFailedCreateCondition_G2(t *testing.T) {
 		return len(cur.Status.Conditions) == 0, fmt.Sprintf("%+v", cur.Status.Conditions)
 	})
 }
+
+// Between pods alike but for their node, the one whose node holds more
+// pods of the ReplicaSets with the same owner goes first, even before one
+// that became ready later (G.2).
+func TestScaleDownPrefersCrowdedNodes_G2(t *testing.T) {
+	s := start(t, replicaset.Descriptor)
+	ctx := context.Background()
+	l := map[string]string{"app": "fam"}
+	one := int32(1)
+	d, err := s.Client.AppsV1().Deployments("default").Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "fam"},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: l}, Template: template(l)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	owned := func(version string) *appsv1.ReplicaSet {
+		rs := newRS("fam-"+version, 2)
+		labels := map[string]string{"app": "fam", "v": version}
+		rs.Spec.Selector.MatchLabels, rs.Spec.Template.Labels = labels, labels
+		rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "fam", UID: d.UID,
+			Controller: &yes, BlockOwnerDeletion: &yes}}
+		return rs
+	}
+	for _, v := range []string{"old", "new"} {
+		if _, err := s.Client.AppsV1().ReplicaSets("default").Create(ctx, owned(v), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byVersion := func(v string) []corev1.Pod {
+		var out []corev1.Pod
+		for _, p := range waitPods(t, s.Client, "fam", 4) {
+			if p.Labels["v"] == v {
+				out = append(out, p)
+			}
+		}
+		slices.SortFunc(out, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+		return out
+	}
+	old, cur := byVersion("old"), byVersion("new")
+	if len(old) != 2 || len(cur) != 2 {
+		t.Fatalf("%d old and %d new pods, want 2 and 2", len(old), len(cur))
+	}
+	for _, p := range old {
+		setReady(t, s.Client, p, "crowded", time.Now().Add(-time.Hour))
+	}
+	// Alone, the ready times would choose cur[1], ready more recently.
+	setReady(t, s.Client, cur[0], "crowded", time.Now().Add(-time.Hour))
+	setReady(t, s.Client, cur[1], "empty", time.Now().Add(-time.Minute))
+	if _, err := s.Client.AppsV1().ReplicaSets("default").Patch(ctx, "fam-new", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, wait, "one new pod left", func() (bool, string) {
+		var left []string
+		for _, p := range pods(t, s.Client, "fam") {
+			if p.Labels["v"] == "new" {
+				left = append(left, p.Name)
+			}
+		}
+		return len(left) == 1 && left[0] == cur[1].Name, fmt.Sprintf("left %v, want [%s]", left, cur[1].Name)
+	})
+}
