@@ -343,7 +343,7 @@ func (rc *Controller) deletePod(obj any) {
 	rc.queue.Add(k)
 }
 
-// expectDeletions records that the pods podKeys are being deleted for k.
+// expectDeletions records that pods are being deleted for k.
 func (rc *Controller) expectDeletions(k string, pods []*corev1.Pod) {
 	set := make(map[string]bool, len(pods))
 	for _, p := range pods {
