@@ -215,6 +215,9 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
+		if res.scale {
+			rs = append(rs, scaleDiscovery(gvr.Resource, res.namespaced))
+		}
 		if res.binding {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/binding", Namespaced: res.namespaced, Kind: "Binding",
 				Verbs: metav1.Verbs{"create"}})

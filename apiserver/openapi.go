@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
+//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/events/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
 
 // The OpenAPI v3 documents: one per group version, generated from the Go
 // types. Each operation carries x-kubernetes-group-version-kind and the
@@ -134,6 +135,16 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 				"get":        op("get", ext, item, nil),
 				"put":        withBody(op("put", ext, item, writeParams()), item),
 				"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),
+				"parameters": params,
+			}
+		}
+		if res.scale {
+			scale := refOf(&autoscalingv1.Scale{})
+			scaleExt := obj{"group": scaleGVK.Group, "version": scaleGVK.Version, "kind": scaleGVK.Kind}
+			paths[one+"/scale"] = obj{
+				"get":        op("get", scaleExt, scale, nil),
+				"put":        withBody(op("put", scaleExt, scale, writeParams()), scale),
+				"patch":      patchBody(op("patch", scaleExt, scale, append(writeParams(), queryParam("force", "boolean"))), g),
 				"parameters": params,
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,7 @@ type resource struct {
 	// subresources this resource serves besides the object itself.
 	status  bool // RESOURCE/status: get, update, patch of .status only
 	binding bool // pods/binding
+	scale   bool // RESOURCE/scale: get, update, patch of spec.replicas as an autoscaling/v1 Scale
 	// noDeleteCollection: the collection cannot be deleted in one request
 	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
 	// the request is refused with 405 (B.6).
@@ -116,7 +118,7 @@ func newScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apidiscoveryv2.AddToScheme, metav1.AddMetaToScheme,
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
-		schedulingv1.AddToScheme, batchv1.AddToScheme,
+		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, // Scale
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -184,6 +186,7 @@ func builtinResources() []*resource {
 	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
+		r.scale = scalable(r.gvr)
 	}
 	return rs
 }

@@ -93,6 +93,8 @@ func (q *request) serve() {
 		err = q.patch()
 	case q.sub == "" && q.verb == "delete":
 		err = q.delete()
+	case q.sub == "scale" && q.res.scale:
+		err = q.serveScale()
 	case q.sub == "binding" && q.res.binding && q.verb == "create":
 		err = q.bind(q.name)
 	case podSubresource(q.res.gvr, q.sub):
@@ -346,7 +348,8 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 	case res.validate != nil:
 		errs = append(errs, res.validate(obj, old)...)
 	}
-	if old != nil && sub == "" && res.validateUpdate != nil {
+	// A scale update is an update of the object itself (G.2).
+	if old != nil && (sub == "" || sub == "scale") && res.validateUpdate != nil {
 		errs = append(errs, res.validateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
@@ -514,7 +517,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) {
 			// The last finalizer is gone: the object goes now.
 			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
-				if errors.Is(err, store.ErrConflict) && precondition == "" {
+				if errors.Is(err, store.ErrConflict) {
 					continue
 				}
 				return nil, storeErr(err, q.gr(), q.name)
@@ -523,7 +526,11 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			return obj, nil
 		}
 		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-		if errors.Is(err, store.ErrConflict) && precondition == "" {
+		if errors.Is(err, store.ErrConflict) {
+			// Written meanwhile: start again from the new state, which
+			// checks a precondition afresh. A patch names the version it
+			// was applied to, so it is applied again to the new one, as
+			// kube-apiserver reapplies it.
 			continue
 		}
 		if err != nil {
@@ -577,7 +584,7 @@ func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
 	if res.prepare != nil {
 		res.prepare(obj, old)
 	}
-	if !res.generation || sub != "" {
+	if !res.generation || sub != "" && sub != "scale" {
 		return
 	}
 	acc, _ := meta.Accessor(obj)

@@ -2,7 +2,7 @@
 
 package apiserver
 
-// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
+// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/autoscaling/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
 // by package path and name: their values, sorted, and the lines describing them.
 var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.DaemonSetUpdateStrategyType": {
@@ -20,6 +20,10 @@ var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.StatefulSetUpdateStrategyType": {
 		values: []string{"OnDelete", "Recreate", "RollingUpdate"},
 		lines:  []string{" - `\"OnDelete\"` disables ordered rolling restarts. Version tracking is done on a best-effort basis - the controller will try to eventually converge StatefulSet's currentRevision with updateRevision. Pods are recreated from the StatefulSetSpec when they are manually deleted. When a scale operation is performed with this strategy, new Pods will be created from the specification version indicated by the StatefulSet's updateRevision.", " - `\"Recreate\"` indicates that all existing pods will be deleted and fully terminated before any new-revision pods are created. This ensures that old and new revision Pods never run at the same time. This is an alpha type and requires enabling StatefulSetRecreateStrategy feature gate. Switching to the Recreate strategy is allowed when the feature gate is enabled, and switching away from it to a different update strategy is also allowed. +featureGate=StatefulSetRecreateStrategy", " - `\"RollingUpdate\"` indicates that update will be applied to all Pods in the StatefulSet with respect to the StatefulSet ordering constraints. When a scale operation is performed with this strategy, new Pods will be created from the specification version indicated by the StatefulSet's updateRevision."},
+	},
+	"k8s.io/api/autoscaling/v1.MetricSourceType": {
+		values: []string{"ContainerResource", "External", "Object", "Pods", "Resource"},
+		lines:  []string{" - `\"ContainerResource\"` is a resource metric known to Kubernetes, as specified in requests and limits, describing a single container in each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics (the \"pods\" source).", " - `\"External\"` is a global metric that is not associated with any Kubernetes object. It allows autoscaling based on information coming from components running outside of cluster (for example length of queue in cloud messaging service, or QPS from loadbalancer running outside of cluster).", " - `\"Object\"` is a metric describing a kubernetes object (for example, hits-per-second on an Ingress object).", " - `\"Pods\"` is a metric describing each pod in the current scale target (for example, transactions-processed-per-second). The values will be averaged together before being compared to the target value.", " - `\"Resource\"` is a resource metric known to Kubernetes, as specified in requests and limits, describing each pod in the current scale target (e.g. CPU or memory). Such metrics are built in to Kubernetes, and have special scaling options on top of those available to normal per-pod metrics (the \"pods\" source)."},
 	},
 	"k8s.io/api/batch/v1.CompletionMode": {
 		values: []string{"Indexed", "NonIndexed"},
@@ -246,6 +250,7 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/authentication/v1.TokenRequestStatus.expirationTimestamp": true,
 	"k8s.io/api/authentication/v1.TokenRequestStatus.token":               true,
 	"k8s.io/api/authentication/v1.TokenReviewSpec.token":                  false,
+	"k8s.io/api/autoscaling/v1.HorizontalPodAutoscaler.spec":              false,
 	"k8s.io/api/batch/v1.CronJob.spec":                                    false,
 	"k8s.io/api/batch/v1.PodFailurePolicyOnPodConditionsPattern.status":   true,
 	"k8s.io/api/core/v1.AzureFilePersistentVolumeSource.secretNamespace":  true,

@@ -22,8 +22,9 @@ import (
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
-	"github.com/kubegate/kubegate/controllers/tainteviction"
+	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/statefulset"
+	"github.com/kubegate/kubegate/controllers/tainteviction"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -33,6 +34,8 @@ var All = []controllers.Descriptor{
 	tainteviction.Descriptor,
 	daemonset.Descriptor,
 	statefulset.Descriptor,
+	replicaset.Descriptor,
+	replicaset.RCDescriptor,
 }
 
 // Names returns the names of All.

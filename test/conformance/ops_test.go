@@ -347,6 +347,7 @@ func operations() []op {
 	add(daemonSetOps()...)
 	add(revisionOps()...)
 	add(batchOps()...)
+	add(scaleOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
