@@ -514,7 +514,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) {
 			// The last finalizer is gone: the object goes now.
 			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
-				if errors.Is(err, store.ErrConflict) && precondition == "" {
+				if errors.Is(err, store.ErrConflict) {
 					continue
 				}
 				return nil, storeErr(err, q.gr(), q.name)
@@ -523,7 +523,11 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			return obj, nil
 		}
 		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-		if errors.Is(err, store.ErrConflict) && precondition == "" {
+		if errors.Is(err, store.ErrConflict) {
+			// Written meanwhile: start again from the new state, which
+			// checks a precondition afresh. A patch names the version it
+			// was applied to, so it is applied again to the new one, as
+			// kube-apiserver reapplies it.
 			continue
 		}
 		if err != nil {
