@@ -10,6 +10,7 @@
 //     labels, and it carries a controller reference to the Deployment.
 //     ReplicaSets the selector matches are adopted, those it no longer
 //     matches released.
+//
 //   - Revisions: the new ReplicaSet's deployment.kubernetes.io/revision is
 //     one more than the highest of the old ones (an old template made
 //     current again, as by kubectl rollout undo, moves its earlier
@@ -18,6 +19,7 @@
 //     among them, are copied to its new ReplicaSet; desired-replicas and
 //     max-replicas record the Deployment's size when a ReplicaSet was
 //     last scaled.
+//
 //   - RollingUpdate scales the new ReplicaSet up within maxSurge and the
 //     old ones down within maxUnavailable, unhealthy old replicas first;
 //     Recreate scales the old ones to zero and waits for their pods to be
@@ -25,17 +27,23 @@
 //     scaled during a rollout, or while paused, has the difference shared
 //     among its active ReplicaSets in proportion to their sizes. A paused
 //     Deployment is only scaled.
+//
 //   - Old ReplicaSets scaled to zero beyond revisionHistoryLimit are
 //     deleted once a rollout completes (or while paused).
+//
 //   - Status: the ReplicaSets' counts, observedGeneration, and the
 //     Available and Progressing conditions with kube's reasons and
 //     messages; a rollout that makes no progress for
 //     progressDeadlineSeconds goes ProgressDeadlineExceeded.
+//
 //   - Events: ScalingReplicaSet "Scaled up replica set NAME from X to Y",
 //     as deployment-controller.
 //
-// Not done: extensions/v1beta1's server-side rollback (spec.rollbackTo,
-// which apps/v1 does not have; kubectl rolls back client side).
+//   - Rollback: kubectl rolls back client side, by putting an old
+//     ReplicaSet's template back in the Deployment; the annotation
+//     deprecated.deployment.rollback.to=REVISION (extensions/v1beta1's
+//     spec.rollbackTo, carried through apps/v1) makes the controller do
+//     the same, emitting DeploymentRollback, and removes the annotation.
 //
 // The identity it runs as needs: deployments get, list, watch, update;
 // deployments/status update; replicasets get, list, watch, create,
@@ -321,6 +329,9 @@ func (c *Controller) syncDeployment(ctx context.Context, d *appsv1.Deployment) e
 	}
 	if d.Spec.Paused {
 		return c.scaleOnly(ctx, d, rss)
+	}
+	if _, ok := rollbackTo(d); ok {
+		return c.rollback(ctx, d, rss)
 	}
 	scaling, err := c.isScalingEvent(ctx, d, rss)
 	if err != nil {

@@ -585,3 +585,47 @@ func TestPodTemplateHash_G3(t *testing.T) {
 		}
 	}
 }
+
+// The deprecated.deployment.rollback.to annotation (extensions/v1beta1's
+// spec.rollbackTo) rolls the Deployment back to that revision's template
+// and annotations, then goes; a revision that does not exist is a Warning
+// event and the annotation still goes.
+func TestRollbackAnnotation_G3(t *testing.T) {
+	t.Parallel()
+	c := start(t, allHealthy)
+	d := newDeployment("rb", "nginx:1", 2)
+	d.Annotations = map[string]string{"kubernetes.io/change-cause": "one"}
+	c.create(d)
+	c.waitComplete("rb")
+	c.patch("rb", `{"metadata":{"annotations":{"kubernetes.io/change-cause":"two"}},"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:2"}]}}}}`)
+	c.waitComplete("rb")
+
+	c.patch("rb", `{"metadata":{"annotations":{"deprecated.deployment.rollback.to":"0"}}}`)
+	testwait.For(t, wait, "rolled back to revision 1 as revision 3", func() (bool, string) {
+		d := c.get("rb")
+		img := d.Spec.Template.Spec.Containers[0].Image
+		_, pending := d.Annotations["deprecated.deployment.rollback.to"]
+		return img == "nginx:1" && !pending && d.Annotations["kubernetes.io/change-cause"] == "one" &&
+				d.Annotations["deployment.kubernetes.io/revision"] == "3",
+			fmt.Sprintf("image %s, annotations %v", img, d.Annotations)
+	})
+	c.waitComplete("rb")
+	if got := c.sizes("rb"); got != "nginx:2=0,nginx:1=2" {
+		t.Errorf("replica sets %s, want nginx:2=0,nginx:1=2", got)
+	}
+	c.patch("rb", `{"metadata":{"annotations":{"deprecated.deployment.rollback.to":"42"}}}`)
+	testwait.For(t, wait, "the DeploymentRollbackRevisionNotFound event", func() (bool, string) {
+		_, pending := c.get("rb").Annotations["deprecated.deployment.rollback.to"]
+		evs, err := c.client.CoreV1().Events(c.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "DeploymentRollbackRevisionNotFound" && e.Message == "Unable to find the revision to rollback to." &&
+				e.Type == corev1.EventTypeWarning && !pending {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("pending %v, %d events", pending, len(evs.Items))
+	})
+}

@@ -156,7 +156,7 @@ func (c *Controller) scaleOnly(ctx context.Context, d *appsv1.Deployment, rss []
 	if err := c.scale(ctx, d, newRS, old); err != nil {
 		return err
 	}
-	if d.Spec.Paused {
+	if _, rollingBack := rollbackTo(d); d.Spec.Paused && !rollingBack {
 		if err := c.cleanup(ctx, old, d); err != nil {
 			return err
 		}
