@@ -298,8 +298,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	err = c.syncDeployment(ctx, cached.DeepCopy())
-	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil // nothing more can be created there
+	case apierrors.IsConflict(err):
+		// A write raced the caches, which are about to catch up: try
+		// again shortly, without a warning.
+		c.log.Debug("sync raced a write; retrying", "deployment", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return nil
 	}
 	return err
 }
