@@ -165,6 +165,25 @@ func TestDeploymentWithKubectl(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl describe shows the new ReplicaSet, conditions and scaling event", func(t *testing.T) {
+		testwait.For(t, deployWait, "describe deployment app", func() (bool, string) {
+			res := c.kubectl(t, nil, "describe", "deployment", "app")
+			words := strings.Join(strings.Fields(res.stdout), " ") // column widths vary between kubectl versions
+			for _, want := range []string{
+				"NewReplicaSet: " + firstName + " (3/3 replicas created)",
+				"Available True MinimumReplicasAvailable",
+				"Progressing True NewReplicaSetAvailable",
+				"ScalingReplicaSet",
+				"Scaled up replica set " + firstName + " from 0 to 3",
+			} {
+				if !strings.Contains(words, want) {
+					return false, fmt.Sprintf("no %q in:\n%s%s", want, res.stdout, res.stderr)
+				}
+			}
+			return true, ""
+		})
+	})
+
 	t.Run("set image rolls out without dropping below replicas - maxUnavailable", func(t *testing.T) {
 		// The default maxUnavailable, 25% of 3, rounds down to 0: all 3
 		// must stay available throughout.
