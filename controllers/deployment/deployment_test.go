@@ -629,3 +629,47 @@ func TestRollbackAnnotation_G3(t *testing.T) {
 		return false, fmt.Sprintf("pending %v, %d events", pending, len(evs.Items))
 	})
 }
+
+// Recreate waits for the old ReplicaSets' pods to be gone, not only for
+// their counts to reach zero: a pod of the old ReplicaSet that has not
+// finished holds the new one back until it is deleted.
+func TestRecreateWaitsForOldPods_G3(t *testing.T) {
+	t.Parallel()
+	c := start(t, allHealthy)
+	d := newDeployment("rp", "nginx:1", 1)
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	c.create(d)
+	var old appsv1.ReplicaSet
+	testwait.For(t, wait, "the first replica set", func() (bool, string) {
+		rss := c.replicaSets("rp")
+		if len(rss) == 1 {
+			old = rss[0]
+		}
+		return len(rss) == 1, fmt.Sprint(len(rss))
+	})
+	ctx := context.Background()
+	yes := true
+	_, err := c.client.CoreV1().Pods(c.ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "rp-old", Labels: old.Spec.Template.Labels, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: old.Name, UID: old.UID, Controller: &yes}}},
+		Spec: old.Spec.Template.Spec}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.waitComplete("rp")
+	c.setImage("rp", "nginx:2")
+	testwait.For(t, wait, "the old replica set emptied and its emptiness seen", func() (bool, string) {
+		d := c.get("rp")
+		return d.Status.ObservedGeneration == d.Generation && d.Status.Replicas == 0, fmt.Sprintf("%+v; %s", d.Status, c.sizes("rp"))
+	})
+	if got := c.sizes("rp"); got != "nginx:1=0" {
+		t.Fatalf("replica sets %s while an old pod is left, want only nginx:1=0", got)
+	}
+	if err := c.client.CoreV1().Pods(c.ns).Delete(ctx, "rp-old", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitComplete("rp")
+	if got := c.sizes("rp"); got != "nginx:1=0,nginx:2=1" {
+		t.Errorf("replica sets %s once the old pod is gone, want nginx:1=0,nginx:2=1", got)
+	}
+}
