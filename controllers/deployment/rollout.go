@@ -287,7 +287,7 @@ func (c *Controller) cleanup(ctx context.Context, old []*appsv1.ReplicaSet, d *a
 			alive = append(alive, rs)
 		}
 	}
-	diff := len(alive) - int(*d.Spec.RevisionHistoryLimit)
+	diff := min(len(alive)-int(*d.Spec.RevisionHistoryLimit), len(alive))
 	if diff <= 0 {
 		return nil
 	}
