@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/daemonset"
+	"github.com/kubegate/kubegate/controllers/deployment"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/statefulset"
@@ -36,6 +37,7 @@ var All = []controllers.Descriptor{
 	statefulset.Descriptor,
 	replicaset.Descriptor,
 	replicaset.RCDescriptor,
+	deployment.Descriptor,
 }
 
 // Names returns the names of All.
