@@ -181,7 +181,7 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), jobResource(), cronJobResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 	}
