@@ -268,7 +268,7 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 		}
 		p.Status.DisruptionsAllowed--
 		if p.Status.DisruptionsAllowed == 0 {
-			SetDisruptionAllowedCondition(p, metav1.NewTime(q.s.now().Truncate(time.Second)))
+			setDisruptionAllowedCondition(p, metav1.NewTime(q.s.now().Truncate(time.Second)))
 		}
 		return nil
 	}
@@ -294,11 +294,11 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 	return err
 }
 
-// SetDisruptionAllowedCondition sets a budget's DisruptionAllowed
+// setDisruptionAllowedCondition sets a budget's DisruptionAllowed
 // condition from its status.disruptionsAllowed (G.12): True with reason
 // SufficientPods when it allows one, else False with InsufficientPods.
 // now is the transition time when the status changes.
-func SetDisruptionAllowedCondition(pdb *policyv1.PodDisruptionBudget, now metav1.Time) {
+func setDisruptionAllowedCondition(pdb *policyv1.PodDisruptionBudget, now metav1.Time) {
 	c := metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
 		Reason: policyv1.InsufficientPodsReason, ObservedGeneration: pdb.Status.ObservedGeneration, LastTransitionTime: now}
 	if pdb.Status.DisruptionsAllowed > 0 {
