@@ -36,6 +36,10 @@ const maxDisruptedPods = 2000
 // another writer.
 const evictionRetries = 20
 
+// evictionManager owns, in managedFields, what an eviction writes in a
+// budget's status: kube-apiserver's own client writes it there.
+const evictionManager = "kube-apiserver"
+
 var pdbGVR = policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets")
 
 // evictionMessage is kube's refusal of an eviction the budget does not
@@ -87,8 +91,9 @@ func (q *request) evict() error {
 		return err
 	}
 	if st != nil {
+		// answered as an object, with the code it carries
 		out, _ := q.s.negotiate(q.r, acceptOptions{})
-		q.s.write(q.w, out, http.StatusCreated, st)
+		q.s.write(q.w, out, int(st.Code), st)
 		return nil
 	}
 	q.writeCreated()
@@ -106,8 +111,10 @@ func evictionDryRun(opts *metav1.DeleteOptions, urlDryRun []string) (*metav1.Del
 	case len(opts.DryRun) == 0:
 		opts.DryRun = urlDryRun
 	case len(urlDryRun) > 0 && !slices.Equal(opts.DryRun, urlDryRun):
-		//lint:ignore ST1005 kube's message
-		return nil, fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", urlDryRun, opts.DryRun)
+		// kube answers this as an error of no known kind: a 500 with
+		// no reason
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+			Message: fmt.Sprintf("Non-matching dry-run options in request and content: %v and %v", urlDryRun, opts.DryRun)}}
 	}
 	return opts, nil
 }
@@ -115,8 +122,8 @@ func evictionDryRun(opts *metav1.DeleteOptions, urlDryRun []string) (*metav1.Del
 // evictPod evicts the pod of the request with opts: a pod that is not
 // running (pending, finished) or already deleting goes at once; any
 // other is checked against the budget that covers it. A non-nil Status is
-// a failure answered in a 201, as kube answers a pod with more than one
-// budget.
+// a failure answered as an object rather than an error, as kube answers
+// a pod with more than one budget.
 func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
 	userRV := opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
 	var pod *corev1.Pod
@@ -286,7 +293,7 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 		p.Status.DisruptedPods[pod.Name] = metav1.NewTime(q.s.now().Truncate(time.Second))
 		p.ResourceVersion = ""
 		return p, nil
-	}, "")
+	}, evictionManager)
 	if apierrors.IsNotFound(err) {
 		// The budget went meanwhile: nothing guards the pod any more.
 		return nil

@@ -221,8 +221,8 @@ func TestDisruptedPodsExpire_G12(t *testing.T) {
 	for i := range 3 {
 		pod(t, cs, fmt.Sprintf("web-%d", i), true, nil)
 	}
-	pdb := budget(t, cs, "web", ptr(intstr.FromInt32(1)), nil)
-	pdb = waitStatus(t, cs, "web", "gen=1/1 expected=3 desired=1 healthy=3 allowed=2 DisruptionAllowed=True/SufficientPods")
+	budget(t, cs, "web", ptr(intstr.FromInt32(1)), nil)
+	pdb := waitStatus(t, cs, "web", "gen=1/1 expected=3 desired=1 healthy=3 allowed=2 DisruptionAllowed=True/SufficientPods")
 
 	// As an eviction records it: web-0 counts as disrupted.
 	pdb.Status.DisruptedPods = map[string]metav1.Time{"web-0": metav1.NewTime(clock.Now().Add(-time.Minute))}

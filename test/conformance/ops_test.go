@@ -345,6 +345,7 @@ func operations() []op {
 	)
 	add(deploymentOps()...)
 	add(daemonSetOps()...)
+	add(pdbOps()...)
 	add(batchOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
