@@ -76,5 +76,12 @@ func pdbOps() []op {
 			body: `{"status":{"disruptionsAllowed":-1,"expectedPods":-2,"conditions":[{"type":"DisruptionAllowed","status":"Maybe"}]}}`},
 		{name: "pdb/delete", method: "DELETE", path: pdbs + "/stripped"},
 		{name: "kubectl/get-pdb-wide", kubectl: []string{"get", "pdb", "-n", testNS, "-o", "wide"}},
+		{name: "kubectl/describe-pdb", kubectl: []string{"describe", "pdb", "guard", "-n", testNS}},
+		{name: "kubectl/explain-pdb-spec", kubectl: []string{"explain", "pdb.spec"}},
+
+		{name: "discovery/policy-v1", method: "GET", path: "/apis/policy/v1"},
+		{name: "discovery/policy", method: "GET", path: "/apis/policy"},
+		{name: "openapi/v3-policy-schemas", method: "GET", path: "/openapi/v3/apis/policy/v1",
+			project: openAPISchemas("components", "io.k8s.api.policy.v1.PodDisruptionBudget")},
 	}
 }
