@@ -271,3 +271,30 @@ func (c *fakeClock) Add(d time.Duration) {
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
 }
+
+// A pod left with the eviction's DisruptionTarget condition for two
+// minutes, not deleted, gets the condition set to False (G.12).
+func TestStaleDisruptionTargetIsCleared_G12(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	cs := start(t, clock.Now)
+	ctx := context.Background()
+	p := pod(t, cs, "web-0", true, nil)
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting", LastTransitionTime: metav1.NewTime(clock.Now().Add(-3 * time.Minute))})
+	if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "DisruptionTarget False", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.DisruptionTarget {
+				return c.Status == corev1.ConditionFalse && c.Reason == "", fmt.Sprintf("%+v", c)
+			}
+		}
+		return false, "no DisruptionTarget condition"
+	})
+}
