@@ -294,10 +294,6 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 		p.ResourceVersion = ""
 		return p, nil
 	}, evictionManager)
-	if apierrors.IsNotFound(err) {
-		// The budget went meanwhile: nothing guards the pod any more.
-		return nil
-	}
 	return err
 }
 
