@@ -68,7 +68,10 @@ func pdbOps() []op {
 		{name: "pdb/evict-unready-always-allow", method: "POST", path: ns + "/pods/other/eviction", body: evict("other", "")},
 		{name: "pdb/get-always-allow", method: "GET", path: pdbs + "/loose"},
 		{name: "pdb/pending-pod-create", method: "POST", path: ns + "/pods", body: pod("kc", "")},
+		{name: "pdb/evict-pending-other-uid", method: "POST", path: ns + "/pods/kc/eviction",
+			body: evict("kc", `{"preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`)},
 		{name: "pdb/evict-pending", method: "POST", path: ns + "/pods/kc/eviction", body: evict("kc", "")},
+		{name: "pdb/evict-missing", method: "POST", path: ns + "/pods/kc/eviction", body: evict("kc", "")},
 
 		{name: "pdb/patch-spec", method: "PATCH", path: pdbs + "/guard", contentType: mergePatch, body: `{"spec":{"minAvailable":"50%"}}`},
 		{name: "pdb/patch-both", method: "PATCH", path: pdbs + "/guard", contentType: mergePatch, body: `{"spec":{"maxUnavailable":1}}`},
