@@ -39,8 +39,14 @@ func start(t *testing.T, now func() time.Time) kubernetes.Interface {
 // and makes it Running, and Ready when ready is set.
 func pod(t *testing.T, cs kubernetes.Interface, name string, ready bool, owner *metav1.OwnerReference) *corev1.Pod {
 	t.Helper()
+	return appPod(t, cs, "web", name, ready, owner)
+}
+
+// appPod is pod with the label app=app.
+func appPod(t *testing.T, cs kubernetes.Interface, app, name string, ready bool, owner *metav1.OwnerReference) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": app}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
 	if owner != nil {
 		p.OwnerReferences = []metav1.OwnerReference{*owner}
@@ -142,47 +148,58 @@ func TestIntegerMinAvailableCountsPods_G12(t *testing.T) {
 }
 
 // A percentage or maxUnavailable counts the scale of the pods'
-// controllers: a ReplicaSet's replicas, or its Deployment's; maxUnavailable
-// rounds up (G.12).
+// controllers: a ReplicaSet's replicas, or, for a ReplicaSet a Deployment
+// controls, the Deployment's; both round up (G.12).
 func TestExpectedPodsFromControllersScale_G12(t *testing.T) {
 	t.Parallel()
 	cs := start(t, nil)
 	ctx := context.Background()
-	four, five := int32(4), int32(5)
-	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
-	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+	yes := true
+	four, five, two := int32(4), int32(5), int32(2)
+	template := func(app string) (*metav1.LabelSelector, corev1.PodTemplateSpec) {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}}}}
+	}
+	// A ReplicaSet of 4 with three ready pods.
+	sel, tmpl := template("web")
 	rs, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: appsv1.ReplicaSetSpec{Replicas: &four, Selector: sel, Template: tmpl}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	yes := true
 	ref := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: &yes}
-	pod(t, cs, "web-a", true, ref)
-	pod(t, cs, "web-b", true, ref)
-	pod(t, cs, "web-c", true, ref)
-	budget(t, cs, "web", nil, ptr(intstr.FromString("50%")))
-	waitStatus(t, cs, "web", "gen=1/1 expected=4 desired=2 healthy=3 allowed=1 DisruptionAllowed=True/SufficientPods")
+	for _, name := range []string{"web-a", "web-b", "web-c"} {
+		pod(t, cs, name, true, ref)
+	}
 
-	// Once a Deployment controls the ReplicaSet, its replicas count.
-	d, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+	// A Deployment of 5 whose ReplicaSet of 2 has two ready pods.
+	sel, tmpl = template("api")
+	d, err := cs.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "api"},
 		Spec: appsv1.DeploymentSpec{Replicas: &five, Selector: sel, Template: tmpl}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}
-	if _, err := cs.AppsV1().ReplicaSets(ns).Update(ctx, rs, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// The ReplicaSet's change is not one the controller watches for: a
-	// pod's change brings the budget back.
-	p, err := cs.CoreV1().Pods(ns).Get(ctx, "web-c", metav1.GetOptions{})
+	apiRS, err := cs.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "api-1",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID, Controller: &yes}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &two, Selector: sel, Template: tmpl}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	setReady(t, cs, p, false)
-	waitStatus(t, cs, "web", "gen=1/1 expected=5 desired=2 healthy=2 allowed=0 DisruptionAllowed=False/InsufficientPods")
+	apiRef := &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: apiRS.Name, UID: apiRS.UID, Controller: &yes}
+	appPod(t, cs, "api", "api-a", true, apiRef)
+	appPod(t, cs, "api", "api-b", true, apiRef)
+
+	// The controller watches pods and budgets, not workloads, as kube's
+	// does: the budgets are made once the workloads are in place.
+	budget(t, cs, "web", nil, ptr(intstr.FromString("50%")))
+	waitStatus(t, cs, "web", "gen=1/1 expected=4 desired=2 healthy=3 allowed=1 DisruptionAllowed=True/SufficientPods")
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "api"}, Spec: policyv1.PodDisruptionBudgetSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}, MinAvailable: ptr(intstr.FromString("50%"))}}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, cs, "api", "gen=1/1 expected=5 desired=3 healthy=2 allowed=0 DisruptionAllowed=False/InsufficientPods")
 }
 
 // A pod whose controller has no scale leaves the budget allowing no
