@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -313,5 +314,30 @@ func TestStaleDisruptionTargetIsCleared_G12(t *testing.T) {
 			}
 		}
 		return false, "no DisruptionTarget condition"
+	})
+}
+
+// Pods without a controller cannot be counted by scale: under
+// maxUnavailable none is expected, so none may be disrupted, and the
+// budget gets kube's UnmanagedPods warning (G.12).
+func TestUnmanagedPodsNeedIntegerMinAvailable_G12(t *testing.T) {
+	t.Parallel()
+	cs := start(t, nil)
+	ctx := context.Background()
+	pod(t, cs, "web-0", true, nil)
+	pod(t, cs, "web-1", true, nil)
+	budget(t, cs, "web", nil, ptr(intstr.FromInt32(1)))
+	waitStatus(t, cs, "web", "gen=1/1 expected=0 desired=0 healthy=2 allowed=0 DisruptionAllowed=False/InsufficientPods")
+	testwait.For(t, 30*time.Second, "an UnmanagedPods event", func() (bool, string) {
+		evs, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=web,involvedObject.kind=PodDisruptionBudget"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "UnmanagedPods" {
+				return e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, `set ".spec.minAvailable" field of the PDB to an integer value`), e.Message
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(evs.Items))
 	})
 }
