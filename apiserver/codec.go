@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -264,6 +265,10 @@ func (s *Server) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	st := toStatus(err)
 	if st.Code == http.StatusInternalServerError {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		// as kube-apiserver: client-go waits this long and retries
+		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	out, nerr := s.negotiate(r, acceptOptions{})
 	if nerr != nil {

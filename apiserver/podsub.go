@@ -9,8 +9,6 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -143,57 +141,6 @@ func (q *request) podConnect() error {
 	}
 	return apierrors.NewInternalError(fmt.Errorf("pod %s/%s runs on the simulated node %s, which runs no containers: %s is not available",
 		pod.Namespace, pod.Name, pod.Spec.NodeName, q.sub))
-}
-
-// evict serves POST pods/NAME/eviction: with no PodDisruptionBudget to
-// consult, an eviction deletes the pod as a DELETE with the eviction's
-// options would, and answers 201 with a success Status.
-func (q *request) evict() error {
-	info, data, err := q.subresourceBody()
-	if err != nil {
-		return err
-	}
-	// policy/v1 and the older policy/v1beta1 are both accepted.
-	def := policyv1.SchemeGroupVersion.WithKind("Eviction")
-	obj, _, err := info.Serializer.Decode(data, &def, nil)
-	if err != nil {
-		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf: %v", err))
-	}
-	var name string
-	var opts *metav1.DeleteOptions
-	switch ev := obj.(type) {
-	case *policyv1.Eviction:
-		name, opts = ev.Name, ev.DeleteOptions
-	case *policyv1beta1.Eviction:
-		name, opts = ev.Name, ev.DeleteOptions
-	default:
-		return apierrors.NewBadRequest(fmt.Sprintf("%s is not an Eviction", obj.GetObjectKind().GroupVersionKind()))
-	}
-	if name != q.name {
-		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
-	}
-	// The eviction's delete options, checked as a DELETE's are; a dry run
-	// asked on the URL is a dry-run delete.
-	if opts == nil {
-		opts = &metav1.DeleteOptions{}
-	} else {
-		opts = opts.DeepCopy()
-	}
-	dry, err := q.dryRun()
-	if err != nil {
-		return err
-	}
-	if dry {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	if err := checkDeleteOptions(opts); err != nil {
-		return err
-	}
-	if _, _, err := q.deleteOne(q.name, opts); err != nil {
-		return err
-	}
-	q.writeCreated()
-	return nil
 }
 
 // podSubresource reports whether sub is a pod subresource served here.

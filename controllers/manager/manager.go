@@ -22,6 +22,7 @@ import (
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
+	"github.com/kubegate/kubegate/controllers/disruption"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/statefulset"
@@ -38,6 +39,7 @@ var All = []controllers.Descriptor{
 	replicaset.Descriptor,
 	replicaset.RCDescriptor,
 	deployment.Descriptor,
+	disruption.Descriptor,
 }
 
 // Names returns the names of All.

@@ -22,7 +22,7 @@ var notYetClosed = map[string]string{
 	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
 	"discovery/core-v1":            "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
 	"job/update-template":          "a Job's immutable template is shown in its v1 form; kube-apiserver shows its internal form (Go field names, no omitted fields, ObjectMeta inlined)",
-	"kubectl/create-pdb-unserved":  "PodDisruptionBudgets (policy/v1) are not served yet: kubectl gets kube's \"could not find the requested resource\"",
+	"kubectl/create-ingress":       "Ingresses (networking.k8s.io) are not served: kubectl gets kube's \"could not find the requested resource\"",
 	"kubectl/api-resources":        "kube-apiserver serves API groups and resources kubegate does not",
 	"kubectl/api-versions":         "kube-apiserver serves API groups kubegate does not",
 	"kubectl/create-access-review": "kubectl's client-side validation of a kind without a PATCH operation asks whether it is a custom resource, and listing CustomResourceDefinitions (apiextensions.k8s.io) is 404: kubegate does not serve them",

@@ -122,6 +122,9 @@ func (n normalizer) value(key string, v any) any {
 		out := make(map[string]any, len(v))
 		for k, e := range v {
 			out[k] = n.value(k, e)
+			if s, ok := e.(string); ok && s != "" && key == "disruptedPods" {
+				out[k] = phTime // a PodDisruptionBudget's eviction times, by pod
+			}
 		}
 		// a name made from generateName keeps the prefix only.
 		if meta, ok := out["metadata"].(map[string]any); ok {

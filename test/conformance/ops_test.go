@@ -346,6 +346,7 @@ func operations() []op {
 	add(deploymentOps()...)
 	add(daemonSetOps()...)
 	add(revisionOps()...)
+	add(pdbOps()...)
 	add(batchOps()...)
 	add(scaleOps()...)
 
@@ -507,7 +508,7 @@ func operations() []op {
 			stdin: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sometimes\nspec:\n  restartPolicy: Sometimes\n  containers:\n  - name: app\n    image: registry.example/app:1\n"},
 		k("get-raw-metadata-list", "get", "--raw", "/api/v1/namespaces/"+testNS+"/serviceaccounts?as=PartialObjectMetadataList"),
 		k("create-deployment", "create", "deployment", "x", "--image=y", "-n", testNS),
-		k("create-pdb-unserved", "create", "poddisruptionbudget", "x", "--selector=app=x", "--min-available=1", "-n", testNS),
+		k("create-ingress", "create", "ingress", "x", "--rule=example.com/=x:80", "-n", testNS),
 		k("create-configmap", "create", "configmap", "cfg", "-n", testNS, "--from-literal=a=1"),
 		k("get-configmap-json", "get", "configmap", "cfg", "-n", testNS, "-o", "jsonpath={.data}"),
 		k("label", "label", "configmap", "cfg", "-n", testNS, "tier=db"),

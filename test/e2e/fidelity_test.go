@@ -31,9 +31,10 @@ spec:
 	}
 
 	must(t, c.kubectl(t, nil, "create", "deployment", "x", "--image=y"), "deployment.apps/x created")
-	res = c.kubectl(t, nil, "create", "poddisruptionbudget", "x", "--selector=app=x", "--min-available=1")
+	must(t, c.kubectl(t, nil, "create", "poddisruptionbudget", "x", "--selector=app=x", "--min-available=1"), "poddisruptionbudget.policy/x created")
+	res = c.kubectl(t, nil, "create", "ingress", "x", "--rule=example.com/=x:80")
 	if want := "the server could not find the requested resource"; res.code == 0 || !strings.Contains(res.stderr, want) {
-		t.Errorf("kubectl create poddisruptionbudget: exit %d, stderr %q; want an error with %q", res.code, res.stderr, want)
+		t.Errorf("kubectl create ingress: exit %d, stderr %q; want an error with %q", res.code, res.stderr, want)
 	}
 
 	must(t, c.kubectl(t, nil, "run", "web", "--image=registry.example/web:1"), "pod/web created")

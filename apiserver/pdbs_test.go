@@ -1,0 +1,281 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+)
+
+const pdbPath = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
+
+func pdbManifest(name, spec string) string {
+	return `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"` + name + `"},"spec":{` + spec + `}}`
+}
+
+func TestPodDisruptionBudgetValidation_G12(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	inv := func(field, msg string) metav1.StatusCause {
+		return cause(metav1.CauseTypeFieldValueInvalid, field, msg)
+	}
+	tests := []struct {
+		name, spec string
+		causes     []metav1.StatusCause
+	}{
+		{"both", `"minAvailable":1,"maxUnavailable":"10%","selector":{"matchLabels":{"app":"a"}}`, []metav1.StatusCause{
+			inv("spec", `Invalid value: {"MinAvailable":1,"Selector":{"matchLabels":{"app":"a"}},"MaxUnavailable":"10%","UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set`)}},
+		{"above 100%", `"minAvailable":"150%"`, []metav1.StatusCause{inv("spec.minAvailable", `Invalid value: "150%": must not be greater than 100%`)}},
+		{"negative", `"maxUnavailable":-1`, []metav1.StatusCause{inv("spec.maxUnavailable", "Invalid value: -1: must be greater than or equal to 0")}},
+		{"unknown policy", `"minAvailable":1,"unhealthyPodEvictionPolicy":"Sometimes"`, []metav1.StatusCause{
+			cause(metav1.CauseTypeFieldValueNotSupported, "spec.unhealthyPodEvictionPolicy", `Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"`)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := ts.send(t, "POST", pdbPath, "", pdbManifest("bad", tt.spec))
+			msg, causes := invalid("PodDisruptionBudget.policy", "bad", tt.causes...)
+			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+		})
+	}
+}
+
+func TestPodDisruptionBudgetGenerationAndSelector_G12(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	// The label kube reserves for policy/v1beta1's selectors is dropped
+	// from a selector that mixes it with other terms.
+	m := ts.createJSON(t, pdbPath, pdbManifest("p", `"minAvailable":"20%","selector":{"matchLabels":{"app":"a"},"matchExpressions":[`+
+		`{"key":"pdb.kubernetes.io/deprecated-v1beta1-empty-selector-match","operator":"Exists"},{"key":"tier","operator":"In","values":["web"]}]}`))
+	wantFields(t, m, map[string]string{"metadata.generation": "1",
+		"spec.selector": `{"matchExpressions":[{"key":"tier","operator":"In","values":["web"]}],"matchLabels":{"app":"a"}}`,
+		"status":        `{"currentHealthy":0,"desiredHealthy":0,"disruptionsAllowed":0,"expectedPods":0}`})
+	const merge = "application/merge-patch+json"
+	code, b := ts.send(t, "PATCH", pdbPath+"/p", merge, `{"spec":{"minAvailable":2},"status":{"disruptionsAllowed":5}}`)
+	if code != http.StatusOK {
+		t.Fatalf("patch spec: %d %s", code, b)
+	}
+	_ = json.Unmarshal(b, &m)
+	wantFields(t, m, map[string]string{"metadata.generation": "2", "spec.minAvailable": "2", "status.disruptionsAllowed": "0"})
+	code, b = ts.send(t, "PATCH", pdbPath+"/p/status", merge, `{"spec":{"minAvailable":9},"status":{"observedGeneration":2,"disruptionsAllowed":1}}`)
+	if code != http.StatusOK {
+		t.Fatalf("patch status: %d %s", code, b)
+	}
+	_ = json.Unmarshal(b, &m)
+	wantFields(t, m, map[string]string{"metadata.generation": "2", "spec.minAvailable": "2", "status.disruptionsAllowed": "1"})
+	code, b = ts.send(t, "PATCH", pdbPath+"/p/status", merge, `{"status":{"currentHealthy":-1}}`)
+	msg, causes := invalid("PodDisruptionBudget.policy", "p",
+		cause(metav1.CauseTypeFieldValueInvalid, "status.currentHealthy", "Invalid value: -1: must be greater than or equal to 0"))
+	wantStatus(t, code, b, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+}
+
+// evictionFixture is a server with the pod "app" running and ready
+// (labelled app=app) and a budget "guard" selecting it.
+func evictionFixture(t *testing.T) (*testServer, kubernetes.Interface) {
+	t.Helper()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	runningPod(t, cs, testPod("app"), true)
+	one := intstr.FromInt32(1)
+	_, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(context.Background(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "guard"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "app"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts, cs
+}
+
+func runningPod(t *testing.T, cs kubernetes.Interface, p *corev1.Pod, ready bool) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := cs.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}
+	if _, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setBudgetStatus(t *testing.T, cs kubernetes.Interface, name string, st policyv1.PodDisruptionBudgetStatus) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status = st
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func evictApp(t *testing.T, ts *testServer, query string) (int, http.Header, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.http.URL+"/api/v1/namespaces/default/pods/app/eviction"+query,
+		strings.NewReader(`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"app"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, m
+}
+
+// causeMessage is the message of a Status's first cause.
+func causeMessage(st map[string]any) string {
+	d, _ := st["details"].(map[string]any)
+	cs, _ := d["causes"].([]any)
+	if len(cs) == 0 {
+		return ""
+	}
+	c, _ := cs[0].(map[string]any)
+	if c["reason"] != string(policyv1.DisruptionBudgetCause) {
+		return "cause of reason " + c["reason"].(string)
+	}
+	return c["message"].(string)
+}
+
+// An eviction is refused while the budget's status lags its spec, and
+// while it allows no disruption; else it uses one up, records the pod and
+// deletes it (D.9, G.12).
+func TestEvictionHonoursBudget_D9(t *testing.T) {
+	t.Parallel()
+	ts, cs := evictionFixture(t)
+	ctx := context.Background()
+
+	code, h, st := evictApp(t, ts, "")
+	if code != http.StatusTooManyRequests || st["message"] != evictionMessage || h.Get("Retry-After") != "10" ||
+		causeMessage(st) != "The disruption budget guard is still being processed by the server." {
+		t.Fatalf("eviction under an unobserved budget: %d, Retry-After %q, %v", code, h.Get("Retry-After"), st)
+	}
+	setBudgetStatus(t, cs, "guard", policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1})
+	code, h, st = evictApp(t, ts, "")
+	if code != http.StatusTooManyRequests || h.Get("Retry-After") != "" || causeMessage(st) != "The disruption budget guard needs 1 healthy pods and has 1 currently" {
+		t.Fatalf("eviction under a spent budget: %d, Retry-After %q, %v", code, h.Get("Retry-After"), st)
+	}
+
+	setBudgetStatus(t, cs, "guard", policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2, DisruptionsAllowed: 1})
+	if code, _, st := evictApp(t, ts, "?dryRun=All"); code != http.StatusCreated {
+		t.Fatalf("dry-run eviction: %d %v", code, st)
+	}
+	pdb, err := cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+	if err != nil || pdb.Status.DisruptionsAllowed != 1 || len(pdb.Status.DisruptedPods) != 0 {
+		t.Fatalf("a dry-run eviction changed the budget: %v %+v", err, pdb.Status)
+	}
+	if code, _, st := evictApp(t, ts, ""); code != http.StatusCreated || st["status"] != "Success" {
+		t.Fatalf("eviction: %d %v", code, st)
+	}
+	pdb, err = cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
+	if _, ok := pdb.Status.DisruptedPods["app"]; !ok || pdb.Status.DisruptionsAllowed != 0 || c == nil || c.Reason != policyv1.InsufficientPodsReason {
+		t.Errorf("budget after the eviction: %+v", pdb.Status)
+	}
+	if _, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the evicted pod: got %v, want NotFound", err)
+	}
+}
+
+// A pod on a node is marked DisruptionTarget and given its grace period,
+// as a DELETE would give it (D.9).
+func TestEvictionMarksDisruptionTarget_D9(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPod("app")
+	p.Spec.NodeName = "node-1"
+	runningPod(t, cs, p, true)
+	if code, _, st := evictApp(t, ts, ""); code != http.StatusCreated {
+		t.Fatalf("eviction: %d %v", code, st)
+	}
+	got, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var target *corev1.PodCondition
+	for i, c := range got.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget {
+			target = &got.Status.Conditions[i]
+		}
+	}
+	if got.DeletionTimestamp == nil || target == nil || target.Status != corev1.ConditionTrue || target.Reason != "EvictionByEvictionAPI" ||
+		target.Message != "Eviction API: evicting" {
+		t.Errorf("evicted pod on a node: deletionTimestamp %v, conditions %+v", got.DeletionTimestamp, got.Status.Conditions)
+	}
+}
+
+// A pod two budgets select is not evicted; an unready pod under
+// AlwaysAllow is, without using its budget (D.9).
+func TestEvictionMultipleBudgetsAndUnhealthyPolicy_D9(t *testing.T) {
+	t.Parallel()
+	ts, cs := evictionFixture(t)
+	ctx := context.Background()
+	zero := intstr.FromInt32(0)
+	second := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "second"},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{}}}
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Create(ctx, second, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	code, _, st := evictApp(t, ts, "")
+	if code != http.StatusInternalServerError || st["message"] != "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support." {
+		t.Fatalf("eviction of a pod with two budgets: %d %v", code, st)
+	}
+	if err := cs.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "second", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Unready: refused under IfHealthyBudget with no healthy pods...
+	if err := cs.CoreV1().Pods("default").Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runningPod(t, cs, testPod("app"), false)
+	setBudgetStatus(t, cs, "guard", policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, DesiredHealthy: 1, ExpectedPods: 1})
+	if code, _, st := evictApp(t, ts, ""); code != http.StatusTooManyRequests {
+		t.Fatalf("eviction of an unready pod, IfHealthyBudget: %d %v", code, st)
+	}
+	// ...let go under AlwaysAllow, the budget untouched.
+	pdb, err := cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	always := policyv1.AlwaysAllow
+	pdb.Spec.UnhealthyPodEvictionPolicy = &always
+	if _, err := cs.PolicyV1().PodDisruptionBudgets("default").Update(ctx, pdb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, st := evictApp(t, ts, ""); code != http.StatusCreated {
+		t.Fatalf("eviction of an unready pod, AlwaysAllow: %d %v", code, st)
+	}
+	pdb, err = cs.PolicyV1().PodDisruptionBudgets("default").Get(ctx, "guard", metav1.GetOptions{})
+	if err != nil || len(pdb.Status.DisruptedPods) != 0 {
+		t.Errorf("budget after evicting an unhealthy pod: %v %+v", err, pdb.Status)
+	}
+}
