@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/garbagecollector"
+	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
@@ -27,6 +29,8 @@ import (
 // All lists every controller kubegate has, in the order they start.
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
+	namespace.Descriptor,
+	garbagecollector.Descriptor,
 }
 
 // Names returns the names of All.
