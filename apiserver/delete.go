@@ -135,7 +135,16 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			return nil, false, err
 		}
 		acc, _ := meta.Accessor(old)
-		if p := opts.Preconditions; p != nil {
+		if p := opts.Preconditions; p != nil && q.res.gvr == namespacesGVR {
+			// The namespace registry checks its preconditions itself,
+			// naming the resource (G.9).
+			if p.UID != nil && *p.UID != acc.GetUID() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+			}
+		} else if p := opts.Preconditions; p != nil {
 			// kube names the kind, not the resource, in these conflicts.
 			kind := schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.kind}
 			if p.UID != nil && *p.UID != acc.GetUID() {

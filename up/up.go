@@ -1,8 +1,9 @@
 // Package up runs the local cluster of `kubegate up` in one process: the
 // PKI if the directory has none, the API server (package
 // apiserver/server) on loopback, the gateway in front of it, calling it in
-// process, and, with --nodes, the scheduler, simulated nodes and the node
-// lifecycle controller's NoSchedule taint pass (controllers/nodelifecycle).
+// process, the controllers (controllers/manager: the garbage collector,
+// the namespace controller, the node lifecycle taint pass, ...), and, with
+// --nodes, the scheduler and simulated nodes.
 package up
 
 import (
@@ -39,8 +40,7 @@ type Options struct {
 	// and the API server serve.
 	TLS serving.TLSFlags
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
-	// the scheduler and the node lifecycle taint pass; 0 means none of
-	// them runs.
+	// the scheduler; 0 means neither runs (the controllers always do).
 	Nodes int
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
@@ -187,17 +187,15 @@ Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 	return c, nil
 }
 
-// Serve serves the API server and the gateway (and, with Nodes, the
-// scheduler, the simulated nodes and the node lifecycle taint pass) until ctx is done, then shuts them
-// down and closes the store. It returns the first error of any.
+// Serve serves the API server, the gateway and the controllers (and, with
+// Nodes, the scheduler and the simulated nodes) until ctx is done, then
+// shuts them down and closes the store. It returns the first error of any.
 func (c *Cluster) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve}
-	if c.Nodes > 0 {
-		parts = append(parts, func(ctx context.Context) error { return c.runComponents(ctx, c.logger) })
-	}
+	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve,
+		func(ctx context.Context) error { return c.runComponents(ctx, c.logger) }}
 	errs := make([]error, len(parts))
 	for i, serve := range parts {
 		wg.Add(1)

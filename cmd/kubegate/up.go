@@ -21,7 +21,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "address the API (gateway) listens on")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the API (gateway) serves HTTPS on")
 	addTLSFlags(fs, &o.TLS)
-	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes; with any, the scheduler and the node lifecycle taint pass run too")
+	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes; with any, the scheduler runs too (the controllers always run)")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
 	fs.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "service CIDR: Services' cluster IPs, and pki init's apiserver SAN (its first IP)")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
