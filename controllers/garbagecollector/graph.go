@@ -184,4 +184,6 @@ func (g *graph) remove(uid types.UID) change {
 	return ch
 }
 
-func blocks(o metav1.OwnerReference) bool { return o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion }
+func blocks(o metav1.OwnerReference) bool {
+	return o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion
+}

@@ -468,7 +468,9 @@ func (u *conditionUpdater) groupVersionFailed(err error) {
 	u.fail(corev1.NamespaceDeletionGVParsingFailure, "GroupVersionParsingFailed", err.Error())
 }
 
-func (u *conditionUpdater) contentFailed(err error) { u.contentErrors = append(u.contentErrors, err.Error()) }
+func (u *conditionUpdater) contentFailed(err error) {
+	u.contentErrors = append(u.contentErrors, err.Error())
+}
 
 func (u *conditionUpdater) contentTotals(remaining map[schema.GroupVersionResource]int, byFinalizer map[string]int) {
 	if len(remaining) > 0 {
