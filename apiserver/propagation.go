@@ -12,16 +12,15 @@ import (
 )
 
 // gcPolicy is what a delete does with an object's dependents when its
-// options name no propagation policy (G.8).
+// options name no propagation policy (G.8). The zero value is background:
+// the object goes at once and the garbage collector deletes its
+// dependents.
 type gcPolicy uint8
 
 const (
-	// gcBackground deletes the object at once and leaves its dependents
-	// to the garbage collector.
-	gcBackground gcPolicy = iota
 	// gcOrphan keeps the dependents: ReplicationControllers and batch/v1
 	// Jobs, as before the garbage collector existed.
-	gcOrphan
+	gcOrphan gcPolicy = iota + 1
 	// gcUnsupported: the kind takes no part in garbage collection (Events);
 	// a delete neither orphans nor waits for dependents, whatever it asks.
 	gcUnsupported
