@@ -15,7 +15,8 @@ import (
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
-// runComponents runs every controller (controllers/manager) and, with
+// runComponents runs the selected controllers (controllers/manager; all
+// unless c.Controllers says otherwise) and, with
 // c.Nodes, the scheduler and c.Nodes simulated nodes, until ctx is done.
 // The controllers always run, as kube-controller-manager does in every
 // cluster: without them a deleted namespace would stay Terminating and
@@ -33,7 +34,7 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 		return err
 	}
 	runControllers := func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: controllerConfig, Logger: logger.With("component", "controllers")})
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, Logger: logger.With("component", "controllers")})
 	}
 	runs := []func(context.Context) error{runControllers}
 	if c.Nodes > 0 {

@@ -23,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -42,6 +43,10 @@ type Options struct {
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
 	// the scheduler; 0 means neither runs (the controllers always do).
 	Nodes int
+	// Controllers selects the controllers that run, with kube-controller-
+	// manager's --controllers syntax ("*", "NAME", "-NAME"); nil means
+	// all of them.
+	Controllers []string
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
 	EtcdServers []string
@@ -71,6 +76,9 @@ func (o *Options) Validate() error {
 	case o.InitPKI == nil:
 		return errors.New("up: InitPKI is required")
 	}
+	if _, err := manager.Select(o.Controllers); err != nil {
+		return err
+	}
 	return o.TLS.Validate()
 }
 
@@ -80,10 +88,12 @@ type Cluster struct {
 	// Server is the gateway's URL, the one in DIR/admin.conf.
 	Server string
 	// Nodes is Options.Nodes.
-	Nodes     int
-	APIServer *server.Server
-	Gateway   *gateway.Server
-	logger    *slog.Logger
+	Nodes int
+	// Controllers is Options.Controllers.
+	Controllers []string
+	APIServer   *server.Server
+	Gateway     *gateway.Server
+	logger      *slog.Logger
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
@@ -171,7 +181,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, Controllers: o.Controllers, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]

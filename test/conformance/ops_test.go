@@ -346,6 +346,7 @@ func operations() []op {
 	add(deploymentOps()...)
 	add(daemonSetOps()...)
 	add(batchOps()...)
+	add(gcOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
