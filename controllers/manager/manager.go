@@ -152,6 +152,10 @@ func Run(ctx context.Context, o Options) error {
 			errc <- nil
 		}()
 	}
+	if len(runs) == 0 {
+		<-ctx.Done() // nothing selected: run, doing nothing, until done
+		return nil
+	}
 	var errs []error
 	for range runs {
 		errs = append(errs, <-errc)
