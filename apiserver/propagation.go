@@ -173,6 +173,7 @@ func namespaceFinalizing(obj any) bool {
 func (s *Server) checkNamespaceActive(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
 	ns, err := s.ns.fetch(ctx, "", namespace)
 	if err != nil {
+		s.terminating.Delete(namespace)
 		return nil // a missing namespace is the caller's to refuse
 	}
 	terminating := ns.Status.Phase == corev1.NamespaceTerminating
