@@ -380,8 +380,12 @@ func (q *request) bind(name string) error {
 		return err
 	}
 	b := d.obj.(*corev1.Binding)
+	gr := schema.GroupResource{Resource: "pods"}
 	if name == "" {
-		name = b.Name
+		name, gr = b.Name, bindingsGVR.GroupResource()
+	}
+	if err := q.s.checkNamespaceActive(q.ctx(), gr, q.ns, name); err != nil {
+		return err
 	}
 	if b.Name != name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")

@@ -185,8 +185,17 @@ func TestNamespaceTermination_G9(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if _, err := core.Pods("team").Create(ctx, testPod("p"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	if err := core.Namespaces().Delete(ctx, "team", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// Subresources that make something are refused too.
+	err = core.Pods("team").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: corev1.ObjectReference{Name: "n1"}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `pods "p" is forbidden: unable to create new content in namespace team`) {
+		t.Errorf("binding in a Terminating namespace: got %v, want 403", err)
 	}
 	got, err := core.Namespaces().Get(ctx, "team", metav1.GetOptions{})
 	if err != nil || got.DeletionTimestamp == nil || got.Status.Phase != corev1.NamespaceTerminating {
