@@ -136,3 +136,27 @@ func TestOrphanReleasesDependents_G8(t *testing.T) {
 	waitFor(t, cs, "dep", "finalizers [] owners [] deleting false")
 	waitFor(t, cs, "shared", "finalizers [] owners [other] deleting false")
 }
+
+// Under an owner deleted in the foreground, a dependent that has
+// dependents of its own is deleted in the foreground too, so the owner
+// goes last (G.8).
+func TestForegroundCascadesThroughGenerations_G8(t *testing.T) {
+	t.Parallel()
+	cs := start(t)
+	owner := configMap(t, cs, "owner", nil)
+	mid := configMap(t, cs, "mid", nil, ownerRef(owner, true))
+	configMap(t, cs, "leaf", []string{"example.com/hold"}, ownerRef(mid, true))
+
+	del(t, cs, "owner", metav1.DeletePropagationForeground)
+	waitFor(t, cs, "mid", "finalizers [foregroundDeletion] owners [owner] deleting true")
+	waitFor(t, cs, "leaf", "finalizers [example.com/hold] owners [mid] deleting true")
+	if got := state(cs, "owner"); got != "finalizers [foregroundDeletion] owners [] deleting true" {
+		t.Fatalf("owner while its grandchild remains: %s", got)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Patch(ctx, "leaf", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, cs, "leaf", "gone")
+	waitFor(t, cs, "mid", "gone")
+	waitFor(t, cs, "owner", "gone")
+}
