@@ -41,20 +41,20 @@ spec:
         image: registry.cn-hangzhou.aliyuncs.com/kube-easy/app:latest
 `
 
-// gcPod is a pod owned by the ReplicaSet name with UID uid, as its
-// controller would make it.
+// gcPod is a pod owned by the ReplicaSet name with UID uid, but not
+// controlled by it and outside its selector, so that a ReplicaSet
+// controller leaves it alone and only the garbage collector acts on it.
 const gcPod = `apiVersion: v1
 kind: Pod
 metadata:
   name: %[1]s-pod
   labels:
-    app: %[1]s
+    app: %[1]s-pod
   ownerReferences:
   - apiVersion: apps/v1
     kind: ReplicaSet
     name: %[1]s
     uid: %[2]s
-    controller: true
     blockOwnerDeletion: true
 spec:
   terminationGracePeriodSeconds: 1
