@@ -49,6 +49,13 @@ func (s *Server) runCreator(w http.ResponseWriter, r *http.Request, ri *authz.Re
 			return errNamespaceMismatch()
 		}
 		acc.SetNamespace(ri.Namespace)
+		if c.subresource != "" {
+			// a token for a service account is new content (G.9); access
+			// reviews are not
+			if err := s.checkNamespaceActive(r.Context(), c.gvr.GroupResource(), ri.Namespace, ri.Name); err != nil {
+				return err
+			}
+		}
 	}
 	if fm, err := s.creatorFieldManager(c); err != nil {
 		s.log.Warn("field manager", "kind", c.gvk.Kind, "err", err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -65,6 +66,7 @@ func (q *request) delete() error {
 	if err != nil {
 		return err
 	}
+	q.warnJobDelete(opts)
 	obj, deleted, err := q.deleteOne(q.name, opts)
 	if err != nil {
 		return err
@@ -84,18 +86,16 @@ func (q *request) delete() error {
 
 // deletedAnswer is what a delete that removed obj at once answers (D.7):
 // for most kinds a success Status naming it; a pod as kube-apiserver's
-// graceful deletion with a zero grace period leaves it, and a namespace as
-// the namespace lifecycle starts it (kubegate needs no namespace
-// controller, so it removes the namespace at once).
+// graceful deletion with a zero grace period leaves it; other kinds that
+// answer with the object (namespaces, services) as it was.
 func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 	acc, _ := meta.Accessor(obj)
 	if !q.res.returnDeleted {
 		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
 			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.gvr.Group, Kind: q.res.gvr.Resource, UID: acc.GetUID()}}
 	}
-	now := metav1.NewTime(q.s.now().Truncate(time.Second))
-	switch o := obj.(type) {
-	case *corev1.Pod:
+	if o, ok := obj.(*corev1.Pod); ok {
+		now := metav1.NewTime(q.s.now().Truncate(time.Second))
 		zero := int64(0)
 		ts := now
 		if o.DeletionTimestamp == nil {
@@ -109,11 +109,6 @@ func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 			}
 		}
 		o.DeletionTimestamp, o.DeletionGracePeriodSeconds = &ts, &zero
-	case *corev1.Namespace:
-		if o.DeletionTimestamp == nil {
-			o.DeletionTimestamp = &now
-		}
-		o.Status.Phase = corev1.NamespaceTerminating
 	}
 	return obj
 }
@@ -140,7 +135,16 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			return nil, false, err
 		}
 		acc, _ := meta.Accessor(old)
-		if p := opts.Preconditions; p != nil {
+		if p := opts.Preconditions; p != nil && q.res.gvr == namespacesGVR {
+			// The namespace registry checks its preconditions itself,
+			// naming the resource (G.9).
+			if p.UID != nil && *p.UID != acc.GetUID() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+			}
+		} else if p := opts.Preconditions; p != nil {
 			// kube names the kind, not the resource, in these conflicts.
 			kind := schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.kind}
 			if p.UID != nil && *p.UID != acc.GetUID() {
@@ -157,6 +161,37 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		}
 		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 			return nil, false, err
+		}
+		if ns, ok := old.(*corev1.Namespace); ok {
+			if ns.DeletionTimestamp == nil {
+				// The first delete of a namespace starts its termination
+				// (G.9); the namespace controller empties it.
+				marked := ns.DeepCopy()
+				now := metav1.NewTime(q.s.now().Truncate(time.Second))
+				marked.DeletionTimestamp = &now
+				marked.Status.Phase = corev1.NamespaceTerminating
+				marked.Finalizers = namespaceFinalizers(ns.Finalizers, opts)
+				if dry {
+					return marked, false, nil
+				}
+				data, err := q.s.encodeStored(q.res, marked)
+				if err != nil {
+					return nil, false, err
+				}
+				rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
+				if errors.Is(err, store.ErrConflict) {
+					continue
+				}
+				if err != nil {
+					return nil, false, storeErr(err, q.gr(), name)
+				}
+				q.s.terminating.Store(name, struct{}{})
+				setResourceVersion(marked, rev)
+				return marked, false, nil
+			}
+			if len(ns.Spec.Finalizers) > 0 {
+				return old, false, nil // still being emptied
+			}
 		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {
 			if dry {
@@ -182,11 +217,6 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		if dry {
 			return old, true, nil
 		}
-		if q.res.gvr == namespacesGVR {
-			if err := q.s.deleteNamespaceContents(q, name); err != nil {
-				return nil, false, err
-			}
-		}
 		_, _, err = q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision)
 		if errors.Is(err, store.ErrConflict) {
 			continue
@@ -199,32 +229,54 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 	}
 }
 
+// warnJobDelete warns that a delete of Jobs naming no propagation policy
+// leaves their pods (G.8).
+func (q *request) warnJobDelete(opts *metav1.DeleteOptions) {
+	//lint:ignore SA1019 kube still reads the deprecated field
+	if q.res.gvr == JobsGVR && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
+		warning.AddWarning(q.ctx(), "", jobDeleteWarning)
+	}
+}
+
 func (q *request) sameStored(obj runtime.Object, kv store.KV) (bool, error) {
 	data, err := q.s.encodeStored(q.res, obj)
 	return string(data) == string(kv.Value), err
 }
 
-// markDeleting returns old marked with a deletionTimestamp, and true, when it
-// must not go at once: it has finalizers, or it is a pod on an existing node
-// that gets a grace period to stop (the node agent then deletes it with
-// gracePeriodSeconds=0).
+// markDeleting returns old marked for deletion, and true, when it must
+// not go at once: it keeps finalizers (its own, or the orphan or
+// foregroundDeletion finalizer the delete's propagation policy adds, G.8),
+// or it is a pod on an existing node that gets a grace period to stop (the
+// node agent then deletes it with gracePeriodSeconds=0). A pod already
+// stopping is left as it is unless the delete shortens its grace period.
 func (s *Server) markDeleting(q *request, old runtime.Object, opts *metav1.DeleteOptions) (runtime.Object, bool) {
 	acc, _ := meta.Accessor(old)
 	grace := s.podGrace(q, old, opts)
-	if grace == 0 && len(acc.GetFinalizers()) == 0 {
-		return nil, false
-	}
-	if acc.GetDeletionTimestamp() != nil {
-		if cur := acc.GetDeletionGracePeriodSeconds(); cur == nil || *cur <= grace {
-			return old, true // already deleting, and no shorter grace asked
+	deleting := acc.GetDeletionTimestamp() != nil
+	if deleting {
+		if cur := acc.GetDeletionGracePeriodSeconds(); cur == nil || *cur == 0 {
+			grace = 0 // its grace period is over: only finalizers can hold it
+		} else if *cur <= grace {
+			return old, true // already stopping, and no shorter grace asked
 		}
+	}
+	finalizers, changed := gcFinalizers(q.res.gc, acc.GetFinalizers(), opts)
+	if grace == 0 && len(finalizers) == 0 {
+		return nil, false
 	}
 	marked := old.DeepCopyObject()
 	macc, _ := meta.Accessor(marked)
-	ts := metav1.NewTime(s.now().Add(time.Duration(grace) * time.Second).Truncate(time.Second))
-	if acc.GetDeletionTimestamp() == nil && macc.GetGeneration() > 0 {
+	if changed {
+		macc.SetFinalizers(finalizers)
+	}
+	if !deleting && macc.GetGeneration() > 0 {
 		// controllers see a deletion starting as a change (D.1)
 		macc.SetGeneration(macc.GetGeneration() + 1)
+	}
+	now := s.now()
+	ts := metav1.NewTime(now.Add(time.Duration(grace) * time.Second).Truncate(time.Second))
+	if grace == 0 && deleting && !acc.GetDeletionTimestamp().After(now) {
+		ts = *acc.GetDeletionTimestamp() // an earlier deletion keeps its time
 	}
 	macc.SetDeletionTimestamp(&ts)
 	macc.SetDeletionGracePeriodSeconds(&grace)
@@ -261,36 +313,6 @@ func (s *Server) gracefulPending(res *resource, obj runtime.Object) bool {
 	return ok && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds > 0
 }
 
-// deleteNamespaceContents removes every namespaced object in namespace ns.
-func (s *Server) deleteNamespaceContents(q *request, ns string) error {
-	for _, res := range s.reg.byGVR {
-		if !res.namespaced {
-			continue
-		}
-		prefix := Key(res.gvr, ns, "")
-		for {
-			page, err := s.cfg.Store.List(q.ctx(), prefix, store.ListOptions{Limit: 500})
-			if err != nil {
-				return storeErr(err, res.groupResource(), "")
-			}
-			for _, kv := range page.KVs {
-				if _, _, err := s.cfg.Store.Delete(q.ctx(), kv.Key, 0); err != nil && !errors.Is(err, store.ErrNotFound) {
-					return storeErr(err, res.groupResource(), "")
-				}
-				if res.release != nil {
-					if obj, err := s.decodeKV(res, kv); err == nil {
-						s.released(q.ctx(), res, obj)
-					}
-				}
-			}
-			if !page.More {
-				break
-			}
-		}
-	}
-	return nil
-}
-
 func (q *request) deleteCollection() error {
 	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
 		return err
@@ -303,6 +325,7 @@ func (q *request) deleteCollection() error {
 	if err != nil {
 		return err
 	}
+	q.warnJobDelete(opts)
 	res, err := q.s.cfg.Store.List(q.ctx(), q.listPrefix(), store.ListOptions{})
 	if err != nil {
 		return storeErr(err, q.gr(), "")
@@ -357,8 +380,12 @@ func (q *request) bind(name string) error {
 		return err
 	}
 	b := d.obj.(*corev1.Binding)
+	gr := schema.GroupResource{Resource: "pods"}
 	if name == "" {
-		name = b.Name
+		name, gr = b.Name, bindingsGVR.GroupResource()
+	}
+	if err := q.s.checkNamespaceActive(q.ctx(), gr, q.ns, name); err != nil {
+		return err
 	}
 	if b.Name != name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")

@@ -226,6 +226,9 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if gvr == coreGV.WithResource("pods") {
 			rs = append(rs, podSubresources...)
 		}
+		if gvr == namespacesGVR {
+			rs = append(rs, metav1.APIResource{Name: "namespaces/finalize", Kind: "Namespace", Verbs: metav1.Verbs{"update"}})
+		}
 	}
 	if gv == coreGV && len(rs) > 0 {
 		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, SingularName: "binding", Namespaced: true, Kind: "Binding",

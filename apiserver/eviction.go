@@ -69,6 +69,9 @@ func (q *request) evict() error {
 	default:
 		return apierrors.NewBadRequest(fmt.Sprintf("%s is not an Eviction", obj.GetObjectKind().GroupVersionKind()))
 	}
+	if err := q.s.checkNamespaceActive(q.ctx(), q.gr(), q.ns, q.name); err != nil {
+		return err // admission's answer comes first (G.9)
+	}
 	if name != q.name {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}

@@ -30,7 +30,7 @@ var JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
 
 func jobResource() *resource {
 	return &resource{gvr: JobsGVR, kind: "Job", singular: "job", namespaced: true, categories: []string{"all"},
-		status: true, nameFn: apivalidation.NameIsDNSSubdomain, generation: true,
+		status: true, nameFn: apivalidation.NameIsDNSSubdomain, generation: true, gc: gcOrphan,
 		fields: jobFields, defaults: defaultJob, prepare: prepareJob, validate: validateJob, validateUpdate: validateJobUpdate,
 		warnings: jobWarnings, validateStatus: validateJobStatus, resetStatus: resetJobStatus, table: jobTable}
 }

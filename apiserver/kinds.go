@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,13 +61,20 @@ func defaultNamespace(obj runtime.Object) {
 	ns.Labels[corev1.LabelMetadataName] = ns.Name
 }
 
-func prepareNamespace(obj, _ runtime.Object) {
+// prepareNamespace gives a new namespace the "kubernetes" finalizer that
+// the namespace controller removes once the namespace is empty (G.9);
+// only the finalize subresource changes spec.finalizers afterwards.
+func prepareNamespace(obj, old runtime.Object) {
 	ns := obj.(*corev1.Namespace)
 	if ns.Status.Phase == "" {
 		ns.Status.Phase = corev1.NamespaceActive
 	}
-	if len(ns.Spec.Finalizers) == 0 {
-		ns.Spec.Finalizers = []corev1.FinalizerName{corev1.FinalizerKubernetes}
+	if old != nil {
+		ns.Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
+		return
+	}
+	if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
+		ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
 	}
 }
 

@@ -31,6 +31,18 @@ func validateNamespace(obj, old runtime.Object) field.ErrorList {
 		}
 		return errs
 	}
+	var errs field.ErrorList
+	for i, f := range ns.Spec.Finalizers {
+		// only the finalize subresource can change them
+		path := field.NewPath("spec", "finalizers").Index(i)
+		errs = append(errs, apivalidation.ValidateFinalizerName(string(f), path)...)
+		if !strings.Contains(string(f), "/") && !standardFinalizers[string(f)] {
+			errs = append(errs, field.Invalid(path, string(f), "name is neither a standard finalizer name nor is it fully qualified"))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
 	phase := field.NewPath("status", "Phase")
 	if ns.DeletionTimestamp.IsZero() {
 		if ns.Status.Phase != corev1.NamespaceActive {

@@ -51,6 +51,9 @@ type resource struct {
 	// the object, not a success Status, as kube-apiserver does for pods,
 	// namespaces, services and service accounts (D.7).
 	returnDeleted bool
+	// gc is the dependents policy a delete that names none follows
+	// (G.8): background unless the kind's is orphan or unsupported.
+	gc gcPolicy
 	// undeletable refuses the deletion of a system object by name (403
 	// with its error); nil: any may go.
 	undeletable func(name string) error
@@ -151,7 +154,7 @@ func builtinResources() []*resource {
 			fields: secretFields, defaults: defaultSecret, validate: validateSecret, table: secretTable},
 		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
 			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap, table: configMapTable},
-		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
+		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true, gc: gcUnsupported,
 			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields, validate: validateCoreEvent, table: coreEventTable},
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
@@ -161,7 +164,7 @@ func builtinResources() []*resource {
 		// Stored with their defaults and validated (D.5); no controller
 		// acts on them yet.
 		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
+			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true, gc: gcOrphan,
 			fields: replicationControllerFields, defaults: defaultReplicationController, validate: validateReplicationController, warnings: replicationControllerWarnings,
 			validateStatus: validateReplicationControllerStatus, resetStatus: resetReplicationControllerStatus, table: replicationControllerTable},
 		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
@@ -173,7 +176,7 @@ func builtinResources() []*resource {
 			defaults: defaultStatefulSet, validate: validateStatefulSet, validateUpdate: validateStatefulSetUpdate, warnings: statefulSetWarnings,
 			validateStatus: validateStatefulSetStatus, resetStatus: resetStatefulSetStatus, table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
-		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true,
+		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true, gc: gcUnsupported,
 			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), validate: validateEventsV1Event, table: eventsTable},
 		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain, validate: validateLease, table: leaseTable},
 		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment, validate: validateRole},

@@ -95,11 +95,14 @@ func (q *request) serve() {
 		err = q.delete()
 	case q.sub == "scale" && q.res.scale:
 		err = q.serveScale()
+	case q.sub == "finalize" && q.res.gvr == namespacesGVR && q.verb == "update":
+		err = q.finalizeNamespace()
 	case q.sub == "binding" && q.res.binding && q.verb == "create":
 		err = q.bind(q.name)
 	case podSubresource(q.res.gvr, q.sub):
 		err = q.podSubresource()
-	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub):
+	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub) &&
+		!(q.sub == "finalize" && q.res.gvr == namespacesGVR):
 		err = errNotServed
 	default:
 		err = methodNotAllowed()
@@ -237,6 +240,13 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		}
 		if !ok {
 			return nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
+		}
+		name := acc.GetName()
+		if name == "" {
+			name = acc.GetGenerateName()
+		}
+		if err := s.checkNamespaceActive(ctx, res.groupResource(), acc.GetNamespace(), name); err != nil {
+			return nil, err
 		}
 	}
 	generate := acc.GetName() == "" && acc.GetGenerateName() != ""
@@ -435,6 +445,13 @@ func (q *request) update() error {
 	return q.respond(http.StatusOK, obj)
 }
 
+// finalizeNamespace serves PUT namespaces/NAME/finalize, the one way to
+// change a namespace's spec.finalizers (its status stays); a namespace
+// being deleted that is left with no finalizers of either kind goes (G.9).
+func (q *request) finalizeNamespace() error {
+	return q.update()
+}
+
 // guaranteedUpdate reads the object, computes its new state with mutate and
 // writes it if nothing changed in between, retrying when it did unless the
 // new state names a resourceVersion (then that must be the current one).
@@ -514,7 +531,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			}
 			return old, nil // nothing changed: no write, same resourceVersion
 		}
-		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) {
+		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) && !namespaceFinalizing(obj) {
 			// The last finalizer is gone: the object goes now.
 			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
 				if errors.Is(err, store.ErrConflict) {
@@ -561,7 +578,7 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
 		obj, acc = merged, mAcc
-	} else if sub == "" && res.resetStatus != nil {
+	} else if (sub == "" || sub == "finalize") && res.resetStatus != nil {
 		res.resetStatus(obj, old)
 	}
 	acc.SetUID(oldAcc.GetUID())
@@ -581,7 +598,7 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 // spec, as kube-apiserver's update strategies do once admission has run
 // (D.1, D.8).
 func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
-	if res.prepare != nil {
+	if res.prepare != nil && sub != "finalize" {
 		res.prepare(obj, old)
 	}
 	if !res.generation || sub != "" && sub != "scale" {

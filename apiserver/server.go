@@ -39,7 +39,10 @@ type Server struct {
 	reg      *registry
 	creators map[string]*creatorEntry
 	// The caches admission reads (Lister), and their followers' ends.
-	ns              *watchCache[*corev1.Namespace]
+	ns *watchCache[*corev1.Namespace]
+	// terminating holds the namespaces this server has marked for
+	// deletion and its cache may not show so yet (G.9).
+	terminating     sync.Map
 	limitRanges     *watchCache[*corev1.LimitRange]
 	serviceAccounts *watchCache[*corev1.ServiceAccount]
 	priorityClasses *watchCache[*schedulingv1.PriorityClass]

@@ -15,9 +15,13 @@ import (
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
-// runComponents runs the scheduler, c.Nodes simulated nodes and every
-// controller (controllers/manager) until ctx is done. All are API clients
-// of the gateway, as they would be of a real cluster: the scheduler with
+// runComponents runs the selected controllers (controllers/manager; all
+// unless c.Controllers says otherwise) and, with
+// c.Nodes, the scheduler and c.Nodes simulated nodes, until ctx is done.
+// The controllers always run, as kube-controller-manager does in every
+// cluster: without them a deleted namespace would stay Terminating and
+// dependents would outlive their owners (G.8, G.9). All are API clients of
+// the gateway, as they would be of a real cluster: the scheduler with
 // scheduler.conf (system:kube-scheduler), the nodes and the controllers
 // with admin.conf (kube's controllers run under service accounts of their
 // own, whose roles kubegate's bootstrap policy lacks). Among the
@@ -25,37 +29,40 @@ import (
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
 func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error {
-	schedClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "scheduler.conf"), 50, 100) // kube-scheduler's client defaults
-	if err != nil {
-		return err
-	}
-	nodeClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0) // status writes for every pod
-	if err != nil {
-		return err
-	}
-	factory := scheduler.NewInformerFactory(schedClient)
-	profile, err := plugins.DefaultProfile(plugins.Args{Spread: scheduler.NewSpreadSources(factory)})
-	if err != nil {
-		return err
-	}
-	sched, err := scheduler.New(scheduler.Config{Client: schedClient, Profile: profile, Factory: factory,
-		Logger: logger.With("component", "scheduler")})
-	if err != nil {
-		return err
-	}
-	sim, err := nodesim.New(nodeClient, nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay,
-		Logger: logger.With("component", "nodes")})
-	if err != nil {
-		return err
-	}
 	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
 	if err != nil {
 		return err
 	}
 	runControllers := func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: controllerConfig, Logger: logger.With("component", "controllers")})
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, Logger: logger.With("component", "controllers")})
 	}
-	runs := []func(context.Context) error{sched.Run, sim.Run, runControllers}
+	runs := []func(context.Context) error{runControllers}
+	if c.Nodes > 0 {
+		schedClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "scheduler.conf"), 50, 100) // kube-scheduler's client defaults
+		if err != nil {
+			return err
+		}
+		nodeClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0) // status writes for every pod
+		if err != nil {
+			return err
+		}
+		factory := scheduler.NewInformerFactory(schedClient)
+		profile, err := plugins.DefaultProfile(plugins.Args{Spread: scheduler.NewSpreadSources(factory)})
+		if err != nil {
+			return err
+		}
+		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Profile: profile, Factory: factory,
+			Logger: logger.With("component", "scheduler")})
+		if err != nil {
+			return err
+		}
+		sim, err := nodesim.New(nodeClient, nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay,
+			Logger: logger.With("component", "nodes")})
+		if err != nil {
+			return err
+		}
+		runs = append(runs, sched.Run, sim.Run)
+	}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {
 		go func() { errc <- run(ctx) }()

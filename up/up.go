@@ -1,8 +1,9 @@
 // Package up runs the local cluster of `kubegate up` in one process: the
 // PKI if the directory has none, the API server (package
 // apiserver/server) on loopback, the gateway in front of it, calling it in
-// process, and, with --nodes, the scheduler, simulated nodes and the node
-// lifecycle controller's NoSchedule taint pass (controllers/nodelifecycle).
+// process, the controllers (controllers/manager: the garbage collector,
+// the namespace controller, the node lifecycle taint pass, ...), and, with
+// --nodes, the scheduler and simulated nodes.
 package up
 
 import (
@@ -22,6 +23,7 @@ import (
 	"sync"
 
 	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -39,9 +41,12 @@ type Options struct {
 	// and the API server serve.
 	TLS serving.TLSFlags
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
-	// the scheduler and the node lifecycle taint pass; 0 means none of
-	// them runs.
+	// the scheduler; 0 means neither runs (the controllers always do).
 	Nodes int
+	// Controllers selects the controllers that run, with kube-controller-
+	// manager's --controllers syntax ("*", "NAME", "-NAME"); nil means
+	// all of them.
+	Controllers []string
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
 	EtcdServers []string
@@ -71,6 +76,9 @@ func (o *Options) Validate() error {
 	case o.InitPKI == nil:
 		return errors.New("up: InitPKI is required")
 	}
+	if _, err := manager.Select(o.Controllers); err != nil {
+		return err
+	}
 	return o.TLS.Validate()
 }
 
@@ -80,10 +88,12 @@ type Cluster struct {
 	// Server is the gateway's URL, the one in DIR/admin.conf.
 	Server string
 	// Nodes is Options.Nodes.
-	Nodes     int
-	APIServer *server.Server
-	Gateway   *gateway.Server
-	logger    *slog.Logger
+	Nodes int
+	// Controllers is Options.Controllers.
+	Controllers []string
+	APIServer   *server.Server
+	Gateway     *gateway.Server
+	logger      *slog.Logger
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
@@ -171,7 +181,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, Controllers: o.Controllers, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]
@@ -187,17 +197,15 @@ Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 	return c, nil
 }
 
-// Serve serves the API server and the gateway (and, with Nodes, the
-// scheduler, the simulated nodes and the node lifecycle taint pass) until ctx is done, then shuts them
-// down and closes the store. It returns the first error of any.
+// Serve serves the API server, the gateway and the controllers (and, with
+// Nodes, the scheduler and the simulated nodes) until ctx is done, then
+// shuts them down and closes the store. It returns the first error of any.
 func (c *Cluster) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve}
-	if c.Nodes > 0 {
-		parts = append(parts, func(ctx context.Context) error { return c.runComponents(ctx, c.logger) })
-	}
+	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve,
+		func(ctx context.Context) error { return c.runComponents(ctx, c.logger) }}
 	errs := make([]error, len(parts))
 	for i, serve := range parts {
 		wg.Add(1)

@@ -23,6 +23,8 @@ import (
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
 	"github.com/kubegate/kubegate/controllers/disruption"
+	"github.com/kubegate/kubegate/controllers/garbagecollector"
+	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/statefulset"
@@ -40,6 +42,8 @@ var All = []controllers.Descriptor{
 	replicaset.RCDescriptor,
 	deployment.Descriptor,
 	disruption.Descriptor,
+	namespace.Descriptor,
+	garbagecollector.Descriptor,
 }
 
 // Names returns the names of All.
@@ -160,6 +164,10 @@ func Run(ctx context.Context, o Options) error {
 			}
 			errc <- nil
 		}()
+	}
+	if len(runs) == 0 {
+		<-ctx.Done() // nothing selected: run, doing nothing, until done
+		return nil
 	}
 	var errs []error
 	for range runs {

@@ -1,9 +1,13 @@
 package manager
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
 )
@@ -34,5 +38,28 @@ func TestSelectFollowsKubeSyntax(t *testing.T) {
 	}
 	if _, err := Select([]string{"*", "nosuch"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
 		t.Errorf("an unknown controller gave %v, want an error naming it", err)
+	}
+}
+
+// With every controller left out, Run still runs until its context is
+// done, so that kubegate up keeps serving.
+func TestRunWithNoControllerWaitsForItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var none []string
+	for _, name := range Names() {
+		none = append(none, "-"+name)
+	}
+	go func() {
+		done <- Run(ctx, Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Controllers: none})
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Run returned %v before its context was done", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }

@@ -16,7 +16,6 @@ var deliberate = map[string]string{
 // kube-apiserver, so that it is taken off, and on any difference that is
 // not listed here or in deliberate.
 var notYetClosed = map[string]string{
-	"configmap/delete-orphan":      "Orphan and Foreground deletes set no orphan/foregroundDeletion finalizer yet; they wait for the garbage collector",
 	"discovery/aggregated-api":     "kube-apiserver serves core resources kubegate does not (componentstatuses, endpoints, persistent volumes, …)",
 	"discovery/aggregated-apis":    "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",
 	"discovery/apis":               "kube-apiserver serves API groups kubegate does not (apiextensions, networking, storage, …)",

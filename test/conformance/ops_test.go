@@ -349,6 +349,7 @@ func operations() []op {
 	add(pdbOps()...)
 	add(batchOps()...)
 	add(scaleOps()...)
+	add(gcOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (

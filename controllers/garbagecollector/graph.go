@@ -1,0 +1,189 @@
+package garbagecollector
+
+import (
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// objectRef names one object: where it is served and who it is.
+type objectRef struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	namespaced bool
+	namespace  string
+	name       string
+	uid        types.UID
+}
+
+// node is an object the graph has seen in an informer.
+type node struct {
+	ref    objectRef
+	owners []metav1.OwnerReference
+	// deleting: it has a deletionTimestamp; foreground: and the
+	// foregroundDeletion finalizer, so it waits for its dependents;
+	// orphan: and the orphan finalizer, so its dependents are released.
+	deleting, foreground, orphan bool
+}
+
+// graph holds every object seen and, by owner UID, the objects that name
+// that owner, whether the owner has been seen or not.
+type graph struct {
+	mu         sync.RWMutex
+	nodes      map[types.UID]*node
+	dependents map[types.UID]map[types.UID]bool
+	// absent holds owners known to be gone, to spare their dependents a
+	// lookup each; bounded.
+	absent map[types.UID]bool
+}
+
+func newGraph() *graph {
+	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]bool{}, absent: map[types.UID]bool{}}
+}
+
+// maxAbsent bounds the absent-owner cache, as kube's LRU of 500.
+const maxAbsent = 500
+
+func (g *graph) get(uid types.UID) (node, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	n, ok := g.nodes[uid]
+	if !ok {
+		return node{}, false
+	}
+	return *n, true
+}
+
+// dependentsOf returns copies of the seen dependents of uid.
+func (g *graph) dependentsOf(uid types.UID) []node {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	var out []node
+	for dep := range g.dependents[uid] {
+		if n, ok := g.nodes[dep]; ok {
+			out = append(out, *n)
+		}
+	}
+	return out
+}
+
+func (g *graph) isAbsent(uid types.UID) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.absent[uid]
+}
+
+func (g *graph) markAbsent(uid types.UID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.absent) >= maxAbsent {
+		clear(g.absent)
+	}
+	g.absent[uid] = true
+}
+
+// change is what an informer event means for the collector's queues.
+type change struct {
+	// toDelete are the objects whose owners should be checked again, and
+	// owners waiting for their dependents.
+	toDelete []types.UID
+	// toOrphan is an owner whose dependents must be released.
+	toOrphan types.UID
+}
+
+// upsert records obj (added or updated) and returns what to look at again.
+func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ch change
+	deleting := obj.GetDeletionTimestamp() != nil
+	foreground := deleting && slices.Contains(obj.GetFinalizers(), metav1.FinalizerDeleteDependents)
+	orphaning := deleting && slices.Contains(obj.GetFinalizers(), metav1.FinalizerOrphanDependents)
+	owners := obj.GetOwnerReferences()
+	old, found := g.nodes[ref.uid]
+	if !found {
+		old = &node{ref: ref}
+		g.nodes[ref.uid] = old
+		delete(g.absent, ref.uid)
+	}
+	// Owners whose blocking reference went away or stopped blocking may
+	// now be free to go.
+	for _, was := range old.owners {
+		i := slices.IndexFunc(owners, func(o metav1.OwnerReference) bool { return o.UID == was.UID })
+		if i < 0 {
+			delete(g.dependents[was.UID], ref.uid)
+			if len(g.dependents[was.UID]) == 0 {
+				delete(g.dependents, was.UID)
+			}
+		}
+		if blocks(was) && (i < 0 || !blocks(owners[i])) {
+			if o, ok := g.nodes[was.UID]; ok && o.foreground {
+				ch.toDelete = append(ch.toDelete, was.UID)
+			}
+		}
+	}
+	for _, o := range owners {
+		if g.dependents[o.UID] == nil {
+			g.dependents[o.UID] = map[types.UID]bool{}
+		}
+		g.dependents[o.UID][ref.uid] = true
+		// An owner the graph has not seen may be gone: the object is
+		// checked against the API server.
+		if _, seen := g.nodes[o.UID]; !seen || g.absent[o.UID] {
+			ch.toDelete = append(ch.toDelete, ref.uid)
+		}
+	}
+	startsOrphaning := orphaning && !(found && old.orphan)
+	startsForeground := foreground && !(found && old.foreground)
+	old.ref, old.owners, old.deleting, old.foreground, old.orphan = ref, owners, deleting, foreground, orphaning
+	switch {
+	case startsOrphaning:
+		ch.toOrphan = ref.uid
+	case startsForeground:
+		for dep := range g.dependents[ref.uid] {
+			ch.toDelete = append(ch.toDelete, dep)
+		}
+		ch.toDelete = append(ch.toDelete, ref.uid)
+	}
+	return ch
+}
+
+// remove forgets the object uid and returns what to look at again: its
+// dependents, which may have lost their last owner, and its owners that
+// wait for their dependents.
+func (g *graph) remove(uid types.UID) change {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ch change
+	n, ok := g.nodes[uid]
+	if !ok {
+		return ch
+	}
+	delete(g.nodes, uid)
+	for _, o := range n.owners {
+		delete(g.dependents[o.UID], uid)
+		if len(g.dependents[o.UID]) == 0 {
+			delete(g.dependents, o.UID)
+		}
+		if owner, ok := g.nodes[o.UID]; ok && owner.foreground {
+			ch.toDelete = append(ch.toDelete, o.UID)
+		}
+	}
+	if deps := g.dependents[uid]; len(deps) > 0 {
+		if len(g.absent) >= maxAbsent {
+			clear(g.absent)
+		}
+		g.absent[uid] = true
+		for dep := range deps {
+			ch.toDelete = append(ch.toDelete, dep)
+		}
+	}
+	return ch
+}
+
+func blocks(o metav1.OwnerReference) bool {
+	return o.BlockOwnerDeletion != nil && *o.BlockOwnerDeletion
+}
