@@ -2,7 +2,7 @@
 
 package apiserver
 
-// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
+// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/coordination/v1, k8s.io/api/discovery/v1, k8s.io/api/events/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
 // by package path and name: their values, sorted, and the lines describing them.
 var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.DaemonSetUpdateStrategyType": {
@@ -262,6 +262,8 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/core/v1.ProjectedVolumeSource.sources":                    true,
 	"k8s.io/api/core/v1.TypedLocalObjectReference.apiGroup":               true,
 	"k8s.io/api/core/v1.TypedObjectReference.apiGroup":                    true,
+	"k8s.io/api/discovery/v1.EndpointSlice.endpoints":                     true,
+	"k8s.io/api/discovery/v1.EndpointSlice.ports":                         true,
 	"k8s.io/api/events/v1.Event.metadata":                                 true,
 	"k8s.io/api/rbac/v1.ClusterRole.rules":                                true,
 	"k8s.io/api/rbac/v1.Role.rules":                                       true,

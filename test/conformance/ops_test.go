@@ -346,6 +346,7 @@ func operations() []op {
 	add(deploymentOps()...)
 	add(daemonSetOps()...)
 	add(batchOps()...)
+	add(endpointsOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
