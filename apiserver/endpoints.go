@@ -1,11 +1,9 @@
 package apiserver
 
 import (
-	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,13 +38,13 @@ const endpointsDeprecation = "v1 Endpoints is deprecated in v1.33+; use discover
 func endpointsResource() *resource {
 	return &resource{gvr: EndpointsGVR, kind: "Endpoints", singular: "endpoints", namespaced: true, shortNames: []string{"ep"},
 		nameFn: apivalidation.NameIsDNSSubdomain, deprecation: endpointsDeprecation,
-		defaults: defaultEndpoints, prepare: prepareEndpoints, validate: validateEndpoints, table: endpointsTable}
+		defaults: defaultEndpoints, validate: validateEndpoints, table: endpointsTable}
 }
 
 func endpointSliceResource() *resource {
 	return &resource{gvr: EndpointSlicesGVR, kind: "EndpointSlice", singular: "endpointslice", namespaced: true,
 		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, generationChanged: endpointSliceChanged,
-		defaults: defaultEndpointSlice, prepare: prepareEndpointSlice, validate: validateEndpointSlice, table: endpointSliceTable}
+		defaults: defaultEndpointSlice, prepare: prepareEndpointSlice, validate: validateEndpointSlice, warnings: endpointSliceWarnings, table: endpointSliceTable}
 }
 
 // defaultEndpoints gives each port kube's protocol, TCP.
@@ -59,106 +57,6 @@ func defaultEndpoints(obj runtime.Object) {
 			}
 		}
 	}
-}
-
-// prepareEndpoints repacks the subsets as kube's strategy does: each
-// address (ready or not) lands in one subset per distinct set of ports it
-// is served on, with its addresses sorted by IP. kube orders subsets and
-// ports by a hash of its internal types; kubegate orders them by port
-// numbers and names, which gives the same result for one subset of one
-// port, the shape controllers write.
-func prepareEndpoints(obj, _ runtime.Object) {
-	e := obj.(*corev1.Endpoints)
-	if len(e.Subsets) == 0 {
-		return
-	}
-	type addr struct {
-		a     corev1.EndpointAddress
-		ready bool
-		ports []corev1.EndpointPort
-	}
-	var order []string
-	byKey := map[string]*addr{}
-	key := func(a *corev1.EndpointAddress) string {
-		k := a.IP
-		if a.TargetRef != nil {
-			k += "/" + string(a.TargetRef.UID)
-		}
-		return k
-	}
-	add := func(a corev1.EndpointAddress, ready bool, ports []corev1.EndpointPort) {
-		k := key(&a)
-		have, ok := byKey[k]
-		if !ok {
-			have = &addr{a: a, ready: ready}
-			byKey[k] = have
-			order = append(order, k)
-		}
-		// An address both ready and not ready is ready.
-		have.ready = have.ready || ready
-		for _, p := range ports {
-			if !slices.Contains(have.ports, p) {
-				have.ports = append(have.ports, p)
-			}
-		}
-	}
-	for _, ss := range e.Subsets {
-		for _, a := range ss.Addresses {
-			add(a, true, ss.Ports)
-		}
-		for _, a := range ss.NotReadyAddresses {
-			add(a, false, ss.Ports)
-		}
-	}
-	portKey := func(ps []corev1.EndpointPort) string {
-		parts := make([]string, len(ps))
-		for i, p := range ps {
-			parts[i] = fmt.Sprintf("%s/%d/%s", p.Name, p.Port, p.Protocol)
-		}
-		return strings.Join(parts, ",")
-	}
-	var subsets []corev1.EndpointSubset
-	bySet := map[string]int{}
-	for _, k := range order {
-		a := byKey[k]
-		slices.SortFunc(a.ports, comparePorts)
-		pk := portKey(a.ports)
-		i, ok := bySet[pk]
-		if !ok {
-			i = len(subsets)
-			bySet[pk] = i
-			subsets = append(subsets, corev1.EndpointSubset{Ports: a.ports})
-		}
-		if a.ready {
-			subsets[i].Addresses = append(subsets[i].Addresses, a.a)
-		} else {
-			subsets[i].NotReadyAddresses = append(subsets[i].NotReadyAddresses, a.a)
-		}
-	}
-	for i := range subsets {
-		slices.SortStableFunc(subsets[i].Addresses, compareAddresses)
-		slices.SortStableFunc(subsets[i].NotReadyAddresses, compareAddresses)
-	}
-	slices.SortStableFunc(subsets, func(a, b corev1.EndpointSubset) int { return strings.Compare(portKey(a.Ports), portKey(b.Ports)) })
-	e.Subsets = subsets
-}
-
-func comparePorts(a, b corev1.EndpointPort) int {
-	return cmp.Or(cmp.Compare(a.Port, b.Port), strings.Compare(a.Name, b.Name), strings.Compare(string(a.Protocol), string(b.Protocol)))
-}
-
-func compareAddresses(a, b corev1.EndpointAddress) int {
-	if c := strings.Compare(a.IP, b.IP); c != 0 {
-		return c
-	}
-	var ua, ub string
-	if a.TargetRef != nil {
-		ua = string(a.TargetRef.UID)
-	}
-	if b.TargetRef != nil {
-		ub = string(b.TargetRef.UID)
-	}
-	return strings.Compare(ua, ub)
 }
 
 // validateEndpoints is kube's ValidateEndpoints: every subset holds an
@@ -277,9 +175,16 @@ func formatEndpoints(e *corev1.Endpoints) string {
 }
 
 // defaultEndpointSlice gives each port kube's defaults: an empty name and
-// protocol TCP.
+// protocol TCP. Empty lists of endpoints and ports are stored as none, as
+// kube stores them.
 func defaultEndpointSlice(obj runtime.Object) {
 	es := obj.(*discoveryv1.EndpointSlice)
+	if len(es.Endpoints) == 0 {
+		es.Endpoints = nil
+	}
+	if len(es.Ports) == 0 {
+		es.Ports = nil
+	}
 	for i := range es.Ports {
 		p := &es.Ports[i]
 		if p.Name == nil {
@@ -333,13 +238,21 @@ func validateEndpointSlice(obj, old runtime.Object) field.ErrorList {
 		// allowed.
 		types = append([]discoveryv1.AddressType{discoveryv1.AddressTypeFQDN, "IP"}, sliceAddressTypes[1:]...)
 	}
-	errs := oneOf(field.NewPath("addressType"), es.AddressType, types)
-	errs = append(errs, validateSliceEndpoints(es.Endpoints, es.AddressType, field.NewPath("endpoints"))...)
-	errs = append(errs, validateSlicePorts(es.Ports, field.NewPath("ports"))...)
-	if old != nil {
-		errs = append(errs, apivalidation.ValidateImmutableField(es.AddressType, old.(*discoveryv1.EndpointSlice).AddressType, field.NewPath("addressType"))...)
+	if old != nil && es.AddressType != old.(*discoveryv1.EndpointSlice).AddressType {
+		// kube reports the change alone, without the value.
+		return field.ErrorList{field.Invalid(field.NewPath("addressType"), nil, apivalidation.FieldImmutableErrorMsg)}
 	}
-	return errs
+	errs := oneOf(field.NewPath("addressType"), es.AddressType, types)
+	errs = append(errs, validateSlicePorts(es.Ports, field.NewPath("ports"))...)
+	return append(errs, validateSliceEndpoints(es.Endpoints, es.AddressType, field.NewPath("endpoints"))...)
+}
+
+// endpointSliceWarnings are kube's: FQDN slices are deprecated.
+func endpointSliceWarnings(obj, _ runtime.Object) []string {
+	if obj.(*discoveryv1.EndpointSlice).AddressType == discoveryv1.AddressTypeFQDN {
+		return []string{"spec.addressType: FQDN endpoints are deprecated"}
+	}
+	return nil
 }
 
 func validateSliceEndpoints(eps []discoveryv1.Endpoint, at discoveryv1.AddressType, path *field.Path) field.ErrorList {

@@ -217,6 +217,10 @@ var openAPIEnums = map[string]openAPIEnum{
 		values: []string{"DataLoss", "Degraded", "Inaccessible"},
 		lines:  []string{" - `\"DataLoss\"` indicates data loss has been detected on the volume.", " - `\"Degraded\"` indicates the volume is functioning but with reduced capability.", " - `\"Inaccessible\"` indicates the volume cannot be accessed."},
 	},
+	"k8s.io/api/discovery/v1.AddressType": {
+		values: []string{"FQDN", "IPv4", "IPv6"},
+		lines:  []string{" - `\"FQDN\"` represents a FQDN.", " - `\"IPv4\"` represents an IPv4 Address.", " - `\"IPv6\"` represents an IPv6 Address."},
+	},
 }
 
 // openAPIMarkedOptional are the fields, by package path, type and json

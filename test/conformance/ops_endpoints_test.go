@@ -37,6 +37,7 @@ func endpointsOps() []op {
 			`"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.1"],"conditions":{"ready":true},"nodeName":"n1","zone":"z1","deprecatedTopology":{"a":"b"}},{"addresses":["10.0.0.2"],"hostname":"h"}],"ports":[{"port":80},{"name":"https","port":443,"protocol":"TCP","appProtocol":"https"}]`)},
 		{name: "endpointslice/get", method: "GET", path: slices + "/es1"},
 		{name: "endpointslice/create-minimal", method: "POST", path: slices, body: slice("es2", `"addressType":"FQDN","endpoints":[],"ports":[]`)},
+		{name: "endpointslice/update-fqdn", method: "PATCH", path: slices + "/es2", contentType: mergePatch, body: `{"endpoints":[{"addresses":["db.example.com"]}]}`},
 		{name: "endpointslice/create-ipv6", method: "POST", path: slices, body: slice("es3", `"addressType":"IPv6","endpoints":[{"addresses":["2001:db8::1"]}],"ports":[{"port":8080}]`)},
 		{name: "endpointslice/create-no-type", method: "POST", path: slices, body: slice("bad", `"endpoints":[]`)},
 		{name: "endpointslice/create-type-ip", method: "POST", path: slices, body: slice("bad", `"addressType":"IP","endpoints":[]`)},
