@@ -98,7 +98,7 @@ func validateEndpoints(obj, old runtime.Object) field.ErrorList {
 }
 
 func validateEndpointAddress(a *corev1.EndpointAddress, oldIPs []string, path *field.Path) field.ErrorList {
-	errs := validation.IsValidIPForLegacyField(path.Child("ip"), a.IP, false, oldIPs)
+	errs := validation.IsValidIPForLegacyField(path.Child("ip"), a.IP, true, oldIPs)
 	if a.Hostname != "" {
 		errs = append(errs, dnsLabel(path.Child("hostname"), a.Hostname)...)
 	}
@@ -175,16 +175,9 @@ func formatEndpoints(e *corev1.Endpoints) string {
 }
 
 // defaultEndpointSlice gives each port kube's defaults: an empty name and
-// protocol TCP. Empty lists of endpoints and ports are stored as none, as
-// kube stores them.
+// protocol TCP.
 func defaultEndpointSlice(obj runtime.Object) {
 	es := obj.(*discoveryv1.EndpointSlice)
-	if len(es.Endpoints) == 0 {
-		es.Endpoints = nil
-	}
-	if len(es.Ports) == 0 {
-		es.Ports = nil
-	}
 	for i := range es.Ports {
 		p := &es.Ports[i]
 		if p.Name == nil {
@@ -198,9 +191,16 @@ func defaultEndpointSlice(obj runtime.Object) {
 
 // prepareEndpointSlice clears the deprecated topology of every endpoint
 // on a create, and on an update that changes the endpoints, as kube's
-// strategy does for v1 requests.
+// strategy does for v1 requests. Empty lists of endpoints and ports are
+// stored as none, as kube stores them (their writer still owns them).
 func prepareEndpointSlice(obj, old runtime.Object) {
 	es := obj.(*discoveryv1.EndpointSlice)
+	if len(es.Endpoints) == 0 {
+		es.Endpoints = nil
+	}
+	if len(es.Ports) == 0 {
+		es.Ports = nil
+	}
 	if old != nil && apiequality.Semantic.DeepEqual(es.Endpoints, old.(*discoveryv1.EndpointSlice).Endpoints) {
 		return
 	}
@@ -247,9 +247,9 @@ func validateEndpointSlice(obj, old runtime.Object) field.ErrorList {
 	return append(errs, validateSliceEndpoints(es.Endpoints, es.AddressType, field.NewPath("endpoints"))...)
 }
 
-// endpointSliceWarnings are kube's: FQDN slices are deprecated.
-func endpointSliceWarnings(obj, _ runtime.Object) []string {
-	if obj.(*discoveryv1.EndpointSlice).AddressType == discoveryv1.AddressTypeFQDN {
+// endpointSliceWarnings are kube's: a created FQDN slice is deprecated.
+func endpointSliceWarnings(obj, old runtime.Object) []string {
+	if old == nil && obj.(*discoveryv1.EndpointSlice).AddressType == discoveryv1.AddressTypeFQDN {
 		return []string{"spec.addressType: FQDN endpoints are deprecated"}
 	}
 	return nil

@@ -139,6 +139,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.AnonymousAuth = false
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	a.ServiceClusterIPRange = o.ServiceCIDR
+	// With nodes, the controller manager runs, and its serviceaccount
+	// controller keeps the default service accounts once up has started.
+	a.ServiceAccountsAtStartOnly = o.Nodes > 0
 	if len(o.EtcdServers) > 0 {
 		a.EtcdServers = o.EtcdServers
 		a.EtcdCAFile = pki("etcd/ca.crt")

@@ -20,13 +20,19 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/endpoints"
+	"github.com/kubegate/kubegate/controllers/endpointslice"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
 // All lists every controller kubegate has, in the order they start.
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
+	endpoints.Descriptor,
+	endpointslice.Descriptor,
+	serviceaccount.Descriptor,
 }
 
 // Names returns the names of All.
