@@ -264,7 +264,7 @@ func validateSliceEndpoints(eps []discoveryv1.Endpoint, at discoveryv1.AddressTy
 		ip := path.Index(i)
 		ap := ip.Child("addresses")
 		if len(ep.Addresses) == 0 {
-			errs = append(errs, field.Required(ap, "must contain at least 1 address"))
+			errs = append(errs, field.Required(ap, ""))
 		} else if len(ep.Addresses) > maxSliceAddresses {
 			errs = append(errs, field.TooMany(ap, len(ep.Addresses), maxSliceAddresses))
 		}
@@ -279,7 +279,8 @@ func validateSliceEndpoints(eps []discoveryv1.Endpoint, at discoveryv1.AddressTy
 					continue
 				}
 				if addr, _ := netip.ParseAddr(a); addr.Is4() != (at == discoveryv1.AddressTypeIPv4) {
-					errs = append(errs, field.Invalid(p, a, "must be an "+string(at)+" address"))
+					// kube names the list, not the address, here.
+					errs = append(errs, field.Invalid(ap, a, "must be an "+string(at)+" address"))
 				}
 				errs = append(errs, nonSpecialIP(p, a)...)
 			case discoveryv1.AddressTypeFQDN:

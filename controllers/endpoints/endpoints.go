@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -34,7 +35,19 @@ import (
 // Descriptor runs the controller in the controller manager, as kube's
 // "endpoint" controller.
 var Descriptor = controllers.Descriptor{Name: "endpoint", New: func(c *controllers.Context) (controllers.Controller, error) {
-	return New(c.Client, c.Informers, c.Logger), nil
+	client := c.Client
+	if c.Config != nil {
+		// Every write of v1 Endpoints is answered with the deprecation
+		// warning; the controller's own writes need not log it each time.
+		cfg := rest.CopyConfig(c.Config)
+		cfg.WarningHandler = rest.NoWarnings{}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		client = cs
+	}
+	return New(client, c.Informers, c.Logger), nil
 }}
 
 const (

@@ -48,7 +48,13 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 		}
 	}
 	for i := range subsets {
-		for _, p := range subsets[i].Ports {
+		ports := subsets[i].Ports
+		if len(ports) == 0 {
+			// Addresses without ports (a headless Service's) are kept,
+			// under a port that stands for none.
+			ports = []corev1.EndpointPort{noPort}
+		}
+		for _, p := range ports {
 			for j := range subsets[i].Addresses {
 				note(&subsets[i].Addresses[j], p, true)
 			}
@@ -86,7 +92,9 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 				ss.NotReadyAddresses = append(ss.NotReadyAddresses, *a)
 			}
 		}
-		ss.Ports = g.ports
+		if len(g.ports) != 1 || g.ports[0] != noPort {
+			ss.Ports = g.ports
+		}
 		out = append(out, ss)
 	}
 	for i := range out {
@@ -97,6 +105,9 @@ func repack(subsets []corev1.EndpointSubset) []corev1.EndpointSubset {
 	slices.SortFunc(out, func(a, b corev1.EndpointSubset) int { return bytes.Compare(hashOf(a), hashOf(b)) })
 	return out
 }
+
+// noPort stands for the ports of addresses that have none.
+var noPort = corev1.EndpointPort{Port: -1}
 
 // setKey names a set of addresses with their readiness.
 func setKey(set map[*corev1.EndpointAddress]bool) string {

@@ -279,7 +279,7 @@ func short(v any) string {
 		return fmt.Sprint(v)
 	}
 	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if len(b) > 4000 {
+	if len(b) > 160 {
 		return string(b[:157]) + "..."
 	}
 	return string(b)
