@@ -10,6 +10,8 @@
 // endpoints list, watch, create, update and delete.
 package endpoints
 
+//lint:file-ignore SA1019 v1 Endpoints are deprecated, and served and kept as kube does (G.10)
+
 import (
 	"context"
 	"log/slog"

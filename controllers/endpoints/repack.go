@@ -1,5 +1,7 @@
 package endpoints
 
+//lint:file-ignore SA1019 v1 Endpoints are deprecated, and served and kept as kube does (G.10)
+
 import (
 	"bytes"
 	"crypto/md5"
