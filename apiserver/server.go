@@ -162,6 +162,10 @@ func New(c Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
+	if err := s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort); err != nil {
+		cancel()
+		return nil, err
+	}
 	s.handler = s.buildHandler()
 	return s, nil
 }

@@ -61,3 +61,12 @@ func endpointsOps() []op {
 		{name: "endpointslice/delete", method: "DELETE", path: slices + "/es2"},
 	}
 }
+
+// kubernetesEndpointsOps read what both servers keep for the kubernetes
+// Service: its Endpoints and EndpointSlice.
+func kubernetesEndpointsOps() []op {
+	return []op{
+		{name: "endpoints/kubernetes", method: "GET", path: "/api/v1/namespaces/default/endpoints/kubernetes"},
+		{name: "endpointslice/kubernetes", method: "GET", path: "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"},
+	}
+}

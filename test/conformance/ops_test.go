@@ -347,6 +347,7 @@ func operations() []op {
 	add(daemonSetOps()...)
 	add(batchOps()...)
 	add(endpointsOps()...)
+	add(kubernetesEndpointsOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
