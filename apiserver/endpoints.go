@@ -393,16 +393,19 @@ func firstThree(list []string) string {
 // ensureKubernetesEndpoints writes the Endpoints and the EndpointSlice of
 // the kubernetes Service in default when the server starts, as
 // kube-apiserver's endpoint reconciler does: the address clients reach the
-// server at (ExternalAddress, when its host is an IP) on port https. A
-// stale pair, from an earlier address, is overwritten; without an IP to
-// give, nothing is written.
+// server at (ExternalAddress, when its host is an IP an endpoint may
+// hold) on port https. A stale pair, from an earlier address, is
+// overwritten; without an IP to give, nothing is written.
 func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string, port int) error {
 	host, _, err := net.SplitHostPort(external)
 	if err != nil {
 		return nil
 	}
 	addr, err := netip.ParseAddr(host)
-	if err != nil {
+	if err != nil || len(nonSpecialIP(field.NewPath("ip"), host)) > 0 {
+		// No IP, or one no endpoint may hold (loopback): the Endpoints'
+		// validation would refuse it, as kube-apiserver's reconciler's
+		// write is refused.
 		return nil
 	}
 	if port == 0 {
