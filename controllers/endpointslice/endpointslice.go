@@ -10,7 +10,7 @@
 // ports resolve to on their pod, at most 100 to a slice; a Service with
 // no endpoints keeps one empty placeholder slice. A Service without a
 // selector is left alone; a deleted Service's slices go with it through
-// the garbage collector, or here when none runs.
+// the garbage collector, as in kube.
 //
 // The identity it runs as needs: services, pods and nodes list and watch;
 // endpointslices list, watch, create, update and delete.
