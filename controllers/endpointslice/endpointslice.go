@@ -218,7 +218,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	if c.stale(key, ns) {
-		return errStale
+		// The informer brings the write soon; look again then.
+		c.queue.AddAfter(key, staleRetry)
+		return nil
 	}
 	pods, err := c.pods.Pods(ns).List(labels.SelectorFromValidatedSet(svc.Spec.Selector))
 	if err != nil {
@@ -248,9 +250,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	return r.apply(ctx)
 }
 
-// errStale puts a Service back in the queue until the cache has seen the
-// controller's last writes.
-var errStale = errors.New("the EndpointSlice cache has not seen the last writes yet")
+// staleRetry is when a Service held back by a cache that has not seen the
+// controller's last writes is looked at again, if no event comes first.
+const staleRetry = 100 * time.Millisecond
 
 // addressTypes are the slice address types of svc's IP families (IPv4
 // without any).

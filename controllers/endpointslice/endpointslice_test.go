@@ -156,7 +156,7 @@ func TestSlicesHoldTheSelectedPodsWithIPs_G10(t *testing.T) {
 		}
 	}
 
-	// Readiness follows the pod; a deleted pod leaves.
+	// Readiness follows the pod; a pod deleted at once leaves.
 	setStatus(t, c, notReady, "10.1.0.2", true)
 	if err := c.CoreV1().Pods(ns).Delete(ctx, "ready", *metav1.NewDeleteOptions(0)); err != nil {
 		t.Fatal(err)
@@ -164,6 +164,15 @@ func TestSlicesHoldTheSelectedPodsWithIPs_G10(t *testing.T) {
 	testwait.For(t, 30*time.Second, "the slice follows the pods", func() (bool, string) {
 		got := describe(slicesOf(t, c, "web"))
 		return got == "10.1.0.2:true/true/false", got
+	})
+	// A pod being deleted (its node has to confirm it) stays, serving
+	// and terminating, no longer ready.
+	if err := c.CoreV1().Pods(ns).Delete(ctx, "not-ready", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the terminating endpoint", func() (bool, string) {
+		got := describe(slicesOf(t, c, "web"))
+		return got == "10.1.0.2:false/true/true", got
 	})
 	if n := len(slicesOf(t, c, manual.Name)); n != 0 {
 		t.Errorf("the Service without a selector has %d slices; want none", n)
