@@ -55,6 +55,7 @@ var kubeGroupPriority = map[string]int{
 	"rbac.authorization.k8s.io": 17000,
 	"scheduling.k8s.io":         16600,
 	"coordination.k8s.io":       16500,
+	"discovery.k8s.io":          16200,
 }
 
 // sortGroups puts API group names in kube-apiserver's discovery order.

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
@@ -93,6 +94,12 @@ type resource struct {
 	// generationCountsAnnotations: the generation also counts changed
 	// annotations (Deployments, as kube's deployment strategy).
 	generationCountsAnnotations bool
+	// generationChanged, when set, decides whether an update moves the
+	// generation in place of a changed .spec.
+	generationChanged func(obj, old runtime.Object) bool
+	// deprecation is the warning kube-apiserver gives on every request
+	// for a deprecated resource; empty for none.
+	deprecation string
 	// allocate reserves what a written object holds besides its key (a
 	// Service's cluster IP and node ports), old nil on create; the writer
 	// finishes the allocation once the write is done or has failed. nil:
@@ -121,7 +128,7 @@ func newScheme() (*runtime.Scheme, error) {
 		corev1.AddToScheme, appsv1.AddToScheme, eventsv1.AddToScheme, coordinationv1.AddToScheme, rbacv1.AddToScheme,
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apidiscoveryv2.AddToScheme, metav1.AddMetaToScheme,
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
-		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, // Scale
+		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -186,7 +193,8 @@ func builtinResources() []*resource {
 		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource())
+	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
+		endpointsResource(), endpointSliceResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 		r.scale = scalable(r.gvr)

@@ -606,7 +606,11 @@ func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
 	}
 	acc, _ := meta.Accessor(obj)
 	oldAcc, _ := meta.Accessor(old)
-	if specChanged(old, obj) || res.generationCountsAnnotations && !apiequality.Semantic.DeepEqual(acc.GetAnnotations(), oldAcc.GetAnnotations()) {
+	changed := specChanged(old, obj)
+	if res.generationChanged != nil {
+		changed = res.generationChanged(obj, old)
+	}
+	if changed || res.generationCountsAnnotations && !apiequality.Semantic.DeepEqual(acc.GetAnnotations(), oldAcc.GetAnnotations()) {
 		acc.SetGeneration(oldAcc.GetGeneration() + 1)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/applyconfigurations"
 
 	"github.com/kubegate/kubegate/authz"
@@ -161,6 +162,10 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -358,8 +363,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if len(ri.Parts) < 2 {
 		name = "" // a collection; list and watch take Name from a metadata.name field selector
 	}
-	switch ri.Verb {
-	case "create", "update", "patch", "delete", "deletecollection":
+	switch {
+	case res.deprecation != "":
+		r = withWarnings(w, r)
+		warning.AddWarning(r.Context(), "", res.deprecation)
+	case ri.Verb == "create", ri.Verb == "update", ri.Verb == "patch", ri.Verb == "delete", ri.Verb == "deletecollection":
 		r = withWarnings(w, r) // admission may warn (D.8)
 	}
 	req := &request{s: s, w: w, r: r, res: res, ns: ns, name: name, sub: ri.Subresource, verb: ri.Verb}

@@ -175,23 +175,31 @@ func validateExternalIPs(ips []string, old runtime.Object, path *field.Path) fie
 			errs = append(errs, bad...)
 			continue
 		}
-		a, err := netip.ParseAddr(ip)
-		if err != nil {
-			continue // an old address kube's stricter parser refuses
-		}
-		a = a.Unmap()
-		switch {
-		case a.IsUnspecified():
-			errs = append(errs, field.Invalid(p, ip, fmt.Sprintf("may not be unspecified (%v)", ip)))
-		case a.IsLoopback():
-			errs = append(errs, field.Invalid(p, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)"))
-		case a.IsLinkLocalUnicast():
-			errs = append(errs, field.Invalid(p, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"))
-		case a.IsLinkLocalMulticast():
-			errs = append(errs, field.Invalid(p, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"))
-		}
+		errs = append(errs, nonSpecialIP(p, ip)...)
 	}
 	return errs
+}
+
+// nonSpecialIP refuses, as kube's ValidateNonSpecialIP, an address no
+// node or pod could be reached at: unspecified, loopback or link-local.
+// An address the parser refuses gets no error here.
+func nonSpecialIP(p *field.Path, ip string) field.ErrorList {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsUnspecified():
+		return field.ErrorList{field.Invalid(p, ip, fmt.Sprintf("may not be unspecified (%v)", ip))}
+	case a.IsLoopback():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)")}
+	case a.IsLinkLocalUnicast():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")}
+	case a.IsLinkLocalMulticast():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")}
+	}
+	return nil
 }
 
 // servicePortKey is how kube shows a duplicated port: its internal

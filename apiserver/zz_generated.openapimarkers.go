@@ -2,7 +2,7 @@
 
 package apiserver
 
-// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/autoscaling/v1, k8s.io/api/coordination/v1, k8s.io/api/events/v1, k8s.io/api/policy/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
+// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/autoscaling/v1, k8s.io/api/coordination/v1, k8s.io/api/discovery/v1, k8s.io/api/events/v1, k8s.io/api/policy/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
 // by package path and name: their values, sorted, and the lines describing them.
 var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.DaemonSetUpdateStrategyType": {
@@ -221,6 +221,10 @@ var openAPIEnums = map[string]openAPIEnum{
 		values: []string{"DataLoss", "Degraded", "Inaccessible"},
 		lines:  []string{" - `\"DataLoss\"` indicates data loss has been detected on the volume.", " - `\"Degraded\"` indicates the volume is functioning but with reduced capability.", " - `\"Inaccessible\"` indicates the volume cannot be accessed."},
 	},
+	"k8s.io/api/discovery/v1.AddressType": {
+		values: []string{"FQDN", "IPv4", "IPv6"},
+		lines:  []string{" - `\"FQDN\"` represents a FQDN.", " - `\"IPv4\"` represents an IPv4 Address.", " - `\"IPv6\"` represents an IPv6 Address."},
+	},
 	"k8s.io/api/policy/v1.UnhealthyPodEvictionPolicyType": {
 		values: []string{"AlwaysAllow", "IfHealthyBudget"},
 		lines:  []string{" - `\"AlwaysAllow\"` policy means that all running pods (status.phase=\"Running\"), but not yet healthy are considered disrupted and can be evicted regardless of whether the criteria in a PDB is met. This means perspective running pods of a disrupted application might not get a chance to become healthy. Healthy pods will be subject to the PDB for eviction.", " - `\"IfHealthyBudget\"` policy means that running pods (status.phase=\"Running\"), but not yet healthy can be evicted only if the guarded application is not disrupted (status.currentHealthy is at least equal to status.desiredHealthy). Healthy pods will be subject to the PDB for eviction."},
@@ -271,6 +275,8 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/core/v1.ProjectedVolumeSource.sources":                    true,
 	"k8s.io/api/core/v1.TypedLocalObjectReference.apiGroup":               true,
 	"k8s.io/api/core/v1.TypedObjectReference.apiGroup":                    true,
+	"k8s.io/api/discovery/v1.EndpointSlice.endpoints":                     true,
+	"k8s.io/api/discovery/v1.EndpointSlice.ports":                         true,
 	"k8s.io/api/events/v1.Event.metadata":                                 true,
 	"k8s.io/api/policy/v1.PodDisruptionBudgetStatus.currentHealthy":       true,
 	"k8s.io/api/policy/v1.PodDisruptionBudgetStatus.desiredHealthy":       true,

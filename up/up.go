@@ -19,10 +19,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 
 	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/filewatch"
@@ -149,6 +152,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.AnonymousAuth = false
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	a.ServiceClusterIPRange = o.ServiceCIDR
+	// When the controller manager runs the serviceaccount controller, it
+	// keeps the default service accounts once up has started.
+	selected, _ := manager.Select(o.Controllers) // checked in Validate
+	a.ServiceAccountsAtStartOnly = slices.ContainsFunc(selected, func(d controllers.Descriptor) bool { return d.Name == serviceaccount.Descriptor.Name })
 	if len(o.EtcdServers) > 0 {
 		a.EtcdServers = o.EtcdServers
 		a.EtcdCAFile = pki("etcd/ca.crt")
@@ -201,20 +208,24 @@ Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 // Nodes, the scheduler and the simulated nodes) until ctx is done, then
 // shuts them down and closes the store. It returns the first error of any.
 func (c *Cluster) Serve(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The components stop first, so that their watches through the
+	// gateway have ended when the servers shut down: a server stopping,
+	// or a component failing, stops everything.
+	componentsCtx, stopComponents := context.WithCancel(ctx)
+	defer stopComponents()
+	serversCtx, stopServers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServers()
 	var wg sync.WaitGroup
-	parts := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve,
-		func(ctx context.Context) error { return c.runComponents(ctx, c.logger) }}
-	errs := make([]error, len(parts))
-	for i, serve := range parts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = serve(ctx)
-			cancel() // one stopping stops the other
-		}()
+	servers := []func(context.Context) error{c.APIServer.Serve, c.Gateway.Serve}
+	errs := make([]error, len(servers)+1)
+	for i, serve := range servers {
+		wg.Go(func() {
+			errs[i] = serve(serversCtx)
+			stopComponents()
+		})
 	}
+	errs[len(servers)] = c.runComponents(componentsCtx, c.logger)
+	stopServers()
 	wg.Wait()
 	return errors.Join(errs...)
 }

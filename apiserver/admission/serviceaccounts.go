@@ -56,9 +56,15 @@ func createIfAbsent(ctx context.Context, st store.Store, key string, obj any, m 
 
 // ServiceAccounts gives every active namespace a "default" service account,
 // as kube-controller-manager's service-account controller does: for the
-// namespaces that exist when it starts, and then for each new one.
+// namespaces that exist when it starts, and then for each new one. It is
+// the stand-in for that controller where none runs (kubegate apiserver
+// alone, tests of API clients); kubegate up runs controllers/serviceaccount
+// and uses it only at start (docs/kubernetes-behaviour.md G.11).
 type ServiceAccounts struct {
 	Store store.Store
+	// AtStartOnly gives the namespaces there are at Start their service
+	// account, and does not watch for more.
+	AtStartOnly bool
 	// Logger reports failures; nil means slog.Default().
 	Logger *slog.Logger
 	// Now stamps creationTimestamp; nil means time.Now.
@@ -70,7 +76,7 @@ type ServiceAccounts struct {
 // namespaces until ctx is done.
 func (c *ServiceAccounts) Start(ctx context.Context) error {
 	rev, err := c.sync(ctx)
-	if err != nil {
+	if err != nil || c.AtStartOnly {
 		return err
 	}
 	go c.run(ctx, rev)

@@ -94,6 +94,14 @@ type Options struct {
 	// 30000-32767.
 	ServiceNodePortRange string
 	ReloadInterval       time.Duration // default 1 s
+	// ServiceAccountsAtStartOnly: the server gives the namespaces there
+	// are when it starts their "default" service account and leaves the
+	// rest to a controller manager's serviceaccount controller, as
+	// kubegate up does when it runs one. Without it (kubegate apiserver
+	// on its own) the server does the controller's job itself, so that
+	// pods can be admitted with no controller manager beside it
+	// (docs/kubernetes-behaviour.md G.11).
+	ServiceAccountsAtStartOnly bool
 }
 
 // Defaults returns the options' defaults.
@@ -236,12 +244,12 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	}
 	api.Authorizer = cfg.Authorizer
 	cfg.Creators = authapi.Creators(api)
-	// New creates the system namespaces; the controller then gives each
-	// its default service account before the first request is served.
+	// New creates the system namespaces; each then has its default
+	// service account before the first request is served.
 	if s.Server, err = apiserver.New(cfg); err != nil {
 		return nil, err
 	}
-	sas := &admission.ServiceAccounts{Store: s.Store, Logger: logger}
+	sas := &admission.ServiceAccounts{Store: s.Store, Logger: logger, AtStartOnly: o.ServiceAccountsAtStartOnly}
 	if err := sas.Start(ctx); err != nil {
 		return nil, fmt.Errorf("create default service accounts: %w", err)
 	}

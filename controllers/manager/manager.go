@@ -23,10 +23,13 @@ import (
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
 	"github.com/kubegate/kubegate/controllers/disruption"
+	"github.com/kubegate/kubegate/controllers/endpoints"
+	"github.com/kubegate/kubegate/controllers/endpointslice"
 	"github.com/kubegate/kubegate/controllers/garbagecollector"
 	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
+	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
 	"github.com/kubegate/kubegate/internal/cachetrim"
@@ -44,6 +47,9 @@ var All = []controllers.Descriptor{
 	disruption.Descriptor,
 	namespace.Descriptor,
 	garbagecollector.Descriptor,
+	endpoints.Descriptor,
+	endpointslice.Descriptor,
+	serviceaccount.Descriptor,
 }
 
 // Names returns the names of All.
@@ -125,6 +131,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	// Warnings the API server attaches to answers (v1 Endpoints are
+	// deprecated) are for people; a controller would log one per write.
+	o.Config = rest.CopyConfig(o.Config)
+	o.Config.WarningHandler = rest.NoWarnings{}
 	client, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
 		return err

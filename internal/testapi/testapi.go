@@ -1,7 +1,8 @@
 // Package testapi runs kubegate's API server in process for the tests of
 // its API clients (controllers, nodes, the scheduler): on a bolt store in
 // a temporary directory, with the server's admission chain and default
-// service accounts, admitting every request as a cluster admin.
+// service accounts (unless WithoutDefaultServiceAccounts), admitting every
+// request as a cluster admin.
 package testapi
 
 import (
@@ -30,9 +31,25 @@ type Server struct {
 	Client kubernetes.Interface
 }
 
+// Option changes how Start runs the server.
+type Option func(*options)
+
+type options struct{ noServiceAccounts bool }
+
+// WithoutDefaultServiceAccounts runs the server as kube-apiserver runs:
+// no namespace gets a default service account unless a controller (the
+// serviceaccount controller) makes it.
+func WithoutDefaultServiceAccounts() Option {
+	return func(o *options) { o.noServiceAccounts = true }
+}
+
 // Start runs the server until the test ends.
-func Start(t testing.TB) *Server {
+func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +71,7 @@ func Start(t testing.TB) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sas := &admission.ServiceAccounts{Store: st, Logger: slog.New(slog.DiscardHandler)}
-	if err := sas.Start(ctx); err != nil {
+	if err := startUnless(ctx, o.noServiceAccounts, sas); err != nil {
 		cancel()
 		srv.Close()
 		st.Close()
@@ -89,4 +106,12 @@ func Run(t testing.TB, run func(ctx context.Context) error) {
 			t.Errorf("run: %v", err)
 		}
 	})
+}
+
+// startUnless starts the default service accounts job unless skip.
+func startUnless(ctx context.Context, skip bool, sas *admission.ServiceAccounts) error {
+	if skip {
+		return nil
+	}
+	return sas.Start(ctx)
 }

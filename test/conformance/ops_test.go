@@ -350,6 +350,8 @@ func operations() []op {
 	add(batchOps()...)
 	add(scaleOps()...)
 	add(gcOps()...)
+	add(endpointsOps()...)
+	add(kubernetesEndpointsOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (

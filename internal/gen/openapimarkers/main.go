@@ -65,6 +65,7 @@ func generate(pkgs []string) ([]byte, error) {
 	enums := map[string]*enum{}   // "PKG.Type"
 	optional := map[string]bool{} // "PKG.Type.jsonName": optional by its marker
 	modules := map[string]bool{}
+	consts := map[string]string{} // "PKG.Name": the string constants of the packages read so far
 	for _, pkg := range pkgs {
 		dir, module, err := packageDir(pkg)
 		if err != nil {
@@ -106,14 +107,6 @@ func generate(pkgs []string) ([]byte, error) {
 				}
 				for _, spec := range gd.Specs {
 					vs := spec.(*ast.ValueSpec)
-					id, ok := vs.Type.(*ast.Ident)
-					if !ok {
-						continue
-					}
-					e := enums[pkg+"."+id.Name]
-					if e == nil {
-						continue
-					}
 					doc := vs.Doc
 					if doc == nil && !gd.Lparen.IsValid() {
 						doc = gd.Doc
@@ -122,21 +115,70 @@ func generate(pkgs []string) ([]byte, error) {
 						if i >= len(vs.Values) {
 							continue
 						}
-						lit, ok := vs.Values[i].(*ast.BasicLit)
-						if !ok || lit.Kind != token.STRING {
-							continue
+						// A typed constant (T = "v"), or a conversion
+						// (T("v"), T(pkg.Const)) of an enum type.
+						typ, value := vs.Type, vs.Values[i]
+						if call, ok := value.(*ast.CallExpr); ok && typ == nil && len(call.Args) == 1 {
+							typ, value = call.Fun, call.Args[0]
 						}
-						v, err := strconv.Unquote(lit.Value)
+						v, ok, err := constValue(value, f, consts)
 						if err != nil {
 							return nil, err
 						}
-						addValue(e, v, name.Name, doc)
+						if !ok {
+							continue
+						}
+						id, isIdent := typ.(*ast.Ident)
+						if isIdent {
+							consts[pkg+"."+name.Name] = v
+						}
+						if e := enums[pkg+"."+identName(id)]; isIdent && e != nil {
+							addValue(e, v, name.Name, doc)
+						}
 					}
 				}
 			}
 		}
 	}
 	return render(pkgs, sortedKeys(modules), enums, optional)
+}
+
+func identName(id *ast.Ident) string {
+	if id == nil {
+		return ""
+	}
+	return id.Name
+}
+
+// constValue is the string value of a constant's expression: a string
+// literal, or a constant of a package read before (pkg.Name, by f's
+// imports).
+func constValue(x ast.Expr, f *ast.File, consts map[string]string) (string, bool, error) {
+	switch x := x.(type) {
+	case *ast.BasicLit:
+		if x.Kind != token.STRING {
+			return "", false, nil
+		}
+		v, err := strconv.Unquote(x.Value)
+		return v, err == nil, err
+	case *ast.SelectorExpr:
+		pkgID, ok := x.X.(*ast.Ident)
+		if !ok {
+			return "", false, nil
+		}
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			name := path[strings.LastIndex(path, "/")+1:]
+			if imp.Name != nil {
+				name = imp.Name.Name
+			}
+			if name == pkgID.Name {
+				v, ok := consts[path+"."+x.Sel.Name]
+				return v, ok, nil
+			}
+		}
+	}
+	return "", false, nil
 }
 
 func parseDir(fset *token.FileSet, dir string) ([]*ast.File, error) {
