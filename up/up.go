@@ -25,8 +25,8 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
-	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/gateway"
 	"github.com/kubegate/kubegate/internal/filewatch"
 	"github.com/kubegate/kubegate/kubeconfig"
