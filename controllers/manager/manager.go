@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
@@ -27,6 +28,7 @@ import (
 // All lists every controller kubegate has, in the order they start.
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
+	job.Descriptor,
 }
 
 // Names returns the names of All.
