@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/internal/cachetrim"
@@ -29,6 +30,7 @@ import (
 var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
 	job.Descriptor,
+	cronjob.Descriptor,
 }
 
 // Names returns the names of All.
