@@ -23,6 +23,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/ttlafterfinished"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -31,6 +32,7 @@ var All = []controllers.Descriptor{
 	nodelifecycle.Descriptor,
 	job.Descriptor,
 	cronjob.Descriptor,
+	ttlafterfinished.Descriptor,
 }
 
 // Names returns the names of All.
