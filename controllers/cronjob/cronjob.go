@@ -16,8 +16,6 @@
 // past successfulJobsHistoryLimit and failedJobsHistoryLimit, and wakes
 // itself for the next scheduled time.
 //
-// Not done: events.
-//
 // The identity it runs as needs: cronjobs list, watch, get; cronjobs/status
 // update; jobs list, watch, get, create, delete.
 package cronjob
@@ -43,6 +41,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -97,6 +96,9 @@ type Controller struct {
 
 	mu    sync.Mutex
 	wakes map[string]time.Time // the scheduled syncs arranged, by key
+
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
 }
 
 // nowClock is the real clock with the Context's Now.
@@ -125,6 +127,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 	if cc.log == nil {
 		cc.log = slog.Default()
 	}
+	cc.broadcaster, cc.recorder = newRecorder("cronjob-controller")
 	ci := c.Informers.Batch().V1().CronJobs()
 	ji := c.Informers.Batch().V1().Jobs()
 	cc.cronJobs, cc.jobs = ci.Lister(), ji.Lister()
@@ -148,6 +151,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 
 // Run works until ctx is done.
 func (cc *Controller) Run(ctx context.Context) error {
+	defer startEvents(cc.broadcaster, cc.client)()
 	return controllers.RunWorkers(ctx, "cronjob", cc.queue, cc.workers, cc.log, cc.sync, cc.synced...)
 }
 
@@ -230,13 +234,29 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	now := cc.clock.Now()
 	changed := false
 	mine := map[types.UID]bool{}
+	var fresh *batchv1.CronJob
 	for _, j := range jobs {
 		mine[j.UID] = true
 		active := inActive(cj, j.UID)
-		done, _ := finishedCondition(j)
+		done, how := finishedCondition(j)
 		switch {
+		case !active && !done:
+			// The cache may not show the status that lists it yet.
+			if fresh == nil {
+				f, err := cc.client.BatchV1().CronJobs(cj.Namespace).Get(ctx, cj.Name, metav1.GetOptions{})
+				if err != nil {
+					return 0, changed, err
+				}
+				fresh = f
+			}
+			if fresh.UID == cj.UID && inActive(fresh, j.UID) {
+				*cj = *fresh.DeepCopy() // what was worked out on the stale copy is worked out again next time
+				continue
+			}
+			cc.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)
 		case active && done:
 			removeActive(cj, j.UID)
+			cc.recorder.Eventf(cj, corev1.EventTypeNormal, "SawCompletedJob", "Saw completed job: %s, condition: %v", j.Name, how)
 			changed = true
 		case !active && done:
 			if j.Status.CompletionTime != nil && (cj.Status.LastSuccessfulTime == nil || j.Status.CompletionTime.After(cj.Status.LastSuccessfulTime.Time)) {
@@ -254,6 +274,7 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && j.UID != ref.UID):
 			removeActive(cj, ref.UID)
+			cc.recorder.Eventf(cj, corev1.EventTypeNormal, "MissingJob", "Active job went missing: %v", ref.Name)
 			changed = true
 		case err != nil:
 			return 0, changed, err
@@ -266,7 +287,7 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	if tz := cj.Spec.TimeZone; tz != nil {
 		l, err := time.LoadLocation(*tz)
 		if err != nil {
-			cc.log.Warn("cronjob: unknown time zone", "cronjob", cj.Namespace+"/"+cj.Name, "timeZone", *tz)
+			cc.recorder.Eventf(cj, corev1.EventTypeWarning, "UnknownTimeZone", "invalid timeZone: %q: %s", *tz, err)
 			return 0, changed, nil
 		}
 		loc = l
@@ -276,23 +297,24 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	}
 	sched, err := cron.ParseStandard(scheduleSpec(cj))
 	if err != nil {
-		cc.log.Warn("cronjob: unparseable schedule", "cronjob", cj.Namespace+"/"+cj.Name, "schedule", cj.Spec.Schedule, "err", err)
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
 		return 0, changed, nil
 	}
 	scheduled, missed, err := mostRecent(cj, sched, now)
 	if err != nil {
-		cc.log.Warn("cronjob: invalid schedule", "cronjob", cj.Namespace+"/"+cj.Name, "schedule", cj.Spec.Schedule, "err", err)
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "InvalidSchedule", "invalid schedule: %s : %s", cj.Spec.Schedule, err)
 		return 0, changed, nil
 	}
 	if missed > maxMissed {
-		cc.log.Warn("cronjob: too many missed start times; check clock skew", "cronjob", cj.Namespace+"/"+cj.Name, "missed", missed)
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "TooManyMissedTimes",
+			"too many missed start times: %d. Set or decrease .spec.startingDeadlineSeconds or check clock skew", missed)
 	}
 	next := untilNext(sched, scheduled, now)
 	if scheduled == nil {
 		return next, changed, nil
 	}
 	if sds := cj.Spec.StartingDeadlineSeconds; sds != nil && scheduled.Add(time.Duration(*sds)*time.Second).Before(now) {
-		cc.log.Info("cronjob: missed scheduled time", "cronjob", cj.Namespace+"/"+cj.Name, "scheduled", scheduled.In(loc).Format(time.RFC1123Z))
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "MissSchedule", "Missed scheduled time to start a job: %s", scheduled.UTC().Format(time.RFC1123Z))
 		return next, changed, nil
 	}
 	name := jobName(cj, *scheduled)
@@ -302,6 +324,7 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	switch cj.Spec.ConcurrencyPolicy {
 	case batchv1.ForbidConcurrent:
 		if len(cj.Status.Active) > 0 {
+			cc.recorder.Event(cj, corev1.EventTypeNormal, "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 			return next, changed, nil
 		}
 	case batchv1.ReplaceConcurrent:
@@ -330,9 +353,10 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 		// Made by someone who has updated the status.
 		return next, changed, nil
 	case err != nil:
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
 		return 0, changed, err
 	}
-	cc.log.Info("cronjob: created job", "cronjob", cj.Namespace+"/"+cj.Name, "job", created.Name)
+	cc.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
 	cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{Kind: "Job", Namespace: created.Namespace, Name: created.Name,
 		UID: created.UID, APIVersion: "batch/v1", ResourceVersion: created.ResourceVersion})
 	cj.Status.LastScheduleTime = &metav1.Time{Time: *scheduled}
@@ -487,10 +511,11 @@ func (cc *Controller) deleteJob(ctx context.Context, cj *batchv1.CronJob, j *bat
 	err := cc.client.BatchV1().Jobs(j.Namespace).Delete(ctx, j.Name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	if err != nil && !apierrors.IsNotFound(err) {
-		cc.log.Warn("cronjob: deleting job failed", "cronjob", cj.Namespace+"/"+cj.Name, "job", j.Name, "err", err)
+		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedDelete", "Deleted job: %v", err)
 		return false
 	}
 	removeActive(cj, j.UID)
+	cc.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted job %v", j.Name)
 	return true
 }
 

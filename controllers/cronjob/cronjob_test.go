@@ -223,6 +223,7 @@ func TestForbidSkipsWhileActive_G7(t *testing.T) {
 	if !got.Status.LastScheduleTime.Time.Equal(due) {
 		t.Errorf("lastScheduleTime %v, want %v (the skipped time not recorded)", got.Status.LastScheduleTime, due)
 	}
+	waitEvent(t, c, cj, "Normal", "JobAlreadyActive", "Not starting job because prior execution is running and concurrency policy is Forbid")
 	// Once it finishes, the time it held back runs, late (there is no
 	// startingDeadlineSeconds to forbid that).
 	finishJob(t, c, first, true, clk.Now())
@@ -260,6 +261,31 @@ func TestReplaceDeletesActive_G7(t *testing.T) {
 	second := minuteName("swap", due.Add(time.Minute))
 	waitJobs(t, c, cj, second)
 	active(t, c, cj, second)
+	waitEvent(t, c, cj, "Normal", "SuccessfulDelete", "Deleted job "+first.Name)
+	waitEvent(t, c, cj, "Normal", "SuccessfulCreate", "Created job "+second)
+}
+
+// waitEvent waits until the CronJob has an event of reason whose message
+// contains msg.
+func waitEvent(t *testing.T, c kubernetes.Interface, cj *batchv1.CronJob, typ, reason, msg string) {
+	t.Helper()
+	testwait.For(t, wait, fmt.Sprintf("%s event %s %q", cj.Name, reason, msg), func() (bool, string) {
+		list, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.UID != cj.UID {
+				continue
+			}
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, msg) && e.Source.Component == "cronjob-controller" {
+				return true, ""
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; ")
+	})
 }
 
 func TestHistoryLimits_G7(t *testing.T) {

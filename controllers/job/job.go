@@ -18,7 +18,7 @@
 //
 // Not done: podFailurePolicy, successPolicy, backoffLimitPerIndex and
 // maxFailedIndexes (such Jobs run as if they had none),
-// podReplacementPolicy Failed, managedBy, events and metrics.
+// podReplacementPolicy Failed, managedBy and metrics.
 //
 // The identity it runs as needs: jobs list, watch, get; jobs/status
 // update; pods list, watch, create, delete, patch.
@@ -47,6 +47,7 @@ import (
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 
@@ -98,7 +99,9 @@ type Controller struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	orphans workqueue.TypedRateLimitingInterface[string]
 
-	expect ownership.Expectations
+	expect      ownership.Expectations
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
 
 	mu        sync.Mutex
 	rmPending map[string]map[types.UID]bool // per Job, pods whose finalizer removal is not yet seen
@@ -133,6 +136,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 	if jc.log == nil {
 		jc.log = slog.Default()
 	}
+	jc.broadcaster, jc.recorder = newRecorder("job-controller")
 	ji := c.Informers.Batch().V1().Jobs()
 	pi := c.Informers.Core().V1().Pods()
 	jc.jobs, jc.pods = ji.Lister(), pi.Lister()
@@ -160,6 +164,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 
 // Run works until ctx is done.
 func (jc *Controller) Run(ctx context.Context) error {
+	defer startEvents(jc.broadcaster, jc.client)()
 	go func() {
 		_ = controllers.RunWorkers(ctx, "job-orphan-pods", jc.orphans, 1, jc.log, jc.syncOrphan, jc.synced...)
 	}()
@@ -392,9 +397,12 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 		case complete:
 			s.finished = newCondition(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods", now)
 		case managed && suspended(job):
-			suspendChanged = setCondition(job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", now)
+			if suspendChanged = setCondition(job, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", now); suspendChanged {
+				jc.recorder.Event(job, corev1.EventTypeNormal, "Suspended", "Job suspended")
+			}
 		case managed:
 			if suspendChanged = setCondition(job, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", now); suspendChanged {
+				jc.recorder.Event(job, corev1.EventTypeNormal, "Resumed", "Job resumed")
 				// A resumed Job's deadline counts from now.
 				job.Status.StartTime = ptr.To(metav1.NewTime(now))
 			}
@@ -609,8 +617,15 @@ func (jc *Controller) createPod(ctx context.Context, job *batchv1.Job, template 
 	if ix >= 0 {
 		pod.GenerateName = indexedGenerateName(job.Name, ix)
 	}
-	_, err := jc.client.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
-	return err
+	created, err := jc.client.CoreV1().Pods(job.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			jc.recorder.Eventf(job, corev1.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+		}
+		return err
+	}
+	jc.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: %v", created.Name)
+	return nil
 }
 
 // maxGeneratedNameLength is how much of a generateName the API server
@@ -663,6 +678,12 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, pods []*
 			}
 			if err == nil {
 				err = jc.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})
+				switch {
+				case err == nil:
+					jc.recorder.Eventf(job, corev1.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %v", p.Name)
+				case !apierrors.IsNotFound(err):
+					jc.recorder.Eventf(job, corev1.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -793,17 +814,28 @@ func (jc *Controller) track(ctx context.Context, s *syncState, flush bool, now t
 		return rmErr
 	}
 	// 4. The Job finishes once nothing is uncounted or terminating.
+	done := false
 	if !full && s.finished != nil && len(u.Succeeded)+len(u.Failed) == 0 && ptr.Deref(job.Status.Terminating, 0) == 0 {
 		setCondition(job, s.finished.Type, corev1.ConditionTrue, s.finished.Reason, s.finished.Message, now)
 		if s.finished.Type == batchv1.JobComplete {
 			job.Status.CompletionTime = ptr.To(metav1.NewTime(now))
 		}
-		flush = true
-		jc.log.Info("job finished", "job", s.key, "condition", s.finished.Type, "reason", s.finished.Reason)
+		flush, done = true, true
 	}
 	if flush {
 		if _, err := jc.updateStatus(ctx, job); err != nil {
 			return fmt.Errorf("removing uncounted pods from status: %w", err)
+		}
+	}
+	if done {
+		jc.log.Info("job finished", "job", s.key, "condition", s.finished.Type, "reason", s.finished.Reason)
+		if s.finished.Type == batchv1.JobComplete {
+			if c := job.Spec.Completions; c != nil && job.Status.Succeeded > *c {
+				jc.recorder.Event(job, corev1.EventTypeWarning, "TooManySucceededPods", "Too many succeeded pods running after completion count reached")
+			}
+			jc.recorder.Event(job, corev1.EventTypeNormal, "Completed", "Job completed")
+		} else {
+			jc.recorder.Event(job, corev1.EventTypeWarning, s.finished.Reason, s.finished.Message)
 		}
 	}
 	return nil

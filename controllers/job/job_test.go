@@ -157,6 +157,29 @@ func noFinalizers(t *testing.T, c kubernetes.Interface, j *batchv1.Job) {
 	})
 }
 
+// waitEvent waits until the Job has an event of reason whose message
+// contains msg.
+func waitEvent(t *testing.T, c kubernetes.Interface, j *batchv1.Job, typ, reason, msg string) {
+	t.Helper()
+	testwait.For(t, wait, fmt.Sprintf("%s event %s %q", j.Name, reason, msg), func() (bool, string) {
+		list, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.InvolvedObject.UID != j.UID {
+				continue
+			}
+			if e.Type == typ && e.Reason == reason && strings.Contains(e.Message, msg) && e.Source.Component == "job-controller" {
+				return true, ""
+			}
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+		}
+		return false, strings.Join(seen, "; ")
+	})
+}
+
 func TestPodsPerParallelismUntilComplete_G6(t *testing.T) {
 	t.Parallel()
 	c := start(t)
@@ -217,6 +240,8 @@ func TestPodsPerParallelismUntilComplete_G6(t *testing.T) {
 		t.Errorf("%d pods, want 3", n)
 	}
 	noFinalizers(t, c, j)
+	waitEvent(t, c, j, "Normal", "SuccessfulCreate", "Created pod: "+last[0].Name)
+	waitEvent(t, c, j, "Normal", "Completed", "Job completed")
 }
 
 func TestFailuresPastBackoffLimitFail_G6(t *testing.T) {
@@ -249,6 +274,7 @@ func TestFailuresPastBackoffLimitFail_G6(t *testing.T) {
 		t.Errorf("%d pods, want 2", n)
 	}
 	noFinalizers(t, c, j)
+	waitEvent(t, c, j, "Warning", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
 }
 
 func TestIndexedPodsNamesAndEnv_G6(t *testing.T) {
@@ -351,6 +377,8 @@ func TestSuspendAndResume_G6(t *testing.T) {
 		n := len(podsOf(t, c, j))
 		return n == 0, fmt.Sprintf("%d pods", n)
 	})
+	waitEvent(t, c, j, "Normal", "Resumed", "Job resumed")
+	waitEvent(t, c, j, "Normal", "SuccessfulDelete", "Deleted pod: later-")
 	got, err := c.BatchV1().Jobs("default").Get(context.Background(), "later", metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
