@@ -118,6 +118,16 @@ func TestCompleteAfterByRestartPolicy_G13(t *testing.T) {
 	terminated(waitPod(t, c, "ok", "Succeeded", phase(corev1.PodSucceeded)), 0, "Completed")
 	terminated(waitPod(t, c, "onfailure-ok", "Succeeded", phase(corev1.PodSucceeded)), 0, "Completed")
 	terminated(waitPod(t, c, "fails", "Failed", phase(corev1.PodFailed)), 3, "Error")
+	// A finished pod keeps its podIP in status, but its address is free.
+	testwait.For(t, 10*time.Second, "ok's address released", func() (bool, string) {
+		s.pods.mu.Lock()
+		defer s.pods.mu.Unlock()
+		_, held := s.pods.ips["uid-ok"]
+		return !held, "held"
+	})
+	if p := getPod(t, c, "ok"); p.Status.PodIP == "" {
+		t.Error("finished pod ok lost its podIP in status")
+	}
 	for _, name := range []string{"always", "onfailure-fails"} {
 		p := waitPod(t, c, name, "restarted", func(p *corev1.Pod) bool { return p.Status.ContainerStatuses[0].RestartCount == 1 })
 		for _, cs := range p.Status.ContainerStatuses {

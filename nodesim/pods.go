@@ -110,6 +110,11 @@ func (p *podSync) forget(uid types.UID) {
 			delete(p.warned, k)
 		}
 	}
+	p.release(uid)
+}
+
+// release frees the address handed out to a pod; p.mu is held.
+func (p *podSync) release(uid types.UID) {
 	if a, ok := p.ips[uid]; ok {
 		a.n.used[a.h] = false
 		delete(p.ips, uid)
@@ -278,9 +283,13 @@ func (p *podSync) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.Po
 		p.forget(pod.UID)
 		return nil
 	}
-	if err == nil && st.Phase == corev1.PodRunning {
+	if err == nil {
 		p.mu.Lock()
-		p.started[pod.UID] = start
+		if st.Phase == corev1.PodRunning {
+			p.started[pod.UID] = start
+		} else {
+			p.release(pod.UID) // a finished pod's sandbox is gone
+		}
 		p.mu.Unlock()
 	}
 	return err
