@@ -441,7 +441,31 @@ func (jc *Controller) claim(ctx context.Context, job *batchv1.Job) ([]*corev1.Po
 		_, err := jc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 		return err
 	}
-	return ownership.Claim(ctx, job, gvk, sel, all, fresh, patch)
+	owned := map[types.UID]bool{}
+	for _, p := range all {
+		if metav1.IsControlledBy(p, job) {
+			owned[p.UID] = true
+		}
+	}
+	pods, err := ownership.Claim(ctx, job, gvk, sel, all, fresh, patch)
+	// An adopted pod gets the tracking finalizer too, so that its end is
+	// counted.
+	for i, p := range pods {
+		if owned[p.UID] || hasFinalizer(p) {
+			continue
+		}
+		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+			"finalizers": []string{batchv1.JobTrackingFinalizer}, "uid": p.UID}})
+		if perr := patch(ctx, p.Namespace, p.Name, body); perr != nil {
+			if apierrors.IsNotFound(perr) {
+				continue
+			}
+			return pods, perr
+		}
+		pods[i] = p.DeepCopy()
+		pods[i].Finalizers = append(pods[i].Finalizers, batchv1.JobTrackingFinalizer)
+	}
+	return pods, err
 }
 
 // newlyFinished returns the pods that finished and are not counted yet.

@@ -387,3 +387,29 @@ func TestSuspendAndResume_G6(t *testing.T) {
 		t.Errorf("failed %d after suspension, want 0", got.Status.Failed)
 	}
 }
+
+func TestOrphanAdoptedAndCounted_G6(t *testing.T) {
+	t.Parallel()
+	c := start(t)
+	ctx := context.Background()
+	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done-before", Namespace: "default", Labels: map[string]string{"app": "adopt"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "work", Image: "busybox"}}}}
+	orphan, err := c.CoreV1().Pods("default").Create(ctx, orphan, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(t, c, *orphan, 0)
+	j := newJob("adopt", 1, 1)
+	j.Spec.ManualSelector = ptr.To(true)
+	j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "adopt"}}
+	j = create(t, c, j)
+	got := finishedJob(t, c, j, batchv1.JobComplete)
+	if got.Status.Succeeded != 1 {
+		t.Errorf("succeeded %d, want the adopted pod's 1", got.Status.Succeeded)
+	}
+	pods := podsOf(t, c, j)
+	if len(pods) != 1 || pods[0].Name != "done-before" {
+		t.Errorf("pods of the job: %v, want only the adopted done-before", pods)
+	}
+	noFinalizers(t, c, j)
+}
