@@ -158,3 +158,30 @@ func TestCompleteAfterByRestartPolicy_G13(t *testing.T) {
 		t.Errorf("%d bad annotations recorded, want 3", warned)
 	}
 }
+
+func TestPodsOfAGoneNodeStayAsTheyAre_G13(t *testing.T) {
+	t.Parallel()
+	c := newFakeCluster()
+	// One worker takes the pods in the order their wake-ups fire.
+	s, clk := start(t, c, Options{Count: 2, Workers: 1, StatusInterval: 5 * time.Second})
+	ann := map[string]string{AnnotationCompleteAfter: "10s"}
+	createPod(t, c, "stranded", corev1.RestartPolicyNever, ann) // on node-1
+	waitWoken(t, s, "stranded", epoch.Add(10*time.Second))
+	alive := newPod("alive", "node-2", "app")
+	alive.Annotations, alive.Spec.RestartPolicy = ann, corev1.RestartPolicyNever
+	if _, err := c.CoreV1().Pods("default").Create(context.Background(), alive, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitWoken(t, s, "alive", epoch.Add(10*time.Second))
+	// node-1's Node is deleted; its next status write finds it gone.
+	if err := c.CoreV1().Nodes().Delete(context.Background(), "node-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(5 * time.Second)
+	testwait.For(t, 10*time.Second, "node-1 gone", func() (bool, string) { return s.nodes["node-1"].gone.Load(), "simulated" })
+	clk.Step(5 * time.Second)
+	waitPod(t, c, "alive", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if p := getPod(t, c, "stranded"); p.Status.Phase != corev1.PodRunning {
+		t.Errorf("the gone node's pod is %s, want still Running", p.Status.Phase)
+	}
+}
