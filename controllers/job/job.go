@@ -999,13 +999,7 @@ func pendingIndexes(s *syncState, n int) []int {
 	for _, p := range s.active {
 		busy[completionIndex(p)] = true
 	}
-	var out []int
-	for ix := 0; ix < int(*s.job.Spec.Completions) && len(out) < n; ix++ {
-		if !busy[ix] && !s.succIndexes.has(ix) {
-			out = append(out, ix)
-		}
-	}
-	return out
+	return s.succIndexes.missing(int(*s.job.Spec.Completions), n, busy)
 }
 
 // pastBackoffLimitOnFailure: with restartPolicy OnFailure, the restarts of
