@@ -64,6 +64,9 @@ const (
 	nextDelta = 100 * time.Millisecond
 	// maxMissed is how many missed times are tolerated without a warning.
 	maxMissed = 100
+	// maxWalk is how many scheduled times are stepped through one by one
+	// to find the most recent.
+	maxWalk = 10000
 )
 
 var gvk = batchv1.SchemeGroupVersion.WithKind("CronJob")
@@ -295,7 +298,7 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	if ptr.Deref(cj.Spec.Suspend, false) {
 		return 0, changed, nil
 	}
-	sched, err := cron.ParseStandard(scheduleSpec(cj))
+	sched, err := parseSchedule(scheduleSpec(cj))
 	if err != nil {
 		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "UnparseableSchedule", "unparseable schedule: %q : %s", cj.Spec.Schedule, err)
 		return 0, changed, nil
@@ -372,6 +375,17 @@ func scheduleSpec(cj *batchv1.CronJob) string {
 	return cj.Spec.Schedule
 }
 
+// parseSchedule is the cron parser's reading of spec, or an error, also
+// for a spec on which the parser panics ("TZ=UTC").
+func parseSchedule(spec string) (sched cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sched, err = nil, fmt.Errorf("invalid schedule format: %v", r)
+		}
+	}()
+	return cron.ParseStandard(spec)
+}
+
 // mostRecent returns the latest scheduled time after the last one run (or
 // the CronJob's creation, or startingDeadlineSeconds ago if later) and no
 // later than now, or nil, and roughly how many were missed.
@@ -398,17 +412,38 @@ func mostRecent(cj *batchv1.CronJob, sched cron.Schedule, now time.Time) (*time.
 		return nil, 0, fmt.Errorf("less than a second between two scheduled times")
 	}
 	missed := int64(now.Sub(t1).Seconds())/every + 1
-	// Start a little before the estimate and let the schedule find the
-	// exact times, as irregular schedules need.
-	from := t1.Add(time.Duration((missed-2)*every) * time.Second)
 	var last time.Time
-	for t := sched.Next(from); !t.IsZero() && !t.After(now); t = sched.Next(t) {
-		last = t
+	walk := func(from time.Time) {
+		for t := sched.Next(from); !t.IsZero() && !t.After(now); t = sched.Next(t) {
+			last = t
+		}
 	}
-	if last.IsZero() {
-		return nil, missed, fmt.Errorf("no scheduled time found before %v", now)
+	if missed <= maxWalk {
+		walk(t1)
+		last = later(last, t1)
+		return &last, missed, nil
+	}
+	// Too many to walk through: start near the end, estimated from the
+	// first interval, further back each time an irregular schedule
+	// leaves nothing after the estimate.
+	for back := int64(2); last.IsZero(); back *= 2 {
+		from := t1
+		if back < missed {
+			from = t1.Add(time.Duration((missed-back)*every) * time.Second)
+		}
+		walk(from)
+		if !from.After(t1) {
+			last = later(last, t1)
+		}
 	}
 	return &last, missed, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // untilNext is how long from now until just after the scheduled time
