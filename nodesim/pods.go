@@ -261,14 +261,14 @@ func (p *podSync) progress(ctx context.Context, n *node, pod *corev1.Pod) error 
 	return p.writeStatus(ctx, pod, *st, start)
 }
 
-// minRun is the least a restarted container runs before it exits again,
-// so that complete-after 0 with restarts does not spin.
+// minRun is the least containers that will be restarted run before they
+// exit, so that complete-after 0 with restarts does not spin.
 const minRun = time.Second
 
 // runFor is how long the pod's containers run before they exit.
 func (lc lifecycle) runFor(pod *corev1.Pod) time.Duration {
-	if lc.completeAfter < minRun && len(pod.Status.ContainerStatuses) > 0 && pod.Status.ContainerStatuses[0].RestartCount > 0 {
-		return minRun
+	if restarts(pod, lc.exitCode) {
+		return max(lc.completeAfter, minRun)
 	}
 	return lc.completeAfter
 }
