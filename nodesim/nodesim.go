@@ -14,10 +14,16 @@
 // no RunningDelay it goes straight to Running): a podIP from the node's pod CIDR, the
 // PodReadyToStartContainers, Initialized, ContainersReady and Ready
 // conditions, and running container statuses. Init containers are reported
-// as completed. No process is run: a pod whose containers would exit (say
-// restartPolicy Never with a command that ends) stays Running until it is
-// deleted. A pod being deleted (deletionTimestamp set) has its containers
-// reported terminated (exit code 0, phase Succeeded) and is then deleted
+// as completed. No process is run; what a pod's containers do is set by
+// its annotations (AnnotationReadyAfter, AnnotationCompleteAfter,
+// AnnotationExitCode) or else the node's Options (ReadyAfter,
+// CompleteAfter, ExitCode): Ready that long after they start, and exited
+// that long after they start with that code, then restarted or finished
+// (Succeeded or Failed) as the pod's restartPolicy says. Without either a
+// pod stays Running until it is deleted (docs/kubernetes-behaviour.md,
+// G.13). A pod being deleted (deletionTimestamp set) has its containers
+// reported terminated (exit code 0, phase Succeeded; a finished pod keeps
+// its status) and is then deleted
 // with grace period 0 and a UID precondition, at once: simulated
 // containers need no grace period.
 //
@@ -92,6 +98,17 @@ type Options struct {
 	// RunningDelay is how long a bound pod shows ContainerCreating before it
 	// is Running; zero means it goes to Running at once.
 	RunningDelay time.Duration
+	// ReadyAfter is how long after its containers start a pod becomes
+	// Ready, for pods without the AnnotationReadyAfter annotation; zero
+	// means at once.
+	ReadyAfter time.Duration
+	// CompleteAfter is how long after they start a pod's containers exit,
+	// for pods without the AnnotationCompleteAfter annotation; zero means
+	// they never do.
+	CompleteAfter time.Duration
+	// ExitCode is the code they exit with, for pods without the
+	// AnnotationExitCode annotation: 0 to 255.
+	ExitCode int32
 	// HeartbeatInterval is how often leases are renewed; zero means
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -166,6 +183,12 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("pods %s: want 1 to %d (one /24 pod CIDR per node)", o.Pods.String(), MaxPods)
 	case o.RunningDelay < 0:
 		return o, fmt.Errorf("running delay %v: must not be negative", o.RunningDelay)
+	case o.ReadyAfter < 0:
+		return o, fmt.Errorf("ready after %v: must not be negative", o.ReadyAfter)
+	case o.CompleteAfter < 0:
+		return o, fmt.Errorf("complete after %v: must not be negative", o.CompleteAfter)
+	case o.ExitCode < 0 || o.ExitCode > 255:
+		return o, fmt.Errorf("exit code %d: want 0 to 255", o.ExitCode)
 	case o.HeartbeatInterval < 0:
 		return o, fmt.Errorf("heartbeat interval %v: must not be negative", o.HeartbeatInterval)
 	case o.StatusInterval < 0:

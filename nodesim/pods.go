@@ -37,9 +37,12 @@ type podSync struct {
 	pods    corelisters.PodLister
 	queue   workqueue.TypedRateLimitingInterface[string]
 
-	mu  sync.Mutex               // guards due, ips and every node's used and next
-	due map[types.UID]time.Time  // when a pod seen Pending may be Running
-	ips map[types.UID]podAddress // addresses handed out
+	mu      sync.Mutex               // guards the maps below and every node's used and next
+	due     map[types.UID]time.Time  // when a pod seen Pending may be Running
+	ips     map[types.UID]podAddress // addresses handed out
+	started map[types.UID]time.Time  // when a running pod's containers last started
+	wake    map[types.UID]time.Time  // when a running pod is next looked at
+	warned  map[warnKey]bool         // bad annotations logged
 }
 
 // podAddress is a pod's address: host byte h of its node's pod /24.
@@ -49,7 +52,8 @@ type podAddress struct {
 }
 
 func newPodSync(s *Simulator) *podSync {
-	p := &podSync{s: s, due: map[types.UID]time.Time{}, ips: map[types.UID]podAddress{}}
+	p := &podSync{s: s, due: map[types.UID]time.Time{}, ips: map[types.UID]podAddress{},
+		started: map[types.UID]time.Time{}, wake: map[types.UID]time.Time{}, warned: map[warnKey]bool{}}
 	// The pods are kept without their managedFields, which nodes never
 	// read, as kube-scheduler keeps its pods.
 	p.factory = informers.NewSharedInformerFactoryWithOptions(s.client, 0,
@@ -99,6 +103,18 @@ func (p *podSync) forget(uid types.UID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.due, uid)
+	delete(p.started, uid)
+	delete(p.wake, uid)
+	for k := range p.warned {
+		if k.uid == uid {
+			delete(p.warned, k)
+		}
+	}
+	p.release(uid)
+}
+
+// release frees the address handed out to a pod; p.mu is held.
+func (p *podSync) release(uid types.UID) {
 	if a, ok := p.ips[uid]; ok {
 		a.n.used[a.h] = false
 		delete(p.ips, uid)
@@ -148,8 +164,8 @@ func (p *podSync) next(ctx context.Context) bool {
 	return true
 }
 
-// sync takes one pod a step on: ContainerCreating, Running, or for a pod
-// being deleted, terminated and gone.
+// sync takes one pod a step on: ContainerCreating, Running, Ready,
+// exited (or restarted), or for a pod being deleted, terminated and gone.
 func (p *podSync) sync(ctx context.Context, key string) error {
 	ns, name, _ := strings.Cut(key, "/")
 	pod, err := p.pods.Pods(ns).Get(name)
@@ -169,7 +185,7 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 		return nil
 	case pod.Status.Phase == corev1.PodRunning:
 		p.adopt(n, pod)
-		return nil
+		return p.progress(ctx, n, pod)
 	}
 	now := p.s.clock.Now()
 	p.mu.Lock()
@@ -193,7 +209,8 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 		if err != nil {
 			return err
 		}
-		upd.Status = runningStatus(pod, n, ip, metav1.NewTime(now))
+		lc := p.lifecycle(pod)
+		upd.Status = runningStatus(pod, n, ip, lc.readyAfter == 0, metav1.NewTime(now))
 	}
 	_, err = p.s.client.CoreV1().Pods(ns).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
@@ -203,18 +220,136 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 	if err == nil && upd.Status.Phase == corev1.PodRunning {
 		p.mu.Lock()
 		delete(p.due, pod.UID)
+		p.started[pod.UID] = now
 		p.mu.Unlock()
 	}
 	return err
+}
+
+// progress moves a running pod on by its lifecycle: Ready once ready-after
+// has passed since its containers started, and its containers exited once
+// complete-after has (then restarted, or the pod finished, by its restart
+// policy). It wakes itself for the next step.
+func (p *podSync) progress(ctx context.Context, n *node, pod *corev1.Pod) error {
+	lc := p.lifecycle(pod)
+	now := p.s.clock.Now()
+	mnow := metav1.NewTime(now)
+	start := p.runStart(pod, now)
+	var st *corev1.PodStatus
+	if lc.complete && !now.Before(start.Add(lc.runFor(pod))) {
+		if !restarts(pod, lc.exitCode) {
+			return p.writeStatus(ctx, pod, exitedStatus(pod, n, lc.exitCode, mnow), time.Time{})
+		}
+		start = now
+		st = ptr.To(restartedStatus(pod, lc.exitCode, lc.readyAfter == 0, mnow))
+	}
+	ready := !now.Before(start.Add(lc.readyAfter))
+	if st == nil && podReady(pod) != ready {
+		st = ptr.To(readinessStatus(pod, ready, mnow))
+	}
+	var next time.Time
+	if !ready {
+		next = start.Add(lc.readyAfter)
+	}
+	if end := start.Add(lc.runFor(pod)); lc.complete && (next.IsZero() || end.Before(next)) {
+		next = end
+	}
+	p.wakeAt(pod, next, now)
+	if st == nil {
+		return nil
+	}
+	return p.writeStatus(ctx, pod, *st, start)
+}
+
+// minRun is the least containers that will be restarted run before they
+// exit, so that complete-after 0 with restarts does not spin.
+const minRun = time.Second
+
+// runFor is how long the pod's containers run before they exit.
+func (lc lifecycle) runFor(pod *corev1.Pod) time.Duration {
+	if restarts(pod, lc.exitCode) {
+		return max(lc.completeAfter, minRun)
+	}
+	return lc.completeAfter
+}
+
+// writeStatus writes st as pod's status and, for a running pod, records
+// start as when its containers started.
+func (p *podSync) writeStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus, start time.Time) error {
+	upd := pod.DeepCopy()
+	upd.Status = st
+	_, err := p.s.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		p.forget(pod.UID)
+		return nil
+	}
+	if err == nil {
+		p.mu.Lock()
+		if st.Phase == corev1.PodRunning {
+			p.started[pod.UID] = start
+		} else {
+			p.release(pod.UID) // a finished pod's sandbox is gone
+		}
+		p.mu.Unlock()
+	}
+	return err
+}
+
+// runStart is when a running pod's containers last started: recorded when
+// they were started here, or else read from its status (a pod found
+// running after a restart of the simulator).
+func (p *podSync) runStart(pod *corev1.Pod, now time.Time) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t, ok := p.started[pod.UID]; ok {
+		return t
+	}
+	var t time.Time
+	for _, cs := range pod.Status.ContainerStatuses {
+		if r := cs.State.Running; r != nil && r.StartedAt.After(t) {
+			t = r.StartedAt.Time
+		}
+	}
+	if t.IsZero() {
+		t = now
+	}
+	p.started[pod.UID] = t
+	return t
+}
+
+// wakeAt has pod synced again at t (after now), unless that is already
+// arranged; a zero t asks for nothing.
+func (p *podSync) wakeAt(pod *corev1.Pod, t, now time.Time) {
+	if t.IsZero() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, ok := p.wake[pod.UID]; ok && w.Equal(t) {
+		return
+	}
+	p.wake[pod.UID] = t
+	key := pod.Namespace + "/" + pod.Name
+	p.s.clock.AfterFunc(max(t.Sub(now), 0), func() { p.queue.Add(key) })
+}
+
+// podReady reports whether pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // finish reports the containers of a pod being deleted as terminated and
 // deletes it with grace period 0, only if it is still the same pod.
 func (p *podSync) finish(ctx context.Context, n *node, pod *corev1.Pod) error {
 	pods := p.s.client.CoreV1().Pods(pod.Namespace)
-	if pod.Status.Phase != corev1.PodSucceeded {
+	if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
 		upd := pod.DeepCopy()
-		upd.Status = terminatedStatus(pod, n, metav1.NewTime(p.s.clock.Now()))
+		upd.Status = exitedStatus(pod, n, 0, metav1.NewTime(p.s.clock.Now()))
 		_, err := pods.UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 		if apierrors.IsNotFound(err) {
 			p.forget(pod.UID)

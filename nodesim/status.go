@@ -10,7 +10,8 @@ import (
 )
 
 // The pod statuses a kubelet reports on the way: ContainerCreating,
-// Running, and terminated after a delete. Each starts from the pod's
+// Running (ready or not), restarted, and exited (on its own or after a
+// delete). Each starts from the pod's
 // current status, so qosClass, nominatedNodeName and conditions set by
 // others stay.
 
@@ -43,9 +44,10 @@ func creatingStatus(pod *corev1.Pod, n *node, now metav1.Time) corev1.PodStatus 
 	return st
 }
 
-// runningStatus: Running with ip, every container started and ready, init
-// containers completed (sidecars, restartPolicy Always, running).
-func runningStatus(pod *corev1.Pod, n *node, ip netip.Addr, now metav1.Time) corev1.PodStatus {
+// runningStatus: Running with ip, every container started, init
+// containers completed (sidecars, restartPolicy Always, running). The
+// containers are ready, and the pod Ready, if ready.
+func runningStatus(pod *corev1.Pod, n *node, ip netip.Addr, ready bool, now metav1.Time) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	st.Phase = corev1.PodRunning
 	setHost(&st, n, now)
@@ -57,10 +59,10 @@ func runningStatus(pod *corev1.Pod, n *node, ip netip.Addr, now metav1.Time) cor
 			started = cs.State.Running.StartedAt
 		}
 		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
-		cs.Ready, cs.Started = true, ptr.To(true)
+		cs.Ready, cs.Started = ready, ptr.To(true)
 	}
 	st.InitContainerStatuses = statuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		if isSidecar(c) {
 			running(c, cs)
 			return
 		}
@@ -72,37 +74,113 @@ func runningStatus(pod *corev1.Pod, n *node, ip netip.Addr, now metav1.Time) cor
 	c := &st.Conditions
 	setCondition(c, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "", "", now)
 	setCondition(c, corev1.PodInitialized, corev1.ConditionTrue, "", "", now)
-	setCondition(c, corev1.PodReady, corev1.ConditionTrue, "", "", now)
-	setCondition(c, corev1.ContainersReady, corev1.ConditionTrue, "", "", now)
+	setReady(c, pod, ready, now)
 	setScheduled(c, now)
 	return st
 }
 
-// terminatedStatus: every container exited 0 after its stop signal; the
-// pod Succeeded.
-func terminatedStatus(pod *corev1.Pod, n *node, now metav1.Time) corev1.PodStatus {
+// readinessStatus: a Running pod's containers and Ready conditions made
+// ready or not.
+func readinessStatus(pod *corev1.Pod, ready bool, now metav1.Time) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
-	st.Phase = corev1.PodSucceeded
-	setHost(&st, n, now)
-	stop := func(c corev1.Container, cs *corev1.ContainerStatus) {
-		if cs.State.Terminated != nil {
-			return
+	set := func(c corev1.Container, cs *corev1.ContainerStatus) {
+		if cs.State.Running != nil {
+			cs.Ready, cs.Started = ready, ptr.To(true)
 		}
+	}
+	st.InitContainerStatuses = statuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
+		if isSidecar(c) {
+			set(c, cs)
+		}
+	})
+	st.ContainerStatuses = statuses(pod, pod.Spec.Containers, st.ContainerStatuses, set)
+	setReady(&st.Conditions, pod, ready, now)
+	return st
+}
+
+// restartedStatus: the containers exited with code and the kubelet
+// started them again: each has one more restart, the exit as its last
+// state, and runs from now, ready if ready.
+func restartedStatus(pod *corev1.Pod, code int32, ready bool, now metav1.Time) corev1.PodStatus {
+	st := *pod.Status.DeepCopy()
+	reason := exitReason(code)
+	st.ContainerStatuses = statuses(pod, pod.Spec.Containers, st.ContainerStatuses, func(c corev1.Container, cs *corev1.ContainerStatus) {
 		started := now
 		if cs.State.Running != nil {
 			started = cs.State.Running.StartedAt
 		}
-		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed",
-			StartedAt: started, FinishedAt: now, ContainerID: cs.ContainerID}}
-		cs.Ready, cs.Started = false, ptr.To(false)
-	}
-	st.InitContainerStatuses = statuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, stop)
-	st.ContainerStatuses = statuses(pod, pod.Spec.Containers, st.ContainerStatuses, stop)
-	c := &st.Conditions
-	setCondition(c, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "", now)
-	setCondition(c, corev1.PodReady, corev1.ConditionFalse, "PodCompleted", "", now)
-	setCondition(c, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted", "", now)
+		cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code,
+			Reason: reason, StartedAt: started, FinishedAt: now, ContainerID: cs.ContainerID}}
+		cs.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+		cs.RestartCount++
+		cs.Ready, cs.Started = ready, ptr.To(true)
+	})
+	setReady(&st.Conditions, pod, ready, now)
 	return st
+}
+
+// exitedStatus: every container still running exited with code (init
+// containers that keep running, sidecars, with 0); the pod Succeeded if
+// code is 0, and Failed otherwise. It is also what a pod being deleted
+// ends with (code 0: its containers stop on their signal).
+func exitedStatus(pod *corev1.Pod, n *node, code int32, now metav1.Time) corev1.PodStatus {
+	st := *pod.Status.DeepCopy()
+	st.Phase = corev1.PodSucceeded
+	if code != 0 {
+		st.Phase = corev1.PodFailed
+	}
+	setHost(&st, n, now)
+	stop := func(code int32) func(c corev1.Container, cs *corev1.ContainerStatus) {
+		return func(c corev1.Container, cs *corev1.ContainerStatus) {
+			if cs.State.Terminated != nil {
+				return
+			}
+			started := now
+			if cs.State.Running != nil {
+				started = cs.State.Running.StartedAt
+			}
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: exitReason(code),
+				StartedAt: started, FinishedAt: now, ContainerID: cs.ContainerID}}
+			cs.Ready, cs.Started = false, ptr.To(false)
+		}
+	}
+	st.InitContainerStatuses = statuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, stop(0))
+	st.ContainerStatuses = statuses(pod, pod.Spec.Containers, st.ContainerStatuses, stop(code))
+	c := &st.Conditions
+	reason := "PodCompleted"
+	if st.Phase == corev1.PodFailed {
+		reason = "PodFailed"
+	}
+	setCondition(c, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "", "", now)
+	setCondition(c, corev1.PodReady, corev1.ConditionFalse, reason, "", now)
+	setCondition(c, corev1.ContainersReady, corev1.ConditionFalse, reason, "", now)
+	return st
+}
+
+// exitReason is the kubelet's reason for a container that exited with
+// code.
+func exitReason(code int32) string {
+	if code == 0 {
+		return "Completed"
+	}
+	return "Error"
+}
+
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// setReady sets the ContainersReady and Ready conditions of a running
+// pod.
+func setReady(c *[]corev1.PodCondition, pod *corev1.Pod, ready bool, now metav1.Time) {
+	if ready {
+		setCondition(c, corev1.PodReady, corev1.ConditionTrue, "", "", now)
+		setCondition(c, corev1.ContainersReady, corev1.ConditionTrue, "", "", now)
+		return
+	}
+	msg := "containers with unready status: [" + containerNames(pod.Spec.Containers) + "]"
+	setCondition(c, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", msg, now)
+	setCondition(c, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", msg, now)
 }
 
 func setHost(st *corev1.PodStatus, n *node, now metav1.Time) {

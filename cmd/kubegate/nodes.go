@@ -20,6 +20,8 @@ type nodesSimulateOptions struct {
 	cpu, memory, pods, storage         string
 	count                              int
 	runningDelay, heartbeat, status    time.Duration
+	readyAfter, completeAfter          time.Duration
+	exitCode                           int32
 }
 
 func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
@@ -33,6 +35,9 @@ func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.labels, "labels", "", "extra node labels, key=value,…")
 	fs.StringVar(&o.taints, "taints", "", "node taints, key[=value]:NoSchedule|PreferNoSchedule|NoExecute,…")
 	fs.DurationVar(&o.runningDelay, "running-delay", nodesim.DefaultRunningDelay, "how long a bound pod shows ContainerCreating before it is Running")
+	fs.DurationVar(&o.readyAfter, "ready-after", 0, "how long after its containers start a pod becomes Ready, unless annotated "+nodesim.AnnotationReadyAfter)
+	fs.DurationVar(&o.completeAfter, "complete-after", 0, "how long after they start a pod's containers exit, unless annotated "+nodesim.AnnotationCompleteAfter+" (0: they never do)")
+	fs.Int32Var(&o.exitCode, "exit-code", 0, "the code they exit with (0 to 255), unless annotated "+nodesim.AnnotationExitCode)
 	fs.DurationVar(&o.heartbeat, "heartbeat-interval", nodesim.DefaultHeartbeatInterval, "how often each node's lease is renewed")
 	fs.DurationVar(&o.status, "status-interval", nodesim.DefaultStatusInterval, "how often each node's condition heartbeats are written")
 }
@@ -40,12 +45,19 @@ func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
 // simOptions parses and checks the flags as nodesim.Options.
 func (o *nodesSimulateOptions) simOptions() (nodesim.Options, error) {
 	so := nodesim.Options{Count: o.count, Prefix: o.prefix, RunningDelay: o.runningDelay,
-		HeartbeatInterval: o.heartbeat, StatusInterval: o.status}
+		HeartbeatInterval: o.heartbeat, StatusInterval: o.status,
+		ReadyAfter: o.readyAfter, CompleteAfter: o.completeAfter, ExitCode: o.exitCode}
 	if o.count < 1 {
 		return so, fmt.Errorf("--count %d: want 1 to %d nodes", o.count, nodesim.MaxCount)
 	}
 	if o.heartbeat <= 0 || o.status <= 0 {
 		return so, errors.New("--heartbeat-interval and --status-interval must be positive")
+	}
+	if o.readyAfter < 0 || o.completeAfter < 0 {
+		return so, errors.New("--ready-after and --complete-after must not be negative")
+	}
+	if o.exitCode < 0 || o.exitCode > 255 {
+		return so, fmt.Errorf("--exit-code %d: want 0 to 255", o.exitCode)
 	}
 	for _, q := range []struct {
 		flag, val string

@@ -20,18 +20,21 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
 	"github.com/kubegate/kubegate/controllers/disruption"
 	"github.com/kubegate/kubegate/controllers/endpoints"
 	"github.com/kubegate/kubegate/controllers/endpointslice"
 	"github.com/kubegate/kubegate/controllers/garbagecollector"
+	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
+	"github.com/kubegate/kubegate/controllers/ttlafterfinished"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -50,6 +53,9 @@ var All = []controllers.Descriptor{
 	endpoints.Descriptor,
 	endpointslice.Descriptor,
 	serviceaccount.Descriptor,
+	job.Descriptor,
+	cronjob.Descriptor,
+	ttlafterfinished.Descriptor,
 }
 
 // Names returns the names of All.
