@@ -40,7 +40,6 @@ run kubectl get nodes --request-timeout=10s
 
 step "why that node: every filter verdict and every plugin's score"
 run kubegate scheduler explain app --kubeconfig cluster/admin.conf
-echo
 
 IMAGE=registry.cn-hangzhou.aliyuncs.com/kube-easy/app
 step "the same app as a Deployment of three replicas (the pod above makes way)"
