@@ -30,7 +30,7 @@ func repoRoot(t *testing.T) string {
 func runExample(t *testing.T, name string) (string, int) {
 	t.Helper()
 	tmp := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "examples", name, "run.sh"))
 	cmd.Env = append(os.Environ(), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp)
@@ -65,8 +65,9 @@ func TestExamples(t *testing.T) {
 		requireTool(t, tool)
 	}
 	tests := []struct {
-		name string
-		want []string // regular expressions, matched against the whole output in order
+		name  string
+		want  []string // regular expressions, matched against the whole output in order
+		check func(t *testing.T, out string)
 	}{
 		{
 			name: "walkthrough",
@@ -86,7 +87,29 @@ func TestExamples(t *testing.T) {
 				`pod default/app: scheduled to (node-[123]) \(3 nodes, 3 evaluated, 3 feasible\)`,
 				`NODE +TaintToleration\(3\) +NodeAffinity\(2\) +NodeResourcesFit\(1\) .* TOTAL`,
 				`(?m)^node-[123] \* `,
+				// The app as a Deployment.
+				`pod "app" deleted`,
+				`deployment\.apps/app created`,
+				`deployment "app" successfully rolled out`,
+				`(?m)^app +3/3 +3 +3 `,
+				`(?m)^app-` + podHash + ` +3 +3 +3 `,
+				`(?m)^(app-` + podHash + `-[a-z0-9]{5} +1/1 +Running +0 +\S+ +10\.244\.\d+\.\d+ +node-[123] .*\n){3}`,
+				`pod default/app-` + podHash + `-[a-z0-9]{5}: scheduled to node-[123] \(3 nodes, 3 evaluated, 3 feasible\)`,
+				`PodTopologySpread\(2\) .* TOTAL\n`,
+				`(?m)^node-[123] \* +0/100/300 +- +\d+/\d+/\d+ +\d+/100/200 `,
+				// The rolling update and its history.
+				`deployment\.apps/app image updated`,
+				`deployment "app" successfully rolled out`,
+				`NAME +REVISION +DESIRED +IMAGE\napp-` + podHash + ` +1 +0 +\S+/app:latest\napp-` + podHash + ` +2 +3 +\S+/app:v2\n`,
+				`REVISION +CHANGE-CAUSE\n1 +image app:latest\n2 +image app:v2\n`,
+				// The rollback: revision 1's ReplicaSet is revision 3.
+				`deployment\.apps/app rolled back`,
+				`deployment "app" successfully rolled out`,
+				`NAME +REVISION +DESIRED +IMAGE\napp-` + podHash + ` +2 +0 +\S+/app:v2\napp-` + podHash + ` +3 +3 +\S+/app:latest\n`,
+				`REVISION +CHANGE-CAUSE\n2 +image app:v2\n3 +image app:latest\n`,
+				`(?m)^(app-` + podHash + `-[a-z0-9]{5} +1/1 +Running +0 +\S+ +10\.244\.\d+\.\d+ +node-[123] .*\n){3}`,
 			},
+			check: checkWalkthroughDeployment,
 		},
 		{
 			name: "hard-way",
@@ -182,9 +205,45 @@ func TestExamples(t *testing.T) {
 				}
 				rest = rest[loc[1]:]
 			}
+			if tc.check != nil {
+				tc.check(t, out)
+			}
 			if strings.Contains(out, "stopped: the example ran for more than") {
 				t.Errorf("examples/%s ran out of time", tc.name)
 			}
 		})
+	}
+}
+
+// podHash matches a pod-template-hash: kube's safe encoding of a 32-bit
+// hash, in an alphabet without vowels or look-alike characters.
+const podHash = `[bcdfghjklmnpqrstvwxz2456789]{6,10}`
+
+// checkWalkthroughDeployment checks what the walkthrough's regular
+// expressions cannot: that the Deployment's three pods went to three
+// different nodes, both at first and after the rollback, and that the
+// rollback scaled up the first ReplicaSet rather than making a new one.
+func checkWalkthroughDeployment(t *testing.T, out string) {
+	t.Helper()
+	pods := regexp.MustCompile(`(?m)^app-(` + podHash + `)-[a-z0-9]{5} +1/1 +Running .* (node-[123]) `)
+	blocks := regexp.MustCompile(`(?m)^\$ kubectl get pods -o wide .*\n(?:.*\n)+?(?:\$|\z)`).FindAllString(out, -1)
+	if len(blocks) != 3 {
+		t.Fatalf("examples/walkthrough: %d listings of pods, want 3 (the lone pod, the Deployment's, after the rollback)", len(blocks))
+	}
+	var hashes []string
+	for _, b := range blocks[1:] {
+		nodes := map[string]bool{}
+		hash := ""
+		for _, m := range pods.FindAllStringSubmatch(b, -1) {
+			nodes[m[2]] = true
+			hash = m[1]
+		}
+		if len(nodes) != 3 {
+			t.Errorf("examples/walkthrough: the Deployment's pods are on %d nodes, want 3, one each:\n%s", len(nodes), b)
+		}
+		hashes = append(hashes, hash)
+	}
+	if hashes[0] != hashes[1] {
+		t.Errorf("examples/walkthrough: the pods after the rollback have pod-template-hash %q, want the first ReplicaSet's %q", hashes[1], hashes[0])
 	}
 }
