@@ -88,14 +88,15 @@ func (s *server) kubectl(t *testing.T, stdin string, args ...string) (int, strin
 	return code, out.String(), errb.String()
 }
 
-// startKubegate runs `kubegate up` in a new directory.
-func startKubegate(t *testing.T) *server {
+// startKubegate runs `kubegate up` in a new directory, with args added to
+// its command line.
+func startKubegate(t *testing.T, args ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	port := testtool.FreePort(t)
 	log := filepath.Join(dir, "kubegate.log")
 	s := &server{name: "kubegate", dir: dir, url: "https://127.0.0.1:" + strconv.Itoa(port), kubeconfig: filepath.Join(dir, "admin.conf"), logs: []string{log}}
-	start(t, s.logs[0], kubegateBin, "up", "--dir", dir, "--secure-port", strconv.Itoa(port))
+	start(t, s.logs[0], kubegateBin, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, args...)...)
 	testwait.For(t, 60*time.Second, "kubegate up", func() (bool, string) {
 		out, _ := os.ReadFile(log)
 		return bytes.Contains(out, []byte("kubegate is up")), s.tailLogs()
