@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -72,6 +73,7 @@ type recorder struct {
 	names     *namer
 	events    map[string]bool // raw "source kind name reason: message"
 	unserved  []string
+	kinds     []string // the kinds watched
 
 	stop context.CancelFunc
 }
@@ -80,7 +82,7 @@ type recorder struct {
 // until stop is called. A kind the server does not serve is noted in the
 // recording instead.
 func startRecorder(ctx context.Context, client dynamic.Interface, ns string, kinds []string) (*recorder, error) {
-	r := &recorder{ns: ns, objects: map[types.UID]*tracked{}, created: map[string][]string{}, names: newNamer(), events: map[string]bool{}}
+	r := &recorder{ns: ns, objects: map[types.UID]*tracked{}, created: map[string][]string{}, names: newNamer(ns), events: map[string]bool{}}
 	ctx, r.stop = context.WithCancel(ctx)
 	nsFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, ns, nil)
 	clusterFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "", func(o *metav1.ListOptions) {
@@ -122,6 +124,7 @@ func startRecorder(ctx context.Context, client dynamic.Interface, ns string, kin
 			return nil, err
 		}
 		synced = append(synced, inf.HasSynced)
+		r.kinds = append(r.kinds, kind)
 	}
 	nsFactory.Start(ctx.Done())
 	clusterFactory.Start(ctx.Done())
@@ -143,7 +146,9 @@ func (r *recorder) seen(kind string, o any, deleted bool) {
 	r.lastEvent = time.Now()
 	r.names.learn(u)
 	if kind == "Event" {
-		if !deleted {
+		// The scheduler is kubegate's on both clusters, and its
+		// messages carry scores that depend on timing.
+		if !deleted && !isSchedulerEvent(u) {
 			r.events[eventLine(u)] = true
 		}
 		return
@@ -175,6 +180,27 @@ func (r *recorder) get(kind, name string) *unstructured.Unstructured {
 		}
 	}
 	return nil
+}
+
+// reached reports whether the watch has shown kind/name at generation
+// gen or later, or, with deleting, being deleted or gone: a step waits
+// for it, so that it does not judge by what the watch showed before the
+// step's own change.
+func (r *recorder) reached(kind, name string, gen int64, deleting bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.objects {
+		if t.kind != kind || t.name != name {
+			continue
+		}
+		if deleting && (t.gone() || t.obj.GetDeletionTimestamp() != nil) {
+			return true
+		}
+		if !deleting && !t.gone() && t.obj.GetGeneration() >= gen {
+			return true
+		}
+	}
+	return false
 }
 
 // list returns the latest states of the kind's objects that exist.
@@ -310,6 +336,12 @@ func compactSorted(lines []string) []string {
 	return out
 }
 
+func isSchedulerEvent(u *unstructured.Unstructured) bool {
+	source, _, _ := unstructured.NestedString(u.Object, "source", "component")
+	reporting, _, _ := unstructured.NestedString(u.Object, "reportingComponent")
+	return source == "default-scheduler" || reporting == "default-scheduler"
+}
+
 // eventLine is what an event shows: who reported it, about what, its type,
 // reason and message.
 func eventLine(u *unstructured.Unstructured) string {
@@ -329,6 +361,12 @@ func eventLine(u *unstructured.Unstructured) string {
 func changeView(kind string, u *unstructured.Unstructured) string {
 	v := metaView(u)
 	switch kind {
+	case "EndpointSlice", "Endpoints":
+		// How many writes the endpoints take on the way depends on
+		// when the controller sees each pod change; the settled state
+		// shows the endpoints.
+		delete(v, "generation")
+		delete(v, "annotations")
 	case "Deployment", "ReplicaSet", "StatefulSet":
 		copyField(v, u, "replicas", "spec", "replicas")
 		v["images"] = images(u, "spec", "template", "spec")
@@ -355,7 +393,11 @@ func stateView(kind string, u *unstructured.Unstructured) string {
 		copyField(v, u, "phase", "status", "phase")
 		v["ready"] = podReady(u)
 		v["images"] = images(u, "spec")
-		copyField(v, u, "tolerations", "spec", "tolerations")
+		// The tolerations of other pods are the API server's
+		// (DefaultTolerationSeconds); a DaemonSet's are its controller's.
+		if ref := metav1.GetControllerOf(u); ref != nil && ref.Kind == "DaemonSet" {
+			copyField(v, u, "tolerations", "spec", "tolerations")
+		}
 		copyField(v, u, "affinity", "spec", "affinity")
 		copyField(v, u, "hostname", "spec", "hostname")
 		copyField(v, u, "subdomain", "spec", "subdomain")
@@ -403,7 +445,13 @@ func metaView(u *unstructured.Unstructured) map[string]any {
 	if a := u.GetAnnotations(); len(a) > 0 {
 		keep := map[string]string{}
 		for k, val := range a {
-			if k != "kubectl.kubernetes.io/last-applied-configuration" {
+			// kubectl's own, and the scheduler's explanation, which is
+			// the same scheduler's on both clusters and scores nodes
+			// by what else runs on them.
+			// The endpoints' trigger time is set or dropped by whether a
+		// pod change or a service change was seen last.
+		if k != "kubectl.kubernetes.io/last-applied-configuration" && !strings.HasPrefix(k, "scheduler.kubegate.io/") &&
+			k != "endpoints.kubernetes.io/last-change-trigger-time" {
 				keep[k] = val
 			}
 		}
@@ -431,7 +479,9 @@ func metaView(u *unstructured.Unstructured) map[string]any {
 	if u.GetDeletionTimestamp() != nil {
 		v["deleting"] = true
 	}
-	if g := u.GetGeneration(); g != 0 {
+	// A pod's generation is the API server's (the API comparison covers
+	// it); a workload's is what its status's observedGeneration follows.
+	if g := u.GetGeneration(); g != 0 && u.GetKind() != "Pod" {
 		v["generation"] = g
 	}
 	return v
@@ -483,9 +533,13 @@ func render(v map[string]any) string {
 	if err := json.Unmarshal(b, &x); err != nil {
 		return err.Error()
 	}
-	x = scrub("", x)
-	b, _ = json.Marshal(x)
-	return string(b)
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // placeholders keep their < and >
+	if err := enc.Encode(scrub("", x)); err != nil {
+		return err.Error()
+	}
+	return strings.TrimSuffix(out.String(), "\n")
 }
 
 func scrub(key string, x any) any {
@@ -521,21 +575,30 @@ func scrub(key string, x any) any {
 
 // namer replaces what a server generates in a recording's text: names
 // made from generateName become PREFIX<rand>, template and revision hashes
-// <hash1>, <hash2>, … in the order they appear, uids <uid>, IPs <ip> and
-// the simulated nodes' names <node> (the scheduler's choice).
+// <hash1>, <hash2>, … in the order they appear, uids <uid>, IPs <ip>,
+// times <time>, the simulated nodes' names <node> (the scheduler's
+// choice) and the scenario's namespace <namespace>.
 type namer struct {
+	ns        string
 	generated map[string]string // name -> generateName + "<rand>"
 	hashes    map[string]string // hash -> "<hashN>"
 }
 
-func newNamer() *namer { return &namer{generated: map[string]string{}, hashes: map[string]string{}} }
+func newNamer(ns string) *namer {
+	return &namer{ns: ns, generated: map[string]string{}, hashes: map[string]string{}}
+}
 
 var hashLabels = []string{"pod-template-hash", "controller-revision-hash", "controller.kubernetes.io/hash"}
 
-var hashRE = regexp.MustCompile(`^[a-z0-9]{5,12}$`)
+var (
+	hashRE = regexp.MustCompile(`^[a-z0-9]{5,12}$`)
+	randRE = regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{5}$`)
+)
 
 func (n *namer) learn(u *unstructured.Unstructured) {
-	if g := u.GetGenerateName(); g != "" && strings.HasPrefix(u.GetName(), g) && u.GetName() != g {
+	// The API server appends 5 characters of its own alphabet; a
+	// StatefulSet's pods have a generateName but are named by ordinal.
+	if g := u.GetGenerateName(); g != "" && strings.HasPrefix(u.GetName(), g) && randRE.MatchString(u.GetName()[len(g):]) {
 		n.generated[u.GetName()] = g + "<rand>"
 	}
 	for _, l := range hashLabels {
@@ -553,9 +616,11 @@ var (
 	recUUIDRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	recIPRE   = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
 	recNodeRE = regexp.MustCompile(`\bnode-\d+\b`)
+	recTimeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 )
 
 func (n *namer) text(s string) string {
+	s = strings.ReplaceAll(s, n.ns, "<namespace>")
 	var names []string
 	for name := range n.generated {
 		names = append(names, name)
@@ -571,5 +636,6 @@ func (n *namer) text(s string) string {
 	}
 	s = recUUIDRE.ReplaceAllString(s, "<uid>")
 	s = recIPRE.ReplaceAllString(s, "<ip>")
+	s = recTimeRE.ReplaceAllString(s, "<time>")
 	return recNodeRE.ReplaceAllString(s, "<node>")
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func controllerScenarios() []controllerScenario {
 			if err := r.settle("set image "+imageV2, deploymentDone("app", 3)); err != nil {
 				return err
 			}
-			r.kubectl("rollout", "undo", "deployment/app")
+			r.kubectl("Deployment", "app", "rollout", "undo", "deployment/app")
 			return r.settle("kubectl rollout undo", deploymentDone("app", 3))
 		}},
 		{name: "replicaset-scale", kinds: []string{"ReplicaSet", "Pod"}, run: func(r *scenarioRun) error {
@@ -323,6 +324,22 @@ type scenarioRun struct {
 	lines []string
 	err   error
 	ctx   context.Context
+	// awaited are the scenario's own changes the watch must show before
+	// the step can settle.
+	awaited []awaited
+}
+
+type awaited struct {
+	kind, name string
+	generation int64
+	deleting   bool
+}
+
+// await notes a change of the scenario's own for the next settle.
+func (r *scenarioRun) await(kind string, u *unstructured.Unstructured, deleting bool) {
+	if u != nil {
+		r.awaited = append(r.awaited, awaited{kind: kind, name: u.GetName(), generation: u.GetGeneration(), deleting: deleting})
+	}
 }
 
 // runScenario runs sc in a new namespace of c and returns its recording.
@@ -372,7 +389,13 @@ func (r *scenarioRun) settle(step string, cond condition, extra ...string) error
 	for {
 		var ok bool
 		ok, seen = cond(rec)
+		for _, a := range r.awaited {
+			if !r.rec.reached(a.kind, a.name, a.generation, a.deleting) {
+				ok, seen = false, fmt.Sprintf("the watch has not shown %s %s at generation %d yet", a.kind, a.name, a.generation)
+			}
+		}
 		if ok && r.rec.quietFor(quietPeriod) && !podsDeleting(r.rec) {
+			r.awaited = nil
 			break
 		}
 		if time.Now().After(deadline) {
@@ -414,8 +437,11 @@ func (r *scenarioRun) create(manifest string) {
 	}
 	u := &unstructured.Unstructured{Object: obj}
 	info := watchedKinds[u.GetKind()]
-	_, err := r.c.dynamic.Resource(info.gvr).Namespace(r.ns).Create(r.ctx, u, metav1.CreateOptions{})
+	got, err := r.c.dynamic.Resource(info.gvr).Namespace(r.ns).Create(r.ctx, u, metav1.CreateOptions{})
 	r.fail("create "+u.GetKind()+" "+u.GetName(), err)
+	if slices.Contains(r.rec.kinds, u.GetKind()) {
+		r.await(u.GetKind(), got, false)
+	}
 }
 
 // patch applies a JSON merge patch.
@@ -423,8 +449,9 @@ func (r *scenarioRun) patch(kind, name, patch string) {
 	if r.err != nil {
 		return
 	}
-	_, err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Patch(r.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	got, err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Patch(r.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	r.fail("patch "+kind+" "+name, err)
+	r.await(kind, got, false)
 }
 
 // delete deletes an object with a propagation policy ("" for the kind's
@@ -440,6 +467,7 @@ func (r *scenarioRun) delete(kind, name, policy string) {
 	}
 	err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Delete(r.ctx, name, opts)
 	r.fail("delete "+kind+" "+name, err)
+	r.awaited = append(r.awaited, awaited{kind: kind, name: name, deleting: true})
 }
 
 func (r *scenarioRun) deleteNamespace() {
@@ -451,10 +479,12 @@ func (r *scenarioRun) deleteNamespace() {
 		err = errors.New("namespace already gone")
 	}
 	r.fail("delete namespace", err)
+	r.awaited = append(r.awaited, awaited{kind: "Namespace", name: r.ns, deleting: true})
 }
 
-// kubectl runs kubectl in the scenario's namespace.
-func (r *scenarioRun) kubectl(args ...string) {
+// kubectl runs kubectl in the scenario's namespace, on kind/name, and
+// awaits the object's new generation.
+func (r *scenarioRun) kubectl(kind, name string, args ...string) {
 	if r.err != nil {
 		return
 	}
@@ -464,5 +494,9 @@ func (r *scenarioRun) kubectl(args ...string) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		r.fail("kubectl "+strings.Join(args, " "), fmt.Errorf("%v: %s", err, out.String()))
+		return
 	}
+	got, err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	r.fail("get "+kind+" "+name, err)
+	r.await(kind, got, false)
 }
