@@ -449,9 +449,9 @@ func metaView(u *unstructured.Unstructured) map[string]any {
 			// the same scheduler's on both clusters and scores nodes
 			// by what else runs on them.
 			// The endpoints' trigger time is set or dropped by whether a
-		// pod change or a service change was seen last.
-		if k != "kubectl.kubernetes.io/last-applied-configuration" && !strings.HasPrefix(k, "scheduler.kubegate.io/") &&
-			k != "endpoints.kubernetes.io/last-change-trigger-time" {
+			// pod change or a service change was seen last.
+			if k != "kubectl.kubernetes.io/last-applied-configuration" && !strings.HasPrefix(k, "scheduler.kubegate.io/") &&
+				k != "endpoints.kubernetes.io/last-change-trigger-time" {
 				keep[k] = val
 			}
 		}

@@ -399,6 +399,9 @@ func (r *scenarioRun) settle(step string, cond condition, extra ...string) error
 			break
 		}
 		if time.Now().After(deadline) {
+			// What happened until then is recorded all the same.
+			r.lines = append(r.lines, "step: "+step+" (not settled)")
+			r.lines = append(r.lines, r.rec.step()...)
 			return fmt.Errorf("step %q did not settle within %v: %s", step, settleTimeout, seen)
 		}
 		time.Sleep(100 * time.Millisecond)
