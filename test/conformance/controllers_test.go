@@ -89,8 +89,8 @@ func TestControllersBehaveLikeKubeControllerManager(t *testing.T) {
 	if len(fixed) > 0 && !selfCheck {
 		t.Errorf("these scenarios now behave like kube-controller-manager; take them out of controllers_allowlist_test.go: %s", strings.Join(fixed, ", "))
 	}
-	if t.Failed() && os.Getenv("KUBEGATE_CONFORMANCE_LOGS") != "" {
-		t.Logf("kube logs:%s\nkubegate logs:%s", kube.tailLogs(), kg.tailLogs())
+	if t.Failed() {
+		t.Logf("the end of the clusters' logs:%s%s", kube.tailLogs(), kg.tailLogs())
 	}
 }
 
