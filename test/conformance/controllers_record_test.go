@@ -522,8 +522,8 @@ var volatileKeys = map[string]bool{
 }
 
 // render writes a view as JSON with its volatile fields dropped, node
-// names hidden where the scheduler chose them, and lists of endpoints
-// sorted (their order follows the pods' creation).
+// names and IPs hidden, and lists of endpoints sorted (their order follows
+// the pods' IPs).
 func render(v map[string]any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -557,6 +557,9 @@ func scrub(key string, x any) any {
 			x[k] = scrub(k, val)
 		}
 		return x
+	case string:
+		// Before lists are sorted, so that they sort by what is compared.
+		return recIPRE.ReplaceAllString(x, "<ip>")
 	case []any:
 		for i := range x {
 			x[i] = scrub("", x[i])
