@@ -52,8 +52,8 @@ lint: $(STATICCHECK)
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
-# The reference kube-apiserver and etcd that test/conformance holds
-# kubegate to, built from the module proxy once per machine and kept in
+# The reference kube-apiserver, kube-controller-manager and etcd that
+# test/conformance holds kubegate to, built from the module proxy once per machine and kept in
 # the Go build cache; a first build takes several minutes.
 oracle:
 	test/conformance/kube/build.sh >/dev/null

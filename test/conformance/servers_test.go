@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/internal/testtool"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -89,17 +88,15 @@ func (s *server) kubectl(t *testing.T, stdin string, args ...string) (int, strin
 	return code, out.String(), errb.String()
 }
 
-// startKubegate runs `kubegate up` in a new directory.
-func startKubegate(t *testing.T) *server {
+// startKubegate runs `kubegate up` in a new directory, with args added to
+// its command line.
+func startKubegate(t *testing.T, args ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	port := testtool.FreePort(t)
 	log := filepath.Join(dir, "kubegate.log")
 	s := &server{name: "kubegate", dir: dir, url: "https://127.0.0.1:" + strconv.Itoa(port), kubeconfig: filepath.Join(dir, "admin.conf"), logs: []string{log}}
-	// No controllers, as kube-apiserver runs without kube-controller-
-	// manager: a deleted namespace stays Terminating on both (G.9).
-	none := "-" + strings.Join(manager.Names(), ",-")
-	start(t, s.logs[0], kubegateBin, "up", "--dir", dir, "--secure-port", strconv.Itoa(port), "--controllers", none)
+	start(t, s.logs[0], kubegateBin, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, args...)...)
 	testwait.For(t, 60*time.Second, "kubegate up", func() (bool, string) {
 		out, _ := os.ReadFile(log)
 		return bytes.Contains(out, []byte("kubegate is up")), s.tailLogs()
