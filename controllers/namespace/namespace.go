@@ -441,7 +441,7 @@ var conditionTypes = []struct {
 	{corev1.NamespaceDeletionGVParsingFailure, "ParsedGroupVersions", "All legacy kube types successfully parsed"},
 	{corev1.NamespaceDeletionContentFailure, "ContentDeleted", "All content successfully deleted, may be waiting on finalization"},
 	{corev1.NamespaceContentRemaining, "ContentRemoved", "All content successfully removed"},
-	{corev1.NamespaceFinalizersRemaining, "ContentRemoved", "All content successfully removed"},
+	{corev1.NamespaceFinalizersRemaining, "ContentHasNoFinalizers", "All content-preserving finalizers finished"},
 }
 
 // conditionUpdater collects the failing conditions of one pass.
