@@ -348,6 +348,7 @@ func operations() []op {
 	add(revisionOps()...)
 	add(batchOps()...)
 	add(scaleOps()...)
+	add(controllerRoleOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
