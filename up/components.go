@@ -18,9 +18,11 @@ import (
 // runComponents runs the scheduler, c.Nodes simulated nodes and every
 // controller (controllers/manager) until ctx is done. All are API clients
 // of the gateway, as they would be of a real cluster: the scheduler with
-// scheduler.conf (system:kube-scheduler), the nodes and the controllers
-// with admin.conf (kube's controllers run under service accounts of their
-// own, whose roles kubegate's bootstrap policy lacks). Among the
+// scheduler.conf (system:kube-scheduler), the nodes with admin.conf, and
+// the controllers as kubeadm runs kube-controller-manager: with
+// controller-manager.conf (system:kube-controller-manager) for the shared
+// informers and each controller as its own service account in kube-system
+// (--use-service-account-credentials). Among the
 // controllers, the node lifecycle taint pass lifts the not-ready taint the
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
@@ -48,12 +50,13 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 	if err != nil {
 		return err
 	}
-	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
+	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "controller-manager.conf"), -1, 0)
 	if err != nil {
 		return err
 	}
 	runControllers := func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: controllerConfig, Logger: logger.With("component", "controllers")})
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, UseServiceAccountCredentials: true,
+			Logger: logger.With("component", "controllers")})
 	}
 	runs := []func(context.Context) error{sched.Run, sim.Run, runControllers}
 	errc := make(chan error, len(runs))
