@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubegate/kubegate/authz/bootstrap"
 	"github.com/kubegate/kubegate/controllers"
 )
 
@@ -34,5 +35,22 @@ func TestSelectFollowsKubeSyntax(t *testing.T) {
 	}
 	if _, err := Select([]string{"*", "nosuch"}); err == nil || !strings.Contains(err.Error(), `"nosuch"`) {
 		t.Errorf("an unknown controller gave %v, want an error naming it", err)
+	}
+}
+
+// TestEveryControllerHasItsServiceAccountRole checks that each controller
+// names the service account kube runs it as, and that the default policy
+// gives that account a role (docs/kubernetes-behaviour.md C.4, G.15).
+func TestEveryControllerHasItsServiceAccountRole_G15(t *testing.T) {
+	roles := map[string]bool{}
+	for _, r := range bootstrap.ClusterRoles() {
+		roles[r.Name] = true
+	}
+	for _, d := range All {
+		if d.ServiceAccount == "" {
+			t.Errorf("controller %s names no service account", d.Name)
+		} else if !roles[bootstrap.ControllerRolePrefix+d.ServiceAccount] {
+			t.Errorf("controller %s runs as %s, which has no %s role", d.Name, d.ServiceAccount, bootstrap.ControllerRolePrefix+d.ServiceAccount)
+		}
 	}
 }
