@@ -30,7 +30,9 @@ import (
 // controller has been built, before it runs them. A controller's Run
 // waits for the caches it reads (cache.WaitForCacheSync).
 type Context struct {
-	// Client writes, and reads what is not cached.
+	// Client writes, and reads what is not cached, as the controller's
+	// identity: its service account with service-account credentials,
+	// else the manager's (the informers always read as the manager).
 	Client kubernetes.Interface
 	// Metadata reads and watches any resource's metadata only (the
 	// garbage collector's and namespace controller's view).
@@ -63,6 +65,14 @@ type Descriptor struct {
 	// Name is the controller's name in kube-controller-manager's
 	// --controllers flag: "deployment", "replicaset", "garbagecollector".
 	Name string
+	// ServiceAccount is the service account in kube-system the controller
+	// runs as when the manager uses service-account credentials, the one
+	// kube-controller-manager gives it and kube-apiserver's default policy
+	// binds to its system:controller: role: "deployment-controller",
+	// "replicaset-controller", "generic-garbage-collector"
+	// (docs/kubernetes-behaviour.md G.15). Empty means the manager's own
+	// identity.
+	ServiceAccount string
 	// New builds the controller from c. It registers the informers it
 	// needs and must not start anything.
 	New func(c *Context) (Controller, error)

@@ -16,25 +16,27 @@ import (
 )
 
 // runComponents runs the selected controllers (controllers/manager; all
-// unless c.Controllers says otherwise) and, with
-// c.Nodes, the scheduler and c.Nodes simulated nodes, until ctx is done.
-// The controllers always run, as kube-controller-manager does in every
-// cluster: without them a deleted namespace would stay Terminating and
-// dependents would outlive their owners (G.8, G.9). All are API clients of
-// the gateway, as they would be of a real cluster: the scheduler with
-// scheduler.conf (system:kube-scheduler), the nodes and the controllers
-// with admin.conf (kube's controllers run under service accounts of their
-// own, whose roles kubegate's bootstrap policy lacks). Among the
+// unless c.Controllers says otherwise) and, with c.Nodes, the scheduler and
+// c.Nodes simulated nodes, until ctx is done. The controllers always run,
+// as kube-controller-manager does in every cluster: without them a deleted
+// namespace would stay Terminating and dependents would outlive their
+// owners (G.8, G.9). All are API clients of the gateway, as they would be
+// of a real cluster: the scheduler with scheduler.conf
+// (system:kube-scheduler), the nodes with admin.conf, and the controllers
+// as kubeadm runs kube-controller-manager: with controller-manager.conf
+// (system:kube-controller-manager) for the shared informers and each
+// controller as its own service account in kube-system
+// (--use-service-account-credentials, G.15). Among the
 // controllers, the node lifecycle taint pass lifts the not-ready taint the
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
 func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error {
-	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
+	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "controller-manager.conf"), -1, 0)
 	if err != nil {
 		return err
 	}
 	runControllers := func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, Logger: logger.With("component", "controllers")})
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, UseServiceAccountCredentials: true, Logger: logger.With("component", "controllers")})
 	}
 	runs := []func(context.Context) error{runControllers}
 	if c.Nodes > 0 {

@@ -3,7 +3,9 @@
 // bound to system:masters; system:basic-user and system:discovery bound to
 // every authenticated user; system:public-info-viewer bound to every user,
 // anonymous included; the aggregated admin, edit and view roles; the roles
-// of the scheduler, controller manager, node and kube-proxy; the roles in
+// of the scheduler, controller manager, node and kube-proxy; one role per
+// controller of kube-controller-manager, bound to the controller's service
+// account in kube-system; the roles in
 // kube-system and kube-public for leader election, the front-proxy CA and
 // bootstrap tokens; plus, as
 // kubeadm init adds, the group kubeadm:cluster-admins bound to
@@ -56,7 +58,8 @@ func Policy() rbac.Objects {
 		Roles: Roles(), RoleBindings: RoleBindings()}
 }
 
-// ClusterRoleBindings returns the default cluster role bindings.
+// ClusterRoleBindings returns the default cluster role bindings, the
+// controllers' included.
 func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	const (
 		authenticated   = "system:authenticated"
@@ -82,6 +85,7 @@ func ClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 	// autoupdate annotation.
 	kubeadm := binding(ClusterAdmin, group(KubeadmClusterAdmins))
 	kubeadm.ObjectMeta = metav1.ObjectMeta{Name: KubeadmClusterAdmins}
+	bindings = append(bindings, controllerRoleBindings()...)
 	return append(bindings, kubeadm)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kubegate/kubegate/authn"
@@ -401,5 +402,133 @@ func TestPolicyObjects(t *testing.T) {
 				t.Fatalf("%s shares a verb slice with an earlier call", r.Name)
 			}
 		}
+	}
+}
+
+// controllerSA is the user a controller's service-account token
+// authenticates as.
+func controllerSA(name string) authn.User {
+	return authn.User{Name: "system:serviceaccount:kube-system:" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", authn.AllAuthenticated}}
+}
+
+func TestControllerRolesAreBoundToTheirServiceAccounts_C4(t *testing.T) {
+	t.Parallel()
+	p := bootstrap.Policy()
+	var roles []string
+	for _, r := range p.ClusterRoles {
+		if strings.HasPrefix(r.Name, bootstrap.ControllerRolePrefix) {
+			roles = append(roles, strings.TrimPrefix(r.Name, bootstrap.ControllerRolePrefix))
+		}
+	}
+	// The roles kube-apiserver 1.37 creates with its default feature gates.
+	want := []string{"attachdetach-controller", "certificate-controller", "clusterrole-aggregation-controller",
+		"cronjob-controller", "daemon-set-controller", "deployment-controller", "device-taint-eviction-controller",
+		"disruption-controller", "endpoint-controller", "endpointslice-controller", "endpointslicemirroring-controller",
+		"ephemeral-volume-controller", "expand-controller", "generic-garbage-collector", "horizontal-pod-autoscaler",
+		"job-controller", "kube-apiserver-serving-clustertrustbundle-publisher", "legacy-service-account-token-cleaner",
+		"namespace-controller", "node-controller", "persistent-volume-binder", "pod-garbage-collector",
+		"podcertificaterequestcleaner", "pv-protection-controller", "pvc-protection-controller", "replicaset-controller",
+		"replication-controller", "resource-claim-controller", "resourcequota-controller", "root-ca-cert-publisher",
+		"route-controller", "selinux-warning-controller", "service-account-controller", "service-cidrs-controller",
+		"service-controller", "statefulset-controller", "storage-version-migrator-controller",
+		"ttl-after-finished-controller", "ttl-controller", "validatingadmissionpolicy-status-controller",
+		"volumeattributesclass-protection-controller"}
+	if !slices.Equal(roles, want) {
+		t.Errorf("controller roles = %v\nwant %v", roles, want)
+	}
+	bound := map[string]bool{}
+	for _, b := range p.ClusterRoleBindings {
+		sa, ok := strings.CutPrefix(b.Name, bootstrap.ControllerRolePrefix)
+		if !ok {
+			continue
+		}
+		if b.RoleRef.Name != b.Name || len(b.Subjects) != 1 ||
+			b.Subjects[0] != (rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: "kube-system"}) {
+			t.Errorf("binding %s: roleRef %+v subjects %+v, want its own role bound to kube-system/%s", b.Name, b.RoleRef, b.Subjects, sa)
+		}
+		if b.Labels[bootstrap.BootstrappingLabel] != bootstrap.BootstrappingValue || b.Annotations[bootstrap.AutoupdateAnnotation] != "true" {
+			t.Errorf("binding %s: labels %v annotations %v", b.Name, b.Labels, b.Annotations)
+		}
+		bound[sa] = true
+	}
+	for _, sa := range want {
+		if !bound[sa] {
+			t.Errorf("no binding for kube-system/%s", sa)
+		}
+	}
+}
+
+func TestControllerServiceAccountsMayDoTheirWorkOnly_C4(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	tests := []struct {
+		sa    string
+		steps []step
+	}{
+		{"replicaset-controller", []step{
+			{"POST", "/api/v1/namespaces/default/pods", true},
+			{"DELETE", "/api/v1/namespaces/default/pods/p", true},
+			{"PUT", "/apis/apps/v1/namespaces/default/replicasets/r/status", true},
+			{"POST", "/apis/events.k8s.io/v1/namespaces/default/events", true},
+			{"GET", "/api/v1/namespaces/default/secrets/s", false},
+			{"POST", "/apis/apps/v1/namespaces/default/deployments", false},
+			{"PUT", "/api/v1/namespaces/default/pods/p/status", false},
+		}},
+		{"deployment-controller", []step{
+			{"POST", "/apis/apps/v1/namespaces/default/replicasets", true},
+			{"PUT", "/apis/apps/v1/namespaces/default/deployments/d/status", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+		}},
+		{"replication-controller", []step{
+			{"POST", "/api/v1/namespaces/default/pods", true},
+			{"PUT", "/api/v1/namespaces/default/replicationcontrollers/r/status", true},
+			{"PUT", "/apis/apps/v1/namespaces/default/replicasets/r/status", false},
+		}},
+		{"daemon-set-controller", []step{
+			{"POST", "/api/v1/namespaces/default/pods/p/binding", true},
+			{"POST", "/apis/apps/v1/namespaces/default/controllerrevisions", true},
+			{"PATCH", "/api/v1/nodes/n1", false},
+		}},
+		{"statefulset-controller", []step{
+			{"POST", "/api/v1/namespaces/default/persistentvolumeclaims", true},
+			{"PUT", "/api/v1/namespaces/default/pods/p", true},
+		}},
+		{"node-controller", []step{
+			{"PATCH", "/api/v1/nodes/n1/status", true},
+			{"DELETE", "/api/v1/namespaces/default/pods/p", true},
+			{"GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+		}},
+		{"generic-garbage-collector", []step{
+			{"DELETE", "/apis/example.com/v1/namespaces/default/widgets/w", true},
+			{"POST", "/api/v1/namespaces/default/pods", false},
+		}},
+		{"namespace-controller", []step{
+			{"PUT", "/api/v1/namespaces/ns/finalize", true},
+			{"DELETE", "/api/v1/namespaces/ns/configmaps", true},
+			{"PATCH", "/api/v1/namespaces/ns/configmaps/c", false},
+		}},
+		{"service-account-controller", []step{
+			{"POST", "/api/v1/namespaces/ns/serviceaccounts", true},
+			{"DELETE", "/api/v1/namespaces/ns/serviceaccounts/default", false},
+		}},
+		{"ttl-after-finished-controller", []step{
+			{"DELETE", "/apis/batch/v1/namespaces/default/jobs/j", true},
+			{"DELETE", "/api/v1/namespaces/default/pods/p", false},
+		}},
+	}
+	for _, tt := range tests {
+		for _, s := range tt.steps {
+			if got, why := c.can(t, controllerSA(tt.sa), s.method, s.path); got != s.want {
+				t.Errorf("%s: %s %s allowed = %v, want %v (%s)", tt.sa, s.method, s.path, got, s.want, why)
+			}
+		}
+	}
+	// A service account of the same name elsewhere gets nothing.
+	other := authn.User{Name: "system:serviceaccount:default:replicaset-controller",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:default", authn.AllAuthenticated}}
+	if got, _ := c.can(t, other, "POST", "/api/v1/namespaces/default/pods"); got {
+		t.Error("default/replicaset-controller may create pods; only kube-system's is bound")
 	}
 }

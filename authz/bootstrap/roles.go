@@ -29,11 +29,12 @@ var (
 	all   = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 )
 
-// ClusterRoles returns the default cluster roles. admin, edit and view
-// have aggregationRules and no rules of their own; rbac.Aggregate (or
-// rbac.Memory) fills them in from the system:aggregate-to-* roles.
+// ClusterRoles returns the default cluster roles, the controllers' roles
+// last. admin, edit and view have aggregationRules and no rules of their
+// own; rbac.Aggregate (or rbac.Memory) fills them in from the
+// system:aggregate-to-* roles.
 func ClusterRoles() []*rbacv1.ClusterRole {
-	return []*rbacv1.ClusterRole{
+	roles := []*rbacv1.ClusterRole{
 		clusterRole(ClusterAdmin, nil,
 			verbs("*").groups("*").resources("*").rule(),
 			verbs("*").urls("*"),
@@ -89,6 +90,7 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 			verbs("list", "watch").groups(core).resources("endpoints", "services").rule(),
 		),
 	}
+	return append(roles, controllerRoles()...)
 }
 
 func aggregateToAdmin() *rbacv1.ClusterRole {

@@ -20,6 +20,7 @@ func newControllersCmd(s streams) *cobra.Command {
 		qps          float32
 		burst        int
 		verbose      bool
+		saCreds      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
@@ -31,7 +32,12 @@ controller a client of the API only.
 
 Controllers: ` + strings.Join(manager.Names(), ", ") + `.
 --controllers takes kube-controller-manager's syntax: "*" is all of them,
-NAME turns one on, -NAME turns one off.`,
+NAME turns one on, -NAME turns one off.
+
+With --use-service-account-credentials each controller runs as its own
+service account in kube-system (created when missing), which the API
+server's default policy binds to the controller's system:controller:
+role; the shared informers read as the kubeconfig's identity.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			validate := func() error {
@@ -54,7 +60,8 @@ NAME turns one on, -NAME turns one off.`,
 					level = slog.LevelDebug
 				}
 				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
-				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger})
+				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
+					UseServiceAccountCredentials: saCreds})
 			})
 		},
 	}
@@ -64,6 +71,8 @@ NAME turns one on, -NAME turns one off.`,
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")
 	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second to the API server (kube-controller-manager's default)")
 	fs.IntVar(&burst, "kube-api-burst", 30, "burst of requests to the API server (kube-controller-manager's default)")
+	fs.BoolVar(&saCreds, "use-service-account-credentials", false,
+		"run each controller as its own service account in kube-system, with tokens from the TokenRequest API")
 	fs.BoolVar(&verbose, "verbose", false, "log every change the controllers make")
 	return cmd
 }

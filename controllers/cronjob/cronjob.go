@@ -52,7 +52,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "cronjob" controller.
-var Descriptor = controllers.Descriptor{Name: "cronjob", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "cronjob", ServiceAccount: "cronjob-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c, Options{})
 }}
 

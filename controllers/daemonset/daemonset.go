@@ -44,7 +44,7 @@ import (
 )
 
 // Descriptor registers the controller as "daemonset".
-var Descriptor = controllers.Descriptor{Name: "daemonset", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "daemonset", ServiceAccount: "daemon-set-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c), nil
 }}
 

@@ -80,7 +80,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "deployment" controller.
-var Descriptor = controllers.Descriptor{Name: "deployment", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "deployment", ServiceAccount: "deployment-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c.Client, Options{Factory: c.Informers, Logger: c.Logger, Now: c.Now})
 }}
 

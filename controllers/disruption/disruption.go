@@ -70,7 +70,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "disruption" controller.
-var Descriptor = controllers.Descriptor{Name: "disruption", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "disruption", ServiceAccount: "disruption-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "endpoint" controller.
-var Descriptor = controllers.Descriptor{Name: "endpoint", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "endpoint", ServiceAccount: "endpoint-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	client := c.Client
 	if c.Config != nil {
 		// Every write of v1 Endpoints is answered with the deprecation

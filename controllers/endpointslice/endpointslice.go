@@ -47,7 +47,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "endpointslice" controller.
-var Descriptor = controllers.Descriptor{Name: "endpointslice", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "endpointslice", ServiceAccount: "endpointslice-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c.Client, c.Informers, c.Logger), nil
 }}
 

@@ -54,7 +54,7 @@ import (
 
 // Descriptor runs the collector in the controller manager, as kube's
 // "garbagecollector" controller.
-var Descriptor = controllers.Descriptor{Name: "garbagecollector", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "garbagecollector", ServiceAccount: "generic-garbage-collector", New: func(c *controllers.Context) (controllers.Controller, error) {
 	d, err := discovery.NewDiscoveryClientForConfig(c.Config)
 	if err != nil {
 		return nil, err

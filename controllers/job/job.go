@@ -57,7 +57,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "job" controller.
-var Descriptor = controllers.Descriptor{Name: "job", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "job", ServiceAccount: "job-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c, Options{})
 }}
 

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/cronjob"
@@ -102,8 +103,17 @@ func Select(list []string) ([]controllers.Descriptor, error) {
 
 // Options configure Run.
 type Options struct {
-	// Config reaches the API server as the controllers' identity.
+	// Config reaches the API server as the manager's identity
+	// (controller-manager.conf's system:kube-controller-manager in a
+	// kubeadm cluster): the shared informers read with it, and so do the
+	// controllers unless UseServiceAccountCredentials.
 	Config *rest.Config
+	// UseServiceAccountCredentials runs each controller as its
+	// Descriptor's ServiceAccount in kube-system, which the manager
+	// creates when missing, with tokens from the TokenRequest API, as
+	// kube-controller-manager --use-service-account-credentials does
+	// (docs/kubernetes-behaviour.md G.15).
+	UseServiceAccountCredentials bool
 	// Controllers is the --controllers list (see Select).
 	Controllers []string
 	// Descriptors, when set, are the controllers to run instead of those
@@ -141,22 +151,30 @@ func Run(ctx context.Context, o Options) error {
 	// deprecated) are for people; a controller would log one per write.
 	o.Config = rest.CopyConfig(o.Config)
 	o.Config.WarningHandler = rest.NoWarnings{}
-	client, err := kubernetes.NewForConfig(o.Config)
+	core, err := kubernetes.NewForConfig(o.Config)
 	if err != nil {
 		return err
 	}
-	meta, err := metadata.NewForConfig(o.Config)
+	clients := &clientBuilder{root: o.Config, serviceAccounts: o.UseServiceAccountCredentials, core: core,
+		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}}
+	// The shared informers read as the manager itself, whatever the
+	// controllers write as.
+	informerClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(o.Config), "shared-informers"))
 	if err != nil {
 		return err
 	}
-	typed := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(cachetrim.StripManagedFields))
-	metaInformers := metadatainformer.NewSharedInformerFactoryWithOptions(meta, 0,
+	informerMeta, err := metadata.NewForConfig(rest.AddUserAgent(rest.CopyConfig(o.Config), "metadata-informers"))
+	if err != nil {
+		return err
+	}
+	typed := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(cachetrim.StripManagedFields))
+	metaInformers := metadatainformer.NewSharedInformerFactoryWithOptions(informerMeta, 0,
 		metadatainformer.WithTransform(cachetrim.StripManagedFields))
 	var runs []controllers.Controller
 	var names []string
 	for _, d := range selected {
-		c, err := d.New(&controllers.Context{Client: client, Metadata: meta, Config: o.Config, Informers: typed,
-			MetadataInformers: metaInformers, Logger: o.Logger.With("controller", d.Name), Now: o.Now})
+		c, err := build(ctx, d, clients, &controllers.Context{Informers: typed, MetadataInformers: metaInformers,
+			Logger: o.Logger.With("controller", d.Name), Now: o.Now})
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", d.Name, err)
 		}
@@ -190,4 +208,24 @@ func Run(ctx context.Context, o Options) error {
 		errs = append(errs, <-errc)
 	}
 	return errors.Join(errs...)
+}
+
+// build gives c the controller's own clients and builds the controller.
+func build(ctx context.Context, d controllers.Descriptor, clients *clientBuilder, c *controllers.Context) (controllers.Controller, error) {
+	name := d.ServiceAccount
+	if name == "" {
+		name = d.Name
+	}
+	cfg, err := clients.config(ctx, name, d.ServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	c.Config = cfg
+	return d.New(c)
 }

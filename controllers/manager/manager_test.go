@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/authz/bootstrap"
 	"github.com/kubegate/kubegate/controllers"
 )
 
@@ -61,5 +62,22 @@ func TestRunWithNoControllerWaitsForItsContext(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// TestEveryControllerHasItsServiceAccountRole checks that each controller
+// names the service account kube runs it as, and that the default policy
+// gives that account a role (docs/kubernetes-behaviour.md C.4, G.15).
+func TestEveryControllerHasItsServiceAccountRole_G15(t *testing.T) {
+	roles := map[string]bool{}
+	for _, r := range bootstrap.ClusterRoles() {
+		roles[r.Name] = true
+	}
+	for _, d := range All {
+		if d.ServiceAccount == "" {
+			t.Errorf("controller %s names no service account", d.Name)
+		} else if !roles[bootstrap.ControllerRolePrefix+d.ServiceAccount] {
+			t.Errorf("controller %s runs as %s, which has no %s role", d.Name, d.ServiceAccount, bootstrap.ControllerRolePrefix+d.ServiceAccount)
+		}
 	}
 }

@@ -54,7 +54,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "namespace" controller.
-var Descriptor = controllers.Descriptor{Name: "namespace", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "namespace", ServiceAccount: "namespace-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c.Client, c.Metadata, c.Informers.Core().V1().Namespaces(), Options{Logger: c.Logger, Now: c.Now})
 }}
 

@@ -77,7 +77,7 @@ func all(synced ...cache.InformerSynced) cache.InformerSynced {
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "nodelifecycle" controller.
-var Descriptor = controllers.Descriptor{Name: "nodelifecycle", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "nodelifecycle", ServiceAccount: "node-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c.Client, Options{Logger: c.Logger, Factory: c.Informers, Now: c.Now})
 }}
 

@@ -41,13 +41,13 @@ import (
 )
 
 // Descriptor runs the ReplicaSet controller in the controller manager.
-var Descriptor = controllers.Descriptor{Name: "replicaset", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "replicaset", ServiceAccount: "replicaset-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return newController(c, replicaSetKind(c))
 }}
 
 // RCDescriptor runs the ReplicationController controller in the
 // controller manager.
-var RCDescriptor = controllers.Descriptor{Name: "replicationcontroller", New: func(c *controllers.Context) (controllers.Controller, error) {
+var RCDescriptor = controllers.Descriptor{Name: "replicationcontroller", ServiceAccount: "replication-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return newController(c, replicationControllerKind(c))
 }}
 

@@ -25,7 +25,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "serviceaccount" controller.
-var Descriptor = controllers.Descriptor{Name: "serviceaccount", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "serviceaccount", ServiceAccount: "service-account-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c.Client, c.Informers, c.Logger), nil
 }}
 

@@ -45,7 +45,7 @@ import (
 )
 
 // Descriptor registers the controller as "statefulset".
-var Descriptor = controllers.Descriptor{Name: "statefulset", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "statefulset", ServiceAccount: "statefulset-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c), nil
 }}
 

@@ -42,8 +42,10 @@ import (
 // Name is the controller's name, and the source of its events.
 const Name = "taint-eviction-controller"
 
-// Descriptor runs the controller in the controller manager.
-var Descriptor = controllers.Descriptor{Name: Name, New: func(c *controllers.Context) (controllers.Controller, error) {
+// Descriptor runs the controller in the controller manager, as the node
+// lifecycle controller's service account: kube gives this controller no
+// role of its own.
+var Descriptor = controllers.Descriptor{Name: Name, ServiceAccount: "node-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c)
 }}
 

@@ -32,7 +32,7 @@ import (
 
 // Descriptor runs the controller in the controller manager, as kube's
 // "ttl-after-finished" controller.
-var Descriptor = controllers.Descriptor{Name: "ttl-after-finished", New: func(c *controllers.Context) (controllers.Controller, error) {
+var Descriptor = controllers.Descriptor{Name: "ttl-after-finished", ServiceAccount: "ttl-after-finished-controller", New: func(c *controllers.Context) (controllers.Controller, error) {
 	return New(c)
 }}
 

@@ -352,6 +352,7 @@ func operations() []op {
 	add(gcOps()...)
 	add(endpointsOps()...)
 	add(kubernetesEndpointsOps()...)
+	add(controllerRoleOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
