@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -157,6 +158,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	clients := &clientBuilder{root: o.Config, serviceAccounts: o.UseServiceAccountCredentials, core: core,
 		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}}
+	if err := waitForAPIServer(ctx, core, apiServerWait); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	// The shared informers read as the manager itself, whatever the
 	// controllers write as.
 	informerClient, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(o.Config), "shared-informers"))
@@ -175,6 +182,9 @@ func Run(ctx context.Context, o Options) error {
 	for _, d := range selected {
 		c, err := build(ctx, d, clients, &controllers.Context{Informers: typed, MetadataInformers: metaInformers,
 			Logger: o.Logger.With("controller", d.Name), Now: o.Now})
+		if err != nil && ctx.Err() != nil {
+			return nil // stopped while starting: not a failure
+		}
 		if err != nil {
 			return fmt.Errorf("controller %s: %w", d.Name, err)
 		}
@@ -228,4 +238,26 @@ func build(ctx context.Context, d controllers.Descriptor, clients *clientBuilder
 	}
 	c.Config = cfg
 	return d.New(c)
+}
+
+// apiServerWait is how long Run waits for the API server to be healthy.
+const apiServerWait = 30 * time.Second
+
+// waitForAPIServer polls the API server's /healthz every second until it
+// answers ok, as kube-controller-manager waits before it starts its
+// controllers, for at most limit.
+func waitForAPIServer(ctx context.Context, client kubernetes.Interface, limit time.Duration) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, limit, true, func(ctx context.Context) (bool, error) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/healthz").Do(ctx).Raw()
+		if err == nil && string(body) == "ok" {
+			return true, nil
+		}
+		last = err
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server was not healthy within %v: %v", limit, last)
+	}
+	return nil
 }
