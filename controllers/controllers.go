@@ -51,6 +51,11 @@ type Context struct {
 	Logger *slog.Logger
 	// Now is the controller's clock; tests set it.
 	Now func() time.Time
+	// RootCA is the PEM bundle of the cluster's CA that the root CA
+	// publisher puts in every namespace: kube-controller-manager's
+	// --root-ca-file, else the CA the manager trusts the API server
+	// with.
+	RootCA []byte
 }
 
 // Controller is one running controller.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,12 +16,12 @@ import (
 
 func newControllersCmd(s streams) *cobra.Command {
 	var (
-		path, master string
-		list         []string
-		qps          float32
-		burst        int
-		verbose      bool
-		saCreds      bool
+		path, master, rootCAFile string
+		list                     []string
+		qps                      float32
+		burst                    int
+		verbose                  bool
+		saCreds                  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
@@ -55,17 +56,24 @@ role; the shared informers read as the kubeconfig's identity.`,
 				if master != "" {
 					cfg.Host = master
 				}
+				var rootCA []byte
+				if rootCAFile != "" {
+					if rootCA, err = os.ReadFile(rootCAFile); err != nil {
+						return fmt.Errorf("--root-ca-file: %w", err)
+					}
+				}
 				level := slog.LevelInfo
 				if verbose {
 					level = slog.LevelDebug
 				}
 				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
-					UseServiceAccountCredentials: saCreds})
+					UseServiceAccountCredentials: saCreds, RootCA: rootCA})
 			})
 		},
 	}
 	fs := cmd.Flags()
+	fs.StringVar(&rootCAFile, "root-ca-file", "", "the cluster CA bundle published in every namespace as kube-root-ca.crt; default the kubeconfig's CA")
 	fs.StringVar(&path, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
 	fs.StringVar(&master, "master", "", "the API server's URL, instead of the kubeconfig's")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/replicaset"
+	"github.com/kubegate/kubegate/controllers/rootcacert"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
@@ -48,6 +50,7 @@ var All = []controllers.Descriptor{
 	statefulset.Descriptor,
 	replicaset.Descriptor,
 	replicaset.RCDescriptor,
+	rootcacert.Descriptor,
 	deployment.Descriptor,
 	disruption.Descriptor,
 	namespace.Descriptor,
@@ -125,6 +128,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the controllers' clock; nil means time.Now.
 	Now func() time.Time
+	// RootCA is the cluster CA bundle the root CA publisher publishes
+	// (--root-ca-file); nil means the CA in Config.
+	RootCA []byte
 }
 
 // Run builds the selected controllers, starts the shared informers and
@@ -158,6 +164,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	clients := &clientBuilder{root: o.Config, serviceAccounts: o.UseServiceAccountCredentials, core: core,
 		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}}
+	rootCA, err := rootCAOf(o)
+	if err != nil {
+		return err
+	}
 	if err := waitForAPIServer(ctx, core, apiServerWait); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -181,7 +191,7 @@ func Run(ctx context.Context, o Options) error {
 	var names []string
 	for _, d := range selected {
 		c, err := build(ctx, d, clients, &controllers.Context{Informers: typed, MetadataInformers: metaInformers,
-			Logger: o.Logger.With("controller", d.Name), Now: o.Now})
+			Logger: o.Logger.With("controller", d.Name), Now: o.Now, RootCA: rootCA})
 		if err != nil && ctx.Err() != nil {
 			return nil // stopped while starting: not a failure
 		}
@@ -260,4 +270,21 @@ func waitForAPIServer(ctx context.Context, client kubernetes.Interface, limit ti
 		return fmt.Errorf("the API server was not healthy within %v: %v", limit, last)
 	}
 	return nil
+}
+
+// rootCAOf is o.RootCA, else the CA bundle o.Config trusts.
+func rootCAOf(o Options) ([]byte, error) {
+	switch {
+	case len(o.RootCA) > 0:
+		return o.RootCA, nil
+	case len(o.Config.CAData) > 0:
+		return o.Config.CAData, nil
+	case o.Config.CAFile != "":
+		data, err := os.ReadFile(o.Config.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("the API server's CA: %w", err)
+		}
+		return data, nil
+	}
+	return nil, nil
 }
