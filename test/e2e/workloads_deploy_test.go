@@ -132,7 +132,8 @@ func rolledOut(t *testing.T, c *upCluster) {
 // kubectl against `kubegate up --nodes 3` (docs/kubernetes-behaviour.md,
 // G.3): created, rolled to a new image without ever having fewer than
 // replicas - maxUnavailable pods available, rolled back, paused and
-// resumed, restarted, scaled, and deleted with its ReplicaSets and pods.
+// resumed, restarted, scaled, exposed (EndpointSlices of its ready pods),
+// and deleted with its ReplicaSets and pods.
 func TestDeploymentWithKubectl(t *testing.T) {
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
@@ -268,6 +269,20 @@ func TestDeploymentWithKubectl(t *testing.T) {
 		must(t, c.kubectl(t, nil, "scale", "deployment", "app", "--replicas=3"), "deployment.apps/app scaled")
 		runningPods(t, c, 3, "nginx:3")
 		rolledOut(t, c)
+	})
+
+	t.Run("expose gives a Service whose EndpointSlices hold the ready pods' IPs", func(t *testing.T) {
+		must(t, c.kubectl(t, nil, "expose", "deployment", "app", "--port=80", "--target-port=8080"), "service/app exposed")
+		testwait.For(t, deployWait, "the slices list the 3 pods' IPs", func() (bool, string) {
+			pods := c.kubectl(t, nil, "get", "pods", "-l", "app=app", "--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].status.podIP}")
+			slices := c.kubectl(t, nil, "get", "endpointslices", "-l", "kubernetes.io/service-name=app", "-o",
+				"jsonpath={.items[*].endpoints[?(@.conditions.ready==true)].addresses[0]}")
+			want, got := strings.Fields(pods.stdout), strings.Fields(slices.stdout)
+			sort.Strings(want)
+			sort.Strings(got)
+			return len(want) == 3 && strings.Join(got, " ") == strings.Join(want, " "), "pods " + pods.stdout + " slices " + slices.stdout + slices.stderr
+		})
+		must(t, c.kubectl(t, nil, "get", "endpointslices", "-l", "kubernetes.io/service-name=app", "-o", "jsonpath={.items[0].ports[0].port}"), "8080")
 	})
 
 	t.Run("delete takes its ReplicaSets and pods with it", func(t *testing.T) {
