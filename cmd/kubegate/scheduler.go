@@ -78,6 +78,12 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
+			// Events go through a client of their own with the same
+			// limits, as kube-scheduler's do: they do not slow bindings.
+			eventClient, err := clientFor(o.kubeconfig, 50, 100)
+			if err != nil {
+				return err
+			}
 			factory := scheduler.NewInformerFactory(client)
 			profiles, err := cfg.Build(scheduler.NewSpreadSources(factory))
 			if err != nil {
@@ -87,7 +93,7 @@ condition. Read it with: kubegate scheduler explain POD`,
 				return fmt.Errorf("--config %s: %d profiles; one scheduler process runs one profile", o.config, len(profiles))
 			}
 			logger := slog.New(slog.NewTextHandler(s.err, nil))
-			sched, err := scheduler.New(scheduler.Config{Client: client, Profile: profiles[0], Factory: factory,
+			sched, err := scheduler.New(scheduler.Config{Client: client, EventClient: eventClient, Profile: profiles[0], Factory: factory,
 				Logger: logger, LogWriter: s.err, Verbosity: o.verbosity})
 			if err != nil {
 				return err
