@@ -159,7 +159,9 @@ launch() {
 		start_kube_apiserver "$dir" "$port"
 		MEASURED=kube-apiserver=$LAST_PID,etcd=$ETCD_PID
 		wait_port "$port" "$LAST_PID" "$dir/kube-apiserver.log" || return 1
-		# admin.conf's group gets cluster-admin, as kubeadm init binds it.
+		# Ready: its RBAC roles are in place. admin.conf's group gets
+		# cluster-admin, as kubeadm init binds it.
+		kubectl_retry "$dir/super-admin.conf" get --raw=/readyz || return 1
 		kubectl_retry "$dir/super-admin.conf" create clusterrolebinding kubeadm:cluster-admins \
 			--clusterrole=cluster-admin --group=kubeadm:cluster-admins || return 1
 		pki=$dir/pki
