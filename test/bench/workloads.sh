@@ -13,6 +13,12 @@
 #   kube-qps   the same, kube-controller-manager with --kube-api-qps and
 #              --kube-api-burst BENCH_KCM_QPS: close to kubegate up's
 #              controllers, which have no client limit
+#   kubegate-split  kube-qps's layout on kubegate: `kubegate up` without
+#              nodes (API server and gateway), `kubegate controllers` with
+#              BENCH_KCM_QPS, and the same scheduler and nodes as kube's
+# The scheduler outside kubegate up has kube-scheduler's client limits (50
+# requests a second, burst 100) unless BENCH_SCHED_QPS changes them; kubegate
+# up's own scheduler always has them.
 # Every run starts its system afresh, waits for the M nodes to be Ready and
 # schedulable and for the machine to be quiet, then runs deployload, which
 # runs kubectl and watches the pods; it reads the CPU time and peak memory
@@ -27,7 +33,8 @@
 #   BENCH_SYSTEMS ["kube-qps kubegate"]  of kubegate, kube, kube-qps
 #   BENCH_REPLICAS [10000]       replicas of the Deployment
 #   BENCH_NODES [1000]           simulated nodes
-#   BENCH_KCM_QPS [10000]        kube-qps's --kube-api-qps and --kube-api-burst
+#   BENCH_KCM_QPS [10000]        kube-qps's --kube-api-qps and --kube-api-burst, and kubegate-split's
+#   BENCH_SCHED_QPS [50]         `kubegate scheduler --kube-api-qps`, burst twice that (-1: no limit)
 #   BENCH_RUN_TIMEOUT [from BENCH_REPLICAS]  seconds the pods may take to be Running
 #   BENCH_BUSY_MAX [25]          CPU busy % above which a run waits for quiet
 #   BENCH_QUIET_WAIT [30]        seconds to wait for quiet before running anyway
@@ -47,6 +54,7 @@ SYSTEMS=${BENCH_SYSTEMS:-"kube-qps kubegate"}
 REPLICAS=${BENCH_REPLICAS:-10000}
 NODES=${BENCH_NODES:-1000}
 KCM_QPS=${BENCH_KCM_QPS:-10000}
+SCHED_QPS=${BENCH_SCHED_QPS:-50}
 BUSY_MAX=${BENCH_BUSY_MAX:-25}
 QUIET_WAIT=${BENCH_QUIET_WAIT:-30}
 KUBECTL=${KUBECTL:-kubectl}
@@ -59,10 +67,11 @@ read -ra SYSTEM_LIST <<<"$SYSTEMS"
 for n in "$ROUNDS" "$REPLICAS" "$NODES" "$KCM_QPS" "$BUSY_MAX" "$QUIET_WAIT" ${BENCH_RUN_TIMEOUT:+"$BENCH_RUN_TIMEOUT"}; do
 	[[ $n =~ ^[0-9]+$ ]] || { echo "workloads.sh: BENCH_* numbers must be whole numbers, got '$n'" >&2; exit 2; }
 done
+[[ $SCHED_QPS =~ ^(-1|[1-9][0-9]*)$ ]] || { echo "workloads.sh: BENCH_SCHED_QPS: want a positive whole number or -1, got '$SCHED_QPS'" >&2; exit 2; }
 ((REPLICAS > 0 && NODES > 0)) || { echo "workloads.sh: BENCH_REPLICAS and BENCH_NODES must be positive" >&2; exit 2; }
 for sys in "${SYSTEM_LIST[@]}"; do
-	case $sys in kubegate | kube | kube-qps) ;; *)
-		echo "workloads.sh: unknown system '$sys' in BENCH_SYSTEMS (want kubegate, kube, kube-qps)" >&2
+	case $sys in kubegate | kube | kube-qps | kubegate-split) ;; *)
+		echo "workloads.sh: unknown system '$sys' in BENCH_SYSTEMS (want kubegate, kube, kube-qps, kubegate-split)" >&2
 		exit 2
 		;;
 	esac
@@ -139,6 +148,17 @@ kubectl_retry() {
 	"$KUBECTL" --kubeconfig "$conf" "$@"
 }
 
+# start_sched_nodes DIR KUBECONFIG: kubegate's scheduler on DIR/scheduler.conf
+# and the simulated nodes on KUBECONFIG; adds them to MEASURED.
+start_sched_nodes() {
+	local dir=$1 burst=$((SCHED_QPS * 2))
+	((SCHED_QPS > 0)) || burst=0
+	start "$dir/scheduler.log" "$KG" scheduler --kubeconfig "$dir/scheduler.conf" --kube-api-qps "$SCHED_QPS" --kube-api-burst "$burst"
+	MEASURED+=,scheduler=$LAST_PID
+	start "$dir/nodes.log" "$KG" nodes simulate --kubeconfig "$2" --count "$NODES"
+	MEASURED+=,nodes=$LAST_PID
+}
+
 # launch SYS DIR: starts SYS afresh in DIR; sets MEASURED (its processes,
 # NAME=PID,…) and KUBECONFIG_FILE.
 launch() {
@@ -178,11 +198,20 @@ launch() {
 			--service-cluster-ip-range=10.96.0.0/12 \
 			--kube-api-qps="$qps" --kube-api-burst="$burst"
 		MEASURED+=,kube-controller-manager=$LAST_PID
-		start "$dir/scheduler.log" "$KG" scheduler --kubeconfig "$dir/scheduler.conf"
-		MEASURED+=,scheduler=$LAST_PID
-		start "$dir/nodes.log" "$KG" nodes simulate --kubeconfig "$dir/admin.conf" --count "$NODES"
-		MEASURED+=,nodes=$LAST_PID
+		start_sched_nodes "$dir" "$dir/admin.conf"
 		KUBECONFIG_FILE=$dir/admin.conf
+		;;
+	kubegate-split)
+		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
+		MEASURED=kubegate=$LAST_PID
+		KUBECONFIG_FILE=$dir/cluster/admin.conf
+		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1
+		# admin.conf, as kubegate up runs its controllers: kubegate's
+		# bootstrap policy has no roles for kube's controller accounts.
+		start "$dir/controllers.log" "$KG" controllers --kubeconfig "$KUBECONFIG_FILE" \
+			--kube-api-qps "$KCM_QPS" --kube-api-burst "$KCM_QPS"
+		MEASURED+=,controllers=$LAST_PID
+		start_sched_nodes "$dir/cluster" "$KUBECONFIG_FILE"
 		;;
 	esac
 }
@@ -226,8 +255,9 @@ done
 echo "kubegate workload benchmark: $ROUNDS round(s), kubectl create deployment --replicas=$REPLICAS on $NODES simulated nodes, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 if [[ -n ${KUBE_BIN_DIR:-} ]]; then
 	echo "$("$KUBE_BIN_DIR/kube-apiserver" --version)  etcd $("$KUBE_BIN_DIR/etcd" --version | sed -n 's/^etcd Version: //p')  $("$KG" version 2>/dev/null | head -n1)  $(go version | cut -d' ' -f3)"
-	[[ " ${SYSTEM_LIST[*]} " == *" kube-qps "* ]] && echo "kube-qps: kube-controller-manager --kube-api-qps=$KCM_QPS --kube-api-burst=$KCM_QPS; kube: kubeadm's 20 and 30"
+	echo "kube-controller-manager --kube-api-qps and --kube-api-burst: kube 20 and 30 (kubeadm's), kube-qps $KCM_QPS"
 fi
+echo "kubegate scheduler --kube-api-qps $SCHED_QPS outside kubegate up (inside: 50); kubegate-split: kubegate controllers --kube-api-qps $KCM_QPS"
 "$BIN/deployload" -report "$RESULTS" -goal-system kubegate -goal 0.5 || FAILED+=("deployload -report failed")
 echo "results: $RESULTS"
 if ((${#FAILED[@]} > 0)); then

@@ -100,7 +100,16 @@ func writeReport(w io.Writer, results []result, goalSys string, goal float64) er
 	row("pods Running per second", "%.0f", func(r result) float64 { return r.PodsPerSecond })
 	row("CPU-seconds of the system, create to Running", "%.1f", func(r result) float64 { return r.CPUSeconds })
 	for _, p := range procNames {
-		row("  of which "+p, "%.1f", func(r result) float64 { return r.CPUByProcess[p] })
+		fmt.Fprintf(tw, "  of which %s\t", p)
+		for _, n := range names {
+			rs := ok(by[n])
+			if len(rs) == 0 || !slices.ContainsFunc(rs, func(r result) bool { _, has := r.CPUByProcess[p]; return has }) {
+				fmt.Fprint(tw, "-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%.1f\t", med(rs, func(r result) float64 { return r.CPUByProcess[p] }))
+		}
+		fmt.Fprintln(tw)
 	}
 	row("CPU-seconds before: start, nodes, idle", "%.1f", func(r result) float64 { return r.StartCPUSeconds })
 	row("peak RSS of the system (MiB)", "%.0f", func(r result) float64 { return r.PeakRSSMiB })
