@@ -258,7 +258,7 @@ if [[ -n ${KUBE_BIN_DIR:-} ]]; then
 	echo "kube-controller-manager --kube-api-qps and --kube-api-burst: kube 20 and 30 (kubeadm's), kube-qps $KCM_QPS"
 fi
 echo "kubegate scheduler --kube-api-qps $SCHED_QPS outside kubegate up (inside: 50); kubegate-split: kubegate controllers --kube-api-qps $KCM_QPS"
-"$BIN/deployload" -report "$RESULTS" -goal-system kubegate -goal 0.5 || FAILED+=("deployload -report failed")
+"$BIN/deployload" -report "$RESULTS" -goal-systems kubegate,kubegate-split -goal 0.5 || FAILED+=("deployload -report failed")
 echo "results: $RESULTS"
 if ((${#FAILED[@]} > 0)); then
 	printf 'FAIL: %s\n' "${FAILED[@]}"

@@ -58,7 +58,7 @@ func TestReportGivesMediansAndTheRatioToEachSystem(t *testing.T) {
 		{System: "kubegate", Round: 3, Error: "timed out"},
 	}
 	var out bytes.Buffer
-	if err := writeReport(&out, results, "kubegate", 0.5); err != nil {
+	if err := writeReport(&out, results, []string{"kubegate", "kubegate-split"}, 0.5); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -92,8 +92,8 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.busyMax, "busy-max", 25, "CPU busy percentage above which the run waits for quiet")
 	fs.DurationVar(&cfg.quietWait, "quiet-wait", 10*time.Second, "longest wait for quiet before running anyway")
 	fs.StringVar(&report, "report", "", "summarise the JSON lines in this file instead of running")
-	fs.StringVar(&goalSys, "goal-system", "kubegate", "with -report: the system whose time is compared with the others'")
-	fs.Float64Var(&goal, "goal", 0.5, "with -report: the goal for its time to all Running as a ratio to each other system's")
+	fs.StringVar(&goalSys, "goal-systems", "kubegate,kubegate-split", "with -report: the systems whose times are compared with the others', comma-separated")
+	fs.Float64Var(&goal, "goal", 0.5, "with -report: the goal for their times to all Running as a ratio to each other system's")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -113,7 +113,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "deployload: %s: %v\n", report, err)
 			return 2
 		}
-		if err := writeReport(stdout, results, goalSys, goal); err != nil {
+		if err := writeReport(stdout, results, strings.Split(goalSys, ","), goal); err != nil {
 			fmt.Fprintf(stderr, "deployload: %v\n", err)
 			return 2
 		}

@@ -31,10 +31,10 @@ func readResults(r io.Reader) ([]result, error) {
 }
 
 // writeReport prints, per system in the order they first appear, the
-// median of every figure over its completed runs, then goalSys's time to
-// all Running as a ratio to each other system's: the ratio of the medians
-// and the median of the ratios within each round.
-func writeReport(w io.Writer, results []result, goalSys string, goal float64) error {
+// median of every figure over its completed runs, then the time to all
+// Running of each system in goalSys as a ratio to each system not in it:
+// the ratio of the medians and the median of the ratios within each round.
+func writeReport(w io.Writer, results []result, goalSys []string, goal float64) error {
 	var names []string
 	by := map[string][]result{}
 	for _, r := range results {
@@ -125,30 +125,38 @@ func writeReport(w io.Writer, results []result, goalSys string, goal float64) er
 		return err
 	}
 
-	g := ok(by[goalSys])
-	if len(g) == 0 {
+	var goals []string
+	for _, n := range names {
+		if slices.Contains(goalSys, n) && len(ok(by[n])) > 0 {
+			goals = append(goals, n)
+		}
+	}
+	if len(goals) == 0 {
 		return nil
 	}
-	fmt.Fprintf(w, "\n%s's time to all pods Running as a ratio to the others' (ratio of the medians; by round: median of the ratios within each round)\n", goalSys)
-	for _, n := range names {
-		o := ok(by[n])
-		if n == goalSys || len(o) == 0 {
-			continue
-		}
-		ratio := med(g, func(r result) float64 { return r.RunningSeconds }) / med(o, func(r result) float64 { return r.RunningSeconds })
-		var rounds []float64
-		for _, a := range g {
-			for _, b := range o {
-				if a.Round == b.Round {
-					rounds = append(rounds, a.RunningSeconds/b.RunningSeconds)
+	fmt.Fprintf(w, "\ntime to all pods Running as a ratio (ratio of the medians; by round: median of the ratios within each round)\n")
+	for _, gs := range goals {
+		g := ok(by[gs])
+		for _, n := range names {
+			o := ok(by[n])
+			if slices.Contains(goalSys, n) || len(o) == 0 {
+				continue
+			}
+			ratio := med(g, func(r result) float64 { return r.RunningSeconds }) / med(o, func(r result) float64 { return r.RunningSeconds })
+			var rounds []float64
+			for _, a := range g {
+				for _, b := range o {
+					if a.Round == b.Round {
+						rounds = append(rounds, a.RunningSeconds/b.RunningSeconds)
+					}
 				}
 			}
+			verdict := "not met"
+			if ratio <= goal {
+				verdict = "met"
+			}
+			fmt.Fprintf(w, "%s ÷ %s  %.2f  by round %.2f  goal ≤ %g: %s\n", gs, n, ratio, bench.Median(rounds), goal, verdict)
 		}
-		verdict := "not met"
-		if ratio <= goal {
-			verdict = "met"
-		}
-		fmt.Fprintf(w, "%s ÷ %s  %.2f  by round %.2f  goal ≤ %g: %s\n", goalSys, n, ratio, bench.Median(rounds), goal, verdict)
 	}
 	return nil
 }
