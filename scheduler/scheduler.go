@@ -45,6 +45,10 @@ const MaxInFlight = 128
 // Config configures a Scheduler.
 type Config struct {
 	Client kubernetes.Interface
+	// EventClient records the Scheduled and FailedScheduling events; nil
+	// means Client. kube-scheduler records them with a client of their
+	// own, so that its events do not share the bindings' rate limit.
+	EventClient kubernetes.Interface
 	// Profile is what the scheduler runs; its SchedulerName picks the pods
 	// it handles.
 	Profile framework.Profile
@@ -340,7 +344,11 @@ func (s *Scheduler) event(ctx context.Context, pod *v1.Pod, typ, reason, msg str
 		Source:              v1.EventSource{Component: s.name},
 		ReportingController: s.name, ReportingInstance: s.name,
 	}
-	if _, err := s.cfg.Client.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+	events := s.cfg.EventClient
+	if events == nil {
+		events = s.cfg.Client
+	}
+	if _, err := events.CoreV1().Events(pod.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		s.log.Error("record event", "pod", pod.Namespace+"/"+pod.Name, "reason", reason, "err", err)
 	}
 }

@@ -61,6 +61,12 @@ type harness struct {
 // spec.nodeName and copy the binding's annotations to the pod.
 func start(t *testing.T, objs ...runtime.Object) *harness {
 	t.Helper()
+	return startWith(t, nil, objs...)
+}
+
+// startWith is start with edit applied to the scheduler's Config.
+func startWith(t *testing.T, edit func(*Config), objs ...runtime.Object) *harness {
+	t.Helper()
 	client := fake.NewClientset(objs...)
 	client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		ca, ok := a.(k8stesting.CreateAction)
@@ -91,8 +97,12 @@ func start(t *testing.T, objs ...runtime.Object) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, client: client, clock: clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), done: make(chan struct{})}
-	h.sched, err = New(Config{Client: client, Profile: prof, Clock: h.clock, Factory: factory,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), IntN: func(int) int { return 1 }})
+	cfg := Config{Client: client, Profile: prof, Clock: h.clock, Factory: factory,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), IntN: func(int) int { return 1 }}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h.sched, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,5 +381,26 @@ func TestBindingsInFlightAreBounded(t *testing.T) {
 	}
 	if got := len(s.inflight); got != MaxInFlight-1 {
 		t.Fatalf("%d slots taken after the binding, want %d", got, MaxInFlight-1)
+	}
+}
+
+// kube-scheduler records events with a client of its own, so that they do
+// not take from the bindings' rate limit: with EventClient set, the
+// Scheduled event goes there and nothing but the binding to Client.
+func TestEventsGoThroughTheEventClient(t *testing.T) {
+	t.Parallel()
+	events := fake.NewClientset()
+	h := startWith(t, func(c *Config) { c.EventClient = events }, testNode("n1", "4"))
+	h.create(testPod("p", "100m"))
+	h.bound("p")
+	testwait.For(t, 10*time.Second, "a Scheduled event through the event client", func() (bool, string) {
+		list, err := events.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil || len(list.Items) != 1 || list.Items[0].Reason != "Scheduled" || list.Items[0].InvolvedObject.Name != "p" {
+			return false, fmt.Sprintf("events %+v, %v", list, err)
+		}
+		return true, ""
+	})
+	if got := h.listEvents("p"); len(got) != 0 {
+		t.Errorf("events through the scheduler's client: %+v; want none", got)
 	}
 }

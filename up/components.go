@@ -44,6 +44,12 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 		if err != nil {
 			return err
 		}
+		// Events go through a client of their own with the same limits, as
+		// kube-scheduler's do: they do not slow bindings.
+		eventClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "scheduler.conf"), 50, 100)
+		if err != nil {
+			return err
+		}
 		nodeClient, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0) // status writes for every pod
 		if err != nil {
 			return err
@@ -53,7 +59,7 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 		if err != nil {
 			return err
 		}
-		sched, err := scheduler.New(scheduler.Config{Client: schedClient, Profile: profile, Factory: factory,
+		sched, err := scheduler.New(scheduler.Config{Client: schedClient, EventClient: eventClient, Profile: profile, Factory: factory,
 			Logger: logger.With("component", "scheduler")})
 		if err != nil {
 			return err

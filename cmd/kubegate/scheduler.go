@@ -20,11 +20,15 @@ import (
 type schedulerOptions struct {
 	kubeconfig, config string
 	verbosity          int
+	qps                float32
+	burst              int
 }
 
 func (o *schedulerOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the scheduler's identity (scheduler.conf, user system:kube-scheduler)")
 	fs.StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1 subset); default the default profile")
+	fs.Float32Var(&o.qps, "kube-api-qps", 50, "requests per second to the API server, for bindings and for events each (kube-scheduler's default); negative turns the limit off")
+	fs.IntVar(&o.burst, "kube-api-burst", 100, "burst of requests to the API server (kube-scheduler's default)")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log every attempt to stderr like kube-scheduler at this verbosity (2: outcome, 5: filter failures, 10: every score)")
 }
 
@@ -60,7 +64,7 @@ func clientFor(path string, qps float32, burst int) (kubernetes.Interface, error
 func newSchedulerCmd(s streams) *cobra.Command {
 	o := &schedulerOptions{}
 	cmd := &cobra.Command{
-		Use:   "scheduler --kubeconfig FILE [--config PROFILE.yaml] [-v N]",
+		Use:   "scheduler --kubeconfig FILE [--config PROFILE.yaml] [--kube-api-qps 50] [--kube-api-burst 100] [-v N]",
 		Short: "Schedule pods the way kube-scheduler does, explaining every decision",
 		Long: `Watch unscheduled pods whose spec.schedulerName is the profile's (default
 default-scheduler) and the nodes, place each pod with kube-scheduler's
@@ -74,7 +78,13 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
-			client, err := clientFor(o.kubeconfig, 50, 100) // kube-scheduler's client defaults
+			client, err := clientFor(o.kubeconfig, o.qps, o.burst)
+			if err != nil {
+				return err
+			}
+			// Events go through a client of their own with the same
+			// limits, as kube-scheduler's do: they do not slow bindings.
+			eventClient, err := clientFor(o.kubeconfig, o.qps, o.burst)
 			if err != nil {
 				return err
 			}
@@ -87,7 +97,7 @@ condition. Read it with: kubegate scheduler explain POD`,
 				return fmt.Errorf("--config %s: %d profiles; one scheduler process runs one profile", o.config, len(profiles))
 			}
 			logger := slog.New(slog.NewTextHandler(s.err, nil))
-			sched, err := scheduler.New(scheduler.Config{Client: client, Profile: profiles[0], Factory: factory,
+			sched, err := scheduler.New(scheduler.Config{Client: client, EventClient: eventClient, Profile: profiles[0], Factory: factory,
 				Logger: logger, LogWriter: s.err, Verbosity: o.verbosity})
 			if err != nil {
 				return err

@@ -100,17 +100,6 @@ mkdir -p "$OUT"
 PIDS=()     # the servers of the current run
 WATCHDOG=""
 LOADER=""   # apiload while it runs
-# stop_servers: TERM the current run's servers, KILL what is left after 5 s.
-stop_servers() {
-	local pid i
-	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	for pid in "${PIDS[@]}"; do
-		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
-	PIDS=()
-}
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
@@ -127,26 +116,7 @@ trap 'say "apiserver.sh: stopped after the ${MAX_SECONDS}s bound (BENCH_MAX_SECO
 start_watchdog "$MAX_SECONDS"
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-# start LOG CMD...: runs CMD in the background, logging to LOG; sets LAST_PID.
-start() {
-	local log=$1
-	shift
-	"$@" >"$log" 2>&1 &
-	LAST_PID=$!
-	PIDS+=("$LAST_PID")
-}
 
-# wait_port PORT PID LOG: until something accepts on 127.0.0.1:PORT.
-wait_port() {
-	local i
-	for ((i = 0; i < 300; i++)); do
-		kill -0 "$2" 2>/dev/null || { tail -n 20 "$3" >&2; return 1; }
-		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-		sleep 0.1
-	done
-	say "nothing listening on 127.0.0.1:$1 after 30s (see $3)"
-	return 1
-}
 
 
 # --- binaries -----------------------------------------------------------------
@@ -168,30 +138,7 @@ if [[ " ${SYSTEM_LIST[*]} " == *" kube "* || " ${SYSTEM_LIST[*]} " == *" kubegat
 fi
 
 # --- systems --------------------------------------------------------------------
-# pki_init DIR PORT: a kubeadm-style tree whose kubeconfigs point at PORT.
-pki_init() {
-	"$KG" pki init --dir "$1" --server "https://127.0.0.1:$2" >"$1/pki-init.log" 2>&1 || { cat "$1/pki-init.log" >&2; return 1; }
-}
 
-# start_etcd DIR: etcd on the tree's etcd certificates, as kubeadm runs it;
-# sets ETCD_URL and ETCD_PID.
-start_etcd() {
-	local dir=$1 client peer
-	client=$(free_port) peer=$(free_port)
-	ETCD_URL=https://127.0.0.1:$client
-	local peer_url=https://127.0.0.1:$peer pki=$dir/pki
-	start "$dir/etcd.log" "$KUBE_BIN_DIR/etcd" --name=bench --data-dir="$dir/etcd" \
-		--listen-client-urls="$ETCD_URL" --advertise-client-urls="$ETCD_URL" \
-		--listen-peer-urls="$peer_url" --initial-advertise-peer-urls="$peer_url" \
-		--initial-cluster="bench=$peer_url" \
-		--cert-file="$pki/etcd/server.crt" --key-file="$pki/etcd/server.key" \
-		--trusted-ca-file="$pki/etcd/ca.crt" --client-cert-auth \
-		--peer-cert-file="$pki/etcd/peer.crt" --peer-key-file="$pki/etcd/peer.key" \
-		--peer-trusted-ca-file="$pki/etcd/ca.crt" --peer-client-cert-auth \
-		--log-level=warn
-	ETCD_PID=$LAST_PID
-	wait_port "$client" "$ETCD_PID" "$dir/etcd.log"
-}
 
 # launch SYS DIR: starts SYS afresh in DIR; sets MEASURED (the server
 # processes, comma-separated), KUBECONFIG_FILE and BOOTSTRAP (a kubeconfig
@@ -205,24 +152,7 @@ launch() {
 	kube)
 		pki_init "$dir" "$port" || return 1
 		start_etcd "$dir" || return 1
-		pki=$dir/pki
-		# kubeadm's flags, as test/conformance/servers_test.go runs it.
-		start "$dir/kube-apiserver.log" "$KUBE_BIN_DIR/kube-apiserver" \
-			--advertise-address=127.0.0.1 --bind-address=127.0.0.1 --secure-port="$port" \
-			--etcd-servers="$ETCD_URL" --etcd-cafile="$pki/etcd/ca.crt" \
-			--etcd-certfile="$pki/apiserver-etcd-client.crt" --etcd-keyfile="$pki/apiserver-etcd-client.key" \
-			--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
-			--client-ca-file="$pki/ca.crt" \
-			--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
-			--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
-			--service-account-issuer=https://kubernetes.default.svc.cluster.local \
-			--proxy-client-cert-file="$pki/front-proxy-client.crt" --proxy-client-key-file="$pki/front-proxy-client.key" \
-			--requestheader-client-ca-file="$pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
-			--requestheader-extra-headers-prefix=X-Remote-Extra- --requestheader-group-headers=X-Remote-Group \
-			--requestheader-username-headers=X-Remote-User \
-			--authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --allow-privileged=true \
-			--service-cluster-ip-range=10.96.0.0/12 --enable-bootstrap-token-auth=true \
-			--endpoint-reconciler-type=none
+		start_kube_apiserver "$dir" "$port"
 		MEASURED=$LAST_PID,$ETCD_PID
 		KUBECONFIG_FILE=$dir/admin.conf
 		BOOTSTRAP=$dir/super-admin.conf

@@ -92,7 +92,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", 2*time.Minute, "how long to wait for /readyz")
 	fs.BoolVar(&cfg.shareConn, "share-conn", false, "put every client on one connection, as goroutines of one client-go process share it")
 	fs.Var(&pids, "pids", "server processes whose CPU time and memory are measured, comma-separated")
-	fs.IntVar(&cfg.procs.clkTck, "clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
+	fs.IntVar(&cfg.procs.ClkTck, "clk-tck", 100, "clock ticks per second of /proc/PID/stat (getconf CLK_TCK)")
 	fs.StringVar(&procRoot, "proc", "/proc", "where the proc file system is mounted")
 	fs.Float64Var(&cfg.busyMax, "busy-max", 25, "CPU busy percentage above which the run waits for quiet")
 	fs.DurationVar(&cfg.quietWait, "quiet-wait", 10*time.Second, "longest wait for quiet before running anyway")
@@ -119,14 +119,14 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	case pods < 1 || createMax < 1 || cfg.fillClients < 1 || cfg.lists < 1 || cfg.watchers < 0 || cfg.watchEvents < 0:
 		fmt.Fprintln(stderr, "apiload: -pods, -create-max, -fill-clients and -lists must be positive; -watchers and -watch-events not negative")
 		return 2
-	case cfg.createFor <= 0 || cfg.watchInterval <= 0 || cfg.procs.clkTck < 1:
+	case cfg.createFor <= 0 || cfg.watchInterval <= 0 || cfg.procs.ClkTck < 1:
 		fmt.Fprintln(stderr, "apiload: -create-for, -watch-interval and -clk-tck must be positive")
 		return 2
 	}
 	cfg.pods = int64(pods)
 	cfg.createMax = int64(createMax)
-	cfg.procs.pids = pids
-	cfg.procs.fsys = os.DirFS(procRoot)
+	cfg.procs.PIDs = pids
+	cfg.procs.FS = os.DirFS(procRoot)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

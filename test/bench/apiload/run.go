@@ -54,7 +54,7 @@ type config struct {
 	watchTimeout  time.Duration
 	readyTimeout  time.Duration
 	shareConn     bool // every client on one connection, as one client-go process's goroutines
-	procs         procs
+	procs         bench.Procs
 	busyMax       float64
 	quietWait     time.Duration
 	log           io.Writer
@@ -157,7 +157,7 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 		return nil, err
 	}
 	res := &result{System: cfg.system, Round: cfg.round, Attempt: cfg.attempt}
-	startCPU, err := cfg.procs.cpu()
+	startCPU, err := cfg.procs.CPU()
 	if err != nil {
 		return nil, err
 	}
@@ -166,11 +166,11 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 		return nil, err
 	}
 
-	m0, err := cfg.procs.machine()
+	m0, err := cfg.procs.Machine()
 	if err != nil {
 		return nil, err
 	}
-	cpu0, _ := cfg.procs.cpu()
+	cpu0, _ := cfg.procs.CPU()
 	t0 := time.Now()
 
 	most := cfg.fillClients
@@ -203,7 +203,7 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	if err := r.lists(ctx, res); err != nil {
 		return nil, err
 	}
-	rss, _, err := cfg.procs.memory()
+	rss, _, err := cfg.procs.Memory()
 	if err != nil {
 		return nil, err
 	}
@@ -228,17 +228,17 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	}
 
 	res.Seconds = time.Since(t0).Seconds()
-	cpu1, err := cfg.procs.cpu()
+	cpu1, err := cfg.procs.CPU()
 	if err != nil {
 		return nil, err
 	}
 	res.CPUSeconds = (cpu1 - cpu0).Seconds()
-	m1, err := cfg.procs.machine()
+	m1, err := cfg.procs.Machine()
 	if err != nil {
 		return nil, err
 	}
-	res.StealPct, res.IdlePct = m1.since(m0)
-	_, peak, err := cfg.procs.memory()
+	res.StealPct, res.IdlePct = m1.Since(m0)
+	_, peak, err := cfg.procs.Memory()
 	if err != nil {
 		return nil, err
 	}
@@ -322,26 +322,11 @@ func (r *runner) setup(ctx context.Context, cs kubernetes.Interface) error {
 // cfg.busyMax percent busy over half a second, and returns the last
 // figure seen.
 func (r *runner) waitQuiet() (float64, error) {
-	deadline := time.Now().Add(r.cfg.quietWait)
-	for {
-		a, err := r.cfg.procs.machine()
-		if err != nil {
-			return 0, err
-		}
-		time.Sleep(500 * time.Millisecond)
-		b, err := r.cfg.procs.machine()
-		if err != nil {
-			return 0, err
-		}
-		_, idle := b.since(a)
-		busy := 100 - idle
-		if busy <= r.cfg.busyMax || time.Now().After(deadline) {
-			if busy > r.cfg.busyMax {
-				r.logf("warning: CPU %.0f%% busy before the run; its figures are noisy", busy)
-			}
-			return busy, nil
-		}
+	busy, err := r.cfg.procs.WaitQuiet(r.cfg.busyMax, r.cfg.quietWait)
+	if err == nil && busy > r.cfg.busyMax {
+		r.logf("warning: CPU %.0f%% busy before the run; its figures are noisy", busy)
 	}
+	return busy, err
 }
 
 // pod returns the pod the benchmark creates: one container, as small as a
@@ -365,7 +350,7 @@ func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, nam
 	}
 	labels := map[string]string{"app": "bench"}
 	var next, ok, failed atomic.Int64
-	cpu0, _ := r.cfg.procs.cpu()
+	cpu0, _ := r.cfg.procs.CPU()
 	start := time.Now()
 	var deadline time.Time
 	if d > 0 {
@@ -392,7 +377,7 @@ func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, nam
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu1, _ := r.cfg.procs.cpu()
+	cpu1, _ := r.cfg.procs.CPU()
 	p.Pods, p.Errors = ok.Load(), failed.Load()
 	p.Seconds = elapsed.Seconds()
 	p.PerSecond = perSecond(p.Pods, elapsed)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strings"
@@ -65,7 +65,7 @@ func TestParseProcStat(t *testing.T) {
 	t.Parallel()
 	// user nice system idle iowait irq softirq steal guest guest_nice
 	got, err := parseProcStat("cpu  100 5 50 800 20 1 4 20 7 0\ncpu0 50 2 25 400 10 0 2 10 3 0\n")
-	want := cpuTimes{total: 1000, idle: 820, steal: 20}
+	want := CPUTimes{Total: 1000, Idle: 820, Steal: 20}
 	if err != nil || got != want {
 		t.Errorf("parseProcStat = %+v, %v; want %+v", got, err, want)
 	}
@@ -78,13 +78,13 @@ func TestParseProcStat(t *testing.T) {
 
 func TestCPUTimesSince(t *testing.T) {
 	t.Parallel()
-	a := cpuTimes{total: 1000, idle: 500, steal: 10}
-	b := cpuTimes{total: 1200, idle: 550, steal: 30}
-	steal, idle := b.since(a)
+	a := CPUTimes{Total: 1000, Idle: 500, Steal: 10}
+	b := CPUTimes{Total: 1200, Idle: 550, Steal: 30}
+	steal, idle := b.Since(a)
 	if steal != 10 || idle != 25 {
 		t.Errorf("since = %v%% stolen, %v%% idle; want 10, 25", steal, idle)
 	}
-	if steal, idle := a.since(a); steal != 0 || idle != 0 {
+	if steal, idle := a.Since(a); steal != 0 || idle != 0 {
 		t.Errorf("since itself = %v, %v; want 0, 0", steal, idle)
 	}
 }
@@ -98,23 +98,23 @@ func TestProcs(t *testing.T) {
 		"20/status": {Data: []byte("VmHWM:\t 100 kB\nVmRSS:\t 50 kB\n")},
 		"stat":      {Data: []byte("cpu  1 2 3 4 5 6 7 8 9 10\n")},
 	}
-	p := procs{fsys: fsys, pids: []int{10, 20}, clkTck: 100}
-	cpu, err := p.cpu()
+	p := Procs{FS: fsys, PIDs: []int{10, 20}, ClkTck: 100}
+	cpu, err := p.CPU()
 	if want := 26 * time.Second; err != nil || cpu != want { // 2 × 1300 ticks at 100 Hz
 		t.Errorf("cpu = %v, %v; want %v", cpu, err, want)
 	}
-	rss, peak, err := p.memory()
+	rss, peak, err := p.Memory()
 	if err != nil || rss != (250000+50)*1024 || peak != (300000+100)*1024 {
 		t.Errorf("memory = %d, %d, %v; want the sums", rss, peak, err)
 	}
-	if m, err := p.machine(); err != nil || m.total != 36 {
+	if m, err := p.Machine(); err != nil || m.Total != 36 {
 		t.Errorf("machine = %+v, %v; want a total of 36 ticks", m, err)
 	}
-	p.pids = []int{10, 30}
-	if _, err := p.cpu(); err == nil || !strings.Contains(err.Error(), "process 30") {
+	p.PIDs = []int{10, 30}
+	if _, err := p.CPU(); err == nil || !strings.Contains(err.Error(), "process 30") {
 		t.Errorf("cpu of a process that is gone: %v, want an error naming it", err)
 	}
-	if _, _, err := p.memory(); err == nil || !strings.Contains(err.Error(), "process 30") {
+	if _, _, err := p.Memory(); err == nil || !strings.Contains(err.Error(), "process 30") {
 		t.Errorf("memory of a process that is gone: %v, want an error naming it", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -10,19 +10,19 @@ import (
 	"time"
 )
 
-// procs reads the CPU time and memory of the server's processes and the
+// Procs reads the CPU time and memory of the server's processes and the
 // machine's CPU accounting from a /proc file system.
-type procs struct {
-	fsys   fs.FS // the root of /proc
-	pids   []int
-	clkTck int // clock ticks per second of /proc/PID/stat (getconf CLK_TCK)
+type Procs struct {
+	FS     fs.FS // the root of /proc
+	PIDs   []int
+	ClkTck int // clock ticks per second of /proc/PID/stat (getconf CLK_TCK)
 }
 
-// cpu returns the user and system CPU time the processes have used so far.
-func (p procs) cpu() (time.Duration, error) {
+// CPU returns the user and system CPU time the processes have used so far.
+func (p Procs) CPU() (time.Duration, error) {
 	var ticks int64
-	for _, pid := range p.pids {
-		data, err := fs.ReadFile(p.fsys, fmt.Sprintf("%d/stat", pid))
+	for _, pid := range p.PIDs {
+		data, err := fs.ReadFile(p.FS, fmt.Sprintf("%d/stat", pid))
 		if err != nil {
 			return 0, fmt.Errorf("read CPU time of process %d: %w", pid, err)
 		}
@@ -32,14 +32,14 @@ func (p procs) cpu() (time.Duration, error) {
 		}
 		ticks += t
 	}
-	return time.Duration(ticks) * time.Second / time.Duration(p.clkTck), nil
+	return time.Duration(ticks) * time.Second / time.Duration(p.ClkTck), nil
 }
 
-// memory returns the processes' resident set size now and at its highest,
+// Memory returns the processes' resident set size now and at its highest,
 // in bytes, summed.
-func (p procs) memory() (rss, peak int64, err error) {
-	for _, pid := range p.pids {
-		data, err := fs.ReadFile(p.fsys, fmt.Sprintf("%d/status", pid))
+func (p Procs) Memory() (rss, peak int64, err error) {
+	for _, pid := range p.PIDs {
+		data, err := fs.ReadFile(p.FS, fmt.Sprintf("%d/status", pid))
 		if err != nil {
 			return 0, 0, fmt.Errorf("read memory of process %d: %w", pid, err)
 		}
@@ -53,11 +53,11 @@ func (p procs) memory() (rss, peak int64, err error) {
 	return rss, peak, nil
 }
 
-// machine returns the machine's CPU time counters so far.
-func (p procs) machine() (cpuTimes, error) {
-	data, err := fs.ReadFile(p.fsys, "stat")
+// Machine returns the machine's CPU time counters so far.
+func (p Procs) Machine() (CPUTimes, error) {
+	data, err := fs.ReadFile(p.FS, "stat")
 	if err != nil {
-		return cpuTimes{}, fmt.Errorf("read machine CPU times: %w", err)
+		return CPUTimes{}, fmt.Errorf("read machine CPU times: %w", err)
 	}
 	return parseProcStat(string(data))
 }
@@ -113,43 +113,65 @@ func parseStatusMemory(status string) (rss, hwm int64, err error) {
 	return rss, hwm, nil
 }
 
-// cpuTimes are the machine-wide counters of /proc/stat's "cpu" line, in
+// CPUTimes are the machine-wide counters of /proc/stat's "cpu" line, in
 // clock ticks.
-type cpuTimes struct {
-	total, idle, steal int64
+type CPUTimes struct {
+	Total, Idle, Steal int64
 }
 
 // parseProcStat reads the first "cpu" line of /proc/stat: user nice system
 // idle iowait irq softirq steal (guest time is already in user).
-func parseProcStat(stat string) (cpuTimes, error) {
+func parseProcStat(stat string) (CPUTimes, error) {
 	line, _, _ := strings.Cut(stat, "\n")
 	f := strings.Fields(line)
 	if len(f) < 9 || f[0] != "cpu" {
-		return cpuTimes{}, fmt.Errorf("/proc/stat: first line %q: want cpu and at least 8 counters", line)
+		return CPUTimes{}, fmt.Errorf("/proc/stat: first line %q: want cpu and at least 8 counters", line)
 	}
 	var v [8]int64
 	for i := range v {
 		n, err := strconv.ParseInt(f[i+1], 10, 64)
 		if err != nil {
-			return cpuTimes{}, fmt.Errorf("/proc/stat: counter %d: %w", i+1, err)
+			return CPUTimes{}, fmt.Errorf("/proc/stat: counter %d: %w", i+1, err)
 		}
 		v[i] = n
 	}
-	var t cpuTimes
+	var t CPUTimes
 	for _, n := range v {
-		t.total += n
+		t.Total += n
 	}
-	t.idle = v[3] + v[4]
-	t.steal = v[7]
+	t.Idle = v[3] + v[4]
+	t.Steal = v[7]
 	return t, nil
 }
 
-// since returns the share of the CPU time from a to b that was stolen by
+// Since returns the share of the CPU time from a to b that was stolen by
 // the hypervisor and that was idle, in percent.
-func (b cpuTimes) since(a cpuTimes) (stealPct, idlePct float64) {
-	d := b.total - a.total
+func (b CPUTimes) Since(a CPUTimes) (stealPct, idlePct float64) {
+	d := b.Total - a.Total
 	if d <= 0 {
 		return 0, 0
 	}
-	return 100 * float64(b.steal-a.steal) / float64(d), 100 * float64(b.idle-a.idle) / float64(d)
+	return 100 * float64(b.Steal-a.Steal) / float64(d), 100 * float64(b.Idle-a.Idle) / float64(d)
+}
+
+// WaitQuiet waits up to wait for the machine's CPU to be at most busyMax
+// percent busy over half a second, and returns the last figure seen, which
+// is above busyMax if the machine stayed busy.
+func (p Procs) WaitQuiet(busyMax float64, wait time.Duration) (float64, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		a, err := p.Machine()
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(500 * time.Millisecond)
+		b, err := p.Machine()
+		if err != nil {
+			return 0, err
+		}
+		_, idle := b.Since(a)
+		if busy := 100 - idle; busy <= busyMax || time.Now().After(deadline) {
+			return busy, nil
+		}
+	}
 }
