@@ -15,7 +15,7 @@ GOVULNCHECK_VERSION ?= v1.9.0
 VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
-RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/...
+RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
 
 .PHONY: test lint vuln unit race build oracle
 
@@ -59,7 +59,7 @@ oracle:
 	test/conformance/kube/build.sh >/dev/null
 
 unit: oracle
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 25m ./...
 
 race:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(RACE_PKGS)

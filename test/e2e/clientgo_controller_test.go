@@ -178,6 +178,7 @@ func candidate(t *testing.T, cfg *rest.Config, identity string, leading chan<- s
 // candidates leads and does the work; when it stops, releasing the
 // Lease, the other takes over and carries on.
 func TestClientGoControllerRunsAgainstUp(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "cluster")
 	startUp(t, dir, 0)
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.conf"))

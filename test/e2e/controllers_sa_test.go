@@ -34,6 +34,7 @@ spec:
 // the ReplicaSet controller is refused, as that service account, and with
 // it back the pods are made.
 func TestControllersRunAsTheirServiceAccounts_G15(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 

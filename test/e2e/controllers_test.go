@@ -32,6 +32,7 @@ func TestControllersRefuseBadFlags(t *testing.T) {
 // Ready, and the taint eviction controller deletes a pod bound to a node
 // with a NoExecute taint it does not tolerate.
 func TestControllersRunAgainstAPIServer(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	dir := pkiTree(t)
 	p := startAPIServer(t, dir, t.TempDir(), 0)

@@ -135,6 +135,7 @@ func rolledOut(t *testing.T, c *upCluster) {
 // resumed, restarted, scaled, exposed (EndpointSlices of its ready pods),
 // and deleted with its ReplicaSets and pods.
 func TestDeploymentWithKubectl(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)

@@ -41,6 +41,7 @@ spec:
 // kube's message until the budget is gone (docs/kubernetes-behaviour.md
 // D.9, G.12).
 func TestDrainHonoursDisruptionBudget(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)

@@ -55,6 +55,7 @@ spec:
 // makes web-0, web-1 and web-2 in that order and completes its rollout
 // (docs/kubernetes-behaviour.md, G.4 and G.5).
 func TestDaemonSetAndStatefulSetWithKubectl(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)

@@ -67,6 +67,7 @@ spec:
 // it; a ReplicaSet deleted with --cascade=orphan leaves its pods, with
 // --cascade=foreground takes them first (G.8, G.9).
 func TestGarbageCollectionAndNamespaceLifecycle(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	dir := filepath.Join(t.TempDir(), "cluster")
 	c := startUp(t, dir, 0, "--nodes", "1")

@@ -45,6 +45,7 @@ func annotatePodTemplate(t *testing.T, printed string, annotations map[string]st
 // fail fails after its backoffLimit, and that a CronJob every minute runs
 // (docs/kubernetes-behaviour.md, G.6, G.7, G.13).
 func TestJobsWithKubectl(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)

@@ -83,6 +83,7 @@ func sliceEndpoints(t *testing.T, c *upCluster, svc string) (string, string) {
 // selected pods' IPs once they are ready, on the port their named target
 // port resolves to (docs/kubernetes-behaviour.md G.10).
 func TestServicesGetTheReadyPodsAsEndpoints(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)

@@ -51,6 +51,7 @@ spec:
 // controllers kubegate up runs, and kubectl scale changes them through the
 // scale subresource (docs/kubernetes-behaviour.md, G.2).
 func TestReplicaSetsWithKubectl_G2(t *testing.T) {
+	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	files := t.TempDir()
