@@ -27,8 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -123,10 +121,9 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (d *Controller) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
-	defer b.Shutdown()
-	d.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "daemonset-controller"})
+	var stop func()
+	d.events, stop = controllers.NewRecorder(d.client, "daemonset-controller")
+	defer stop()
 	return controllers.RunWorkers(ctx, "daemonset", d.queue, workers, d.log, d.sync, d.synced...)
 }
 

@@ -66,8 +66,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -111,8 +109,8 @@ type Controller struct {
 	opts        Options
 	log         *slog.Logger
 	now         func() time.Time
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 	deployments appslisters.DeploymentLister
 	replicaSets appslisters.ReplicaSetLister
 	pods        corelisters.PodLister
@@ -139,8 +137,7 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 		o.Now = time.Now
 	}
 	c := &Controller{client: client, opts: o, log: o.Logger, now: o.Now, queue: controllers.NewQueue("deployment")}
-	c.broadcaster = record.NewBroadcaster()
-	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+	c.recorder, c.startEvents = controllers.NewLazyRecorder(c.client, "deployment-controller")
 	dInf := o.Factory.Apps().V1().Deployments()
 	rsInf := o.Factory.Apps().V1().ReplicaSets()
 	podInf := o.Factory.Core().V1().Pods()
@@ -163,9 +160,7 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 
 // Run syncs Deployments until ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
-	stop := c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer stop.Stop()
-	defer c.broadcaster.Shutdown()
+	defer c.startEvents()()
 	return controllers.RunWorkers(ctx, "deployment", c.queue, c.opts.Workers, c.log, c.sync, c.synced...)
 }
 

@@ -100,8 +100,8 @@ type Controller struct {
 	orphans workqueue.TypedRateLimitingInterface[string]
 
 	expect      ownership.Expectations
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 
 	mu        sync.Mutex
 	rmPending map[string]map[types.UID]bool // per Job, pods whose finalizer removal is not yet seen
@@ -136,7 +136,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 	if jc.log == nil {
 		jc.log = slog.Default()
 	}
-	jc.broadcaster, jc.recorder = newRecorder("job-controller")
+	jc.recorder, jc.startEvents = controllers.NewLazyRecorder(jc.client, "job-controller")
 	ji := c.Informers.Batch().V1().Jobs()
 	pi := c.Informers.Core().V1().Pods()
 	jc.jobs, jc.pods = ji.Lister(), pi.Lister()
@@ -164,7 +164,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 
 // Run works until ctx is done.
 func (jc *Controller) Run(ctx context.Context) error {
-	defer startEvents(jc.broadcaster, jc.client)()
+	defer jc.startEvents()()
 	go func() {
 		_ = controllers.RunWorkers(ctx, "job-orphan-pods", jc.orphans, 1, jc.log, jc.syncOrphan, jc.synced...)
 	}()

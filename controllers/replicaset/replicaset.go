@@ -29,8 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -96,8 +94,8 @@ type Controller struct {
 	// expectedAt is when the expectations of each key were set.
 	expectedAt map[string]time.Time
 
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 	burst       int
 }
 
@@ -115,8 +113,7 @@ func newController(c *controllers.Context, k *kind) (*Controller, error) {
 	}
 	rc := &Controller{kind: k, client: c.Client, log: log, now: now, deleting: map[string]map[string]bool{}, expectedAt: map[string]time.Time{},
 		queue: controllers.NewQueue(k.name), burst: BurstReplicas}
-	rc.broadcaster = record.NewBroadcaster()
-	rc.recorder = rc.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: k.component})
+	rc.recorder, rc.startEvents = controllers.NewLazyRecorder(rc.client, k.component)
 
 	_, _ = k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { controllers.Enqueue(rc.queue, obj) },
@@ -162,8 +159,7 @@ func ownerIndexKey(ns string, ref *metav1.OwnerReference) string {
 
 // Run syncs objects until ctx is done.
 func (rc *Controller) Run(ctx context.Context) error {
-	rc.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: rc.client.CoreV1().Events("")})
-	defer rc.broadcaster.Shutdown()
+	defer rc.startEvents()()
 	return controllers.RunWorkers(ctx, rc.kind.name, rc.queue, Workers, rc.log, rc.sync, rc.synced, rc.podsSynced)
 }
 

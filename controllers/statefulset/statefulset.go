@@ -31,8 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -122,10 +120,9 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (s *Controller) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	defer b.Shutdown()
-	s.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"})
+	var stop func()
+	s.events, stop = controllers.NewRecorder(s.client, "statefulset-controller")
+	defer stop()
 	return controllers.RunWorkers(ctx, "statefulset", s.queue, workers, s.log, s.sync, s.synced...)
 }
 
