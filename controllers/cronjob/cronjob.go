@@ -160,9 +160,7 @@ func (cc *Controller) Run(ctx context.Context) error {
 
 // jobEvent syncs the CronJob that controls a Job.
 func (cc *Controller) jobEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return

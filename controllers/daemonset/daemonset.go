@@ -138,9 +138,7 @@ func (d *Controller) enqueueAll() {
 // creation (delta 1) or deletion (-1) it expected; an orphan enqueues
 // every DaemonSet whose selector matches it, which may adopt it.
 func (d *Controller) podChanged(obj any, delta int) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -169,9 +167,7 @@ func (d *Controller) podChanged(obj any, delta int) {
 }
 
 func (d *Controller) revisionChanged(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	cr, ok := obj.(*appsv1.ControllerRevision)
 	if !ok {
 		return

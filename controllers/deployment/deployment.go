@@ -244,9 +244,7 @@ func (c *Controller) updateReplicaSet(oldObj, obj any) {
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return
@@ -259,9 +257,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 // deletePod wakes a Recreate Deployment, which waits for its old pods to
 // be gone.
 func (c *Controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

@@ -151,9 +151,7 @@ func New(c *controllers.Context, dyn dynamic.Interface) *Controller {
 // podChanged queues the budget of a pod that changed, and (when it is not
 // deleted) the pod itself if its DisruptionTarget condition will go stale.
 func (dc *Controller) podChanged(obj any, exists bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

@@ -173,9 +173,7 @@ func (jc *Controller) Run(ctx context.Context) error {
 
 func (jc *Controller) deleteJob(obj any) {
 	controllers.Enqueue(jc.queue, obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return
@@ -192,9 +190,7 @@ func (jc *Controller) deleteJob(obj any) {
 // expectations and finalizer removals of its Job, which is synced. A pod
 // with the finalizer and no Job to count it goes to the orphan queue.
 func (jc *Controller) podEvent(obj any, old *corev1.Pod, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

@@ -319,9 +319,7 @@ func (rc *Controller) updatePod(oldObj, newObj any) {
 }
 
 func (rc *Controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return

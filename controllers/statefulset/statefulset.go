@@ -86,9 +86,7 @@ func New(c *controllers.Context) *Controller {
 	_, _ = seti.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue,
 		UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
 	owned := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
+		obj = controllers.Unwrap(obj)
 		o, ok := obj.(metav1.Object)
 		if !ok {
 			return
