@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubegate/kubegate/controllers"
 )
 
 // Serves reports whether a Service's endpoints hold pod: a pod not
@@ -106,6 +110,41 @@ func ServicesFor(services corelisters.ServiceLister, pod *corev1.Pod) []string {
 		}
 	}
 	return keys
+}
+
+// PodHandler is the pod informer handler both controllers register: it
+// adds to queue the Services that select a pod added or deleted, and, on
+// an update that can change endpoints (PodChanged), those that select the
+// pod now and, when its labels changed, those that selected it before.
+func PodHandler(services corelisters.ServiceLister, queue workqueue.TypedInterface[string]) cache.ResourceEventHandlerFuncs {
+	enqueue := func(pod *corev1.Pod) {
+		for _, key := range ServicesFor(services, pod) {
+			queue.Add(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				enqueue(pod)
+			}
+		},
+		UpdateFunc: func(oldObj, curObj any) {
+			old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
+			changed, labelsChanged := PodChanged(old, cur)
+			if !changed {
+				return
+			}
+			enqueue(cur)
+			if labelsChanged {
+				enqueue(old)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := controllers.Unwrap(obj).(*corev1.Pod); ok {
+				enqueue(pod)
+			}
+		},
+	}
 }
 
 // PodChanged reports whether a pod update can change endpoints: its IPs,
