@@ -388,15 +388,6 @@ func byAge(pods []*corev1.Pod) {
 	})
 }
 
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // available: ready for at least minReadySeconds.
 func available(pod *corev1.Pod, minReady int32, now time.Time) bool {
 	for _, c := range pod.Status.Conditions {
@@ -512,7 +503,7 @@ func (d *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*
 					remove = append(remove, pod.Name)
 				}
 			}
-			if oldestNew != nil && oldestOld != nil && (!ready(oldestOld) || available(oldestNew, ds.Spec.MinReadySeconds, now)) {
+			if oldestNew != nil && oldestOld != nil && (!controllers.PodReady(oldestOld) || available(oldestNew, ds.Spec.MinReadySeconds, now)) {
 				remove = append(remove, oldestOld.Name)
 			}
 		case exists:
@@ -653,7 +644,7 @@ func (d *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nod
 		st.CurrentNumberScheduled++
 		byAge(pods)
 		pod := pods[0]
-		if ready(pod) {
+		if controllers.PodReady(pod) {
 			st.NumberReady++
 			if available(pod, ds.Spec.MinReadySeconds, now) {
 				st.NumberAvailable++

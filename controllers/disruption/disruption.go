@@ -452,20 +452,11 @@ func countHealthy(pods []*corev1.Pod, disrupted map[string]metav1.Time, now time
 		if t, ok := disrupted[pod.Name]; ok && t.Add(DeletionTimeout).After(now) {
 			continue
 		}
-		if podReady(pod) {
+		if controllers.PodReady(pod) {
 			n++
 		}
 	}
 	return n
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // disruptedPods keeps the budget's disruptedPods entries of pods still

@@ -194,7 +194,7 @@ func subsetsFor(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset
 		if endpointutil.SetsHostname(pod, svc) {
 			addr.Hostname = pod.Spec.Hostname
 		}
-		ready := tolerate || endpointutil.Ready(pod)
+		ready := tolerate || controllers.PodReady(pod)
 		add := func(ports []corev1.EndpointPort) {
 			ss := corev1.EndpointSubset{Ports: ports}
 			if ready {

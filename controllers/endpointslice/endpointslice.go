@@ -319,7 +319,7 @@ func portsKey(ports []discoveryv1.EndpointPort) string {
 // endpoint is pod's endpoint: ready when serving and not terminating
 // (always, when the Service publishes not-ready addresses).
 func (c *Controller) endpoint(svc *corev1.Service, pod *corev1.Pod, addr string) discoveryv1.Endpoint {
-	serving := endpointutil.Ready(pod)
+	serving := controllers.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || serving && !terminating
 	ep := discoveryv1.Endpoint{Addresses: []string{addr},

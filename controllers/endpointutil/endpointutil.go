@@ -33,22 +33,6 @@ func Serves(pod *corev1.Pod, includeTerminating bool) bool {
 	return includeTerminating || pod.DeletionTimestamp == nil
 }
 
-// Ready reports whether pod's Ready condition is True.
-func Ready(pod *corev1.Pod) bool {
-	c := ReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// ReadyCondition returns pod's Ready condition, nil without one.
-func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // FindPort returns the port number svcPort's target port is on pod: a
 // number as it is; a name, the container port of that name and the
 // Service port's protocol, among the containers and the restartable
@@ -151,7 +135,7 @@ func PodHandler(services corelisters.ServiceLister, queue workqueue.TypedInterfa
 // readiness, labels, deletion, node, hostname, subdomain or phase.
 func PodChanged(old, cur *corev1.Pod) (changed, labelsChanged bool) {
 	labelsChanged = !labels.Equals(old.Labels, cur.Labels)
-	readyOld, readyCur := Ready(old), Ready(cur)
+	readyOld, readyCur := controllers.PodReady(old), controllers.PodReady(cur)
 	changed = labelsChanged || readyOld != readyCur || old.Status.PodIP != cur.Status.PodIP ||
 		len(old.Status.PodIPs) != len(cur.Status.PodIPs) || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
@@ -198,7 +182,7 @@ func (t *TriggerTimes) Compute(svc *corev1.Service, pods []*corev1.Pod) time.Tim
 	}
 	cur := triggerState{pods: map[string]time.Time{}, service: svc.CreationTimestamp.Time}
 	for _, pod := range pods {
-		c := ReadyCondition(pod)
+		c := controllers.PodReadyCondition(pod)
 		if c == nil || c.LastTransitionTime.IsZero() {
 			continue
 		}

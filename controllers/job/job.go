@@ -331,7 +331,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 			s.terminating++
 		default:
 			s.active = append(s.active, p)
-			if podReady(p) {
+			if controllers.PodReady(p) {
 				s.ready++
 			}
 		}
@@ -715,7 +715,7 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, pods []*
 				return
 			}
 			deleted++
-			if podReady(p) {
+			if controllers.PodReady(p) {
 				ready++
 			}
 		})
@@ -982,8 +982,8 @@ func earlier(a, b *corev1.Pod) bool {
 	if rank[a.Status.Phase] != rank[b.Status.Phase] {
 		return rank[a.Status.Phase] < rank[b.Status.Phase]
 	}
-	if podReady(a) != podReady(b) {
-		return !podReady(a)
+	if controllers.PodReady(a) != controllers.PodReady(b) {
+		return !controllers.PodReady(a)
 	}
 	return b.CreationTimestamp.Before(&a.CreationTimestamp)
 }
@@ -1105,15 +1105,6 @@ func podFinished(p *corev1.Pod) bool {
 // podReplacementPolicy, TerminatingOrFailed).
 func podFailed(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // completionIndex is the pod's index annotation, or -1.

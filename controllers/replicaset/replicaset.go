@@ -306,7 +306,7 @@ func (rc *Controller) updatePod(oldObj, newObj any) {
 		rc.enqueueRS(rs)
 		// A pod that just became ready is available minReadySeconds
 		// later: look again then.
-		if !isReady(old) && isReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		if !controllers.PodReady(old) && controllers.PodReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			rc.queue.AddAfter(key(rs.Namespace, rs.Name), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return
