@@ -1,6 +1,10 @@
 package controllers
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // PodReadyCondition returns pod's Ready condition, nil without one.
 func PodReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
@@ -16,4 +20,16 @@ func PodReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
 func PodReady(pod *corev1.Pod) bool {
 	c := PodReadyCondition(pod)
 	return c != nil && c.Status == corev1.ConditionTrue
+}
+
+// PodAvailable reports whether pod has been ready for more than
+// minReadySeconds at now (at once when that is 0), as kube's DaemonSet
+// and StatefulSet controllers count a pod available.
+func PodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	c := PodReadyCondition(pod)
+	if c == nil || c.Status != corev1.ConditionTrue {
+		return false
+	}
+	return minReadySeconds == 0 ||
+		!c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
 }

@@ -388,17 +388,6 @@ func byAge(pods []*corev1.Pod) {
 	})
 }
 
-// available: ready for at least minReadySeconds.
-func available(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue &&
-				(minReady == 0 || !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(minReady)*time.Second).Before(now))
-		}
-	}
-	return false
-}
-
 func templateGeneration(ds *appsv1.DaemonSet) (int64, bool) {
 	v, ok := ds.Annotations[appsv1.DeprecatedTemplateGeneration]
 	if !ok {
@@ -503,7 +492,7 @@ func (d *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*
 					remove = append(remove, pod.Name)
 				}
 			}
-			if oldestNew != nil && oldestOld != nil && (!controllers.PodReady(oldestOld) || available(oldestNew, ds.Spec.MinReadySeconds, now)) {
+			if oldestNew != nil && oldestOld != nil && (!controllers.PodReady(oldestOld) || controllers.PodAvailable(oldestNew, ds.Spec.MinReadySeconds, now)) {
 				remove = append(remove, oldestOld.Name)
 			}
 		case exists:
@@ -646,7 +635,7 @@ func (d *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nod
 		pod := pods[0]
 		if controllers.PodReady(pod) {
 			st.NumberReady++
-			if available(pod, ds.Spec.MinReadySeconds, now) {
+			if controllers.PodAvailable(pod, ds.Spec.MinReadySeconds, now) {
 				st.NumberAvailable++
 			}
 		}
@@ -711,7 +700,7 @@ func (d *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 		unavailable = 1
 	}
 	now := d.now()
-	avail := func(p *corev1.Pod) bool { return available(p, ds.Spec.MinReadySeconds, now) }
+	avail := func(p *corev1.Pod) bool { return controllers.PodAvailable(p, ds.Spec.MinReadySeconds, now) }
 	nodeNames := make([]string, 0, len(byNode))
 	for n := range byNode {
 		nodeNames = append(nodeNames, n)

@@ -333,15 +333,6 @@ func applyRevision(set *appsv1.StatefulSet, rev *appsv1.ControllerRevision) (*ap
 	return clone, nil
 }
 
-func podReady(pod *corev1.Pod) (bool, time.Time) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
-}
-
 func created(pod *corev1.Pod) bool     { return pod.Status.Phase != "" }
 func terminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
 func terminal(pod *corev1.Pod) bool {
@@ -349,17 +340,11 @@ func terminal(pod *corev1.Pod) bool {
 }
 
 func runningAndReady(pod *corev1.Pod) bool {
-	ok, _ := podReady(pod)
-	return pod.Status.Phase == corev1.PodRunning && ok
-}
-
-func available(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	ok, since := podReady(pod)
-	return ok && (minReady == 0 || !since.IsZero() && since.Add(time.Duration(minReady)*time.Second).Before(now))
+	return pod.Status.Phase == corev1.PodRunning && controllers.PodReady(pod)
 }
 
 func unavailable(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	return !available(pod, minReady, now) || terminating(pod)
+	return !controllers.PodAvailable(pod, minReady, now) || terminating(pod)
 }
 
 func podRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.StatefulSetRevisionLabel] }
@@ -539,7 +524,7 @@ func counts(status *appsv1.StatefulSetStatus, minReady int32, current, update st
 		}
 		if runningAndReady(p) {
 			status.ReadyReplicas++
-			if available(p, minReady, now) {
+			if controllers.PodAvailable(p, minReady, now) {
 				status.AvailableReplicas++
 			}
 		}
@@ -648,7 +633,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 				return true, err
 			}
 		}
-		if monotonic && (terminating(p) || !runningAndReady(p) || !available(p, minReady, now)) {
+		if monotonic && (terminating(p) || !runningAndReady(p) || !controllers.PodAvailable(p, minReady, now)) {
 			return true, nil
 		}
 		if identityMatches(set, p) {
@@ -669,7 +654,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 		if terminating(p) {
 			return monotonic, nil
 		}
-		if monotonic && p != firstUnhealthy && (!runningAndReady(p) || !available(p, minReady, now)) {
+		if monotonic && p != firstUnhealthy && (!runningAndReady(p) || !controllers.PodAvailable(p, minReady, now)) {
 			return true, nil
 		}
 		return true, s.deletePod(ctx, set, p)
@@ -719,7 +704,7 @@ func (s *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet,
 	if parallel {
 		for t := len(reps) - 1; t >= partition; t-- {
 			p := reps[t]
-			if podRevision(p) != update && !available(p, minReady, now) && !terminating(p) {
+			if podRevision(p) != update && !controllers.PodAvailable(p, minReady, now) && !terminating(p) {
 				if err := s.deletePod(ctx, set, p); err != nil {
 					return err
 				}
