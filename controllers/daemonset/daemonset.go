@@ -322,18 +322,10 @@ func (d *Controller) daemonPods(ctx context.Context, ds *appsv1.DaemonSet, withG
 	if err != nil {
 		return nil, err
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := d.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == ds.UID && f.DeletionTimestamp == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := d.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
-	claimed, err := ownership.Claim(ctx, ds, gvk, sel, all, fresh, patch)
+	fresh := ownership.Recheck(ds, func(ctx context.Context) (metav1.Object, error) {
+		return d.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	})
+	claimed, err := ownership.Claim(ctx, ds, gvk, sel, all, fresh, ownership.PodPatcher(d.client))
 	if err != nil {
 		return nil, err
 	}

@@ -358,13 +358,9 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment) ([]*appsv1
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s has invalid label selector: %v", d.Namespace, d.Name, err)
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == d.UID && f.DeletionTimestamp == nil, nil
-	}
+	fresh := ownership.Recheck(d, func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	})
 	patch := func(ctx context.Context, namespace, name string, body []byte) error {
 		_, err := c.client.AppsV1().ReplicaSets(namespace).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 		return err

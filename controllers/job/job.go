@@ -426,17 +426,10 @@ func (jc *Controller) claim(ctx context.Context, job *batchv1.Job) ([]*corev1.Po
 	if err != nil {
 		return nil, err
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := jc.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == job.UID && f.DeletionTimestamp == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := jc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
+	fresh := ownership.Recheck(job, func(ctx context.Context) (metav1.Object, error) {
+		return jc.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	})
+	patch := ownership.PodPatcher(jc.client)
 	owned := map[types.UID]bool{}
 	for _, p := range all {
 		if metav1.IsControlledBy(p, job) {

@@ -405,7 +405,7 @@ func (rc *Controller) sync(ctx context.Context, k string) error {
 			active = append(active, p)
 		}
 	}
-	active, err = ownership.Claim(ctx, rs, rc.kind.gvk, selector, active, rc.stillLive(rs), rc.patchPod)
+	active, err = ownership.Claim(ctx, rs, rc.kind.gvk, selector, active, rc.stillLive(rs), ownership.PodPatcher(rc.client))
 	if err != nil {
 		return err
 	}
@@ -468,11 +468,6 @@ func (rc *Controller) stillLive(rs *appsv1.ReplicaSet) func(ctx context.Context)
 		}
 		return fresh.UID == rs.UID && fresh.DeletionTimestamp == nil, nil
 	}
-}
-
-func (rc *Controller) patchPod(ctx context.Context, ns, name string, patch []byte) error {
-	_, err := rc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
 }
 
 // manage creates or deletes pods so that rs has as many active pods as it

@@ -27,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
@@ -186,18 +185,7 @@ func (s *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 			members = append(members, p)
 		}
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		o, err := get(ctx)
-		if err != nil {
-			return false, err
-		}
-		return o.GetUID() == set.UID && o.GetDeletionTimestamp() == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := s.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
-	return ownership.Claim(ctx, set, gvk, sel, members, fresh, patch)
+	return ownership.Claim(ctx, set, gvk, sel, members, ownership.Recheck(set, get), ownership.PodPatcher(s.client))
 }
 
 func parentAndOrdinal(name string) (string, int) {
