@@ -102,3 +102,13 @@ func PodsOnNode(inf cache.SharedIndexInformer, node string) ([]*corev1.Pod, erro
 	}
 	return pods, nil
 }
+
+// Unwrap returns the object a tombstone holds: an informer hands a delete
+// handler a cache.DeletedFinalStateUnknown when it missed the deletion and
+// learnt of it only by relisting. Any other obj is returned as it is.
+func Unwrap(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}

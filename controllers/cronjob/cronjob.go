@@ -100,8 +100,8 @@ type Controller struct {
 	mu    sync.Mutex
 	wakes map[string]time.Time // the scheduled syncs arranged, by key
 
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 }
 
 // nowClock is the real clock with the Context's Now.
@@ -130,7 +130,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 	if cc.log == nil {
 		cc.log = slog.Default()
 	}
-	cc.broadcaster, cc.recorder = newRecorder("cronjob-controller")
+	cc.recorder, cc.startEvents = controllers.NewLazyRecorder(cc.client, "cronjob-controller")
 	ci := c.Informers.Batch().V1().CronJobs()
 	ji := c.Informers.Batch().V1().Jobs()
 	cc.cronJobs, cc.jobs = ci.Lister(), ji.Lister()
@@ -154,15 +154,13 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 
 // Run works until ctx is done.
 func (cc *Controller) Run(ctx context.Context) error {
-	defer startEvents(cc.broadcaster, cc.client)()
+	defer cc.startEvents()()
 	return controllers.RunWorkers(ctx, "cronjob", cc.queue, cc.workers, cc.log, cc.sync, cc.synced...)
 }
 
 // jobEvent syncs the CronJob that controls a Job.
 func (cc *Controller) jobEvent(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return

@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -38,15 +38,11 @@ func start(t *testing.T) (kubernetes.Interface, *testingclock.FakeClock) {
 // startWorkers is start with that many workers.
 func startWorkers(t *testing.T, workers int) (kubernetes.Interface, *testingclock.FakeClock) {
 	t.Helper()
-	s := testapi.Start(t)
 	clk := testingclock.NewFakeClock(time.Now().Truncate(time.Minute).Add(time.Minute + 5*time.Second))
 	d := controllers.Descriptor{Name: "cronjob", New: func(c *controllers.Context) (controllers.Controller, error) {
 		return cronjob.New(c, cronjob.Options{Clock: clk, Workers: workers})
 	}}
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{d},
-			Logger: slog.New(slog.DiscardHandler)})
-	})
+	s := controllertest.StartWith(t, manager.Options{Descriptors: []controllers.Descriptor{d}, Logger: slog.New(slog.DiscardHandler)})
 	return s.Client, clk
 }
 

@@ -27,8 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -123,10 +121,9 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (d *Controller) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.client.CoreV1().Events("")})
-	defer b.Shutdown()
-	d.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "daemonset-controller"})
+	var stop func()
+	d.events, stop = controllers.NewRecorder(d.client, "daemonset-controller")
+	defer stop()
 	return controllers.RunWorkers(ctx, "daemonset", d.queue, workers, d.log, d.sync, d.synced...)
 }
 
@@ -141,9 +138,7 @@ func (d *Controller) enqueueAll() {
 // creation (delta 1) or deletion (-1) it expected; an orphan enqueues
 // every DaemonSet whose selector matches it, which may adopt it.
 func (d *Controller) podChanged(obj any, delta int) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -172,9 +167,7 @@ func (d *Controller) podChanged(obj any, delta int) {
 }
 
 func (d *Controller) revisionChanged(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	cr, ok := obj.(*appsv1.ControllerRevision)
 	if !ok {
 		return
@@ -329,18 +322,10 @@ func (d *Controller) daemonPods(ctx context.Context, ds *appsv1.DaemonSet, withG
 	if err != nil {
 		return nil, err
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := d.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == ds.UID && f.DeletionTimestamp == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := d.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
-	claimed, err := ownership.Claim(ctx, ds, gvk, sel, all, fresh, patch)
+	fresh := ownership.Recheck(ds, func(ctx context.Context) (metav1.Object, error) {
+		return d.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+	})
+	claimed, err := ownership.Claim(ctx, ds, gvk, sel, all, fresh, ownership.PodPatcher(d.client))
 	if err != nil {
 		return nil, err
 	}
@@ -393,26 +378,6 @@ func byAge(pods []*corev1.Pod) {
 		}
 		return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 	})
-}
-
-func ready(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// available: ready for at least minReadySeconds.
-func available(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue &&
-				(minReady == 0 || !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(minReady)*time.Second).Before(now))
-		}
-	}
-	return false
 }
 
 func templateGeneration(ds *appsv1.DaemonSet) (int64, bool) {
@@ -519,7 +484,7 @@ func (d *Controller) manage(ctx context.Context, ds *appsv1.DaemonSet, nodes []*
 					remove = append(remove, pod.Name)
 				}
 			}
-			if oldestNew != nil && oldestOld != nil && (!ready(oldestOld) || available(oldestNew, ds.Spec.MinReadySeconds, now)) {
+			if oldestNew != nil && oldestOld != nil && (!controllers.PodReady(oldestOld) || controllers.PodAvailable(oldestNew, ds.Spec.MinReadySeconds, now)) {
 				remove = append(remove, oldestOld.Name)
 			}
 		case exists:
@@ -660,9 +625,9 @@ func (d *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nod
 		st.CurrentNumberScheduled++
 		byAge(pods)
 		pod := pods[0]
-		if ready(pod) {
+		if controllers.PodReady(pod) {
 			st.NumberReady++
-			if available(pod, ds.Spec.MinReadySeconds, now) {
+			if controllers.PodAvailable(pod, ds.Spec.MinReadySeconds, now) {
 				st.NumberAvailable++
 			}
 		}
@@ -727,7 +692,7 @@ func (d *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 		unavailable = 1
 	}
 	now := d.now()
-	avail := func(p *corev1.Pod) bool { return available(p, ds.Spec.MinReadySeconds, now) }
+	avail := func(p *corev1.Pod) bool { return controllers.PodAvailable(p, ds.Spec.MinReadySeconds, now) }
 	nodeNames := make([]string, 0, len(byNode))
 	for n := range byNode {
 		nodeNames = append(nodeNames, n)

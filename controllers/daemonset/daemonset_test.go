@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/daemonset"
-	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -25,11 +23,7 @@ const ns = "default"
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{daemonset.Descriptor}})
-	})
-	return s.Client
+	return controllertest.Start(t, daemonset.Descriptor).Client
 }
 
 func createNode(t *testing.T, c kubernetes.Interface, name string, labels map[string]string, taints ...corev1.Taint) {

@@ -66,8 +66,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -111,8 +109,8 @@ type Controller struct {
 	opts        Options
 	log         *slog.Logger
 	now         func() time.Time
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 	deployments appslisters.DeploymentLister
 	replicaSets appslisters.ReplicaSetLister
 	pods        corelisters.PodLister
@@ -139,8 +137,7 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 		o.Now = time.Now
 	}
 	c := &Controller{client: client, opts: o, log: o.Logger, now: o.Now, queue: controllers.NewQueue("deployment")}
-	c.broadcaster = record.NewBroadcaster()
-	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "deployment-controller"})
+	c.recorder, c.startEvents = controllers.NewLazyRecorder(c.client, "deployment-controller")
 	dInf := o.Factory.Apps().V1().Deployments()
 	rsInf := o.Factory.Apps().V1().ReplicaSets()
 	podInf := o.Factory.Core().V1().Pods()
@@ -163,9 +160,7 @@ func New(client kubernetes.Interface, o Options) (*Controller, error) {
 
 // Run syncs Deployments until ctx is done.
 func (c *Controller) Run(ctx context.Context) error {
-	stop := c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.client.CoreV1().Events("")})
-	defer stop.Stop()
-	defer c.broadcaster.Shutdown()
+	defer c.startEvents()()
 	return controllers.RunWorkers(ctx, "deployment", c.queue, c.opts.Workers, c.log, c.sync, c.synced...)
 }
 
@@ -249,9 +244,7 @@ func (c *Controller) updateReplicaSet(oldObj, obj any) {
 }
 
 func (c *Controller) deleteReplicaSet(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	rs, ok := obj.(*appsv1.ReplicaSet)
 	if !ok {
 		return
@@ -264,9 +257,7 @@ func (c *Controller) deleteReplicaSet(obj any) {
 // deletePod wakes a Recreate Deployment, which waits for its old pods to
 // be gone.
 func (c *Controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -367,13 +358,9 @@ func (c *Controller) claim(ctx context.Context, d *appsv1.Deployment) ([]*appsv1
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s has invalid label selector: %v", d.Namespace, d.Name, err)
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == d.UID && f.DeletionTimestamp == nil, nil
-	}
+	fresh := ownership.Recheck(d, func(ctx context.Context) (metav1.Object, error) {
+		return c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+	})
 	patch := func(ctx context.Context, namespace, name string, body []byte) error {
 		_, err := c.client.AppsV1().ReplicaSets(namespace).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 		return err

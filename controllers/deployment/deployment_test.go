@@ -19,9 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/deployment"
-	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -40,10 +39,7 @@ type cluster struct {
 // with healthy deciding which ReplicaSets' pods ever become available.
 func start(t *testing.T, healthy func(rs *appsv1.ReplicaSet) bool) *cluster {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{deployment.Descriptor}})
-	})
+	s := controllertest.Start(t, deployment.Descriptor)
 	testapi.Run(t, func(ctx context.Context) error { simReplicaSets(ctx, s.Client, healthy); return nil })
 	return &cluster{t: t, client: s.Client, ns: "default"}
 }

@@ -1,9 +1,7 @@
 package deployment
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"slices"
 	"strconv"
@@ -14,9 +12,11 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/dump"
+
+	// Imported under this name because the package has a revision
+	// function of its own.
+	controllerrevision "github.com/kubegate/kubegate/controllers/revision"
 )
 
 // The annotations a Deployment's ReplicaSets carry (G.3).
@@ -54,19 +54,11 @@ func skipAnnotation(key string) bool {
 }
 
 // PodTemplateHash is the value of the pod-template-hash label for a
-// template and the Deployment's collision count: FNV-32a of the
-// template's deep dump, then of the collision count, rendered with the
-// API machinery's safe alphabet, so that the names kubegate gives
-// ReplicaSets are the ones kube-controller-manager gives them.
+// template and the Deployment's collision count, so that the names
+// kubegate gives ReplicaSets are the ones kube-controller-manager gives
+// them (the hash the DaemonSet controller's names and labels carry too).
 func PodTemplateHash(template *corev1.PodTemplateSpec, collisionCount *int32) string {
-	h := fnv.New32a()
-	fmt.Fprintf(h, "%v", dump.ForHash(*template))
-	if collisionCount != nil {
-		b := make([]byte, 8)
-		binary.LittleEndian.PutUint32(b, uint32(*collisionCount))
-		h.Write(b)
-	}
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+	return controllerrevision.TemplateHash(template, collisionCount)
 }
 
 // replicaSetName is DEPLOYMENT-HASH, the Deployment's name cut short

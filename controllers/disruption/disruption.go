@@ -56,8 +56,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
@@ -103,11 +101,11 @@ type Controller struct {
 	sets        appslisters.StatefulSetLister
 	synced      []cache.InformerSynced
 
-	queue     workqueue.TypedRateLimitingInterface[string]
-	recheck   workqueue.TypedDelayingInterface[string]
-	stalePods workqueue.TypedRateLimitingInterface[string]
-	events    record.EventBroadcaster
-	recorder  record.EventRecorder
+	queue       workqueue.TypedRateLimitingInterface[string]
+	recheck     workqueue.TypedDelayingInterface[string]
+	stalePods   workqueue.TypedRateLimitingInterface[string]
+	recorder    record.EventRecorder
+	startEvents func() (stop func())
 }
 
 // New builds the controller from c's informers; dyn reads the scale of
@@ -125,9 +123,8 @@ func New(c *controllers.Context, dyn dynamic.Interface) *Controller {
 		queue:     controllers.NewQueue("disruption"),
 		recheck:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "disruption_recheck"}),
 		stalePods: controllers.NewQueue("stale_pod_disruption"),
-		events:    record.NewBroadcaster(),
 	}
-	dc.recorder = dc.events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "controllermanager"})
+	dc.recorder, dc.startEvents = controllers.NewLazyRecorder(dc.client, "controllermanager")
 
 	f := c.Informers
 	pdbInf, podInf := f.Policy().V1().PodDisruptionBudgets(), f.Core().V1().Pods()
@@ -154,9 +151,7 @@ func New(c *controllers.Context, dyn dynamic.Interface) *Controller {
 // podChanged queues the budget of a pod that changed, and (when it is not
 // deleted) the pod itself if its DisruptionTarget condition will go stale.
 func (dc *Controller) podChanged(obj any, exists bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -191,8 +186,7 @@ func (dc *Controller) budgetOf(pod *corev1.Pod) *policyv1.PodDisruptionBudget {
 
 // Run works until ctx is done.
 func (dc *Controller) Run(ctx context.Context) error {
-	dc.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: dc.client.CoreV1().Events("")})
-	defer dc.events.Shutdown()
+	defer dc.startEvents()()
 	defer dc.recheck.ShutDown()
 	// A recheck is a sync of the budget through the main queue.
 	go func() {
@@ -458,20 +452,11 @@ func countHealthy(pods []*corev1.Pod, disrupted map[string]metav1.Time, now time
 		if t, ok := disrupted[pod.Name]; ok && t.Add(DeletionTimeout).After(now) {
 			continue
 		}
-		if podReady(pod) {
+		if controllers.PodReady(pod) {
 			n++
 		}
 	}
 	return n
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // disruptedPods keeps the budget's disruptedPods entries of pods still

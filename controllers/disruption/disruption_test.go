@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/disruption"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -29,11 +29,7 @@ const ns = "default"
 // the controller's clock (nil: the real one).
 func start(t *testing.T, now func() time.Time) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{disruption.Descriptor}, Now: now})
-	})
-	return s.Client
+	return controllertest.StartWith(t, manager.Options{Descriptors: []controllers.Descriptor{disruption.Descriptor}, Now: now}).Client
 }
 
 // pod creates a pod labelled app=web, owned by owner when it is not nil,

@@ -87,44 +87,10 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	enqueue := func(obj any) { controllers.Enqueue(c.queue, obj) }
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted})
+	_, _ = podInf.Informer().AddEventHandler(endpointutil.PodHandler(c.services, c.queue))
 	// A deleted Endpoints object of a Service is made again.
 	_, _ = epInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: enqueue})
 	return c
-}
-
-func (c *Controller) enqueueServicesOf(pod *corev1.Pod) {
-	for _, key := range endpointutil.ServicesFor(c.services, pod) {
-		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueServicesOf(pod)
-	}
-}
-
-func (c *Controller) podUpdated(oldObj, curObj any) {
-	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
-	changed, labelsChanged := endpointutil.PodChanged(old, cur)
-	if !changed {
-		return
-	}
-	c.enqueueServicesOf(cur)
-	if labelsChanged {
-		c.enqueueServicesOf(old)
-	}
-}
-
-func (c *Controller) podDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueServicesOf(pod)
-	}
 }
 
 // Run syncs Services until ctx is done.
@@ -228,7 +194,7 @@ func subsetsFor(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset
 		if endpointutil.SetsHostname(pod, svc) {
 			addr.Hostname = pod.Spec.Hostname
 		}
-		ready := tolerate || endpointutil.Ready(pod)
+		ready := tolerate || controllers.PodReady(pod)
 		add := func(ports []corev1.EndpointPort) {
 			ss := corev1.EndpointSubset{Ports: ports}
 			if ready {

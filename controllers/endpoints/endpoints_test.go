@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/endpoints"
-	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -27,11 +25,7 @@ const ns = "default"
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{endpoints.Descriptor}})
-	})
-	return s.Client
+	return controllertest.Start(t, endpoints.Descriptor).Client
 }
 
 // createPod creates a pod labelled app=web serving port 8080 named http,

@@ -128,8 +128,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	enqueue := func(obj any) { controllers.Enqueue(c.queue, obj) }
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
-	_, _ = podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.podAdded, UpdateFunc: c.podUpdated, DeleteFunc: c.podDeleted})
+	_, _ = podInf.Informer().AddEventHandler(endpointutil.PodHandler(c.services, c.queue))
 	// A slice of ours changed or deleted by someone else is put back.
 	_, _ = sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, cur any) { c.sliceChanged(cur, false) }, DeleteFunc: func(obj any) { c.sliceChanged(obj, true) }})
@@ -137,43 +136,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	return c
 }
 
-func (c *Controller) enqueueServicesOf(pod *corev1.Pod) {
-	for _, key := range endpointutil.ServicesFor(c.services, pod) {
-		c.queue.Add(key)
-	}
-}
-
-func (c *Controller) podAdded(obj any) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueServicesOf(pod)
-	}
-}
-
-func (c *Controller) podUpdated(oldObj, curObj any) {
-	old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
-	changed, labelsChanged := endpointutil.PodChanged(old, cur)
-	if !changed {
-		return
-	}
-	c.enqueueServicesOf(cur)
-	if labelsChanged {
-		c.enqueueServicesOf(old)
-	}
-}
-
-func (c *Controller) podDeleted(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	if pod, ok := obj.(*corev1.Pod); ok {
-		c.enqueueServicesOf(pod)
-	}
-}
-
 func (c *Controller) sliceChanged(obj any, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	s, ok := obj.(*discoveryv1.EndpointSlice)
 	if !ok || s.Labels[discoveryv1.LabelManagedBy] != ControllerName || s.Labels[discoveryv1.LabelServiceName] == "" {
 		return
@@ -355,7 +319,7 @@ func portsKey(ports []discoveryv1.EndpointPort) string {
 // endpoint is pod's endpoint: ready when serving and not terminating
 // (always, when the Service publishes not-ready addresses).
 func (c *Controller) endpoint(svc *corev1.Service, pod *corev1.Pod, addr string) discoveryv1.Endpoint {
-	serving := endpointutil.Ready(pod)
+	serving := controllers.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ready := svc.Spec.PublishNotReadyAddresses || serving && !terminating
 	ep := discoveryv1.Endpoint{Addresses: []string{addr},

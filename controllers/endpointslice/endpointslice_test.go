@@ -14,10 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/endpointslice"
-	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -25,11 +23,7 @@ const ns = "default"
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{endpointslice.Descriptor}})
-	})
-	return s.Client
+	return controllertest.Start(t, endpointslice.Descriptor).Client
 }
 
 // createPod creates a pod labelled app=web with a container port named

@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kubegate/kubegate/controllers"
 )
 
 // Serves reports whether a Service's endpoints hold pod: a pod not
@@ -27,22 +31,6 @@ func Serves(pod *corev1.Pod, includeTerminating bool) bool {
 		return false
 	}
 	return includeTerminating || pod.DeletionTimestamp == nil
-}
-
-// Ready reports whether pod's Ready condition is True.
-func Ready(pod *corev1.Pod) bool {
-	c := ReadyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
-// ReadyCondition returns pod's Ready condition, nil without one.
-func ReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // FindPort returns the port number svcPort's target port is on pod: a
@@ -108,11 +96,46 @@ func ServicesFor(services corelisters.ServiceLister, pod *corev1.Pod) []string {
 	return keys
 }
 
+// PodHandler is the pod informer handler both controllers register: it
+// adds to queue the Services that select a pod added or deleted, and, on
+// an update that can change endpoints (PodChanged), those that select the
+// pod now and, when its labels changed, those that selected it before.
+func PodHandler(services corelisters.ServiceLister, queue workqueue.TypedInterface[string]) cache.ResourceEventHandlerFuncs {
+	enqueue := func(pod *corev1.Pod) {
+		for _, key := range ServicesFor(services, pod) {
+			queue.Add(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				enqueue(pod)
+			}
+		},
+		UpdateFunc: func(oldObj, curObj any) {
+			old, cur := oldObj.(*corev1.Pod), curObj.(*corev1.Pod)
+			changed, labelsChanged := PodChanged(old, cur)
+			if !changed {
+				return
+			}
+			enqueue(cur)
+			if labelsChanged {
+				enqueue(old)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if pod, ok := controllers.Unwrap(obj).(*corev1.Pod); ok {
+				enqueue(pod)
+			}
+		},
+	}
+}
+
 // PodChanged reports whether a pod update can change endpoints: its IPs,
 // readiness, labels, deletion, node, hostname, subdomain or phase.
 func PodChanged(old, cur *corev1.Pod) (changed, labelsChanged bool) {
 	labelsChanged = !labels.Equals(old.Labels, cur.Labels)
-	readyOld, readyCur := Ready(old), Ready(cur)
+	readyOld, readyCur := controllers.PodReady(old), controllers.PodReady(cur)
 	changed = labelsChanged || readyOld != readyCur || old.Status.PodIP != cur.Status.PodIP ||
 		len(old.Status.PodIPs) != len(cur.Status.PodIPs) || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
 		old.Spec.NodeName != cur.Spec.NodeName || old.Spec.Hostname != cur.Spec.Hostname || old.Spec.Subdomain != cur.Spec.Subdomain ||
@@ -159,7 +182,7 @@ func (t *TriggerTimes) Compute(svc *corev1.Service, pods []*corev1.Pod) time.Tim
 	}
 	cur := triggerState{pods: map[string]time.Time{}, service: svc.CreationTimestamp.Time}
 	for _, pod := range pods {
-		c := ReadyCondition(pod)
+		c := controllers.PodReadyCondition(pod)
 		if c == nil || c.LastTransitionTime.IsZero() {
 			continue
 		}

@@ -279,9 +279,7 @@ func (c *Collector) handler(gvr schema.GroupVersionResource, kind string, namesp
 		AddFunc:    upsert,
 		UpdateFunc: func(_, obj any) { upsert(obj) },
 		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
+			obj = controllers.Unwrap(obj)
 			if acc, err := meta.Accessor(obj); err == nil {
 				c.apply(c.graph.remove(acc.GetUID()))
 			}

@@ -12,10 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/garbagecollector"
-	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -25,11 +23,7 @@ var ctx = context.Background()
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{garbagecollector.Descriptor}})
-	})
-	return s.Client
+	return controllertest.Start(t, garbagecollector.Descriptor).Client
 }
 
 func ownerRef(cm *corev1.ConfigMap, block bool) metav1.OwnerReference {

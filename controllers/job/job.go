@@ -100,8 +100,8 @@ type Controller struct {
 	orphans workqueue.TypedRateLimitingInterface[string]
 
 	expect      ownership.Expectations
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 
 	mu        sync.Mutex
 	rmPending map[string]map[types.UID]bool // per Job, pods whose finalizer removal is not yet seen
@@ -136,7 +136,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 	if jc.log == nil {
 		jc.log = slog.Default()
 	}
-	jc.broadcaster, jc.recorder = newRecorder("job-controller")
+	jc.recorder, jc.startEvents = controllers.NewLazyRecorder(jc.client, "job-controller")
 	ji := c.Informers.Batch().V1().Jobs()
 	pi := c.Informers.Core().V1().Pods()
 	jc.jobs, jc.pods = ji.Lister(), pi.Lister()
@@ -164,7 +164,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 
 // Run works until ctx is done.
 func (jc *Controller) Run(ctx context.Context) error {
-	defer startEvents(jc.broadcaster, jc.client)()
+	defer jc.startEvents()()
 	go func() {
 		_ = controllers.RunWorkers(ctx, "job-orphan-pods", jc.orphans, 1, jc.log, jc.syncOrphan, jc.synced...)
 	}()
@@ -173,9 +173,7 @@ func (jc *Controller) Run(ctx context.Context) error {
 
 func (jc *Controller) deleteJob(obj any) {
 	controllers.Enqueue(jc.queue, obj)
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	j, ok := obj.(*batchv1.Job)
 	if !ok {
 		return
@@ -192,9 +190,7 @@ func (jc *Controller) deleteJob(obj any) {
 // expectations and finalizer removals of its Job, which is synced. A pod
 // with the finalizer and no Job to count it goes to the orphan queue.
 func (jc *Controller) podEvent(obj any, old *corev1.Pod, deleted bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -335,7 +331,7 @@ func (jc *Controller) sync(ctx context.Context, key string) error {
 			s.terminating++
 		default:
 			s.active = append(s.active, p)
-			if podReady(p) {
+			if controllers.PodReady(p) {
 				s.ready++
 			}
 		}
@@ -430,17 +426,10 @@ func (jc *Controller) claim(ctx context.Context, job *batchv1.Job) ([]*corev1.Po
 	if err != nil {
 		return nil, err
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		f, err := jc.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return f.UID == job.UID && f.DeletionTimestamp == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := jc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
+	fresh := ownership.Recheck(job, func(ctx context.Context) (metav1.Object, error) {
+		return jc.client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+	})
+	patch := ownership.PodPatcher(jc.client)
 	owned := map[types.UID]bool{}
 	for _, p := range all {
 		if metav1.IsControlledBy(p, job) {
@@ -719,7 +708,7 @@ func (jc *Controller) deletePods(ctx context.Context, job *batchv1.Job, pods []*
 				return
 			}
 			deleted++
-			if podReady(p) {
+			if controllers.PodReady(p) {
 				ready++
 			}
 		})
@@ -986,8 +975,8 @@ func earlier(a, b *corev1.Pod) bool {
 	if rank[a.Status.Phase] != rank[b.Status.Phase] {
 		return rank[a.Status.Phase] < rank[b.Status.Phase]
 	}
-	if podReady(a) != podReady(b) {
-		return !podReady(a)
+	if controllers.PodReady(a) != controllers.PodReady(b) {
+		return !controllers.PodReady(a)
 	}
 	return b.CreationTimestamp.Before(&a.CreationTimestamp)
 }
@@ -1109,15 +1098,6 @@ func podFinished(p *corev1.Pod) bool {
 // podReplacementPolicy, TerminatingOrFailed).
 func podFailed(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || (p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // completionIndex is the pod's index annotation, or -1.

@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -29,15 +29,10 @@ const wait = 30 * time.Second
 // start runs an API server and the Job controller, with a short backoff.
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
 	d := controllers.Descriptor{Name: "job", New: func(c *controllers.Context) (controllers.Controller, error) {
 		return job.New(c, job.Options{Backoff: 50 * time.Millisecond})
 	}}
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{d},
-			Logger: slog.New(slog.DiscardHandler)})
-	})
-	return s.Client
+	return controllertest.StartWith(t, manager.Options{Descriptors: []controllers.Descriptor{d}, Logger: slog.New(slog.DiscardHandler)}).Client
 }
 
 func newJob(name string, parallelism, completions int32) *batchv1.Job {

@@ -13,10 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
-	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/namespace"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -26,11 +24,7 @@ var ctx = context.Background()
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{namespace.Descriptor}})
-	})
-	return s.Client
+	return controllertest.Start(t, namespace.Descriptor).Client
 }
 
 func condition(ns *corev1.Namespace, t corev1.NamespaceConditionType) string {

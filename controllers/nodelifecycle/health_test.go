@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
@@ -114,10 +115,8 @@ func TestUnreachableNodeIsTaintedAndItsPodsEvicted_G13(t *testing.T) {
 		return nodelifecycle.New(c.Client, nodelifecycle.Options{Factory: c.Informers, Logger: c.Logger,
 			MonitorPeriod: 100 * time.Millisecond, GracePeriod: 2 * time.Second, EvictionQPS: 100})
 	}}
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Logger: slog.New(slog.DiscardHandler),
-			Descriptors: []controllers.Descriptor{lifecycle, tainteviction.Descriptor}})
-	})
+	controllertest.Run(t, s, manager.Options{Logger: slog.New(slog.DiscardHandler),
+		Descriptors: []controllers.Descriptor{lifecycle, tainteviction.Descriptor}})
 
 	// The intolerant pod goes at once (graceful deletion: the node exists).
 	testwait.For(t, 20*time.Second, "pod intolerant deleted", func() (bool, string) {

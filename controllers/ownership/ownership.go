@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 )
 
 // ControllerRef returns the owner reference a controller puts on what it
@@ -111,6 +112,28 @@ func Claim[T metav1.Object](ctx context.Context, owner metav1.Object, gvk schema
 		}
 	}
 	return out, nil
+}
+
+// Recheck returns Claim's fresh for owner: get rereads owner from the API
+// server, and owner is still the same live object when what it reads has
+// owner's UID and is not being deleted.
+func Recheck(owner metav1.Object, get func(ctx context.Context) (metav1.Object, error)) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		o, err := get(ctx)
+		if err != nil {
+			return false, err
+		}
+		return o.GetUID() == owner.GetUID() && o.GetDeletionTimestamp() == nil, nil
+	}
+}
+
+// PodPatcher is the Patcher of pods through client (strategic merge
+// patches).
+func PodPatcher(client kubernetes.Interface) Patcher {
+	return func(ctx context.Context, namespace, name string, patch []byte) error {
+		_, err := client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		return err
+	}
 }
 
 // adoptPatch is the strategic merge patch that adds owner's controller

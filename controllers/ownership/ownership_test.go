@@ -2,6 +2,7 @@ package ownership_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -103,5 +104,35 @@ func TestExpectations_G1(t *testing.T) {
 	e.Observed("k", true) // more than expected does not go negative
 	if !e.Satisfied("k") {
 		t.Error("not satisfied after every write was seen")
+	}
+}
+
+// Recheck: the owner is live only when the object read again has its UID
+// and is not being deleted; a failed read is an error (G.1).
+func TestRecheckWantsTheSameLiveOwner_G1(t *testing.T) {
+	owner := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}}
+	deleting := metav1.Now()
+	failed := errors.New("unreachable")
+	for _, tc := range []struct {
+		name string
+		read *appsv1.ReplicaSet
+		err  error
+		live bool
+	}{
+		{"same", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}}, nil, true},
+		{"replaced", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u2"}}, nil, false},
+		{"deleting", &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1", DeletionTimestamp: &deleting}}, nil, false},
+		{"failed", nil, failed, false},
+	} {
+		fresh := ownership.Recheck(owner, func(context.Context) (metav1.Object, error) {
+			if tc.err != nil {
+				return nil, tc.err
+			}
+			return tc.read, nil
+		})
+		live, err := fresh(context.Background())
+		if live != tc.live || !errors.Is(err, tc.err) {
+			t.Errorf("%s: live %v, err %v; want %v, %v", tc.name, live, err, tc.live, tc.err)
+		}
 	}
 }

@@ -120,9 +120,7 @@ func listRCs(lister corelisters.ReplicationControllerLister, ns string) ([]*apps
 // ReplicationController, or a tombstone of one) as a ReplicaSet; nil for
 // anything else.
 func asReplicaSet(obj any) *appsv1.ReplicaSet {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	switch o := obj.(type) {
 	case *appsv1.ReplicaSet:
 		return o

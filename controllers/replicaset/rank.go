@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubegate/kubegate/controllers"
 )
 
 // podDeletionCost is the annotation by which a pod asks to be deleted
@@ -29,41 +31,26 @@ func isTerminating(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
 }
 
-// readyCondition returns the pod's Ready condition, or nil.
-func readyCondition(p *corev1.Pod) *corev1.PodCondition {
-	for i := range p.Status.Conditions {
-		if p.Status.Conditions[i].Type == corev1.PodReady {
-			return &p.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	c := readyCondition(p)
-	return c != nil && c.Status == corev1.ConditionTrue
-}
-
 // isAvailable reports whether a pod has been ready for minReadySeconds at
 // now.
 func isAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !isReady(p) {
+	if !controllers.PodReady(p) {
 		return false
 	}
 	if minReadySeconds == 0 {
 		return true
 	}
-	c := readyCondition(p)
+	c := controllers.PodReadyCondition(p)
 	return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
 // untilAvailable returns how long until a ready pod becomes available, or
 // false when it is not waiting to.
 func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {
-	if !isReady(p) || minReadySeconds <= 0 {
+	if !controllers.PodReady(p) || minReadySeconds <= 0 {
 		return 0, false
 	}
-	c := readyCondition(p)
+	c := controllers.PodReadyCondition(p)
 	if c.LastTransitionTime.IsZero() {
 		return 0, false
 	}
@@ -90,7 +77,7 @@ func deletionCost(p *corev1.Pod) int32 {
 
 // readySince is when a ready pod became ready; zero for a pod that is not.
 func readySince(p *corev1.Pod) time.Time {
-	if c := readyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
+	if c := controllers.PodReadyCondition(p); c != nil && c.Status == corev1.ConditionTrue {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
@@ -152,7 +139,7 @@ func (s ranked) Less(i, j int) bool {
 	if pa, pb := phaseOrder[a.Status.Phase], phaseOrder[b.Status.Phase]; pa != pb {
 		return pa < pb
 	}
-	if ra, rb := isReady(a), isReady(b); ra != rb {
+	if ra, rb := controllers.PodReady(a), controllers.PodReady(b); ra != rb {
 		return !ra
 	}
 	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
@@ -161,7 +148,7 @@ func (s ranked) Less(i, j int) bool {
 	if s.rank[i] != s.rank[j] {
 		return s.rank[i] > s.rank[j]
 	}
-	if isReady(a) && isReady(b) {
+	if controllers.PodReady(a) && controllers.PodReady(b) {
 		if ta, tb := readySince(a), readySince(b); !ta.Equal(tb) {
 			return s.newer(a, b, ta, tb)
 		}

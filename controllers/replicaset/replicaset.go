@@ -29,8 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -96,8 +94,8 @@ type Controller struct {
 	// expectedAt is when the expectations of each key were set.
 	expectedAt map[string]time.Time
 
-	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
+	startEvents func() (stop func())
 	burst       int
 }
 
@@ -115,8 +113,7 @@ func newController(c *controllers.Context, k *kind) (*Controller, error) {
 	}
 	rc := &Controller{kind: k, client: c.Client, log: log, now: now, deleting: map[string]map[string]bool{}, expectedAt: map[string]time.Time{},
 		queue: controllers.NewQueue(k.name), burst: BurstReplicas}
-	rc.broadcaster = record.NewBroadcaster()
-	rc.recorder = rc.broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: k.component})
+	rc.recorder, rc.startEvents = controllers.NewLazyRecorder(rc.client, k.component)
 
 	_, _ = k.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { controllers.Enqueue(rc.queue, obj) },
@@ -162,8 +159,7 @@ func ownerIndexKey(ns string, ref *metav1.OwnerReference) string {
 
 // Run syncs objects until ctx is done.
 func (rc *Controller) Run(ctx context.Context) error {
-	rc.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: rc.client.CoreV1().Events("")})
-	defer rc.broadcaster.Shutdown()
+	defer rc.startEvents()()
 	return controllers.RunWorkers(ctx, rc.kind.name, rc.queue, Workers, rc.log, rc.sync, rc.synced, rc.podsSynced)
 }
 
@@ -310,7 +306,7 @@ func (rc *Controller) updatePod(oldObj, newObj any) {
 		rc.enqueueRS(rs)
 		// A pod that just became ready is available minReadySeconds
 		// later: look again then.
-		if !isReady(old) && isReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		if !controllers.PodReady(old) && controllers.PodReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			rc.queue.AddAfter(key(rs.Namespace, rs.Name), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return
@@ -323,9 +319,7 @@ func (rc *Controller) updatePod(oldObj, newObj any) {
 }
 
 func (rc *Controller) deletePod(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+	obj = controllers.Unwrap(obj)
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -411,7 +405,7 @@ func (rc *Controller) sync(ctx context.Context, k string) error {
 			active = append(active, p)
 		}
 	}
-	active, err = ownership.Claim(ctx, rs, rc.kind.gvk, selector, active, rc.stillLive(rs), rc.patchPod)
+	active, err = ownership.Claim(ctx, rs, rc.kind.gvk, selector, active, rc.stillLive(rs), ownership.PodPatcher(rc.client))
 	if err != nil {
 		return err
 	}
@@ -474,11 +468,6 @@ func (rc *Controller) stillLive(rs *appsv1.ReplicaSet) func(ctx context.Context)
 		}
 		return fresh.UID == rs.UID && fresh.DeletionTimestamp == nil, nil
 	}
-}
-
-func (rc *Controller) patchPod(ctx context.Context, ns, name string, patch []byte) error {
-	_, err := rc.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	return err
 }
 
 // manage creates or deletes pods so that rs has as many active pods as it

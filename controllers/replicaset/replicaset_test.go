@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/controllers"
-	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
@@ -26,11 +26,7 @@ const wait = 30 * time.Second
 // start runs an API server and the given controllers against it.
 func start(t *testing.T, ds ...controllers.Descriptor) *testapi.Server {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: ds})
-	})
-	return s
+	return controllertest.Start(t, ds...)
 }
 
 func template(labels map[string]string) corev1.PodTemplateSpec {

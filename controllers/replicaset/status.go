@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kubegate/kubegate/controllers"
 )
 
 // calculateStatus returns rs's status given its active pods, the count of
@@ -23,7 +25,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *i
 		if template.Matches(labels.Set(p.Labels)) {
 			fully++
 		}
-		if isReady(p) {
+		if controllers.PodReady(p) {
 			ready++
 			if isAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++

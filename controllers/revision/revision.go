@@ -120,18 +120,11 @@ func SortByRevision(revs []*appsv1.ControllerRevision) {
 // get before adopting.
 func Claim(ctx context.Context, client kubernetes.Interface, owner metav1.Object, gvk schema.GroupVersionKind,
 	selector labels.Selector, all []*appsv1.ControllerRevision, get func(ctx context.Context) (metav1.Object, error)) ([]*appsv1.ControllerRevision, error) {
-	fresh := func(ctx context.Context) (bool, error) {
-		o, err := get(ctx)
-		if err != nil {
-			return false, err
-		}
-		return o.GetUID() == owner.GetUID() && o.GetDeletionTimestamp() == nil, nil
-	}
 	patch := func(ctx context.Context, ns, name string, body []byte) error {
 		_, err := client.AppsV1().ControllerRevisions(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
 		return err
 	}
-	return ownership.Claim(ctx, owner, gvk, selector, all, fresh, patch)
+	return ownership.Claim(ctx, owner, gvk, selector, all, ownership.Recheck(owner, get), patch)
 }
 
 // Max returns the highest revision number of revs, 0 for none.

@@ -70,9 +70,7 @@ func New(c *controllers.Context) (*Publisher, error) {
 		synced: []cache.InformerSynced{cms.Informer().HasSynced, nss.Informer().HasSynced},
 		queue:  controllers.NewQueue("root_ca_cert_publisher")}
 	onConfigMap := func(obj any) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = tomb.Obj
-		}
+		obj = controllers.Unwrap(obj)
 		if cm, ok := obj.(*corev1.ConfigMap); ok && cm.Name == ConfigMapName {
 			p.queue.Add(cm.Namespace)
 		}

@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/rootcacert"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -22,12 +22,9 @@ const bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 // with the bundle and kube's description; a changed bundle is put back
 // (another annotation kept), and a deleted ConfigMap is made again.
 func TestEveryNamespaceGetsTheRootCA_G16(t *testing.T) {
-	s := testapi.Start(t)
+	s := controllertest.StartWith(t, manager.Options{RootCA: []byte(bundle), Logger: slog.New(slog.DiscardHandler),
+		Descriptors: []controllers.Descriptor{rootcacert.Descriptor}})
 	ctx := context.Background()
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, RootCA: []byte(bundle), Logger: slog.New(slog.DiscardHandler),
-			Descriptors: []controllers.Descriptor{rootcacert.Descriptor}})
-	})
 	if _, err := s.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	_, _ = nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueueNS, UpdateFunc: func(_, cur any) { enqueueNS(cur) }})
 	_, _ = saInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
+		obj = controllers.Unwrap(obj)
 		if sa, ok := obj.(*corev1.ServiceAccount); ok && sa.Name == DefaultName {
 			c.queue.Add(sa.Namespace)
 		}

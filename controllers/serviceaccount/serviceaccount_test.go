@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/internal/testapi"
@@ -39,9 +40,7 @@ func TestEveryNamespaceGetsTheDefaultServiceAccount_G11(t *testing.T) {
 	if _, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
 		t.Fatal("the server made default/default itself; the test needs one that does not")
 	}
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{serviceaccount.Descriptor}})
-	})
+	controllertest.Run(t, s, manager.Options{Descriptors: []controllers.Descriptor{serviceaccount.Descriptor}})
 	for _, ns := range []string{"default", "kube-system", "kube-public"} {
 		waitForDefault(t, c, ns)
 	}

@@ -27,12 +27,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -88,9 +85,7 @@ func New(c *controllers.Context) *Controller {
 	_, _ = seti.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue,
 		UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
 	owned := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
+		obj = controllers.Unwrap(obj)
 		o, ok := obj.(metav1.Object)
 		if !ok {
 			return
@@ -122,10 +117,9 @@ func New(c *controllers.Context) *Controller {
 
 // Run works until ctx is done.
 func (s *Controller) Run(ctx context.Context) error {
-	b := record.NewBroadcaster(record.WithContext(ctx))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: s.client.CoreV1().Events("")})
-	defer b.Shutdown()
-	s.events = b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"})
+	var stop func()
+	s.events, stop = controllers.NewRecorder(s.client, "statefulset-controller")
+	defer stop()
 	return controllers.RunWorkers(ctx, "statefulset", s.queue, workers, s.log, s.sync, s.synced...)
 }
 
@@ -191,18 +185,7 @@ func (s *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 			members = append(members, p)
 		}
 	}
-	fresh := func(ctx context.Context) (bool, error) {
-		o, err := get(ctx)
-		if err != nil {
-			return false, err
-		}
-		return o.GetUID() == set.UID && o.GetDeletionTimestamp() == nil, nil
-	}
-	patch := func(ctx context.Context, ns, name string, body []byte) error {
-		_, err := s.client.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, body, metav1.PatchOptions{})
-		return err
-	}
-	return ownership.Claim(ctx, set, gvk, sel, members, fresh, patch)
+	return ownership.Claim(ctx, set, gvk, sel, members, ownership.Recheck(set, get), ownership.PodPatcher(s.client))
 }
 
 func parentAndOrdinal(name string) (string, int) {
@@ -338,15 +321,6 @@ func applyRevision(set *appsv1.StatefulSet, rev *appsv1.ControllerRevision) (*ap
 	return clone, nil
 }
 
-func podReady(pod *corev1.Pod) (bool, time.Time) {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue, c.LastTransitionTime.Time
-		}
-	}
-	return false, time.Time{}
-}
-
 func created(pod *corev1.Pod) bool     { return pod.Status.Phase != "" }
 func terminating(pod *corev1.Pod) bool { return pod.DeletionTimestamp != nil }
 func terminal(pod *corev1.Pod) bool {
@@ -354,17 +328,11 @@ func terminal(pod *corev1.Pod) bool {
 }
 
 func runningAndReady(pod *corev1.Pod) bool {
-	ok, _ := podReady(pod)
-	return pod.Status.Phase == corev1.PodRunning && ok
-}
-
-func available(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	ok, since := podReady(pod)
-	return ok && (minReady == 0 || !since.IsZero() && since.Add(time.Duration(minReady)*time.Second).Before(now))
+	return pod.Status.Phase == corev1.PodRunning && controllers.PodReady(pod)
 }
 
 func unavailable(pod *corev1.Pod, minReady int32, now time.Time) bool {
-	return !available(pod, minReady, now) || terminating(pod)
+	return !controllers.PodAvailable(pod, minReady, now) || terminating(pod)
 }
 
 func podRevision(pod *corev1.Pod) string { return pod.Labels[appsv1.StatefulSetRevisionLabel] }
@@ -544,7 +512,7 @@ func counts(status *appsv1.StatefulSetStatus, minReady int32, current, update st
 		}
 		if runningAndReady(p) {
 			status.ReadyReplicas++
-			if available(p, minReady, now) {
+			if controllers.PodAvailable(p, minReady, now) {
 				status.AvailableReplicas++
 			}
 		}
@@ -653,7 +621,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 				return true, err
 			}
 		}
-		if monotonic && (terminating(p) || !runningAndReady(p) || !available(p, minReady, now)) {
+		if monotonic && (terminating(p) || !runningAndReady(p) || !controllers.PodAvailable(p, minReady, now)) {
 			return true, nil
 		}
 		if identityMatches(set, p) {
@@ -674,7 +642,7 @@ func (s *Controller) update(ctx context.Context, set *appsv1.StatefulSet, curren
 		if terminating(p) {
 			return monotonic, nil
 		}
-		if monotonic && p != firstUnhealthy && (!runningAndReady(p) || !available(p, minReady, now)) {
+		if monotonic && p != firstUnhealthy && (!runningAndReady(p) || !controllers.PodAvailable(p, minReady, now)) {
 			return true, nil
 		}
 		return true, s.deletePod(ctx, set, p)
@@ -724,7 +692,7 @@ func (s *Controller) rollingUpdate(ctx context.Context, set *appsv1.StatefulSet,
 	if parallel {
 		for t := len(reps) - 1; t >= partition; t-- {
 			p := reps[t]
-			if podRevision(p) != update && !available(p, minReady, now) && !terminating(p) {
+			if podRevision(p) != update && !controllers.PodAvailable(p, minReady, now) && !terminating(p) {
 				if err := s.deletePod(ctx, set, p); err != nil {
 					return err
 				}

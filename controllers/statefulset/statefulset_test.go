@@ -13,10 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubegate/kubegate/controllers"
-	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/statefulset"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -24,10 +22,7 @@ const ns = "default"
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{statefulset.Descriptor}})
-	})
+	s := controllertest.Start(t, statefulset.Descriptor)
 	if _, err := s.Client.CoreV1().Nodes().Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/garbagecollector"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/ttlafterfinished"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -74,15 +74,12 @@ func gone(c kubernetes.Interface, name string) (bool, string) {
 
 func TestFinishedJobDeletedAfterTTL_G6(t *testing.T) {
 	t.Parallel()
-	s := testapi.Start(t)
 	now := time.Now().Truncate(time.Second)
 	clk := &clock{t: now}
 	// The garbage collector finishes the foreground deletions the
 	// controller starts (G.8).
-	testapi.Run(t, func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: s.Config, Descriptors: []controllers.Descriptor{ttlafterfinished.Descriptor, garbagecollector.Descriptor},
-			Logger: slog.New(slog.DiscardHandler), Now: clk.now})
-	})
+	s := controllertest.StartWith(t, manager.Options{Descriptors: []controllers.Descriptor{ttlafterfinished.Descriptor, garbagecollector.Descriptor},
+		Logger: slog.New(slog.DiscardHandler), Now: clk.now})
 	c := s.Client
 	// Finished 200 s ago with a TTL of 100 s: deleted at once.
 	finishedJob(t, c, "old", 100, now.Add(-200*time.Second))
