@@ -22,14 +22,14 @@ func PodReady(pod *corev1.Pod) bool {
 	return c != nil && c.Status == corev1.ConditionTrue
 }
 
-// PodAvailable reports whether pod has been ready for more than
-// minReadySeconds at now (at once when that is 0), as kube's DaemonSet
-// and StatefulSet controllers count a pod available.
+// PodAvailable reports whether pod has been ready for at least
+// minReadySeconds at now (at once when that is 0), as kube's workload
+// controllers count a pod available.
 func PodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 	c := PodReadyCondition(pod)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return false
 	}
 	return minReadySeconds == 0 ||
-		!c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
+		!c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }

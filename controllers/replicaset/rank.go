@@ -31,19 +31,6 @@ func isTerminating(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp != nil
 }
 
-// isAvailable reports whether a pod has been ready for minReadySeconds at
-// now.
-func isAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !controllers.PodReady(p) {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	c := controllers.PodReadyCondition(p)
-	return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-}
-
 // untilAvailable returns how long until a ready pod becomes available, or
 // false when it is not waiting to.
 func untilAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) (time.Duration, bool) {

@@ -27,7 +27,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, active []*corev1.Pod, terminating *i
 		}
 		if controllers.PodReady(p) {
 			ready++
-			if isAvailable(p, rs.Spec.MinReadySeconds, now) {
+			if controllers.PodAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++
 			}
 		}
