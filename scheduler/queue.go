@@ -33,11 +33,17 @@ type Queue struct {
 	backoff       map[types.UID]*queuedPod
 	unschedulable map[types.UID]*queuedPod
 	all           map[types.UID]*queuedPod
+	// cycle counts Pops, and moveCycle is the cycle of the last
+	// MoveAllToActiveOrBackoff: a pod popped before the cluster changed
+	// was tried against the old cluster, so it must not wait for a change
+	// that has already happened (kube's moveRequestCycle).
+	cycle, moveCycle int64
 }
 
 type queuedPod struct {
 	pod      *v1.Pod
 	attempts int
+	popped   int64 // the queue's cycle when it was last popped
 	added    time.Time
 	until    time.Time // end of backoff
 	index    int       // in active, or -1
@@ -110,6 +116,8 @@ func (q *Queue) Pop(ctx context.Context) (*v1.Pod, int, bool) {
 		if q.active.Len() > 0 {
 			qp := heap.Pop(&q.active).(*queuedPod)
 			qp.attempts++
+			q.cycle++
+			qp.popped = q.cycle
 			q.mu.Unlock()
 			return qp.pod, qp.attempts, true
 		}
@@ -125,14 +133,16 @@ func (q *Queue) Pop(ctx context.Context) (*v1.Pod, int, bool) {
 // Done forgets a pod that was scheduled.
 func (q *Queue) Done(uid types.UID) { q.Delete(uid) }
 
-// Unschedulable parks a pod that fit no node until the cluster changes.
-func (q *Queue) Unschedulable(pod *v1.Pod) { q.park(pod, q.unschedulable) }
+// Unschedulable parks a pod that fit no node until the cluster changes;
+// if it changed while the pod was being tried, the pod only waits out its
+// backoff.
+func (q *Queue) Unschedulable(pod *v1.Pod) { q.park(pod, true) }
 
 // Backoff parks a pod that failed for another reason until its backoff
 // expires.
-func (q *Queue) Backoff(pod *v1.Pod) { q.park(pod, q.backoff) }
+func (q *Queue) Backoff(pod *v1.Pod) { q.park(pod, false) }
 
-func (q *Queue) park(pod *v1.Pod, where map[types.UID]*queuedPod) {
+func (q *Queue) park(pod *v1.Pod, unschedulable bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	qp, ok := q.all[pod.UID]
@@ -140,7 +150,11 @@ func (q *Queue) park(pod *v1.Pod, where map[types.UID]*queuedPod) {
 		return // deleted meanwhile, or already re-queued by an update
 	}
 	qp.until = q.clock.Now().Add(q.backoffFor(qp.attempts))
-	where[pod.UID] = qp
+	if unschedulable && q.moveCycle < qp.popped {
+		q.unschedulable[pod.UID] = qp
+		return
+	}
+	q.backoff[pod.UID] = qp
 }
 
 // backoffFor is initial·2^(attempts−1), at most the limit.
@@ -158,6 +172,7 @@ func (q *Queue) backoffFor(attempts int) time.Duration {
 func (q *Queue) MoveAllToActiveOrBackoff() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.moveCycle = q.cycle
 	now := q.clock.Now()
 	for uid, qp := range q.unschedulable {
 		delete(q.unschedulable, uid)

@@ -330,6 +330,35 @@ func TestQueueBackoff(t *testing.T) {
 	}
 }
 
+// A pod tried against the cluster as it was before a change (a node
+// untainted while the pod was being scheduled) does not wait for another
+// change: it only waits out its backoff. A pod popped after the change
+// waits as unschedulable.
+func TestQueueChangeDuringAttemptIsNotLost_E5(t *testing.T) {
+	t.Parallel()
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	q := NewQueue(clk, 0, 0)
+	p := testPod("p", "1")
+	q.Add(p)
+	if _, _, ok := q.Pop(context.Background()); !ok {
+		t.Fatal("pop")
+	}
+	q.MoveAllToActiveOrBackoff() // the cluster changed during the attempt
+	q.Unschedulable(p)
+	if a, b, u := q.Len(); a != 0 || b != 1 || u != 0 {
+		t.Fatalf("active %d backoff %d unschedulable %d, want the pod in backoff", a, b, u)
+	}
+	clk.Step(time.Second)
+	q.FlushBackoff()
+	if _, _, ok := q.Pop(context.Background()); !ok {
+		t.Fatal("the pod did not come back after its backoff")
+	}
+	q.Unschedulable(p) // no change since this attempt began
+	if a, b, u := q.Len(); a != 0 || b != 0 || u != 1 {
+		t.Fatalf("active %d backoff %d unschedulable %d, want the pod unschedulable", a, b, u)
+	}
+}
+
 // While MaxInFlight bindings are in flight, the scheduler takes no pod
 // from the queue; when one finishes, it schedules and binds the next.
 func TestBindingsInFlightAreBounded(t *testing.T) {

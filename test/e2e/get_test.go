@@ -61,14 +61,18 @@ func TestKubectlGetColumns(t *testing.T) {
 	objects := filepath.Join(t.TempDir(), "objects.yaml")
 	writeFile(t, objects, []byte(getObjectsYAML))
 	must(t, c.kubectl(t, nil, "apply", "-f", objects), "configmap/three created")
+	// The root CA publisher gives every namespace its kube-root-ca.crt,
+	// as kube-controller-manager does (G.16).
+	c.waitKubectl(t, "kube-root-ca.crt in t", "configmap/kube-root-ca.crt", "-n", "t", "get", "configmap", "kube-root-ca.crt", "-o", "name")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"get", "configmaps", "-n", "t"}, `
-NAME    DATA   AGE
-empty   0      AGE
-three   3      AGE
+NAME               DATA   AGE
+empty              0      AGE
+kube-root-ca.crt   1      AGE
+three              3      AGE
 `},
 		{[]string{"get", "services", "-n", "t", "-o", "wide"}, `
 NAME   TYPE       CLUSTER-IP   EXTERNAL-IP   PORT(S)                     AGE   SELECTOR

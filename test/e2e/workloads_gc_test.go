@@ -76,6 +76,9 @@ func TestGarbageCollectionAndNamespaceLifecycle(t *testing.T) {
 	t.Run("namespace delete", func(t *testing.T) {
 		must(t, c.kubectl(t, nil, "create", "namespace", "doomed"), "namespace/doomed created")
 		must(t, c.kubectl(t, nil, "-n", "doomed", "create", "configmap", "settings", "--from-literal=a=b"), "configmap/settings created")
+		// Pods are admitted once the serviceaccount controller has made the
+		// namespace's default service account, as on kube (G.11).
+		c.waitKubectl(t, "the default service account", "serviceaccount/default", "-n", "doomed", "get", "serviceaccount", "default", "-o", "name")
 		must(t, c.kubectl(t, nil, "-n", "doomed", "run", "app", "--image=registry.cn-hangzhou.aliyuncs.com/kube-easy/app:latest"), "pod/app created")
 		// a config map held by a finalizer keeps the namespace Terminating
 		// until the test lets it go
