@@ -408,7 +408,9 @@ func (c *Collector) attemptToDelete(ctx context.Context, uid types.UID) error {
 func (c *Collector) ownersPresent(n node) bool {
 	for _, o := range n.owners {
 		owner, ok := c.graph.get(o.UID)
-		if !ok || owner.foreground || c.graph.isAbsent(o.UID) {
+		// A namespaced owner counts only in the dependent's namespace.
+		if !ok || owner.foreground || c.graph.isAbsent(n.ref.namespace, o.UID) ||
+			(owner.ref.namespaced && owner.ref.namespace != n.ref.namespace) {
 			return false
 		}
 	}
@@ -428,17 +430,25 @@ func uids(refs []metav1.OwnerReference) []types.UID {
 // foreground (waiting), each checked with a live GET.
 func (c *Collector) classify(ctx context.Context, ref objectRef, owners []metav1.OwnerReference) (solid, dangling, waiting []metav1.OwnerReference, err error) {
 	for _, o := range owners {
-		if c.graph.isAbsent(o.UID) {
-			dangling = append(dangling, o)
-			continue
-		}
 		info, err := c.resourceFor(o.APIVersion, o.Kind)
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if info.namespaced && !ref.namespaced {
+			// A cluster-scoped object cannot have a namespaced owner: kube
+			// leaves such an object alone rather than take the owner for
+			// gone.
+			c.log.Warn("a cluster-scoped object names a namespaced owner; left alone", "resource", ref.gvr.String(), "name", ref.name, "owner", o.Kind+"/"+o.Name)
+			solid = append(solid, o)
+			continue
+		}
 		owner := objectRef{gvr: info.gvr, kind: o.Kind, namespaced: info.namespaced, name: o.Name, uid: o.UID}
 		if info.namespaced {
 			owner.namespace = ref.namespace
+		}
+		if c.graph.isAbsent(owner.namespace, o.UID) {
+			dangling = append(dangling, o)
+			continue
 		}
 		latest, err := c.live(ctx, owner)
 		if err != nil {
@@ -446,7 +456,7 @@ func (c *Collector) classify(ctx context.Context, ref objectRef, owners []metav1
 		}
 		switch {
 		case latest == nil:
-			c.graph.markAbsent(o.UID)
+			c.graph.markAbsent(owner.namespace, o.UID)
 			dangling = append(dangling, o)
 		case latest.DeletionTimestamp != nil && slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents):
 			waiting = append(waiting, o)

@@ -36,12 +36,19 @@ type graph struct {
 	nodes      map[types.UID]*node
 	dependents map[types.UID]map[types.UID]bool
 	// absent holds owners known to be gone, to spare their dependents a
-	// lookup each; bounded.
-	absent map[types.UID]bool
+	// lookup each; bounded. It is keyed by absentKey: a namespaced owner
+	// is gone only for dependents of its own namespace, so that an object
+	// naming another namespace's owner cannot make that owner's real
+	// dependents look orphaned (G.8).
+	absent map[string]bool
 }
 
+// absentKey is the absent cache's key of the owner uid looked up in
+// namespace ("" for a cluster-scoped owner).
+func absentKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
+
 func newGraph() *graph {
-	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]bool{}, absent: map[types.UID]bool{}}
+	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]bool{}, absent: map[string]bool{}}
 }
 
 // maxAbsent bounds the absent-owner cache, as kube's LRU of 500.
@@ -70,19 +77,31 @@ func (g *graph) dependentsOf(uid types.UID) []node {
 	return out
 }
 
-func (g *graph) isAbsent(uid types.UID) bool {
+// isAbsent reports whether the owner uid of a dependent in namespace is
+// known to be gone: as a cluster-scoped owner, or in that namespace.
+func (g *graph) isAbsent(namespace string, uid types.UID) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.absent[uid]
+	return g.absentLocked(namespace, uid)
 }
 
-func (g *graph) markAbsent(uid types.UID) {
+func (g *graph) absentLocked(namespace string, uid types.UID) bool {
+	return g.absent[absentKey("", uid)] || (namespace != "" && g.absent[absentKey(namespace, uid)])
+}
+
+// markAbsent records that the owner uid looked up in namespace ("" when
+// cluster-scoped) is gone.
+func (g *graph) markAbsent(namespace string, uid types.UID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.markAbsentLocked(namespace, uid)
+}
+
+func (g *graph) markAbsentLocked(namespace string, uid types.UID) {
 	if len(g.absent) >= maxAbsent {
 		clear(g.absent)
 	}
-	g.absent[uid] = true
+	g.absent[absentKey(namespace, uid)] = true
 }
 
 // change is what an informer event means for the collector's queues.
@@ -107,7 +126,8 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 	if !found {
 		old = &node{ref: ref}
 		g.nodes[ref.uid] = old
-		delete(g.absent, ref.uid)
+		delete(g.absent, absentKey("", ref.uid))
+		delete(g.absent, absentKey(ref.namespace, ref.uid))
 	}
 	// Owners whose blocking reference went away or stopped blocking may
 	// now be free to go.
@@ -132,7 +152,7 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 		g.dependents[o.UID][ref.uid] = true
 		// An owner the graph has not seen may be gone: the object is
 		// checked against the API server.
-		if _, seen := g.nodes[o.UID]; !seen || g.absent[o.UID] {
+		if _, seen := g.nodes[o.UID]; !seen || g.absentLocked(ref.namespace, o.UID) {
 			ch.toDelete = append(ch.toDelete, ref.uid)
 		}
 	}
@@ -173,10 +193,11 @@ func (g *graph) remove(uid types.UID) change {
 		}
 	}
 	if deps := g.dependents[uid]; len(deps) > 0 {
-		if len(g.absent) >= maxAbsent {
-			clear(g.absent)
+		ns := ""
+		if n.ref.namespaced {
+			ns = n.ref.namespace
 		}
-		g.absent[uid] = true
+		g.markAbsentLocked(ns, uid)
 		for dep := range deps {
 			ch.toDelete = append(ch.toDelete, dep)
 		}
