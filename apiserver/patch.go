@@ -19,28 +19,38 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func (q *request) patch() error {
+// patchRequest negotiates the answer and reads what every PATCH carries:
+// its patch type, its body and its fieldValidation directive.
+func (q *request) patchRequest() (types.PatchType, []byte, string, error) {
 	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
-		return err
+		return "", nil, "", err
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))
 	if err != nil {
-		return unsupportedPatchType()
+		return "", nil, "", unsupportedPatchType()
 	}
 	patch, err := readBody(q.r)
 	if err != nil {
-		return err
+		return "", nil, "", err
 	}
 	directive, err := fieldValidation(q.r)
+	if err != nil {
+		return "", nil, "", err
+	}
+	return types.PatchType(ct), patch, directive, nil
+}
+
+func (q *request) patch() error {
+	pt, patch, directive, err := q.patchRequest()
 	if err != nil {
 		return err
 	}
 	var obj runtime.Object
 	code := http.StatusOK
-	switch types.PatchType(ct) {
+	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 		obj, err = q.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
-			return q.applyPatch(types.PatchType(ct), directive, old, patch)
+			return q.applyPatch(pt, directive, old, patch)
 		}, fieldManagerName(q.r))
 	case types.ApplyPatchType:
 		obj, code, err = q.serverSideApply(patch)

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"fmt"
-	"mime"
 	"net/http"
 	"time"
 
@@ -237,22 +236,10 @@ func (q *request) updateScale() error {
 }
 
 func (q *request) patchScale() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
-		return err
-	}
-	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))
-	if err != nil {
-		return unsupportedPatchType()
-	}
-	patch, err := readBody(q.r)
+	pt, patch, directive, err := q.patchRequest()
 	if err != nil {
 		return err
 	}
-	directive, err := fieldValidation(q.r)
-	if err != nil {
-		return err
-	}
-	pt := types.PatchType(ct)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
 		return q.changeScale(func(old *autoscalingv1.Scale) (*autoscalingv1.Scale, error) {
