@@ -150,9 +150,11 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 			g.dependents[o.UID] = map[types.UID]bool{}
 		}
 		g.dependents[o.UID][ref.uid] = true
-		// An owner the graph has not seen may be gone: the object is
-		// checked against the API server.
-		if _, seen := g.nodes[o.UID]; !seen || g.absentLocked(ref.namespace, o.UID) {
+		// An owner the graph has not seen may be gone, and one seen
+		// already waiting for its dependents wants this one gone too (it
+		// can be seen before its dependents, as in an informer's first
+		// list): the object is checked against the API server.
+		if owner, seen := g.nodes[o.UID]; !seen || owner.foreground || g.absentLocked(ref.namespace, o.UID) {
 			ch.toDelete = append(ch.toDelete, ref.uid)
 		}
 	}
