@@ -193,7 +193,7 @@ func loadJWT(ctx context.Context, o Options, interval time.Duration, logger *slo
 			return nil
 		}
 		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
-			return fmt.Errorf("--authentication-config %s: %w", path, err)
+			return fmt.Errorf("--authentication-config: %w", err) // the error names the file
 		}
 		if anonymous != nil {
 			ac.Anonymous = anonymous.Enabled
