@@ -19,10 +19,16 @@ import (
 )
 
 // jwtAuthConfig is the AuthenticationConfiguration both servers take: two
-// issuers, claim and CEL mappings, validation rules of both kinds (A.8).
+// issuers, claim and CEL mappings, validation rules of both kinds, and
+// anonymous requests on two paths only (A.8).
 func jwtAuthConfig(a, b *jwttest.Issuer) string {
 	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
 kind: AuthenticationConfiguration
+anonymous:
+  enabled: true
+  conditions:
+  - path: /livez
+  - path: /version
 jwt:
 - issuer:
     url: %[1]s
@@ -173,7 +179,8 @@ func caClient(t *testing.T, srv *server) *http.Client {
 }
 
 // kubegate and kube-apiserver, given one AuthenticationConfiguration,
-// make the same user of the same JWTs and refuse the same ones (A.8).
+// make the same user of the same JWTs, refuse the same ones, and let the
+// same paths be read without credentials (A.8).
 func TestJWTAuthenticationLikeKubeAPIServer_A8(t *testing.T) {
 	bin := requireOracle(t)
 	ka, kb, stranger := jwttest.NewKey(t, "a-1", "RS256"), jwttest.NewKey(t, "b-1", "ES256"), jwttest.NewKey(t, "x-1", "RS256")
@@ -207,6 +214,22 @@ func TestJWTAuthenticationLikeKubeAPIServer_A8(t *testing.T) {
 			accepted++
 		}
 		t.Logf("%s: %s", c.name, want)
+	}
+	// Without credentials, only the anonymous section's paths are open.
+	for _, path := range []string{"/livez", "/version", "/readyz", "/healthz", "/livez/ping", "/api"} {
+		var codes []int
+		for _, srv := range servers {
+			resp, err := clients[srv].Get(srv.url + path)
+			if err != nil {
+				t.Fatalf("%s: GET %s: %v", srv.name, path, err)
+			}
+			resp.Body.Close()
+			codes = append(codes, resp.StatusCode)
+		}
+		if codes[0] != codes[1] {
+			t.Errorf("GET %s without credentials: kubegate %d, kube-apiserver %d", path, codes[0], codes[1])
+		}
+		t.Logf("GET %s without credentials: %d", path, codes[1])
 	}
 	// the cases exercise both outcomes
 	if accepted < 5 || accepted > len(cases)-5 {
