@@ -23,4 +23,7 @@ func addAuthnFlags(fs *pflag.FlagSet, f *fileconfig.Flags, saKeyUsage, saLookupU
 	fs.StringSliceVar(&f.RequestHeaderGroupHeaders, "requestheader-group-headers", f.RequestHeaderGroupHeaders, "headers carrying groups")
 	fs.StringSliceVar(&f.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", f.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
 	fs.BoolVar(&f.AnonymousAuth, "anonymous-auth", f.AnonymousAuth, "treat requests without credentials as system:anonymous")
+	fs.StringVar(&f.WebhookConfigFile, "authentication-token-webhook-config-file", "", "kubeconfig naming the remote service that reviews bearer tokens (TokenReview); read at start")
+	fs.StringVar(&f.WebhookVersion, "authentication-token-webhook-version", f.WebhookVersion, "the authentication.k8s.io TokenReview version to send to and expect from the webhook: v1 or v1beta1")
+	fs.DurationVar(&f.WebhookCacheTTL, "authentication-token-webhook-cache-ttl", f.WebhookCacheTTL, "how long the webhook's answers (successes and unknown tokens, never errors) are cached")
 }
