@@ -500,3 +500,38 @@ func TestBadConfigurationIsOneClearError_A9(t *testing.T) {
 }
 
 func writeFile(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
+
+func TestTransientFailuresAreRetriedOthersNot_A9(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		status      int
+		wantReviews int64
+	}{
+		{"500 is retried up to the backoff's steps", http.StatusInternalServerError, 4},
+		{"429 is retried", http.StatusTooManyRequests, 4},
+		{"403 is final", http.StatusForbidden, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var reviews atomic.Int64
+			s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				reviews.Add(1)
+				http.Error(w, "no", tt.status)
+			}))
+			t.Cleanup(s.Close)
+			a, err := webhook.New(webhook.Options{ConfigFile: writeKubeconfig(t, s.URL+"/authenticate"), Version: webhook.VersionV1,
+				CacheTTL: time.Minute, RetryBackoff: &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 4}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, err := a.AuthenticateToken(t.Context(), "some-token"); ok || err == nil {
+				t.Fatalf("got (%v, %v), want an error", ok, err)
+			}
+			if got := reviews.Load(); got != tt.wantReviews {
+				t.Fatalf("%d reviews, want %d", got, tt.wantReviews)
+			}
+		})
+	}
+}
