@@ -22,6 +22,7 @@ import (
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
+	"github.com/kubegate/kubegate/authn/webhook"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
@@ -145,6 +146,24 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 	// as in kube-apiserver (A.0).
 	if err := loadJWT(ctx, o, interval, logger, &ac); err != nil {
 		return ac, err
+	}
+	// the webhook comes last among tokens, as in kube-apiserver (A.0)
+	if o.WebhookVersion != "" {
+		if err := webhook.CheckVersion(o.WebhookVersion); err != nil {
+			return ac, fmt.Errorf("--authentication-token-webhook-version: %w", err)
+		}
+	}
+	if o.WebhookConfigFile != "" {
+		// Read once: kube-apiserver does not reload this file either.
+		wh, err := webhook.New(webhook.Options{ConfigFile: o.WebhookConfigFile, Version: o.WebhookVersion,
+			APIAudiences: ac.APIAudiences, CacheTTL: o.WebhookCacheTTL})
+		if err != nil {
+			return ac, fmt.Errorf("--authentication-token-webhook-config-file %s: %w", o.WebhookConfigFile, err)
+		}
+		if ttl, all := o.WebhookCacheTTL, ac.TokenCache.SuccessTTL; ttl > 0 && all > 0 && ttl < all {
+			logger.Warn("the webhook cache TTL is shorter than the token cache's TTL for successes", "webhookCacheTTL", ttl, "tokenCacheTTL", all)
+		}
+		ac.Tokens = append(ac.Tokens, wh)
 	}
 	return ac, nil
 }
