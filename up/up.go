@@ -150,6 +150,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.RequestHeaderCAFile = pki("front-proxy-ca.crt")
 	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
 	a.AnonymousAuth = false
+	a.EnableBootstrapTokenAuth = true // as kubeadm configures kube-apiserver
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	a.ServiceClusterIPRange = o.ServiceCIDR
 	// When the controller manager runs the serviceaccount controller, it
@@ -178,6 +179,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		g.TokenAuthFile = tokens
 	}
 	g.SAKeyFiles = []string{pki("sa.pub")}
+	g.EnableBootstrapTokenAuth = true
 	g.Upstream = api.URL()
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {
 		api.Close()

@@ -371,7 +371,8 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, ReloadInterval: o.ReloadInterval}
+	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, BootstrapGetter: authapi.Getter{Store: st},
+		ReloadInterval: o.ReloadInterval}
 	fo.SAKeyFiles = keyFiles
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {

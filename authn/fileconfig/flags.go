@@ -28,6 +28,11 @@ type Flags struct {
 	RequestHeaderExtraPrefixes   []string
 
 	AnonymousAuth bool
+
+	// EnableBootstrapTokenAuth accepts bootstrap tokens, checked against
+	// Secrets in kube-system (--enable-bootstrap-token-auth, A.10); it
+	// needs Options.BootstrapGetter.
+	EnableBootstrapTokenAuth bool
 }
 
 // DefaultFlags returns kube-apiserver's defaults, with anonymous
@@ -46,5 +51,6 @@ func DefaultFlags() Flags {
 
 // Configured reports whether f turns on any authenticator.
 func (f *Flags) Configured() bool {
-	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth
+	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth ||
+		f.EnableBootstrapTokenAuth
 }

@@ -23,4 +23,6 @@ func addAuthnFlags(fs *pflag.FlagSet, f *fileconfig.Flags, saKeyUsage, saLookupU
 	fs.StringSliceVar(&f.RequestHeaderGroupHeaders, "requestheader-group-headers", f.RequestHeaderGroupHeaders, "headers carrying groups")
 	fs.StringSliceVar(&f.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", f.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
 	fs.BoolVar(&f.AnonymousAuth, "anonymous-auth", f.AnonymousAuth, "treat requests without credentials as system:anonymous")
+	fs.BoolVar(&f.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", f.EnableBootstrapTokenAuth,
+		"accept bootstrap tokens (ID.SECRET), checked against Secrets bootstrap-token-ID of type bootstrap.kubernetes.io/token in kube-system")
 }
