@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/apis/apiserver"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/bootstrap"
 	"github.com/kubegate/kubegate/authn/jwt"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
@@ -35,6 +36,9 @@ type Options struct {
 	// trusts tokens on signature and claims alone. With Flags.SALookup
 	// false only bound tokens are looked up.
 	SAGetter serviceaccount.Getter
+	// BootstrapGetter reads the Secrets of bootstrap tokens; it is
+	// required when Flags.EnableBootstrapTokenAuth is set.
+	BootstrapGetter bootstrap.Getter
 	// ReloadInterval is how often files are checked; zero means
 	// filewatch.DefaultInterval.
 	ReloadInterval time.Duration
@@ -141,6 +145,13 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 			}
 		}
 		ac.Tokens = append(ac.Tokens, sa)
+	}
+	// bootstrap tokens come after service-account tokens, as in kube-apiserver (A.0)
+	if o.EnableBootstrapTokenAuth {
+		if o.BootstrapGetter == nil {
+			return ac, errors.New("--enable-bootstrap-token-auth: no way to read Secrets here")
+		}
+		ac.Tokens = append(ac.Tokens, bootstrap.New(o.BootstrapGetter, bootstrap.Options{Logger: logger}))
 	}
 	// JWT authenticators come after service-account and bootstrap tokens,
 	// as in kube-apiserver (A.0).

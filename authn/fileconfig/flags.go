@@ -54,6 +54,11 @@ type Flags struct {
 	WebhookConfigFile string
 	WebhookVersion    string
 	WebhookCacheTTL   time.Duration
+
+	// EnableBootstrapTokenAuth accepts bootstrap tokens, checked against
+	// Secrets in kube-system (--enable-bootstrap-token-auth, A.10); it
+	// needs Options.BootstrapGetter.
+	EnableBootstrapTokenAuth bool
 }
 
 // DefaultFlags returns kube-apiserver's defaults, with anonymous
@@ -76,5 +81,5 @@ func DefaultFlags() Flags {
 // Configured reports whether f turns on any authenticator.
 func (f *Flags) Configured() bool {
 	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth ||
-		f.AuthenticationConfigFile != "" || f.OIDC.IssuerURL != "" || f.WebhookConfigFile != ""
+		f.AuthenticationConfigFile != "" || f.OIDC.IssuerURL != "" || f.WebhookConfigFile != "" || f.EnableBootstrapTokenAuth
 }
