@@ -210,3 +210,35 @@ func TestOIDCFlags_A8(t *testing.T) {
 		t.Errorf("an ES256 token under the default --oidc-signing-algs: ok %v err %v", ok, err)
 	}
 }
+
+// An issuer that is down makes its own tokens fail and nothing else: the
+// static tokens and another issuer's tokens still work (A.8).
+func TestIssuerDownFailsOnlyItsTokens_A8(t *testing.T) {
+	kUp, kDown := jwttest.NewKey(t, "up", "ES256"), jwttest.NewKey(t, "down", "ES256")
+	up, down := jwttest.NewIssuer(t, kUp), jwttest.NewIssuer(t, kDown)
+	down.Down.Store(true)
+	dir := t.TempDir()
+	path, tokens := filepath.Join(dir, "auth.yaml"), filepath.Join(dir, "tokens.csv")
+	write(t, path, []byte(authConfig("", up, down)))
+	write(t, tokens, []byte("static-token,alice,uid-1\n"))
+	a, err := loadJWTConfig(t, Flags{AuthenticationConfigFile: path, TokenAuthFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the issuer that is up", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, up, kUp, "ada"))
+		return got == up.URL+"#ada", got
+	})
+	if got := bearerUser(a, "/api", "static-token"); got != "alice" {
+		t.Errorf("static token while an issuer is down: %s", got)
+	}
+	if got := bearerUser(a, "/api", idToken(t, down, kDown, "bob")); got != "error" {
+		t.Errorf("a token of the issuer that is down: %s, want refused", got)
+	}
+	// once it is back, its tokens work without a restart
+	down.Down.Store(false)
+	testwait.For(t, 60*time.Second, "the issuer back up", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, down, kDown, "bob"))
+		return got == down.URL+"#bob", got
+	})
+}
