@@ -49,7 +49,8 @@ func bearerUser(a authn.Request, path, token string) string {
 func loadJWTConfig(t *testing.T, f Flags) (authn.Request, error) {
 	t.Helper()
 	f.SAIssuers = []string{saIssuer}
-	ac, err := Load(t.Context(), Options{Flags: f, ReloadInterval: 20 * time.Millisecond, JWTHealthPoll: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	ac, err := Load(t.Context(), Options{Flags: f, ReloadInterval: 20 * time.Millisecond,
+		JWTHealthPoll: 50 * time.Millisecond, JWTUpdateTimeout: 500 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -240,5 +241,36 @@ func TestIssuerDownFailsOnlyItsTokens_A8(t *testing.T) {
 	testwait.For(t, 60*time.Second, "the issuer back up", func() (bool, string) {
 		got := bearerUser(a, "/api", idToken(t, down, kDown, "bob"))
 		return got == down.URL+"#bob", got
+	})
+}
+
+// A reloaded file whose new issuer does not answer leaves the old
+// configuration in force, and takes over once the issuer answers, with
+// no further change of the file (A.8).
+func TestReloadWaitsForNewIssuers_A8(t *testing.T) {
+	k1, k2 := jwttest.NewKey(t, "a", "ES256"), jwttest.NewKey(t, "b", "ES256")
+	one, two := jwttest.NewIssuer(t, k1), jwttest.NewIssuer(t, k2)
+	two.Down.Store(true)
+	path := filepath.Join(t.TempDir(), "auth.yaml")
+	write(t, path, []byte(authConfig("", one)))
+	a, err := loadJWTConfig(t, Flags{AuthenticationConfigFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "first issuer", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, one, k1, "ada"))
+		return got == one.URL+"#ada", got
+	})
+	write(t, path, []byte(authConfig("", two)))
+	time.Sleep(time.Second) // two update timeouts: the new file has been tried and refused
+	n := 0
+	if got := bearerUser(a, "/api", idToken(t, one, k1, "still")); got != one.URL+"#still" {
+		t.Fatalf("while the new issuer is down: %s, want the old configuration in force", got)
+	}
+	two.Down.Store(false)
+	testwait.For(t, 60*time.Second, "the new configuration in force", func() (bool, string) {
+		n++
+		got := bearerUser(a, "/api", idToken(t, two, k2, fmt.Sprint("bob-", n)))
+		return got == two.URL+"#bob-"+fmt.Sprint(n), got
 	})
 }
