@@ -13,6 +13,27 @@ func NewAnonymous() Request {
 	return RequestFunc(func(*http.Request) (*Response, bool, error) { return anonymousResponse(), true, nil })
 }
 
+// NewAnonymousOnPaths is NewAnonymous limited to requests whose URL path
+// is one of paths exactly, as the anonymous conditions of an
+// authentication configuration file limit it (A.8); on other paths a
+// request without credentials is not authenticated. No paths means every
+// path.
+func NewAnonymousOnPaths(paths []string) Request {
+	if len(paths) == 0 {
+		return NewAnonymous()
+	}
+	allowed := make(map[string]bool, len(paths))
+	for _, p := range paths {
+		allowed[p] = true
+	}
+	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
+		if !allowed[r.URL.Path] {
+			return nil, false, nil
+		}
+		return anonymousResponse(), true, nil
+	})
+}
+
 // anonymousResponse returns a fresh response for the anonymous user, the
 // caller's to change, made in one allocation.
 func anonymousResponse() *Response {

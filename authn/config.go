@@ -27,6 +27,9 @@ type Config struct {
 	// Anonymous makes a request without any credential the anonymous user.
 	// A request with a bad credential is refused all the same.
 	Anonymous bool
+	// AnonymousPaths, when set, limit Anonymous to requests for these
+	// paths exactly.
+	AnonymousPaths []string
 }
 
 // New assembles kube-apiserver's authenticator from c, composing the
@@ -61,7 +64,7 @@ func New(c Config) Request {
 	a := WithAuthenticatedGroup(Union(rs...))
 	if c.Anonymous {
 		// A bad credential is refused, never anonymous.
-		a = FailOnError(a, NewAnonymous())
+		a = FailOnError(a, NewAnonymousOnPaths(c.AnonymousPaths))
 	}
 	if len(c.APIAudiences) > 0 {
 		a = WithAPIAudiences(a, c.APIAudiences)

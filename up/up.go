@@ -57,6 +57,10 @@ type Options struct {
 	// --service-cluster-ip-range); "" means 10.96.0.0/12, pki init's
 	// default. InitPKI is told it too.
 	ServiceCIDR string
+	// AuthenticationConfigFile is an AuthenticationConfiguration file
+	// (JWT issuers, anonymous paths) that both the gateway and the API
+	// server take, as --authentication-config (A.8).
+	AuthenticationConfigFile string
 	// InitPKI writes the PKI and kubeconfigs into dir, with server as the
 	// kubeconfigs' API server URL, when DIR/pki does not exist. Required.
 	InitPKI func(dir, server string) error
@@ -150,6 +154,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.RequestHeaderCAFile = pki("front-proxy-ca.crt")
 	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
 	a.AnonymousAuth = false
+	a.AuthenticationConfigFile = o.AuthenticationConfigFile
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	a.ServiceClusterIPRange = o.ServiceCIDR
 	// When the controller manager runs the serviceaccount controller, it
@@ -178,6 +183,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		g.TokenAuthFile = tokens
 	}
 	g.SAKeyFiles = []string{pki("sa.pub")}
+	g.AuthenticationConfigFile = o.AuthenticationConfigFile
 	g.Upstream = api.URL()
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {
 		api.Close()

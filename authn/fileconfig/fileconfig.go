@@ -7,13 +7,18 @@ package fileconfig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"slices"
 	"time"
 
+	"k8s.io/apiserver/pkg/apis/apiserver"
+
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/jwt"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
@@ -32,6 +37,9 @@ type Options struct {
 	// ReloadInterval is how often files are checked; zero means
 	// filewatch.DefaultInterval.
 	ReloadInterval time.Duration
+	// JWTHealthPoll is how often the issuers of a reloaded authentication
+	// configuration are checked before it takes over; zero means 10 s.
+	JWTHealthPoll time.Duration
 }
 
 // Audiences returns the API audiences o stands for.
@@ -133,5 +141,80 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 		}
 		ac.Tokens = append(ac.Tokens, sa)
 	}
+	// JWT authenticators come after service-account and bootstrap tokens,
+	// as in kube-apiserver (A.0).
+	if err := loadJWT(ctx, o, interval, logger, &ac); err != nil {
+		return ac, err
+	}
 	return ac, nil
+}
+
+// loadJWT adds the JWT authenticators of --authentication-config, which
+// it keeps reloading, or of the --oidc-* flags, and the anonymous
+// settings of the file (A.8).
+func loadJWT(ctx context.Context, o Options, interval time.Duration, logger *slog.Logger, ac *authn.Config) error {
+	if err := o.OIDC.Check(o.AuthenticationConfigFile); err != nil {
+		return err
+	}
+	if path := o.AuthenticationConfigFile; path != "" {
+		var (
+			a         *jwt.Authenticator
+			anonymous *apiserver.AnonymousAuthConfig
+		)
+		// The first call builds the authenticators; later ones, on a
+		// change of the file, replace them, keeping the old ones when
+		// the new file is invalid.
+		load := func(data []byte) error {
+			cfg, err := jwt.ParseConfig(data)
+			if err != nil {
+				return err
+			}
+			if err := jwt.Validate(cfg, o.SAIssuers); err != nil {
+				return err
+			}
+			if a != nil {
+				if !reflect.DeepEqual(anonymous, cfg.Anonymous) {
+					return errors.New("anonymous: Forbidden: changed from the initial configuration file")
+				}
+				if err := a.Update(ctx, cfg.JWT); err != nil {
+					return err
+				}
+				logger.Info("authentication configuration reloaded", "file", path, "jwt", len(cfg.JWT))
+				return nil
+			}
+			if cfg.Anonymous != nil && o.AnonymousAuthSet {
+				return errors.New("anonymous: Forbidden: --anonymous-auth cannot be set when the file has an anonymous section")
+			}
+			a, err = jwt.New(ctx, cfg.JWT, jwt.Options{DisallowedIssuers: o.SAIssuers, Logger: logger, HealthPoll: o.JWTHealthPoll})
+			if err != nil {
+				return err
+			}
+			anonymous = cfg.Anonymous
+			return nil
+		}
+		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
+			return fmt.Errorf("--authentication-config: %w", err) // the error names the file
+		}
+		if anonymous != nil {
+			ac.Anonymous = anonymous.Enabled
+			for _, c := range anonymous.Conditions {
+				ac.AnonymousPaths = append(ac.AnonymousPaths, c.Path)
+			}
+		}
+		ac.Tokens = append(ac.Tokens, a)
+		return nil
+	}
+	j, ok, err := o.OIDC.Authenticator()
+	if err != nil || !ok {
+		return err
+	}
+	if err := jwt.Validate(&jwt.Config{JWT: []apiserver.JWTAuthenticator{j}}, o.SAIssuers); err != nil {
+		return fmt.Errorf("--oidc-*: %w", err)
+	}
+	a, err := jwt.New(ctx, []apiserver.JWTAuthenticator{j}, jwt.Options{SigningAlgs: o.OIDC.SigningAlgs, DisallowedIssuers: o.SAIssuers, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("--oidc-*: %w", err)
+	}
+	ac.Tokens = append(ac.Tokens, a)
+	return nil
 }

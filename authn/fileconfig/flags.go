@@ -1,6 +1,9 @@
 package fileconfig
 
-import "github.com/kubegate/kubegate/authn/requestheader"
+import (
+	"github.com/kubegate/kubegate/authn/jwt"
+	"github.com/kubegate/kubegate/authn/requestheader"
+)
 
 // DefaultIssuer is the service-account issuer kubeadm configures, and the
 // default of --service-account-issuer.
@@ -28,6 +31,15 @@ type Flags struct {
 	RequestHeaderExtraPrefixes   []string
 
 	AnonymousAuth bool
+	// AnonymousAuthSet records that --anonymous-auth was given, which an
+	// authentication configuration with an anonymous section forbids.
+	AnonymousAuthSet bool
+
+	// AuthenticationConfigFile is --authentication-config: JWT
+	// authenticators and anonymous settings, reloaded when it changes.
+	AuthenticationConfigFile string
+	// OIDC are the legacy --oidc-* flags.
+	OIDC jwt.OIDCFlags
 }
 
 // DefaultFlags returns kube-apiserver's defaults, with anonymous
@@ -41,10 +53,12 @@ func DefaultFlags() Flags {
 		RequestHeaderUIDHeaders:      rh.UIDHeaders,
 		RequestHeaderGroupHeaders:    rh.GroupHeaders,
 		RequestHeaderExtraPrefixes:   rh.ExtraHeaderPrefixes,
+		OIDC:                         jwt.DefaultOIDCFlags(),
 	}
 }
 
 // Configured reports whether f turns on any authenticator.
 func (f *Flags) Configured() bool {
-	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth
+	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth ||
+		f.AuthenticationConfigFile != "" || f.OIDC.IssuerURL != ""
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/kubegate/kubegate/authn/fileconfig"
+	"github.com/kubegate/kubegate/authn/jwt"
 )
 
 // addAuthnFlags registers kube-apiserver's authentication flags for f.
@@ -23,4 +27,75 @@ func addAuthnFlags(fs *pflag.FlagSet, f *fileconfig.Flags, saKeyUsage, saLookupU
 	fs.StringSliceVar(&f.RequestHeaderGroupHeaders, "requestheader-group-headers", f.RequestHeaderGroupHeaders, "headers carrying groups")
 	fs.StringSliceVar(&f.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", f.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
 	fs.BoolVar(&f.AnonymousAuth, "anonymous-auth", f.AnonymousAuth, "treat requests without credentials as system:anonymous")
+	track(fs, "anonymous-auth", &f.AnonymousAuthSet)
+	fs.StringVar(&f.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers with claim mappings and validation rules, and anonymous paths; reloaded when it changes")
+	addOIDCFlags(fs, &f.OIDC)
 }
+
+// addOIDCFlags registers kube-apiserver's legacy --oidc-* flags, which
+// configure one JWT issuer.
+func addOIDCFlags(fs *pflag.FlagSet, o *jwt.OIDCFlags) {
+	fs.StringVar(&o.IssuerURL, "oidc-issuer-url", "", "URL of the OpenID issuer (https only); with --oidc-client-id, turns on OIDC tokens")
+	fs.StringVar(&o.ClientID, "oidc-client-id", "", "client ID the tokens must be issued for (their audience)")
+	fs.StringVar(&o.CAFile, "oidc-ca-file", "", "CA that verifies the issuer's serving certificate (default: the host's roots)")
+	fs.StringVar(&o.UsernameClaim, "oidc-username-claim", o.UsernameClaim, "claim naming the user")
+	fs.StringVar(&o.UsernamePrefix, "oidc-username-prefix", "", "prefix of user names; default ISSUER# for claims other than email; - for none")
+	fs.StringVar(&o.GroupsClaim, "oidc-groups-claim", "", "claim listing the user's groups (a string or an array of strings)")
+	fs.StringVar(&o.GroupsPrefix, "oidc-groups-prefix", "", "prefix of group names")
+	fs.Var(requiredClaims{&o.RequiredClaims}, "oidc-required-claim", "CLAIM=VALUE a token must carry; repeatable")
+	fs.StringSliceVar(&o.SigningAlgs, "oidc-signing-algs", o.SigningAlgs, "JOSE algorithms accepted")
+	for _, name := range []string{"oidc-issuer-url", "oidc-client-id", "oidc-ca-file", "oidc-username-claim", "oidc-username-prefix",
+		"oidc-groups-claim", "oidc-groups-prefix", "oidc-required-claim", "oidc-signing-algs"} {
+		track(fs, name, &o.Set)
+	}
+}
+
+// requiredClaims is --oidc-required-claim: CLAIM=VALUE, repeatable, the
+// value taken whole (commas included).
+type requiredClaims struct{ m *map[string]string }
+
+func (r requiredClaims) String() string {
+	if r.m == nil || len(*r.m) == 0 {
+		return ""
+	}
+	var parts []string
+	for k, v := range *r.m {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func (r requiredClaims) Set(s string) error {
+	k, v, err := jwt.ParseRequiredClaim(s)
+	if err != nil {
+		return err
+	}
+	if *r.m == nil {
+		*r.m = map[string]string{}
+	}
+	(*r.m)[k] = v
+	return nil
+}
+
+func (requiredClaims) Type() string { return "CLAIM=VALUE" }
+
+// track makes the flag name record in *set that it was given.
+func track(fs *pflag.FlagSet, name string, set *bool) {
+	f := fs.Lookup(name)
+	f.Value = tracker{Value: f.Value, set: set}
+}
+
+type tracker struct {
+	pflag.Value
+	set *bool
+}
+
+func (t tracker) Set(s string) error {
+	*t.set = true
+	return t.Value.Set(s)
+}
+
+// Type keeps the wrapped flag's type, so that a boolean flag still takes
+// no value.
+func (t tracker) Type() string { return t.Value.Type() }
