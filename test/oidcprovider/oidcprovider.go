@@ -1,12 +1,21 @@
 // Package oidcprovider runs a real OpenID provider, Dex, as a separate
 // process for tests that authenticate users with OIDC ID tokens. Dex is
 // built from the Go module proxy by build.sh at the version dex/go.mod pins
-// (not a dependency of kubegate's own module). A Provider serves HTTPS on a
-// loopback port with a certificate from a CA of its own, keeps its state in
-// memory, knows a fixed list of users with groups, and hands out ID tokens
-// through the OAuth 2.0 password grant, so a test logs a user in with one
-// request. Restart rotates the signing key: Dex makes a new key whenever it
-// starts with empty storage, and the issuer URL stays the same.
+// (not a dependency of kubegate's own module). A Provider keeps its state
+// in memory, knows a fixed list of users with groups, and hands out ID
+// tokens through the OAuth 2.0 password grant, so a test logs a user in
+// with one request. Restart rotates the signing key: Dex makes a new key
+// whenever it starts with empty storage, and the issuer URL stays the same.
+//
+// Dex serves plain HTTP on a loopback port; the test process puts HTTPS in
+// front of it, on the issuer's port, with a certificate from a CA of its
+// own. The front passes every request through unchanged but one: it drops
+// the Cache-Control header of the key set. Dex v2.45 asks clients to keep
+// its keys for 10 minutes, and Kubernetes' OIDC authenticator honours that
+// (it fetches the keys again for an unknown key ID only once the cached
+// ones are within 30 s of expiring), so a new key would be taken only
+// minutes after a rotation. Without the header the keys count as expired
+// at once, as with providers that send none.
 package oidcprovider
 
 import (
@@ -23,6 +32,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -93,6 +103,7 @@ type Provider struct {
 
 	bin, dir, config string
 	client           *http.Client
+	front            *http.Server
 	cmd              *exec.Cmd
 	waited           chan struct{}
 	log              *testwait.Buffer
@@ -183,25 +194,57 @@ func Start(t testing.TB, o Options) *Provider {
 	if err := os.WriteFile(p.CAFile, ca.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port := testtool.FreePort(t)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p.Issuer = "https://" + addr + "/dex"
-	cfg, err := configJSON(p, o, addr, certFile, keyFile)
+	// Dex listens on one port; the HTTPS front, at the issuer URL, on another.
+	dexAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testtool.FreePort(t)))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Issuer = "https://" + l.Addr().String() + "/dex"
+	cfg, err := configJSON(p, o, dexAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p.config, cfg, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	p.front = newFront(dexAddr, p.log)
+	go func() { _ = p.front.ServeTLS(l, certFile, keyFile) }()
+	t.Cleanup(func() { _ = p.front.Close() })
 	t.Cleanup(p.stop)
 	p.start(t)
 	return p
 }
 
+// newFront returns the HTTPS front of Dex at addr: a reverse proxy that
+// drops the Cache-Control header of the key set (see the package comment).
+// While Dex restarts it answers 502, and notes it in log.
+func newFront(addr string, log io.Writer) *http.Server {
+	target := &url.URL{Scheme: "http", Host: addr}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+			r.SetXForwarded()
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if strings.HasSuffix(resp.Request.URL.Path, "/keys") {
+				resp.Header.Del("Cache-Control")
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			fmt.Fprintf(log, "--- front: %s %s: %v\n", r.Method, r.URL.Path, err)
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	return &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+}
+
 // configJSON is Dex's configuration (YAML, here in its JSON form): memory
-// storage, HTTPS only, the password database with the users, and the
-// password grant for the one client.
-func configJSON(p *Provider, o Options, addr, certFile, keyFile string) ([]byte, error) {
+// storage, plain HTTP on addr behind the front, the password database with
+// the users, and the password grant for the one client.
+func configJSON(p *Provider, o Options, addr string) ([]byte, error) {
 	type password struct {
 		Email    string   `json:"email"`
 		Hash     string   `json:"hash"`
@@ -223,7 +266,7 @@ func configJSON(p *Provider, o Options, addr, certFile, keyFile string) ([]byte,
 	cfg := map[string]any{
 		"issuer":  p.Issuer,
 		"storage": map[string]any{"type": "memory"},
-		"web":     map[string]any{"https": addr, "tlsCert": certFile, "tlsKey": keyFile},
+		"web":     map[string]any{"http": addr},
 		"logger":  map[string]any{"level": "info"},
 		"expiry":  map[string]any{"idTokens": o.IDTokenLifetime.String()},
 		"oauth2": map[string]any{

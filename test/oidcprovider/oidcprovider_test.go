@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math/big"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -131,5 +132,26 @@ func TestSubjectMatchesDexEncoding(t *testing.T) {
 	// A subject Dex v2.45.1 issued for user ID 1b6f5c2e-alice.
 	if got, want := Subject("1b6f5c2e-alice"), "Cg4xYjZmNWMyZS1hbGljZRIFbG9jYWw"; got != want {
 		t.Fatalf("Subject = %q; want %q", got, want)
+	}
+}
+
+func TestFrontDropsOnlyTheKeySetsCacheControl(t *testing.T) {
+	p := Start(t, Options{Users: []User{{Email: "carol@example.com"}}})
+	get := func(path string) http.Header {
+		resp, err := p.client.Get(p.Issuer + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+		return resp.Header
+	}
+	if h := get("/keys"); h.Get("Cache-Control") != "" || !strings.HasPrefix(h.Get("Content-Type"), "application/json") {
+		t.Errorf("/keys: Cache-Control %q, Content-Type %q; want none and JSON", h.Get("Cache-Control"), h.Get("Content-Type"))
+	}
+	if h := get("/.well-known/openid-configuration"); h.Get("Content-Type") == "" {
+		t.Error("discovery: no Content-Type passed through")
 	}
 }
