@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -62,6 +63,35 @@ jwt:
     message: "the username must not start with system:"
 `, p.Issuer, p.ClientID, ca)
 }
+
+// getTokenPlugin stands in for kubelogin (kubectl oidc-login get-token),
+// which is not on the module proxy: a client-go credential plugin that
+// takes kubelogin's flags, logs in with the password grant as kubelogin
+// does with --grant-type=password (the user and password from the
+// environment here), and prints the ID token as an ExecCredential.
+const getTokenPlugin = `#!/bin/sh
+set -eu
+[ "$1" = get-token ] || { echo "usage: get-token --oidc-issuer-url=URL --oidc-client-id=ID ..." >&2; exit 2; }
+shift
+issuer= id= secret= scope=openid ca=$(mktemp)
+trap 'rm -f "$ca"' EXIT
+for a in "$@"; do
+	case $a in
+	--oidc-issuer-url=*) issuer=${a#*=} ;;
+	--oidc-client-id=*) id=${a#*=} ;;
+	--oidc-client-secret=*) secret=${a#*=} ;;
+	--oidc-extra-scope=*) scope="$scope ${a#*=}" ;;
+	--certificate-authority-data=*) printf %s "${a#*=}" | base64 -d >"$ca" ;;
+	*) echo "get-token: unknown flag $a" >&2; exit 2 ;;
+	esac
+done
+resp=$(curl -sS --fail --max-time 10 --cacert "$ca" -u "$id:$secret" \
+	--data-urlencode grant_type=password --data-urlencode "username=$OIDC_USERNAME" \
+	--data-urlencode "password=$OIDC_PASSWORD" --data-urlencode "scope=$scope" "$issuer/token")
+token=$(printf %s "$resp" | sed -n 's/.*"id_token":"\([^"]*\)".*/\1/p')
+[ -n "$token" ] || { echo "get-token: no id_token in the answer" >&2; exit 1; }
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "$token"
+`
 
 // whoami is what kubectl auth whoami -o json prints.
 type whoami struct {
@@ -202,6 +232,39 @@ func TestOIDCUsersThroughTheGateway_A8(t *testing.T) {
 		}
 		if _, err := clientFor(t, confs["bob"]).CoreV1().ConfigMaps("default").Get(ctx, "team-settings", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("bob with client-go: got %v; want Forbidden", err)
+		}
+	})
+
+	t.Run("a kubeconfig with a credential plugin logs in", func(t *testing.T) {
+		requireTool(t, "curl")
+		requireTool(t, "base64")
+		plugin := filepath.Join(files, "get-token")
+		if err := os.WriteFile(plugin, []byte(getTokenPlugin), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		conf := filepath.Join(files, "plugin.conf")
+		res := kubegate(t, "kubeconfig", "create", "--oidc-issuer", p.Issuer, "--oidc-client-id", p.ClientID,
+			"--oidc-client-secret", p.ClientSecret, "--oidc-extra-scope", "email", "--oidc-extra-scope", "profile", "--oidc-extra-scope", "groups",
+			"--oidc-ca", p.CAFile, "--exec-plugin", plugin, "--server", c.server, "--ca", serverCA, "--out", conf)
+		if res.code != 0 {
+			t.Fatalf("kubeconfig create --oidc-issuer: %+v", res)
+		}
+		kubectl := exec.Command("kubectl", "--kubeconfig", conf, "auth", "whoami", "-o", "json")
+		kubectl.Env = append(os.Environ(), "OIDC_USERNAME=bob@example.com", "OIDC_PASSWORD="+oidcprovider.Password)
+		out, err := kubectl.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("kubectl auth whoami with the plugin: %v: %s", err, stderr)
+		}
+		var got whoami
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if !sameUser(got.Status.UserInfo, want["bob"]) {
+			t.Errorf("through the plugin:\n got %+v\nwant %+v", got.Status.UserInfo, want["bob"])
 		}
 	})
 
