@@ -17,6 +17,7 @@ if [[ -x $out/dex ]]; then
   exit 0
 fi
 
+mkdir -p "$(go env GOCACHE)" # a fresh machine may have none yet
 tmp=$(mktemp -d "$(go env GOCACHE)/kubegate-oidcprovider-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "building dex $release (a few minutes the first time)" >&2
