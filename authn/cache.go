@@ -38,6 +38,11 @@ type CacheOptions struct {
 	// FailureTTL is how long a failure (error or unknown token) is
 	// remembered; zero: not at all.
 	FailureTTL time.Duration
+	// SkipErrors leaves errors out of the cache: only successes and
+	// unknown tokens are remembered, so an outage of the authenticator
+	// lasts no longer than the outage itself (kube-apiserver caches its
+	// webhook token authenticator so, A.9). False: errors are failures.
+	SkipErrors bool
 	// Size bounds the number of remembered tokens; zero means
 	// DefaultTokenCacheSize.
 	Size int
@@ -203,6 +208,9 @@ func (c *tokenCache) lookup(ctx context.Context, q query) (*Response, bool, erro
 
 // remember stores rec for the TTL of its kind.
 func (c *tokenCache) remember(rec *record) {
+	if rec.err != nil && c.o.SkipErrors {
+		return
+	}
 	ttl := c.o.FailureTTL
 	if rec.ok {
 		ttl = c.o.SuccessTTL

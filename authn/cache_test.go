@@ -115,6 +115,32 @@ func TestCacheTokens(t *testing.T) {
 	}
 }
 
+func TestCacheTokensSkipErrors(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	inner := &counting{}
+	c := authn.CacheTokens(inner, authn.CacheOptions{SuccessTTL: time.Minute, FailureTTL: time.Minute, SkipErrors: true, Now: clk.Now})
+	// An unknown token is a failure, and is remembered.
+	for range 2 {
+		if _, ok, err := c.AuthenticateToken(context.Background(), "unknown"); ok || err != nil {
+			t.Fatalf("unknown token: (%v, %v), want (false, nil)", ok, err)
+		}
+	}
+	if got := inner.calls.Load(); got != 1 {
+		t.Fatalf("A.9 an unknown token was looked up %d times, want 1", got)
+	}
+	// An error is not remembered.
+	inner.err = errors.New("review service unavailable")
+	for i := range 2 {
+		if _, _, err := c.AuthenticateToken(context.Background(), "broken"); err == nil {
+			t.Fatalf("lookup %d: no error, want one", i)
+		}
+	}
+	if got := inner.calls.Load(); got != 3 {
+		t.Fatalf("A.9 an error was looked up %d times in all, want 3: errors are not cached", got)
+	}
+}
+
 func TestCacheTokensAudiences(t *testing.T) {
 	t.Parallel()
 	t.Run("A.0 the audiences are part of the cache key", func(t *testing.T) {

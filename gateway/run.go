@@ -31,7 +31,8 @@ type Options struct {
 	// TLS are the cipher suites and minimum TLS version served.
 	TLS serving.TLSFlags
 	// Flags are the authentication flags; SALookup checks tokens'
-	// objects through the upstream.
+	// objects through the upstream, and bootstrap tokens are checked
+	// against Secrets read from it.
 	fileconfig.Flags
 	Upstream         string // required
 	UpstreamCAFile   string
@@ -161,8 +162,12 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	}
 
 	fo := fileconfig.Options{Flags: o.Flags, ReloadInterval: o.ReloadInterval}
+	lookup := &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
 	if o.SALookup {
-		fo.SAGetter = &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+		fo.SAGetter = lookup
+	}
+	if o.EnableBootstrapTokenAuth {
+		fo.BootstrapGetter = lookup
 	}
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {

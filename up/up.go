@@ -155,6 +155,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
 	a.AnonymousAuth = false
 	a.AuthenticationConfigFile = o.AuthenticationConfigFile
+	a.EnableBootstrapTokenAuth = true // as kubeadm configures kube-apiserver
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	a.ServiceClusterIPRange = o.ServiceCIDR
 	// When the controller manager runs the serviceaccount controller, it
@@ -184,6 +185,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	g.SAKeyFiles = []string{pki("sa.pub")}
 	g.AuthenticationConfigFile = o.AuthenticationConfigFile
+	g.EnableBootstrapTokenAuth = true
 	g.Upstream = api.URL()
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {
 		api.Close()

@@ -11,18 +11,23 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/authn/bootstrap"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/store"
 )
 
-// Getter is the serviceaccount.Getter of an API server: it reads service
-// accounts, pods, secrets and nodes straight from the store, so a token
-// stops working as soon as the object it names is deleted.
+// Getter is the serviceaccount.Getter and bootstrap.Getter of an API
+// server: it reads service accounts, pods, secrets and nodes straight from
+// the store, so a token stops working as soon as the object it names is
+// deleted.
 type Getter struct {
 	Store store.Store
 }
 
-var _ serviceaccount.Getter = Getter{}
+var (
+	_ serviceaccount.Getter = Getter{}
+	_ bootstrap.Getter      = Getter{}
+)
 
 // get decodes the object stored for gvr/namespace/name into into.
 func (g Getter) get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string, into runtime.Object) error {
@@ -72,6 +77,26 @@ func (g Getter) GetSecret(ctx context.Context, namespace, name string) (servicea
 		return serviceaccount.Secret{}, err
 	}
 	return serviceaccount.Secret{Object: object(&s.ObjectMeta), Token: s.Data[corev1.ServiceAccountTokenKey], Labels: s.Labels}, nil
+}
+
+// GetSecretData implements bootstrap.Getter.
+func (g Getter) GetSecretData(ctx context.Context, namespace, name string) (bootstrap.Secret, error) {
+	var s corev1.Secret
+	if err := g.get(ctx, secretsGVR, namespace, name, &s); errors.Is(err, serviceaccount.ErrNotFound) {
+		return bootstrap.Secret{}, fmt.Errorf("secrets %q: %w", name, bootstrap.ErrNotFound)
+	} else if err != nil {
+		return bootstrap.Secret{}, err
+	}
+	return bootstrapSecret(&s), nil
+}
+
+// bootstrapSecret is s as bootstrap.Getter returns it.
+func bootstrapSecret(s *corev1.Secret) bootstrap.Secret {
+	b := bootstrap.Secret{Namespace: s.Namespace, Name: s.Name, Type: string(s.Type), Data: s.Data}
+	if s.DeletionTimestamp != nil {
+		b.DeletionTimestamp = s.DeletionTimestamp.Time
+	}
+	return b
 }
 
 // GetNode implements serviceaccount.Getter.

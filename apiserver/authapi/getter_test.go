@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/authn/bootstrap"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/store/bolt"
 )
@@ -60,5 +61,35 @@ func TestGetterReadsTheStore(t *testing.T) {
 	}
 	if _, err := g.GetNode(ctx, "n2"); !errors.Is(err, serviceaccount.ErrNotFound) {
 		t.Errorf("missing node: got %v, want ErrNotFound", err)
+	}
+}
+
+// The bootstrap token authenticator reads its Secrets from the store (A.10).
+func TestGetterReadsBootstrapSecrets_A10(t *testing.T) {
+	t.Parallel()
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	deleting := metav1.NewTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-abcdef", DeletionTimestamp: &deleting},
+		Type:       "bootstrap.kubernetes.io/token",
+		Data:       map[string][]byte{"token-id": []byte("abcdef")},
+	}
+	data, _ := json.Marshal(sec)
+	if _, err := st.Create(ctx, apiserver.Key(secretsGVR, "kube-system", "bootstrap-token-abcdef"), data); err != nil {
+		t.Fatal(err)
+	}
+	g := Getter{Store: st}
+	got, err := g.GetSecretData(ctx, "kube-system", "bootstrap-token-abcdef")
+	if err != nil || got.Namespace != "kube-system" || got.Name != "bootstrap-token-abcdef" || got.Type != "bootstrap.kubernetes.io/token" ||
+		string(got.Data["token-id"]) != "abcdef" || !got.DeletionTimestamp.Equal(deleting.Time) {
+		t.Errorf("got %+v, %v", got, err)
+	}
+	if _, err := g.GetSecretData(ctx, "default", "bootstrap-token-abcdef"); !errors.Is(err, bootstrap.ErrNotFound) {
+		t.Errorf("missing secret: got %v, want bootstrap.ErrNotFound", err)
 	}
 }

@@ -371,7 +371,8 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, ReloadInterval: o.ReloadInterval}
+	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, BootstrapGetter: authapi.Getter{Store: st},
+		ReloadInterval: o.ReloadInterval}
 	fo.SAKeyFiles = keyFiles
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {
@@ -401,7 +402,9 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 
 // GatewayLookupRole is the cluster role (and binding) that lets a kubegate
 // gateway in front of this server look up the objects service-account
-// tokens name, and ask who may read its metrics, as bootstrap.GatewayUser (the gateway's LookupUser).
+// tokens name and the Secrets of bootstrap tokens (in kube-system), and
+// ask who may read its metrics, as bootstrap.GatewayUser (the gateway's
+// LookupUser).
 const GatewayLookupRole = "system:kubegate:gateway"
 
 // Policy is the RBAC policy the API server writes at first start: the

@@ -11,17 +11,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"reflect"
 	"slices"
 	"time"
 
-	"k8s.io/apiserver/pkg/apis/apiserver"
-
 	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authn/jwt"
+	"github.com/kubegate/kubegate/authn/bootstrap"
 	"github.com/kubegate/kubegate/authn/requestheader"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
+	"github.com/kubegate/kubegate/authn/webhook"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
@@ -34,12 +32,18 @@ type Options struct {
 	// trusts tokens on signature and claims alone. With Flags.SALookup
 	// false only bound tokens are looked up.
 	SAGetter serviceaccount.Getter
+	// BootstrapGetter reads the Secrets of bootstrap tokens; it is
+	// required when Flags.EnableBootstrapTokenAuth is set.
+	BootstrapGetter bootstrap.Getter
 	// ReloadInterval is how often files are checked; zero means
 	// filewatch.DefaultInterval.
 	ReloadInterval time.Duration
 	// JWTHealthPoll is how often the issuers of a reloaded authentication
 	// configuration are checked before it takes over; zero means 10 s.
-	JWTHealthPoll time.Duration
+	// JWTUpdateTimeout bounds that wait; zero means a minute. A
+	// configuration whose issuers did not answer in time is tried again
+	// as often, until the file changes.
+	JWTHealthPoll, JWTUpdateTimeout time.Duration
 }
 
 // Audiences returns the API audiences o stands for.
@@ -141,80 +145,35 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, er
 		}
 		ac.Tokens = append(ac.Tokens, sa)
 	}
+	// bootstrap tokens come after service-account tokens, as in kube-apiserver (A.0)
+	if o.EnableBootstrapTokenAuth {
+		if o.BootstrapGetter == nil {
+			return ac, errors.New("--enable-bootstrap-token-auth: no way to read Secrets here")
+		}
+		ac.Tokens = append(ac.Tokens, bootstrap.New(o.BootstrapGetter, bootstrap.Options{Logger: logger}))
+	}
 	// JWT authenticators come after service-account and bootstrap tokens,
 	// as in kube-apiserver (A.0).
 	if err := loadJWT(ctx, o, interval, logger, &ac); err != nil {
 		return ac, err
 	}
+	// the webhook comes last among tokens, as in kube-apiserver (A.0)
+	if o.WebhookVersion != "" {
+		if err := webhook.CheckVersion(o.WebhookVersion); err != nil {
+			return ac, fmt.Errorf("--authentication-token-webhook-version: %w", err)
+		}
+	}
+	if o.WebhookConfigFile != "" {
+		// Read once: kube-apiserver does not reload this file either.
+		wh, err := webhook.New(webhook.Options{ConfigFile: o.WebhookConfigFile, Version: o.WebhookVersion,
+			APIAudiences: ac.APIAudiences, CacheTTL: o.WebhookCacheTTL})
+		if err != nil {
+			return ac, fmt.Errorf("--authentication-token-webhook-config-file %s: %w", o.WebhookConfigFile, err)
+		}
+		if ttl, all := o.WebhookCacheTTL, ac.TokenCache.SuccessTTL; ttl > 0 && all > 0 && ttl < all {
+			logger.Warn("the webhook cache TTL is shorter than the token cache's TTL for successes", "webhookCacheTTL", ttl, "tokenCacheTTL", all)
+		}
+		ac.Tokens = append(ac.Tokens, wh)
+	}
 	return ac, nil
-}
-
-// loadJWT adds the JWT authenticators of --authentication-config, which
-// it keeps reloading, or of the --oidc-* flags, and the anonymous
-// settings of the file (A.8).
-func loadJWT(ctx context.Context, o Options, interval time.Duration, logger *slog.Logger, ac *authn.Config) error {
-	if err := o.OIDC.Check(o.AuthenticationConfigFile); err != nil {
-		return err
-	}
-	if path := o.AuthenticationConfigFile; path != "" {
-		var (
-			a         *jwt.Authenticator
-			anonymous *apiserver.AnonymousAuthConfig
-		)
-		// The first call builds the authenticators; later ones, on a
-		// change of the file, replace them, keeping the old ones when
-		// the new file is invalid.
-		load := func(data []byte) error {
-			cfg, err := jwt.ParseConfig(data)
-			if err != nil {
-				return err
-			}
-			if err := jwt.Validate(cfg, o.SAIssuers); err != nil {
-				return err
-			}
-			if a != nil {
-				if !reflect.DeepEqual(anonymous, cfg.Anonymous) {
-					return errors.New("anonymous: Forbidden: changed from the initial configuration file")
-				}
-				if err := a.Update(ctx, cfg.JWT); err != nil {
-					return err
-				}
-				logger.Info("authentication configuration reloaded", "file", path, "jwt", len(cfg.JWT))
-				return nil
-			}
-			if cfg.Anonymous != nil && o.AnonymousAuthSet {
-				return errors.New("anonymous: Forbidden: --anonymous-auth cannot be set when the file has an anonymous section")
-			}
-			a, err = jwt.New(ctx, cfg.JWT, jwt.Options{DisallowedIssuers: o.SAIssuers, Logger: logger, HealthPoll: o.JWTHealthPoll})
-			if err != nil {
-				return err
-			}
-			anonymous = cfg.Anonymous
-			return nil
-		}
-		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
-			return fmt.Errorf("--authentication-config: %w", err) // the error names the file
-		}
-		if anonymous != nil {
-			ac.Anonymous = anonymous.Enabled
-			for _, c := range anonymous.Conditions {
-				ac.AnonymousPaths = append(ac.AnonymousPaths, c.Path)
-			}
-		}
-		ac.Tokens = append(ac.Tokens, a)
-		return nil
-	}
-	j, ok, err := o.OIDC.Authenticator()
-	if err != nil || !ok {
-		return err
-	}
-	if err := jwt.Validate(&jwt.Config{JWT: []apiserver.JWTAuthenticator{j}}, o.SAIssuers); err != nil {
-		return fmt.Errorf("--oidc-*: %w", err)
-	}
-	a, err := jwt.New(ctx, []apiserver.JWTAuthenticator{j}, jwt.Options{SigningAlgs: o.OIDC.SigningAlgs, DisallowedIssuers: o.SAIssuers, Logger: logger})
-	if err != nil {
-		return fmt.Errorf("--oidc-*: %w", err)
-	}
-	ac.Tokens = append(ac.Tokens, a)
-	return nil
 }

@@ -1,8 +1,11 @@
 package fileconfig
 
 import (
+	"time"
+
 	"github.com/kubegate/kubegate/authn/jwt"
 	"github.com/kubegate/kubegate/authn/requestheader"
+	"github.com/kubegate/kubegate/authn/webhook"
 )
 
 // DefaultIssuer is the service-account issuer kubeadm configures, and the
@@ -40,6 +43,22 @@ type Flags struct {
 	AuthenticationConfigFile string
 	// OIDC are the legacy --oidc-* flags.
 	OIDC jwt.OIDCFlags
+
+	// WebhookConfigFile is a kubeconfig naming the TokenReview service
+	// (--authentication-token-webhook-config-file); empty turns webhook
+	// token authentication off. WebhookVersion is the TokenReview version
+	// it speaks (--authentication-token-webhook-version, default
+	// v1beta1; empty means the default), WebhookCacheTTL how long its
+	// answers are remembered (--authentication-token-webhook-cache-ttl,
+	// default 2m).
+	WebhookConfigFile string
+	WebhookVersion    string
+	WebhookCacheTTL   time.Duration
+
+	// EnableBootstrapTokenAuth accepts bootstrap tokens, checked against
+	// Secrets in kube-system (--enable-bootstrap-token-auth, A.10); it
+	// needs Options.BootstrapGetter.
+	EnableBootstrapTokenAuth bool
 }
 
 // DefaultFlags returns kube-apiserver's defaults, with anonymous
@@ -54,11 +73,13 @@ func DefaultFlags() Flags {
 		RequestHeaderGroupHeaders:    rh.GroupHeaders,
 		RequestHeaderExtraPrefixes:   rh.ExtraHeaderPrefixes,
 		OIDC:                         jwt.DefaultOIDCFlags(),
+		WebhookVersion:               webhook.DefaultVersion,
+		WebhookCacheTTL:              webhook.DefaultCacheTTL,
 	}
 }
 
 // Configured reports whether f turns on any authenticator.
 func (f *Flags) Configured() bool {
 	return f.ClientCAFile != "" || f.TokenAuthFile != "" || len(f.SAKeyFiles) > 0 || f.RequestHeaderCAFile != "" || f.AnonymousAuth ||
-		f.AuthenticationConfigFile != "" || f.OIDC.IssuerURL != ""
+		f.AuthenticationConfigFile != "" || f.OIDC.IssuerURL != "" || f.WebhookConfigFile != "" || f.EnableBootstrapTokenAuth
 }

@@ -19,6 +19,7 @@ func TestFlagsConfigured(t *testing.T) {
 		{"service-account key", func(f *fileconfig.Flags) { f.SAKeyFiles = []string{"sa.pub"} }, true},
 		{"front-proxy CA", func(f *fileconfig.Flags) { f.RequestHeaderCAFile = "front-proxy-ca.crt" }, true},
 		{"anonymous", func(f *fileconfig.Flags) { f.AnonymousAuth = true }, true},
+		{"bootstrap tokens", func(f *fileconfig.Flags) { f.EnableBootstrapTokenAuth = true }, true},
 		{"issuers alone", func(f *fileconfig.Flags) { f.SAIssuers = []string{"https://issuer"} }, false},
 	}
 	for _, tc := range cases {

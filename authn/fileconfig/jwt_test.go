@@ -49,7 +49,8 @@ func bearerUser(a authn.Request, path, token string) string {
 func loadJWTConfig(t *testing.T, f Flags) (authn.Request, error) {
 	t.Helper()
 	f.SAIssuers = []string{saIssuer}
-	ac, err := Load(t.Context(), Options{Flags: f, ReloadInterval: 20 * time.Millisecond, JWTHealthPoll: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	ac, err := Load(t.Context(), Options{Flags: f, ReloadInterval: 20 * time.Millisecond,
+		JWTHealthPoll: 50 * time.Millisecond, JWTUpdateTimeout: 500 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -209,4 +210,67 @@ func TestOIDCFlags_A8(t *testing.T) {
 	if _, ok, err := a.AuthenticateRequest(r); ok || err == nil {
 		t.Errorf("an ES256 token under the default --oidc-signing-algs: ok %v err %v", ok, err)
 	}
+}
+
+// An issuer that is down makes its own tokens fail and nothing else: the
+// static tokens and another issuer's tokens still work (A.8).
+func TestIssuerDownFailsOnlyItsTokens_A8(t *testing.T) {
+	kUp, kDown := jwttest.NewKey(t, "up", "ES256"), jwttest.NewKey(t, "down", "ES256")
+	up, down := jwttest.NewIssuer(t, kUp), jwttest.NewIssuer(t, kDown)
+	down.Down.Store(true)
+	dir := t.TempDir()
+	path, tokens := filepath.Join(dir, "auth.yaml"), filepath.Join(dir, "tokens.csv")
+	write(t, path, []byte(authConfig("", up, down)))
+	write(t, tokens, []byte("static-token,alice,uid-1\n"))
+	a, err := loadJWTConfig(t, Flags{AuthenticationConfigFile: path, TokenAuthFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the issuer that is up", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, up, kUp, "ada"))
+		return got == up.URL+"#ada", got
+	})
+	if got := bearerUser(a, "/api", "static-token"); got != "alice" {
+		t.Errorf("static token while an issuer is down: %s", got)
+	}
+	if got := bearerUser(a, "/api", idToken(t, down, kDown, "bob")); got != "error" {
+		t.Errorf("a token of the issuer that is down: %s, want refused", got)
+	}
+	// once it is back, its tokens work without a restart
+	down.Down.Store(false)
+	testwait.For(t, 60*time.Second, "the issuer back up", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, down, kDown, "bob"))
+		return got == down.URL+"#bob", got
+	})
+}
+
+// A reloaded file whose new issuer does not answer leaves the old
+// configuration in force, and takes over once the issuer answers, with
+// no further change of the file (A.8).
+func TestReloadWaitsForNewIssuers_A8(t *testing.T) {
+	k1, k2 := jwttest.NewKey(t, "a", "ES256"), jwttest.NewKey(t, "b", "ES256")
+	one, two := jwttest.NewIssuer(t, k1), jwttest.NewIssuer(t, k2)
+	two.Down.Store(true)
+	path := filepath.Join(t.TempDir(), "auth.yaml")
+	write(t, path, []byte(authConfig("", one)))
+	a, err := loadJWTConfig(t, Flags{AuthenticationConfigFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "first issuer", func() (bool, string) {
+		got := bearerUser(a, "/api", idToken(t, one, k1, "ada"))
+		return got == one.URL+"#ada", got
+	})
+	write(t, path, []byte(authConfig("", two)))
+	time.Sleep(time.Second) // two update timeouts: the new file has been tried and refused
+	n := 0
+	if got := bearerUser(a, "/api", idToken(t, one, k1, "still")); got != one.URL+"#still" {
+		t.Fatalf("while the new issuer is down: %s, want the old configuration in force", got)
+	}
+	two.Down.Store(false)
+	testwait.For(t, 60*time.Second, "the new configuration in force", func() (bool, string) {
+		n++
+		got := bearerUser(a, "/api", idToken(t, two, k2, fmt.Sprint("bob-", n)))
+		return got == two.URL+"#bob-"+fmt.Sprint(n), got
+	})
 }

@@ -30,6 +30,11 @@ func addAuthnFlags(fs *pflag.FlagSet, f *fileconfig.Flags, saKeyUsage, saLookupU
 	track(fs, "anonymous-auth", &f.AnonymousAuthSet)
 	fs.StringVar(&f.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers with claim mappings and validation rules, and anonymous paths; reloaded when it changes")
 	addOIDCFlags(fs, &f.OIDC)
+	fs.StringVar(&f.WebhookConfigFile, "authentication-token-webhook-config-file", "", "kubeconfig naming the remote service that reviews bearer tokens (TokenReview); read at start")
+	fs.StringVar(&f.WebhookVersion, "authentication-token-webhook-version", f.WebhookVersion, "the authentication.k8s.io TokenReview version to send to and expect from the webhook: v1 or v1beta1")
+	fs.DurationVar(&f.WebhookCacheTTL, "authentication-token-webhook-cache-ttl", f.WebhookCacheTTL, "how long the webhook's answers (successes and unknown tokens, never errors) are cached")
+	fs.BoolVar(&f.EnableBootstrapTokenAuth, "enable-bootstrap-token-auth", f.EnableBootstrapTokenAuth,
+		"accept bootstrap tokens (ID.SECRET), checked against Secrets bootstrap-token-ID of type bootstrap.kubernetes.io/token in kube-system")
 }
 
 // addOIDCFlags registers kube-apiserver's legacy --oidc-* flags, which

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // streams are the command's standard input and outputs: data to out,
@@ -23,7 +24,12 @@ func (s streams) logger(verbose bool) *slog.Logger {
 	if verbose {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	l := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
+	// The Kubernetes libraries kubegate runs (the JWT authenticator,
+	// client-go) log through klog: their lines go to the same place, in
+	// the same format, at the same level.
+	klog.SetSlogLogger(l)
+	return l
 }
 
 // version is set with -ldflags "-X main.version=…"; otherwise it comes from

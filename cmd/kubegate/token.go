@@ -22,7 +22,7 @@ const defaultSAIssuer = "https://kubernetes.default.svc.cluster.local"
 func newTokenCmd(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Sign service-account tokens",
+		Short: "Sign service-account tokens and create bootstrap tokens",
 	}
 	cmd.AddCommand(newTokenCreateCmd(s))
 	return cmd
@@ -33,6 +33,11 @@ type tokenCreateOptions struct {
 	audiences                         []string
 	duration                          time.Duration
 	now                               func() time.Time
+
+	// bootstrap makes a bootstrap token in a running API server instead.
+	bootstrap bootstrapTokenOptions
+	// changed reports whether a flag was set on the command line.
+	changed func(flag string) bool
 }
 
 func (o *tokenCreateOptions) AddFlags(fs *pflag.FlagSet) {
@@ -43,9 +48,23 @@ func (o *tokenCreateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", time.Hour, "lifetime of the token (at least 10m, as the TokenRequest API requires)")
 	fs.StringVar(&o.issuer, "issuer", defaultSAIssuer, "iss claim; must be one of the --service-account-issuer values of the server that verifies it")
 	fs.StringVar(&o.uid, "uid", "", "UID of the service account, which servers that look the account up compare (default: a new random UID)")
+	o.bootstrap.AddFlags(fs)
 }
 
 func (o *tokenCreateOptions) validate() error {
+	if o.bootstrap.enabled {
+		for _, f := range []string{"dir", "namespace", "service-account", "audience", "duration", "issuer", "uid"} {
+			if o.changed(f) {
+				return fmt.Errorf("--%s: not used with --bootstrap", f)
+			}
+		}
+		return o.bootstrap.validate()
+	}
+	for _, f := range bootstrapOnlyFlags {
+		if o.changed(f) {
+			return fmt.Errorf("--%s: only used with --bootstrap", f)
+		}
+	}
 	switch {
 	case o.dir == "":
 		return errors.New("--dir is required")
@@ -70,21 +89,33 @@ func (o *tokenCreateOptions) validate() error {
 func newTokenCreateCmd(s streams) *cobra.Command {
 	o := &tokenCreateOptions{}
 	cmd := &cobra.Command{
-		Use:   "create --dir DIR --namespace NS --service-account NAME [--audience A]... [--duration 1h]",
-		Short: "Print a bound service-account token signed with DIR/pki/sa.key",
+		Use: "create --dir DIR --namespace NS --service-account NAME [--audience A]... [--duration 1h]\n" +
+			"  kubegate token create --bootstrap --kubeconfig FILE [--ttl 24h] [--groups G]... [--usages U]... [--description TEXT]",
+		Short: "Print a bound service-account token signed with DIR/pki/sa.key, or create a bootstrap token",
 		Long: `Print a service-account JWT with the claims kube-apiserver's TokenRequest API
 gives a bound token (iss, sub, aud, iat, nbf, exp, jti and kubernetes.io),
 signed with DIR/pki/sa.key. The default issuer and audience are
-` + defaultSAIssuer + `, as in kubeadm.`,
+` + defaultSAIssuer + `, as in kubeadm.
+
+With --bootstrap, create a bootstrap token the way kubeadm token create does:
+a random token ID.SECRET, stored as the Secret bootstrap-token-ID in
+kube-system of the API server --kubeconfig names, and printed on stdout.
+An API server with --enable-bootstrap-token-auth (kubegate up turns it on)
+accepts it as the user system:bootstrap:ID in the group system:bootstrappers
+and the --groups.`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if o.bootstrap.enabled {
+				return runBootstrapTokenCreate(cmd.Context(), &o.bootstrap, s)
 			}
 			return runTokenCreate(o, s)
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	o.changed = func(flag string) bool { return cmd.Flags().Changed(flag) }
 	return cmd
 }
 

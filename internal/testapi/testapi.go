@@ -7,6 +7,10 @@ package testapi
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,8 +22,11 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
+	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/store"
 	"github.com/kubegate/kubegate/store/bolt"
 )
 
@@ -34,7 +41,7 @@ type Server struct {
 // Option changes how Start runs the server.
 type Option func(*options)
 
-type options struct{ noServiceAccounts bool }
+type options struct{ noServiceAccounts, tokens bool }
 
 // WithoutDefaultServiceAccounts runs the server as kube-apiserver runs:
 // no namespace gets a default service account unless a controller (the
@@ -42,6 +49,18 @@ type options struct{ noServiceAccounts bool }
 func WithoutDefaultServiceAccounts() Option {
 	return func(o *options) { o.noServiceAccounts = true }
 }
+
+// WithTokenReviews serves serviceaccounts/token (TokenRequest, signed
+// with a key made for the server, issuer and audience
+// TokenIssuer) and tokenreviews, which authenticate the tokens it issues
+// as kubegate apiserver does.
+func WithTokenReviews() Option {
+	return func(o *options) { o.tokens = true }
+}
+
+// TokenIssuer is the issuer and API audience of the tokens a server
+// started WithTokenReviews issues.
+const TokenIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // Start runs the server until the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
@@ -54,8 +73,16 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var creators map[string]apiserver.Creator
+	if o.tokens {
+		if creators, err = tokenCreators(st); err != nil {
+			st.Close()
+			t.Fatal(err)
+		}
+	}
 	srv, err := apiserver.New(apiserver.Config{
-		Store: st,
+		Store:    st,
+		Creators: creators,
 		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
 			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", authn.AllAuthenticated}}}, true, nil
 		}),
@@ -114,4 +141,25 @@ func startUnless(ctx context.Context, skip bool, sas *admission.ServiceAccounts)
 		return nil
 	}
 	return sas.Start(ctx)
+}
+
+// tokenCreators returns the TokenRequest and TokenReview endpoints of
+// WithTokenReviews.
+func tokenCreators(st store.Store) (map[string]apiserver.Creator, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	auds := []string{TokenIssuer}
+	issuer, err := serviceaccount.NewIssuer(key, serviceaccount.IssuerOptions{Issuer: TokenIssuer, APIAudiences: auds})
+	if err != nil {
+		return nil, err
+	}
+	sa, err := serviceaccount.New(serviceaccount.Options{Issuers: auds, Audiences: auds, Getter: authapi.Getter{Store: st}},
+		[]crypto.PublicKey{key.Public()})
+	if err != nil {
+		return nil, err
+	}
+	tokens := authn.New(authn.Config{Tokens: []authn.Token{sa}})
+	return authapi.Creators(authapi.Config{Tokens: tokens, APIAudiences: auds, Issuer: issuer}), nil
 }

@@ -107,9 +107,9 @@ func startKubegate(t *testing.T, args ...string) *server {
 }
 
 // startKubeAPIServer runs etcd and kube-apiserver on a tree written by
-// `kubegate pki init`, with kubeadm's flags, and makes the tree's
-// admin.conf a cluster administrator as `kubeadm init` does.
-func startKubeAPIServer(t *testing.T, bin string) *server {
+// `kubegate pki init`, with kubeadm's flags and extra, and makes the
+// tree's admin.conf a cluster administrator as `kubeadm init` does.
+func startKubeAPIServer(t *testing.T, bin string, extra ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	port, client, peer := testtool.FreePort(t), testtool.FreePort(t), testtool.FreePort(t)
@@ -131,24 +131,24 @@ func startKubeAPIServer(t *testing.T, bin string) *server {
 		"--peer-cert-file="+pki("etcd/peer.crt"), "--peer-key-file="+pki("etcd/peer.key"),
 		"--peer-trusted-ca-file="+pki("etcd/ca.crt"), "--peer-client-cert-auth",
 		"--log-level=warn")
-	start(t, s.logs[1], filepath.Join(bin, "kube-apiserver"),
-		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port),
-		"--etcd-servers="+clientURL, "--etcd-cafile="+pki("etcd/ca.crt"),
-		"--etcd-certfile="+pki("apiserver-etcd-client.crt"), "--etcd-keyfile="+pki("apiserver-etcd-client.key"),
-		"--tls-cert-file="+pki("apiserver.crt"), "--tls-private-key-file="+pki("apiserver.key"),
-		"--client-ca-file="+pki("ca.crt"),
-		"--kubelet-client-certificate="+pki("apiserver-kubelet-client.crt"), "--kubelet-client-key="+pki("apiserver-kubelet-client.key"),
-		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),
+	start(t, s.logs[1], filepath.Join(bin, "kube-apiserver"), append([]string{
+		"--advertise-address=127.0.0.1", "--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--etcd-servers=" + clientURL, "--etcd-cafile=" + pki("etcd/ca.crt"),
+		"--etcd-certfile=" + pki("apiserver-etcd-client.crt"), "--etcd-keyfile=" + pki("apiserver-etcd-client.key"),
+		"--tls-cert-file=" + pki("apiserver.crt"), "--tls-private-key-file=" + pki("apiserver.key"),
+		"--client-ca-file=" + pki("ca.crt"),
+		"--kubelet-client-certificate=" + pki("apiserver-kubelet-client.crt"), "--kubelet-client-key=" + pki("apiserver-kubelet-client.key"),
+		"--service-account-key-file=" + pki("sa.pub"), "--service-account-signing-key-file=" + pki("sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--proxy-client-cert-file="+pki("front-proxy-client.crt"), "--proxy-client-key-file="+pki("front-proxy-client.key"),
-		"--requestheader-client-ca-file="+pki("front-proxy-ca.crt"), "--requestheader-allowed-names=front-proxy-client",
+		"--proxy-client-cert-file=" + pki("front-proxy-client.crt"), "--proxy-client-key-file=" + pki("front-proxy-client.key"),
+		"--requestheader-client-ca-file=" + pki("front-proxy-ca.crt"), "--requestheader-allowed-names=front-proxy-client",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-", "--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-username-headers=X-Remote-User",
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--allow-privileged=true",
 		"--service-cluster-ip-range=10.96.0.0/12", "--enable-bootstrap-token-auth=true",
 		// The server is advertised on 127.0.0.1, which the endpoint
 		// reconciler refuses.
-		"--endpoint-reconciler-type=none")
+		"--endpoint-reconciler-type=none"}, extra...)...)
 
 	superAdmin := httpClient(t, filepath.Join(dir, "super-admin.conf"), 60*time.Second)
 	s.waitReady(t, superAdmin)
