@@ -101,13 +101,13 @@ type Provider struct {
 	// ClientID and ClientSecret identify the OAuth client tokens are for.
 	ClientID, ClientSecret string
 
-	bin, dir, config string
-	client           *http.Client
-	front            *http.Server
-	cmd              *exec.Cmd
-	waited           chan struct{}
-	log              *testwait.Buffer
-	starts           int
+	bin, config string
+	client      *http.Client
+	front       *http.Server
+	cmd         *exec.Cmd
+	waited      chan struct{}
+	log         *testwait.Buffer
+	starts      int
 }
 
 var (
@@ -150,8 +150,8 @@ func Require(t testing.TB) string {
 }
 
 // Start writes the provider's certificates and configuration under a test
-// directory, starts Dex on a free loopback port and waits until it
-// publishes its signing key. The provider stops when the test ends.
+// directory, starts Dex and its HTTPS front on free loopback ports and
+// waits until it publishes its signing key. Both stop when the test ends.
 func Start(t testing.TB, o Options) *Provider {
 	t.Helper()
 	bin := Require(t)
@@ -183,7 +183,6 @@ func Start(t testing.TB, o Options) *Provider {
 		ClientID:     o.ClientID,
 		ClientSecret: o.ClientSecret,
 		bin:          bin,
-		dir:          dir,
 		config:       filepath.Join(dir, "dex.json"),
 		client: &http.Client{
 			Timeout:   10 * time.Second,
@@ -200,6 +199,7 @@ func Start(t testing.TB, o Options) *Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Close() })
 	p.Issuer = "https://" + l.Addr().String() + "/dex"
 	cfg, err := configJSON(p, o, dexAddr)
 	if err != nil {
