@@ -17,7 +17,7 @@ VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
 RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
 
-.PHONY: test lint vuln unit race build oracle
+.PHONY: test lint vuln unit race build oracle oidcprovider
 
 test: lint vuln unit race
 
@@ -49,6 +49,7 @@ lint: $(STATICCHECK)
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@cd test/conformance/kube && $(GO) mod tidy -diff >/dev/null || { echo "test/conformance/kube/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd test/oidcprovider/dex && $(GO) mod tidy -diff >/dev/null || { echo "test/oidcprovider/dex/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 
@@ -58,7 +59,12 @@ lint: $(STATICCHECK)
 oracle:
 	test/conformance/kube/build.sh >/dev/null
 
-unit: oracle
+# Dex, the OpenID provider the OIDC tests and examples/oidc log users in
+# with, built from the module proxy once per machine like the oracle.
+oidcprovider:
+	test/oidcprovider/build.sh >/dev/null
+
+unit: oracle oidcprovider
 	$(GO) test -count=1 -timeout 25m ./...
 
 race:

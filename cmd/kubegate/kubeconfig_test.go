@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -271,4 +272,180 @@ func TestKubeconfigCreateRefusesUnsafeNames(t *testing.T) {
 			checkRefusedName(t, dir, before, code, out, errOut, tt.want)
 		})
 	}
+}
+
+func TestKubeconfigCreateOIDCUser(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	caFile := filepath.Join(dir, "pki", "ca.crt")
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The provider's CA: any PEM certificate will do; the front-proxy CA is one.
+	oidcCAFile := filepath.Join(dir, "pki", "front-proxy-ca.crt")
+	oidcCAPEM, err := os.ReadFile(oidcCAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "https://dex.example.com:5556/dex"
+	tests := []struct {
+		name    string
+		args    []string
+		user    string
+		command string
+		args0   []string // the plugin's arguments
+	}{
+		{
+			name:    "kubelogin as a kubectl plugin, defaults",
+			args:    []string{"--oidc-issuer", issuer, "--oidc-client-id", "kubernetes"},
+			user:    "oidc",
+			command: "kubectl",
+			args0:   []string{"oidc-login", "get-token", "--oidc-issuer-url=" + issuer, "--oidc-client-id=kubernetes"},
+		},
+		{
+			name: "every option",
+			args: []string{"--user", "alice", "--oidc-issuer", issuer, "--oidc-client-id", "kubernetes",
+				"--oidc-client-secret", "s3cr3t", "--oidc-extra-scope", "email", "--oidc-extra-scope", "groups",
+				"--oidc-ca", oidcCAFile, "--exec-plugin", "kubectl-oidc_login"},
+			user:    "alice",
+			command: "kubectl-oidc_login",
+			args0: []string{"get-token", "--oidc-issuer-url=" + issuer, "--oidc-client-id=kubernetes",
+				"--oidc-client-secret=s3cr3t", "--oidc-extra-scope=email", "--oidc-extra-scope=groups",
+				"--certificate-authority-data=" + base64.StdEncoding.EncodeToString(oidcCAPEM)},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out := filepath.Join(t.TempDir(), "oidc.conf")
+			// No --dir: the server's CA comes from --ca.
+			args := append([]string{"kubeconfig", "create", "--server", "https://127.0.0.1:6443", "--ca", caFile, "--out", out}, tt.args...)
+			code, stdout, errOut := runCLI(t, "", args...)
+			if code != 0 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q: %s", code, stdout, errOut)
+			}
+			if !strings.Contains(errOut, "wrote "+out+" (OIDC user "+tt.user+", logging in at "+issuer) {
+				t.Errorf("stderr = %q", errOut)
+			}
+			if strings.Contains(errOut, "s3cr3t") {
+				t.Errorf("stderr shows the client secret: %q", errOut)
+			}
+			cfg := mustLoad(t, out)
+			ctx := cfg.Contexts[cfg.CurrentContext]
+			if cfg.CurrentContext != tt.user+"@kubernetes" || ctx == nil || ctx.AuthInfo != tt.user {
+				t.Fatalf("current context = %q (%+v); want %s@kubernetes for user %s", cfg.CurrentContext, ctx, tt.user, tt.user)
+			}
+			if c := cfg.Clusters[ctx.Cluster]; c.Server != "https://127.0.0.1:6443" || string(c.CertificateAuthorityData) != string(caPEM) {
+				t.Errorf("cluster = %s with %d bytes of CA; want the server and --ca", c.Server, len(c.CertificateAuthorityData))
+			}
+			u := cfg.AuthInfos[tt.user]
+			if u.Token != "" || len(u.ClientCertificateData) != 0 || len(u.ClientKeyData) != 0 {
+				t.Errorf("user has a token or certificate besides the plugin: %+v", u)
+			}
+			want := &clientcmdapi.ExecConfig{
+				APIVersion:      "client.authentication.k8s.io/v1",
+				Command:         tt.command,
+				Args:            tt.args0,
+				InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode,
+			}
+			got := u.Exec
+			if got == nil || got.APIVersion != want.APIVersion || got.Command != want.Command ||
+				!slices.Equal(got.Args, want.Args) || got.InteractiveMode != want.InteractiveMode || len(got.Env) != 0 || got.ProvideClusterInfo {
+				t.Fatalf("exec:\n got %+v\nwant %+v", got, want)
+			}
+			// client-go takes it as a credential plugin.
+			rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.ExecProvider == nil || rc.ExecProvider.Command != tt.command || rc.BearerToken != "" {
+				t.Errorf("rest config: exec %+v, bearer token set %v", rc.ExecProvider, rc.BearerToken != "")
+			}
+		})
+	}
+}
+
+func TestKubeconfigCreateTokenUserWithCA(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	caFile := filepath.Join(dir, "pki", "front-proxy-ca.crt")
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "alice.conf")
+	code, _, errOut := runCLI(t, "eyJ.id.token\n", "kubeconfig", "create", "--user", "alice", "--token", "-",
+		"--server", "https://127.0.0.1:6443", "--ca", caFile, "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	cfg := mustLoad(t, out)
+	if u := cfg.AuthInfos["alice"]; u == nil || u.Token != "eyJ.id.token" || u.Exec != nil {
+		t.Fatalf("user = %+v; want token eyJ.id.token only", u)
+	}
+	if c := cfg.Clusters["kubernetes"]; string(c.CertificateAuthorityData) != string(caPEM) {
+		t.Error("cluster CA is not --ca")
+	}
+}
+
+func TestKubeconfigCreateOIDCRefuses(t *testing.T) {
+	t.Parallel()
+	dir := initTreeWith(t)
+	caFile := filepath.Join(dir, "pki", "ca.crt")
+	notPEM := filepath.Join(dir, "not.pem")
+	if err := os.WriteFile(notPEM, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"kubeconfig", "create", "--server", "https://k:6443", "--ca", caFile, "--out", filepath.Join(dir, "x.conf")}
+	oidc := append(slices.Clone(base), "--oidc-issuer", "https://issuer.example.com")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no client ID", oidc, "--oidc-client-id is required with --oidc-issuer"},
+		{"http issuer", append(slices.Clone(base), "--oidc-issuer", "http://issuer.example.com", "--oidc-client-id", "k"),
+			`--oidc-issuer "http://issuer.example.com": want an https URL`},
+		{"issuer with query", append(slices.Clone(base), "--oidc-issuer", "https://i.example.com/?a=b", "--oidc-client-id", "k"),
+			"want an https URL without query or fragment"},
+		{"client ID without issuer", append(slices.Clone(base), "--user", "u", "--oidc-client-id", "k"), "--oidc-client-id applies only with --oidc-issuer"},
+		{"secret without issuer", append(slices.Clone(base), "--user", "u", "--oidc-client-secret", "s"), "--oidc-client-secret applies only with --oidc-issuer"},
+		{"scope without issuer", append(slices.Clone(base), "--user", "u", "--oidc-extra-scope", "email"), "--oidc-extra-scope applies only with --oidc-issuer"},
+		{"plugin without issuer", append(slices.Clone(base), "--user", "u", "--exec-plugin", "kubelogin"), "--exec-plugin applies only with --oidc-issuer"},
+		{"token and issuer", append(slices.Clone(oidc), "--oidc-client-id", "k", "--token", "t"), "--token and --oidc-issuer cannot be used together"},
+		{"org with issuer", append(slices.Clone(oidc), "--oidc-client-id", "k", "--org", "devs"), "--org applies to certificate users; an OIDC user's groups"},
+		{"validity with issuer", append(slices.Clone(oidc), "--oidc-client-id", "k", "--validity", "1h"), "--validity applies to certificate users"},
+		{"scope with a space", append(slices.Clone(oidc), "--oidc-client-id", "k", "--oidc-extra-scope", "email groups"), `--oidc-extra-scope "email groups": want one scope name`},
+		{"empty scope", append(slices.Clone(oidc), "--oidc-client-id", "k", "--oidc-extra-scope", ""), `--oidc-extra-scope "": want one scope name`},
+		{"client ID with a newline", append(slices.Clone(oidc), "--oidc-client-id", "k\n"), `--oidc-client-id "k\n": contains a control character`},
+		{"secret with a newline", append(slices.Clone(oidc), "--oidc-client-id", "k", "--oidc-client-secret", "s3cr3t\n"), "--oidc-client-secret: contains a control character"},
+		{"provider CA not PEM", append(slices.Clone(oidc), "--oidc-client-id", "k", "--oidc-ca", notPEM), "--oidc-ca: "},
+		{"provider CA missing", append(slices.Clone(oidc), "--oidc-client-id", "k", "--oidc-ca", filepath.Join(dir, "missing.crt")), "--oidc-ca: open "},
+		{"server CA not PEM", []string{"kubeconfig", "create", "--server", "https://k:6443", "--ca", notPEM, "--out", filepath.Join(dir, "x.conf"),
+			"--oidc-issuer", "https://i.example.com", "--oidc-client-id", "k"}, "--ca: "},
+		{"no dir and no CA", []string{"kubeconfig", "create", "--server", "https://k:6443", "--out", filepath.Join(dir, "x.conf"),
+			"--oidc-issuer", "https://i.example.com", "--oidc-client-id", "k"}, "--dir is required (token and OIDC users may give --ca instead)"},
+		{"no dir and no out", []string{"kubeconfig", "create", "--server", "https://k:6443", "--ca", caFile,
+			"--oidc-issuer", "https://i.example.com", "--oidc-client-id", "k"}, "--out or --merge is required without --dir"},
+		{"certificate user without dir", append(slices.Clone(base), "--user", "u"), "--dir is required: a certificate user's certificate is signed by DIR/pki/ca.key"},
+	}
+	// The group returns once its parallel cases are done.
+	t.Run("refused", func(t *testing.T) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				code, out, errOut := runCLI(t, "", tt.args...)
+				checkOneLineFailure(t, code, out, errOut, tt.want)
+				if strings.Contains(errOut, "s3cr3t") {
+					t.Errorf("the error shows the client secret: %q", errOut)
+				}
+			})
+		}
+	})
+	t.Run("nothing written", func(t *testing.T) {
+		if _, err := os.Stat(filepath.Join(dir, "x.conf")); err == nil {
+			t.Error("a refused command wrote x.conf")
+		}
+	})
 }

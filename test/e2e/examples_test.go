@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubegate/kubegate/test/oidcprovider"
 )
 
 // repoRoot is the repository the tests run from.
@@ -65,9 +67,10 @@ func TestExamples(t *testing.T) {
 		requireTool(t, tool)
 	}
 	tests := []struct {
-		name  string
-		want  []string // regular expressions, matched against the whole output in order
-		check func(t *testing.T, out string)
+		name    string
+		require func(t *testing.T) // what else the example needs; nil: nothing
+		want    []string           // regular expressions, matched against the whole output in order
+		check   func(t *testing.T, out string)
 	}{
 		{
 			name: "walkthrough",
@@ -177,6 +180,29 @@ func TestExamples(t *testing.T) {
 			},
 		},
 		{
+			name:    "oidc",
+			require: func(t *testing.T) { oidcprovider.Require(t) },
+			want: []string{
+				`"issuer": "https://127\.0\.0\.1:\d+/dex"`,
+				`kubegate up --dir cluster --secure-port \d+ --authentication-config authentication-config\.yaml`,
+				`kubegate is up`,
+				`rolebinding\.rbac\.authorization\.k8s\.io/developers-read created`,
+				`"email": "alice@example\.com"`,
+				`"groups": \[\s+"developers",\s+"readers"\s+\]`,
+				`(?m)^Username +oidc:alice@example\.com\n`,
+				`(?m)^UID +CghhbGljZS1pZBIFbG9jYWw\n`, // Dex's subject for user ID alice-id
+				`(?m)^Groups +\[oidc:developers oidc:readers system:authenticated\]\n`,
+				`(?m)^Extra: example\.com/login +\[dex:alice\]\n`,
+				`(?m)^blue\n`,
+				`(?m)^Username +oidc:bob@example\.com\n`,
+				`(?m)^Groups +\[oidc:auditors system:authenticated\]\n`,
+				`User "oidc:bob@example\.com" cannot get resource "configmaps"`,
+				`wrote oidc\.conf \(OIDC user oidc, logging in at https://127\.0\.0\.1:\d+/dex with kubectl oidc-login\)`,
+				`command: kubectl\n`,
+				`interactiveMode: IfAvailable\n`,
+			},
+		},
+		{
 			name: "scheduler",
 			want: []string{
 				`NodePreferAvoidPods\(10000\) +TOTAL`,
@@ -193,6 +219,9 @@ func TestExamples(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
+			if tc.require != nil {
+				tc.require(t)
+			}
 			out, code := runExample(t, tc.name)
 			if code != 0 {
 				t.Fatalf("examples/%s/run.sh exited %d, want 0; output:\n%s", tc.name, code, out)
