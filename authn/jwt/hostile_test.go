@@ -191,7 +191,7 @@ func hostileForms(t testing.TB, h *hostileSetup) []struct{ name, token string } 
 		{"null bytes only", "\x00.\x00.\x00"},
 		{"unicode in the token", parts[0] + "." + parts[1] + "é." + parts[2]},
 		{"unicode only", "名前.名前.名前"},
-		{"space inside", parts[0] + " ." + parts[1] + "." + parts[2]},
+		{"control character inside", parts[0] + "\x7f." + parts[1] + "." + parts[2]},
 		{"Bearer inside", "Bearer " + good[:len(good)-4] + "AAAA"},
 		{"trailing dot", good + "."},
 		{"empty signature", parts[0] + "." + parts[1] + "."},
