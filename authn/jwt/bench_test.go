@@ -4,8 +4,7 @@ import (
 	"context"
 	"crypto"
 	"net/http"
-	"os"
-	"strconv"
+	"runtime"
 	"testing"
 
 	gojwt "github.com/golang-jwt/jwt/v5"
@@ -13,6 +12,7 @@ import (
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/jwt"
 	"github.com/kubegate/kubegate/authn/jwt/jwttest"
+	"github.com/kubegate/kubegate/internal/benchcpu"
 )
 
 // benchIssuer is an issuer with an ES256 key, an authenticator for it with
@@ -67,12 +67,14 @@ func BenchmarkCachedJWTHit(b *testing.B) {
 	}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
+		cpu := benchcpu.Start()
 		for b.Loop() {
 			r.Header["Authorization"] = authz
 			if _, ok, err := chain.AuthenticateRequest(r); !ok {
 				b.Fatalf("refused: %v", err)
 			}
 		}
+		cpu.Report(b)
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()
@@ -93,52 +95,71 @@ func BenchmarkCachedJWTHit(b *testing.B) {
 // JWT authenticator (kube's oidc authenticator: issuer match, signature,
 // standard claims, claim mappings) with golang-jwt alone parsing and
 // verifying the same token with the public key and checking the same
-// standard claims. KUBEGATE_BENCH_ROUNDS=N runs the pair N times in
-// alternation, so that a noisy machine disturbs both alike; run it with
-// -count 1 then.
+// standard claims. "kubegate" and "golang-jwt" run each alone; "alternated"
+// runs them in alternating batches on one locked thread and times each
+// batch with the thread's CPU clock, so that a busy machine disturbs both
+// alike: its ratio metric is kubegate's CPU time over golang-jwt's.
 func BenchmarkES256Verify(b *testing.B) {
 	a, key, iss, tok := benchIssuer(b, benchMappings)
 	pub := key.Private.Public()
 	parser := gojwt.NewParser(gojwt.WithValidMethods([]string{"ES256"}), gojwt.WithIssuer(iss.URL),
 		gojwt.WithAudience("kubegate"), gojwt.WithExpirationRequired())
 	keyFunc := func(*gojwt.Token) (any, error) { return crypto.PublicKey(pub), nil }
-	if _, err := parser.Parse(tok, keyFunc); err != nil {
-		b.Fatal(err)
-	}
 	ctx := context.Background()
-	rounds := 1
-	if s := os.Getenv("KUBEGATE_BENCH_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("KUBEGATE_BENCH_ROUNDS=%q: want a positive number", s)
+	ops := [2]func(b *testing.B){
+		func(b *testing.B) {
+			if _, ok, err := a.AuthenticateToken(ctx, tok); !ok {
+				b.Fatal(err)
+			}
+		},
+		func(b *testing.B) {
+			t, err := parser.Parse(tok, keyFunc)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// What the user is made of, as the authenticator reads it.
+			c := t.Claims.(gojwt.MapClaims)
+			if _, ok := c["sub"].(string); !ok {
+				b.Fatal("no sub")
+			}
+			if _, ok := c["groups"].([]any); !ok {
+				b.Fatal("no groups")
+			}
+		},
+	}
+	for i, name := range []string{"kubegate", "golang-jwt"} {
+		ops[i](b)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := benchcpu.Start()
+			for b.Loop() {
+				ops[i](b)
+			}
+			cpu.Report(b)
+		})
+	}
+	b.Run("alternated", func(b *testing.B) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		const batch = 8
+		var ns, n [2]int64
+		t0 := benchcpu.ThreadNanos()
+		for i := 0; b.Loop(); i++ {
+			side := i / batch % 2
+			ops[side](b)
+			if i%batch == batch-1 {
+				t := benchcpu.ThreadNanos()
+				ns[side] += t - t0
+				n[side] += batch
+				t0 = t
+			}
 		}
-		rounds = n
-	}
-	for range rounds {
-		b.Run("kubegate", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, ok, err := a.AuthenticateToken(ctx, tok); !ok {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("golang-jwt", func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				t, err := parser.Parse(tok, keyFunc)
-				if err != nil {
-					b.Fatal(err)
-				}
-				// What the user is made of, as the authenticator reads it.
-				c := t.Claims.(gojwt.MapClaims)
-				if _, ok := c["sub"].(string); !ok {
-					b.Fatal("no sub")
-				}
-				if _, ok := c["groups"].([]any); !ok {
-					b.Fatal("no groups")
-				}
-			}
-		})
-	}
+		if n[0] == 0 || n[1] == 0 {
+			return // too few iterations to compare
+		}
+		k, g := float64(ns[0])/float64(n[0]), float64(ns[1])/float64(n[1])
+		b.ReportMetric(k, "kubegate-cpu-ns/op")
+		b.ReportMetric(g, "golang-jwt-cpu-ns/op")
+		b.ReportMetric(k/g, "ratio")
+	})
 }
