@@ -11,8 +11,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -231,6 +233,28 @@ func newEnv(t *testing.T) *env {
 	}
 	e.a = jwttest.NewIssuer(t, e.aRS, e.aES)
 	e.b = jwttest.NewIssuer(t, e.bES)
+	// Distributed claims endpoints of a: each answers a JWT of a's,
+	// given the access token "let-me-in".
+	source := func(set map[string]any) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer let-me-in" {
+				http.Error(w, "who are you", http.StatusUnauthorized)
+				return
+			}
+			c := e.claims(e.a, map[string]any{"groups": []string{"from-source"}})
+			for k, v := range set {
+				if v == nil {
+					delete(c, k)
+				} else {
+					c[k] = v
+				}
+			}
+			_, _ = io.WriteString(w, e.sign(e.aES, c, nil))
+		}
+	}
+	e.a.Handle("/claims/groups", source(nil))
+	e.a.Handle("/claims/wrong-audience", source(map[string]any{"aud": "someone-else"}))
+	e.a.Handle("/claims/no-groups", source(map[string]any{"groups": nil}))
 	e.caFile = filepath.Join(t.TempDir(), "a-ca.crt")
 	if err := os.WriteFile(e.caFile, []byte(e.a.CAPEM()), 0o600); err != nil {
 		t.Fatal(err)
@@ -346,6 +370,15 @@ var diffConfigs = map[string]diffConfig{
 		return configYAML(issuerYAML(e.a, "    audiences: [kubegate, dashboard, ci]\n    audienceMatchPolicy: MatchAny\n", `  claimMappings:
     username: {claim: sub, prefix: ""}`))
 	}},
+	// Groups from a distributed claims endpoint, which both sides verify
+	// with a verifier of its own made on first use.
+	"distributed": {yaml: func(e *env) string {
+		return configYAML(issuerYAML(e.a, audKubegate, `  claimMappings:
+    username: {claim: sub, prefix: ""}
+    groups: {claim: groups, prefix: "d:"}`))
+	}, ready: func(e *env) string {
+		return e.sign(e.aES, e.claims(e.a, distributed(e, "/claims/groups", "let-me-in")), nil)
+	}},
 	// The discovery document found at its own URL.
 	"discovery-url": {yaml: func(e *env) string {
 		return configYAML(issuerYAML(e.a, audKubegate+"    discoveryURL: "+e.a.URL+"/.well-known/openid-configuration\n", `  claimMappings:
@@ -393,6 +426,23 @@ type tbNoop struct{ testing.TB }
 func (tbNoop) Helper()               {}
 func (tbNoop) Fatal(args ...any)     { panic(fmt.Sprint(args...)) }
 func (tbNoop) Fatalf(string, ...any) { panic("jwttest") }
+
+// distributed are the claims that send the groups claim to the endpoint
+// at path of a's, with the access token.
+func distributed(e *env, path, accessToken string) map[string]any {
+	src := map[string]any{"endpoint": e.a.URL + path}
+	if accessToken != "" {
+		src["access_token"] = accessToken
+	}
+	return map[string]any{
+		"groups": nil, "_claim_names": map[string]any{"groups": "src1"},
+		"_claim_sources": map[string]any{"src1": src},
+	}
+}
+
+func distributedCase(path, accessToken string) func(e *env) string {
+	return func(e *env) string { return e.sign(e.aES, e.claims(e.a, distributed(e, path, accessToken)), nil) }
+}
 
 // unsigned joins a header and claims with the signature sig.
 func unsigned(header, claims any, sig string) string {
@@ -479,9 +529,11 @@ type diffCase struct {
 	config string
 	token  func(e *env) string
 	// wantOK is kube's answer, checked so that no case passes because both
-	// sides refuse everything; want, when set, is kube's user name.
-	wantOK   bool
-	wantName string
+	// sides refuse everything; wantName and wantGroups, when set, are
+	// kube's user name and groups.
+	wantOK     bool
+	wantName   string
+	wantGroups []string // checked when set
 }
 
 // signed makes a case's token: iss's standard claims changed by set,
@@ -568,8 +620,8 @@ var diffCases = []diffCase{
 	{name: "not a JWT", config: "prefixed", token: func(*env) string { return "abc.def" }},
 	{name: "garbage segments", config: "prefixed", token: func(*env) string { return "a.b.c" }},
 	// Claims to user: prefixes, groups, uid.
-	{name: "group array", config: "prefixed", token: good(map[string]any{"groups": []string{"x", "y", "x"}}), wantOK: true},
-	{name: "group string", config: "prefixed", token: good(map[string]any{"groups": "solo"}), wantOK: true},
+	{name: "group array", config: "prefixed", token: good(map[string]any{"groups": []string{"x", "y", "x"}}), wantOK: true, wantGroups: []string{"a-group:x", "a-group:y", "a-group:x"}},
+	{name: "group string", config: "prefixed", token: good(map[string]any{"groups": "solo"}), wantOK: true, wantGroups: []string{"a-group:solo"}},
 	{name: "group number", config: "prefixed", token: good(map[string]any{"groups": 7})},
 	{name: "groups missing", config: "prefixed", token: good(map[string]any{"groups": nil}), wantOK: true},
 	{name: "groups empty", config: "prefixed", token: good(map[string]any{"groups": []string{}}), wantOK: true},
@@ -613,6 +665,19 @@ var diffCases = []diffCase{
 	{name: "match any: list with one", config: "match-any", token: good(map[string]any{"aud": []string{"zz", "dashboard"}}), wantOK: true},
 	{name: "match any: none", config: "match-any", token: good(map[string]any{"aud": []string{"zz", "yy"}})},
 	{name: "discovery URL", config: "discovery-url", token: good(nil), wantOK: true},
+	// Distributed and aggregated claims.
+	{name: "distributed groups resolved", config: "distributed", token: distributedCase("/claims/groups", "let-me-in"), wantOK: true, wantGroups: []string{"d:from-source"}},
+	{name: "distributed groups, refused access token", config: "distributed", token: distributedCase("/claims/groups", "wrong")},
+	{name: "distributed groups, no access token", config: "distributed", token: distributedCase("/claims/groups", "")},
+	{name: "distributed groups, source JWT for another audience", config: "distributed", token: distributedCase("/claims/wrong-audience", "let-me-in")},
+	{name: "distributed groups, source JWT without groups", config: "distributed", token: distributedCase("/claims/no-groups", "let-me-in")},
+	{name: "distributed groups, missing endpoint", config: "distributed", token: distributedCase("/claims/nothing-here", "let-me-in")},
+	{name: "distributed groups next to a groups claim", config: "distributed", token: good(map[string]any{
+		"_claim_names": map[string]any{"groups": "src1"}, "_claim_sources": map[string]any{"src1": map[string]any{"endpoint": "https://127.0.0.1:1/x"}},
+	}), wantOK: true, wantGroups: []string{"d:dev", "d:ops"}},
+	{name: "aggregated groups are not read", config: "distributed", token: good(map[string]any{
+		"groups": nil, "_claim_names": map[string]any{"groups": "src1"}, "_claim_sources": map[string]any{"src1": map[string]any{"JWT": "e30.e30.e30"}},
+	}), wantOK: true},
 	// Distributed claims that cannot be resolved.
 	{name: "distributed groups, unreachable source", config: "prefixed", token: good(map[string]any{
 		"groups": nil, "_claim_names": map[string]any{"groups": "src1"},
@@ -668,6 +733,9 @@ func TestDifferentialAgainstKube_A8(t *testing.T) {
 			}
 			if tc.wantName != "" && want.Name != tc.wantName {
 				t.Errorf("kube: name %q, want %q", want.Name, tc.wantName)
+			}
+			if tc.wantGroups != nil && !slices.Equal(want.Groups, tc.wantGroups) {
+				t.Errorf("kube: groups %q, want %q", want.Groups, tc.wantGroups)
 			}
 			if tok != "" && strings.Contains(got.Err, tok) {
 				t.Errorf("kubegate's error holds the token")

@@ -73,6 +73,7 @@ type Issuer struct {
 	// URL is the issuer URL: the server's, with no trailing slash.
 	URL string
 
+	mux  *http.ServeMux
 	mu   sync.Mutex
 	keys []*Key
 	// KeySetFetches counts the requests for the key set.
@@ -92,8 +93,8 @@ func NewIssuer(t testing.TB, keys ...*Key) *Issuer {
 // Serve is NewIssuer outside a test: the issuer serves on a loopback port
 // until iss.Server.Close.
 func Serve(keys ...*Key) *Issuer {
-	iss := &Issuer{keys: keys}
 	mux := http.NewServeMux()
+	iss := &Issuer{keys: keys, mux: mux}
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		if iss.Down.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -128,6 +129,12 @@ func Serve(keys ...*Key) *Issuer {
 // for an issuer's certificateAuthority.
 func (iss *Issuer) CAPEM() string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: iss.Server.Certificate().Raw}))
+}
+
+// Handle serves more of the issuer, at pattern (an http.ServeMux
+// pattern): a distributed claims endpoint, say.
+func (iss *Issuer) Handle(pattern string, h http.Handler) {
+	iss.mux.Handle(pattern, h)
 }
 
 // SetKeys replaces the published keys.
