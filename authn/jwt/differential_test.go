@@ -115,7 +115,7 @@ func (o outcome) normal() outcome {
 	return o
 }
 
-// kubeScheme decodes configuration files as kube-apiserver does: the
+// kubeCodecs decode configuration files as kube-apiserver does: the
 // apiserver.config.k8s.io scheme, strictly.
 var kubeCodecs = func() serializer.CodecFactory {
 	s := runtime.NewScheme()
@@ -223,6 +223,8 @@ type env struct {
 	ghost  *jwttest.Key // RS256, published by nobody, kid "a-rs" like aRS
 	ghost2 *jwttest.Key // ES256, published by nobody, kid "nobody"
 	caFile string       // a's CA
+
+	aRSPublicPEM []byte // aRS's public key, PKIX PEM
 }
 
 func newEnv(t *testing.T) *env {
@@ -255,6 +257,7 @@ func newEnv(t *testing.T) *env {
 	e.a.Handle("/claims/groups", source(nil))
 	e.a.Handle("/claims/wrong-audience", source(map[string]any{"aud": "someone-else"}))
 	e.a.Handle("/claims/no-groups", source(map[string]any{"groups": nil}))
+	e.aRSPublicPEM = jwttest.PublicKeyPEM(t, e.aRS)
 	e.caFile = filepath.Join(t.TempDir(), "a-ca.crt")
 	if err := os.WriteFile(e.caFile, []byte(e.a.CAPEM()), 0o600); err != nil {
 		t.Fatal(err)
@@ -415,17 +418,15 @@ var diffConfigs = map[string]diffConfig{
 	}},
 }
 
+// sign signs claims with k; it is called from issuer handlers too, away
+// from a test's goroutine, and signing with a valid key does not fail.
 func (e *env) sign(k *jwttest.Key, claims, headers map[string]any) string {
-	return jwttest.Sign(tbNoop{}, k, claims, headers)
+	s, err := jwttest.SignToken(k, claims, headers)
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
-
-// tbNoop lets env sign outside a test's goroutine; signing with a valid
-// key does not fail.
-type tbNoop struct{ testing.TB }
-
-func (tbNoop) Helper()               {}
-func (tbNoop) Fatal(args ...any)     { panic(fmt.Sprint(args...)) }
-func (tbNoop) Fatalf(string, ...any) { panic("jwttest") }
 
 // distributed are the claims that send the groups claim to the endpoint
 // at path of a's, with the access token.
@@ -591,7 +592,7 @@ var diffCases = []diffCase{
 	{name: "HS256 keyed with the public key", config: "prefixed", token: func(e *env) string {
 		tok := gojwt.NewWithClaims(gojwt.SigningMethodHS256, gojwt.MapClaims(e.claims(e.a, nil)))
 		tok.Header["kid"] = "a-rs"
-		s, err := tok.SignedString(jwttest.PublicKeyPEM(tbNoop{}, e.aRS))
+		s, err := tok.SignedString(e.aRSPublicPEM)
 		if err != nil {
 			panic(err)
 		}
