@@ -15,8 +15,8 @@
 #   BENCH_DURATION [10]       measured seconds per run
 #   BENCH_WARMUP [1]          warm-up seconds before each run (errors still count)
 #   BENCH_SYSTEMS ["kubegate haproxy haproxy-kube nginx plainproxy"]
-#   BENCH_SCENARIOS ["ka64 ka1 hs16 h2-64 ka64-token ka64-sa"]  also: hs16-x25519, ka64-h2
-#                             (ka64-token and ka64-sa run on kubegate only)
+#   BENCH_SCENARIOS ["ka64 ka1 hs16 h2-64 ka64-token ka64-sa ka64-oidc"]  also: hs16-x25519, ka64-h2
+#                             (ka64-token, ka64-sa and ka64-oidc run on kubegate only)
 #   BENCH_HANDSHAKE_CURVES [""]  groups the client offers in hs16 ("" = Go's defaults)
 #   BENCH_BUSY_MAX [25]       CPU busy % above which a run waits for quiet
 #   BENCH_QUIET_WAIT [10]     seconds to wait for quiet before running anyway
@@ -29,7 +29,7 @@
 #   BENCH_MAX_SECONDS [from the above]  hard bound on the whole script
 #   KUBEGATE_GATEWAY_CMD      command that starts the gateway; it may use
 #                             $BENCH_PORT, $BENCH_UPSTREAM and $BENCH_PKI (ca.crt,
-#                             server.crt, server.key, tokens.csv, sa.pub). Unset:
+#                             server.crt, server.key, tokens.csv, sa.pub, authn.yaml). Unset:
 #                             `kubegate gateway` built from ./cmd/kubegate.
 #   KUBEGATE_BASE_BIN         a second kubegate binary (built from another
 #                             commit, say) run as the system kubegate-base with
@@ -44,7 +44,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 DURATION=${BENCH_DURATION:-10}
 WARMUP=${BENCH_WARMUP:-1}
 SYSTEMS=${BENCH_SYSTEMS:-"kubegate haproxy haproxy-kube nginx plainproxy"}
-SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 h2-64 ka64-token ka64-sa"}
+SCENARIOS=${BENCH_SCENARIOS:-"ka64 ka1 hs16 h2-64 ka64-token ka64-sa ka64-oidc"}
 HS_CURVES=${BENCH_HANDSHAKE_CURVES:-}
 BUSY_MAX=${BENCH_BUSY_MAX:-25}
 QUIET_WAIT=${BENCH_QUIET_WAIT:-10}
@@ -86,7 +86,7 @@ for sys in "${SYSTEM_LIST[@]}"; do
 	esac
 done
 for sc in "${SCENARIO_LIST[@]}"; do
-	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2 | h2-64 | ka64-token | ka64-sa) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
+	case $sc in ka64 | ka1 | hs16 | hs16-x25519 | ka64-h2 | h2-64 | ka64-token | ka64-sa | ka64-oidc) ;; *) die "unknown scenario '$sc' in BENCH_SCENARIOS" ;; esac
 done
 if ((${#missing[@]} > 0)); then
 	say "gateway.sh: missing: ${missing[*]}"
@@ -188,9 +188,19 @@ BIN=$OUT/bin
 PKI=$OUT/pki
 mkdir -p "$BIN" "$PKI"
 say "building test/bench programs into $BIN"
-(cd "$ROOT" && for p in loadgen backend plainproxy mkpki; do go build -o "$BIN/$p" "./test/bench/$p" || exit 1; done) ||
+(cd "$ROOT" && for p in loadgen backend plainproxy mkpki oidcissuer; do go build -o "$BIN/$p" "./test/bench/$p" || exit 1; done) ||
 	die "go build failed"
 "$BIN/mkpki" -dir "$PKI"
+
+# The OpenID issuer of ka64-oidc: it writes authn.yaml, which the gateway
+# reads at start-up, and then oidc.token.
+start oidcissuer "$BIN/oidcissuer" -dir "$PKI"
+for ((i = 0; i < 100; i++)); do
+	[[ -s $PKI/oidc.token ]] && break
+	kill -0 "$LAST_PID" 2>/dev/null || { tail -n 20 "$OUT/oidcissuer.log" >&2; die "oidcissuer did not start"; }
+	sleep 0.1
+done
+[[ -s $PKI/oidc.token ]] || die "oidcissuer wrote no token in 10s (see $OUT/oidcissuer.log)"
 
 BACKEND_PORT=$(free_port)
 start backend "$BIN/backend" -listen "127.0.0.1:$BACKEND_PORT"
@@ -230,8 +240,13 @@ kubegate_cmd() { # prints the gateway command, or nothing with a note
 		say "note: skipping kubegate: 'kubegate gateway' has no --bind-address to keep it on 127.0.0.1; set KUBEGATE_GATEWAY_CMD"
 		return
 	fi
+	# A build without --authentication-config runs without it; ka64-oidc
+	# then fails on it.
+	local authn=""
 	# shellcheck disable=SC2016 # expanded by the bash -c below
-	echo '"$BENCH_BIN/kubegate" gateway --bind-address 127.0.0.1 --secure-port "$BENCH_PORT" --tls-cert-file "$BENCH_PKI/server.crt" --tls-private-key-file "$BENCH_PKI/server.key" --client-ca-file "$BENCH_PKI/ca.crt" --token-auth-file "$BENCH_PKI/tokens.csv" --service-account-key-file "$BENCH_PKI/sa.pub" --service-account-lookup=false --upstream "$BENCH_UPSTREAM"'
+	[[ $help == *--authentication-config* ]] && authn=' --authentication-config "$BENCH_PKI/authn.yaml"'
+	# shellcheck disable=SC2016 # expanded by the bash -c below
+	echo '"$BENCH_BIN/kubegate" gateway --bind-address 127.0.0.1 --secure-port "$BENCH_PORT" --tls-cert-file "$BENCH_PKI/server.crt" --tls-private-key-file "$BENCH_PKI/server.key" --client-ca-file "$BENCH_PKI/ca.crt" --token-auth-file "$BENCH_PKI/tokens.csv" --service-account-key-file "$BENCH_PKI/sa.pub" --service-account-lookup=false'"$authn"' --upstream "$BENCH_UPSTREAM"'
 }
 
 # launch SYS: starts SYS on a fresh port; returns non-zero to skip it.
@@ -328,6 +343,20 @@ verify() {
 	return $ok
 }
 
+# wait_oidc SYS: until SYS accepts the OpenID token, which it can once it
+# has fetched the issuer's keys in the background after start-up.
+wait_oidc() {
+	local i code
+	for ((i = 0; i < 100; i++)); do
+		code=$(curl -sS --http1.1 -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$PKI/ca.crt" \
+			-H "Authorization: Bearer $(cat "$PKI/oidc.token")" "https://127.0.0.1:${PORT[$1]}$URL_PATH" 2>/dev/null) || code=000
+		[[ $code == 200 ]] && return 0
+		sleep 0.1
+	done
+	say "$1: the OpenID token got status $code after 10s, want 200 (see $OUT/$1.log)"
+	return 1
+}
+
 read_stats
 spoofed_before=$SPOOFED
 for sys in "${SYSTEM_LIST[@]}"; do
@@ -337,7 +366,9 @@ for sys in "${SYSTEM_LIST[@]}"; do
 		FAILED+=("$sys: did not start (see $OUT/$sys.log)")
 		continue
 	}
-	if verify "$sys"; then
+	if [[ " ${SCENARIO_LIST[*]} " == *" ka64-oidc "* && ($sys == kubegate || $sys == kubegate-base) ]] && ! wait_oidc "$sys"; then
+		FAILED+=("$sys: the OpenID token was refused")
+	elif verify "$sys"; then
 		say "$sys: identity checks passed on 127.0.0.1:${PORT[$sys]}; groups forwarded: ${WANT_GROUPS[$sys]}"
 		ACTIVE+=("$sys")
 	else
@@ -352,7 +383,7 @@ read_stats
 # scenario_args NAME: the loadgen flags of a scenario.
 scenario_args() {
 	case $1 in
-	ka64 | ka64-token | ka64-sa) echo "-mode keepalive -conns 64" ;;
+	ka64 | ka64-token | ka64-sa | ka64-oidc) echo "-mode keepalive -conns 64" ;;
 	ka1) echo "-mode keepalive -conns 1" ;;
 	hs16) echo "-mode newconn -conns 16${HS_CURVES:+ -curves $HS_CURVES}" ;;
 	hs16-x25519) echo "-mode newconn -conns 16 -curves X25519" ;;
@@ -368,7 +399,7 @@ scenario_args() {
 # tokens.
 credential_args() {
 	case $1 in
-	ka64-token | ka64-sa)
+	ka64-token | ka64-sa | ka64-oidc)
 		[[ $2 == kubegate || $2 == kubegate-base ]] || return 1
 		local file=token.txt
 		WANT_USER=bench-user WANT_GROUP="devs|devops|system:authenticated"
@@ -376,6 +407,7 @@ credential_args() {
 			file=sa.token WANT_USER=system:serviceaccount:bench:loadgen
 			WANT_GROUP="system:serviceaccounts|system:serviceaccounts:bench|system:authenticated"
 		fi
+		[[ $1 == ka64-oidc ]] && file=oidc.token WANT_USER=oidc:bench-user
 		CRED=(-bearer "$(cat "$PKI/$file")")
 		;;
 	*)

@@ -1,7 +1,9 @@
 // Package jwttest serves an OpenID issuer for tests: discovery and a JSON
 // Web Key Set over TLS, keys that can be added and dropped while it runs,
 // and tokens signed with them. It is a test double for the issuer side
-// only; what verifies the tokens is the code under test.
+// only; what verifies the tokens is the code under test. Serve, GenerateKey
+// and SignToken work outside tests too (test/bench runs an issuer with
+// them).
 package jwttest
 
 import (
@@ -32,10 +34,19 @@ type Key struct {
 	Method  gojwt.SigningMethod
 }
 
-// NewKey makes a key for alg: RS256, RS384, RS512, PS256, ES256, ES384 or
-// ES512.
+// NewKey makes a key for alg: RS256, RS384, RS512, PS256, PS384, PS512,
+// ES256, ES384 or ES512.
 func NewKey(t testing.TB, id, alg string) *Key {
 	t.Helper()
+	k, err := GenerateKey(id, alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// GenerateKey is NewKey outside a test.
+func GenerateKey(id, alg string) (*Key, error) {
 	var k crypto.Signer
 	var err error
 	switch alg {
@@ -48,12 +59,12 @@ func NewKey(t testing.TB, id, alg string) *Key {
 	case "ES512":
 		k, err = ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
 	default:
-		t.Fatalf("jwttest: no key for %s", alg)
+		return nil, fmt.Errorf("jwttest: no key for %s", alg)
 	}
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &Key{ID: id, Private: k, Method: gojwt.GetSigningMethod(alg)}
+	return &Key{ID: id, Private: k, Method: gojwt.GetSigningMethod(alg)}, nil
 }
 
 // Issuer is an OpenID issuer served over TLS.
@@ -62,6 +73,7 @@ type Issuer struct {
 	// URL is the issuer URL: the server's, with no trailing slash.
 	URL string
 
+	mux  *http.ServeMux
 	mu   sync.Mutex
 	keys []*Key
 	// KeySetFetches counts the requests for the key set.
@@ -73,8 +85,16 @@ type Issuer struct {
 // NewIssuer starts an issuer publishing keys; it stops when the test ends.
 func NewIssuer(t testing.TB, keys ...*Key) *Issuer {
 	t.Helper()
-	iss := &Issuer{keys: keys}
+	iss := Serve(keys...)
+	t.Cleanup(iss.Server.Close)
+	return iss
+}
+
+// Serve is NewIssuer outside a test: the issuer serves on a loopback port
+// until iss.Server.Close.
+func Serve(keys ...*Key) *Issuer {
 	mux := http.NewServeMux()
+	iss := &Issuer{keys: keys, mux: mux}
 	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		if iss.Down.Load() {
 			http.Error(w, "down", http.StatusServiceUnavailable)
@@ -102,7 +122,6 @@ func NewIssuer(t testing.TB, keys ...*Key) *Issuer {
 	})
 	iss.Server = httptest.NewTLSServer(mux)
 	iss.URL = iss.Server.URL
-	t.Cleanup(iss.Server.Close)
 	return iss
 }
 
@@ -110,6 +129,12 @@ func NewIssuer(t testing.TB, keys ...*Key) *Issuer {
 // for an issuer's certificateAuthority.
 func (iss *Issuer) CAPEM() string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: iss.Server.Certificate().Raw}))
+}
+
+// Handle serves more of the issuer, at pattern (an http.ServeMux
+// pattern): a distributed claims endpoint, say.
+func (iss *Issuer) Handle(pattern string, h http.Handler) {
+	iss.mux.Handle(pattern, h)
 }
 
 // SetKeys replaces the published keys.
@@ -160,16 +185,26 @@ func JWK(k *Key) map[string]any {
 // otherwise; headers may add or replace header fields.
 func Sign(t testing.TB, k *Key, claims map[string]any, headers map[string]any) string {
 	t.Helper()
-	tok := gojwt.NewWithClaims(k.Method, gojwt.MapClaims(claims))
-	tok.Header["kid"] = k.ID
-	for h, v := range headers {
-		tok.Header[h] = v
-	}
-	s, err := tok.SignedString(k.Private)
+	s, err := SignToken(k, claims, headers)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// SignToken is Sign outside a test. A header given the value nil is
+// left out.
+func SignToken(k *Key, claims map[string]any, headers map[string]any) (string, error) {
+	tok := gojwt.NewWithClaims(k.Method, gojwt.MapClaims(claims))
+	tok.Header["kid"] = k.ID
+	for h, v := range headers {
+		if v == nil {
+			delete(tok.Header, h)
+		} else {
+			tok.Header[h] = v
+		}
+	}
+	return tok.SignedString(k.Private)
 }
 
 // PublicKeyPEM is the PKIX PEM of k's public half.
