@@ -42,6 +42,8 @@ type clientBuilder struct {
 	serviceAccounts bool
 	core            kubernetes.Interface
 	logger          *slog.Logger
+	// retryDelay is the wait before a token request's first retry.
+	retryDelay time.Duration
 
 	mu     sync.Mutex
 	tokens map[string]transport.ResettableTokenSource // by service account
@@ -96,6 +98,7 @@ func (b *clientBuilder) ensureServiceAccount(ctx context.Context, name string) (
 
 // tokenRetryDelay is the wait before the first retry of a token request;
 // it doubles before each next one, over tokenAttempts attempts in all.
+// Run reads it once, into its clientBuilder.
 var tokenRetryDelay = 500 * time.Millisecond
 
 const tokenAttempts = 4
@@ -115,7 +118,7 @@ type tokenSource struct {
 // says it expires once the leeway before its real expiry begins.
 func (s *tokenSource) Token() (*oauth2.Token, error) {
 	var last error
-	delay := tokenRetryDelay
+	delay := s.b.retryDelay
 	for attempt := range tokenAttempts {
 		if attempt > 0 {
 			t := time.NewTimer(delay)

@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	clients := &clientBuilder{root: o.Config, serviceAccounts: o.UseServiceAccountCredentials, core: core,
-		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}}
+		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}, retryDelay: tokenRetryDelay}
 	rootCA, err := rootCAOf(o)
 	if err != nil {
 		return err
