@@ -29,7 +29,8 @@ var PrometheusLabels = []string{"path", "kubeconfig_user", "role", "ca"}
 // format, as node-exporter's textfile collector reads it: one gauge
 // series per certificate in each of MetricExpirySeconds and
 // MetricNotAfter, sorted by path and kubeconfig user, with no timestamps
-// (the collector refuses them).
+// (the collector refuses them). docs/kubernetes-behaviour.md H.7 describes
+// the format.
 func WriteExpiryPrometheus(w io.Writer, entries []ExpiryEntry) error {
 	sorted := slices.Clone(entries)
 	slices.SortFunc(sorted, func(a, b ExpiryEntry) int {

@@ -82,7 +82,7 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-func TestExpiryPrometheusGolden(t *testing.T) {
+func TestExpiryPrometheusGolden_H7(t *testing.T) {
 	entries := promTree(t)
 	// The writer sorts by itself, whatever order it is given.
 	slices.Reverse(entries)
@@ -93,10 +93,10 @@ func TestExpiryPrometheusGolden(t *testing.T) {
 	golden(t, "expiry.prom.golden", b.Bytes())
 }
 
-// TestExpiryPrometheusParses reads the report back with the Prometheus text
+// TestExpiryPrometheusParses_H7 reads the report back with the Prometheus text
 // parser (the one node-exporter's textfile collector uses) and checks every
 // family, label and value against the entries it was written from.
-func TestExpiryPrometheusParses(t *testing.T) {
+func TestExpiryPrometheusParses_H7(t *testing.T) {
 	entries := promTree(t)
 	var b bytes.Buffer
 	if err := WriteExpiryPrometheus(&b, entries); err != nil {
@@ -185,10 +185,10 @@ func TestExpiryPrometheusParses(t *testing.T) {
 	}
 }
 
-// FuzzExpiryPrometheusLabels writes an entry with any path and user and
+// FuzzExpiryPrometheusLabels_H7 writes an entry with any path and user and
 // expects the parser to read back the same label values (bad UTF-8 made
 // U+FFFD) in a single series.
-func FuzzExpiryPrometheusLabels(f *testing.F) {
+func FuzzExpiryPrometheusLabels_H7(f *testing.F) {
 	f.Add("pki/apiserver.crt", "", "ca")
 	f.Add(oddName, "a\"b\\c\nd", "\xff\xfe")
 	f.Add("}", "{", "=\"")

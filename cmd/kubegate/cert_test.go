@@ -139,11 +139,11 @@ func TestCertExpiry(t *testing.T) {
 	}
 }
 
-// TestCertExpiryPrometheus checks that -o prometheus is wired to the
+// TestCertExpiryPrometheus_H7 checks that -o prometheus is wired to the
 // textfile format (its content is ca's golden test), that --fail-within
 // still writes the report before it exits 1, and that a bad -o is one line
 // naming the flag.
-func TestCertExpiryPrometheus(t *testing.T) {
+func TestCertExpiryPrometheus_H7(t *testing.T) {
 	t.Parallel()
 	dir := initTree(t)
 	var out, errb bytes.Buffer
