@@ -15,7 +15,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
@@ -231,24 +231,8 @@ func TestBadTokensAreRefused_A9(t *testing.T) {
 	})
 }
 
-// fakeClock is a settable time source.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newFakeClock() *clocktesting.FakeClock {
+	return clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // cacheStep is one lookup of a cache test: the clock moves on, the token
@@ -261,10 +245,10 @@ type cacheStep struct {
 	wantReviews int64 // in all, after the step
 }
 
-func runCacheSteps(t *testing.T, a authn.Token, clock *fakeClock, reviews *atomic.Int64, steps []cacheStep) {
+func runCacheSteps(t *testing.T, a authn.Token, clock *clocktesting.FakeClock, reviews *atomic.Int64, steps []cacheStep) {
 	t.Helper()
 	for i, s := range steps {
-		clock.Add(s.advance)
+		clock.Step(s.advance)
 		_, ok, err := a.AuthenticateToken(t.Context(), s.token)
 		if ok != s.wantOK || (err != nil) != s.wantErr {
 			t.Fatalf("step %d: got (%v, %v), want ok %v, error %v", i, ok, err, s.wantOK, s.wantErr)
