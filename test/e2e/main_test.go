@@ -25,6 +25,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	kubegateBin = filepath.Join(dir, "kubegate")
+	// kubectl keeps discovery per server address in a cache that would
+	// otherwise be shared with every earlier run on this machine, where a
+	// port may have served another build: each run gets its own.
+	if err := os.Setenv("KUBECACHEDIR", filepath.Join(dir, "kubectl-cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	build := exec.Command("go", "build", "-o", kubegateBin, "./cmd/kubegate")
