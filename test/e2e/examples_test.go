@@ -35,7 +35,7 @@ func runExample(t *testing.T, name string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "examples", name, "run.sh"))
-	cmd.Env = append(os.Environ(), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp)
+	cmd.Env = append(kubectlEnv(t), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp)
 	// On timeout, SIGTERM lets the script's trap stop what it started.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second

@@ -233,6 +233,7 @@ func TestGatewayWithCurlAndKubectl(t *testing.T) {
 		defer wcancel()
 		cmd := exec.CommandContext(wctx, kubectl, "--kubeconfig", kc, "get", "pods", "-n", "default", "-w", "--no-headers",
 			"-o", "custom-columns=NAME:.metadata.name,PHASE:.status.phase,RV:.metadata.resourceVersion")
+		cmd.Env = kubectlEnv(t)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/kubegate/kubegate/internal/testtool"
@@ -26,8 +27,8 @@ func TestMain(m *testing.M) {
 	}
 	kubegateBin = filepath.Join(dir, "kubegate")
 	// kubectl keeps discovery per server address in a cache that would
-	// otherwise be shared with every earlier run on this machine, where a
-	// port may have served another build: each run gets its own.
+	// otherwise be shared with every earlier run on this machine: each run
+	// gets its own, and each test its own within it (kubectlEnv).
 	if err := os.Setenv("KUBECACHEDIR", filepath.Join(dir, "kubectl-cache")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -63,6 +64,7 @@ type result struct {
 func runCmd(t *testing.T, stdin []byte, name string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Env = kubectlEnv(t)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -91,4 +93,19 @@ func TestBinaryVersion(t *testing.T) {
 	if res.code != 0 || !bytes.HasPrefix([]byte(res.stdout), []byte("kubegate ")) {
 		t.Fatalf("kubegate version: %+v", res)
 	}
+}
+
+var kubectlCaches sync.Map // *testing.T → its kubectl cache directory
+
+// kubectlEnv is the environment for a command of test t: kubectl's
+// discovery cache is the test's own, since a port one test's fake server
+// answered on may serve another test's cluster later in the run.
+func kubectlEnv(t *testing.T) []string {
+	t.Helper()
+	dir, ok := kubectlCaches.Load(t)
+	if !ok {
+		dir, _ = kubectlCaches.LoadOrStore(t, t.TempDir())
+		t.Cleanup(func() { kubectlCaches.Delete(t) })
+	}
+	return append(os.Environ(), "KUBECACHEDIR="+dir.(string))
 }

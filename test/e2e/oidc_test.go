@@ -250,7 +250,7 @@ func TestOIDCUsersThroughTheGateway_A8(t *testing.T) {
 			t.Fatalf("kubeconfig create --oidc-issuer: %+v", res)
 		}
 		kubectl := exec.Command("kubectl", "--kubeconfig", conf, "auth", "whoami", "-o", "json")
-		kubectl.Env = append(os.Environ(), "OIDC_USERNAME=bob@example.com", "OIDC_PASSWORD="+oidcprovider.Password)
+		kubectl.Env = append(kubectlEnv(t), "OIDC_USERNAME=bob@example.com", "OIDC_PASSWORD="+oidcprovider.Password)
 		out, err := kubectl.Output()
 		if err != nil {
 			var stderr []byte

@@ -100,7 +100,7 @@ func TestREADMETranscript(t *testing.T) {
 	if err := os.Symlink(filepath.Join(repoRoot(t), "examples"), filepath.Join(dir, "examples")); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+	env := append(kubectlEnv(t), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"PWD="+dir, "KUBECACHEDIR="+filepath.Join(dir, ".kube-cache"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

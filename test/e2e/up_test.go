@@ -152,6 +152,7 @@ func TestUpWithKubectlAndCurl(t *testing.T) {
 		defer cancel()
 		w := exec.CommandContext(ctx, "kubectl", "--kubeconfig", filepath.Join(dir, "admin.conf"), "get", "pods",
 			"--field-selector", "metadata.name=watched", "-w", "--output-watch-events")
+		w.Env = kubectlEnv(t)
 		out, err := w.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
