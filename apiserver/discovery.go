@@ -217,6 +217,10 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
+		if res.approval {
+			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/approval", Namespaced: res.namespaced, Kind: res.kind,
+				Verbs: metav1.Verbs{"get", "patch", "update"}})
+		}
 		if res.scale {
 			rs = append(rs, scaleDiscovery(gvr.Resource, res.namespaced))
 		}
