@@ -51,6 +51,7 @@ var kubeGroupPriority = map[string]int{
 	"authentication.k8s.io":     17700,
 	"authorization.k8s.io":      17600,
 	"batch":                     17400,
+	"certificates.k8s.io":       17300,
 	"policy":                    17100,
 	"rbac.authorization.k8s.io": 17000,
 	"scheduling.k8s.io":         16600,
