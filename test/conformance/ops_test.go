@@ -347,6 +347,7 @@ func operations() []op {
 	add(daemonSetOps()...)
 	add(revisionOps()...)
 	add(pdbOps()...)
+	add(csrOps()...)
 	add(batchOps()...)
 	add(scaleOps()...)
 	add(gcOps()...)
