@@ -4,13 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
 
 // ExpiryEntry is one row of an expiry report.
 type ExpiryEntry struct {
-	Name     string    `json:"name"`
+	Name string `json:"name"`
+	// Path is the file relative to DIR (the .crt, or the kubeconfig).
+	Path string `json:"path"`
+	// KubeconfigUser is the kubeconfig's users[] entry; "" for a .crt file.
+	KubeconfigUser string `json:"kubeconfigUser,omitempty"`
+	// Role is what the certificate is for (see Role).
+	Role     string    `json:"role"`
 	Kind     Kind      `json:"kind"`
 	Subject  string    `json:"subject"`
 	NotAfter time.Time `json:"expires"`
@@ -28,6 +35,9 @@ func Expiry(found []*Found, now time.Time) []ExpiryEntry {
 		left := f.Cert.NotAfter.Sub(now)
 		out = append(out, ExpiryEntry{
 			Name:            f.Name,
+			Path:            f.Path,
+			KubeconfigUser:  f.User,
+			Role:            Role(f),
 			Kind:            f.Kind,
 			Subject:         SubjectString(f.Cert.RawSubject),
 			NotAfter:        f.Cert.NotAfter.UTC(),
@@ -37,6 +47,53 @@ func Expiry(found []*Found, now time.Time) []ExpiryEntry {
 		})
 	}
 	return out
+}
+
+// kubeadmNames are the names kubeadm gives the files of its layout (its
+// certs check-expiration lists them so), by path relative to DIR.
+var kubeadmNames = map[string]string{
+	"pki/ca.crt":                       "ca",
+	"pki/front-proxy-ca.crt":           "front-proxy-ca",
+	"pki/etcd/ca.crt":                  "etcd-ca",
+	"pki/apiserver.crt":                "apiserver",
+	"pki/apiserver-kubelet-client.crt": "apiserver-kubelet-client",
+	"pki/front-proxy-client.crt":       "front-proxy-client",
+	"pki/etcd/server.crt":              "etcd-server",
+	"pki/etcd/peer.crt":                "etcd-peer",
+	"pki/etcd/healthcheck-client.crt":  "etcd-healthcheck-client",
+	"pki/apiserver-etcd-client.crt":    "apiserver-etcd-client",
+	"admin.conf":                       "admin.conf",
+	"super-admin.conf":                 "super-admin.conf",
+	"scheduler.conf":                   "scheduler.conf",
+	"controller-manager.conf":          "controller-manager.conf",
+	"kubelet.conf":                     "kubelet.conf",
+}
+
+// Roles of certificates outside kubeadm's layout.
+const (
+	// RoleUser is a certificate under pki/users (where cert issue writes)
+	// or the cert of any other kubeconfig in DIR (where kubeconfig create
+	// writes).
+	RoleUser = "user"
+	// RoleOther is any other certificate under pki.
+	RoleOther = "other"
+)
+
+// Role names what a certificate is for: kubeadm's name for the files of
+// its layout ("apiserver", "etcd-server", "ca", "admin.conf", …), with
+// kubelet-NODE.conf counted as "kubelet.conf"; otherwise RoleUser or
+// RoleOther.
+func Role(f *Found) string {
+	if n, ok := kubeadmNames[f.Path]; ok {
+		return n
+	}
+	switch {
+	case f.Kind == KindKubeconfig && strings.HasPrefix(f.Path, "kubelet-") && strings.HasSuffix(f.Path, ".conf"):
+		return "kubelet.conf"
+	case f.Kind == KindKubeconfig, strings.HasPrefix(f.Path, PKIDir+"/users/"):
+		return RoleUser
+	}
+	return RoleOther
 }
 
 // Residual formats remaining lifetime the way kubeadm's

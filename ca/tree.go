@@ -23,7 +23,12 @@ type Embedded struct {
 type Found struct {
 	// Name is the path relative to DIR with forward slashes
 	// ("pki/etcd/ca.crt"), or "FILE:USER" for a kubeconfig's cert.
-	Name   string
+	Name string
+	// Path is the file relative to DIR with forward slashes: the .crt
+	// file, or the kubeconfig.
+	Path string
+	// User is the kubeconfig's users[] entry; "" for a .crt file.
+	User   string
 	Kind   Kind // KindCA, KindLeaf or KindKubeconfig
 	Cert   *x509.Certificate
 	Issuer string // Name of the tree CA that signed it; "-" for a self-signed CA; "unknown"
@@ -56,7 +61,7 @@ func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		f := &Found{Name: filepath.ToSlash(rel), Kind: KindLeaf, Cert: cert}
+		f := &Found{Name: filepath.ToSlash(rel), Path: filepath.ToSlash(rel), Kind: KindLeaf, Cert: cert}
 		if cert.IsCA {
 			f.Kind = KindCA
 		}
@@ -80,7 +85,7 @@ func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 		if err != nil {
 			return nil, err
 		}
-		f := &Found{Name: name, Kind: KindKubeconfig, Cert: cert}
+		f := &Found{Name: name, Path: e.File, User: e.User, Kind: KindKubeconfig, Cert: cert}
 		if len(e.KeyPEM) > 0 {
 			key, err := ParseKeyPEM(name+" client-key-data", e.KeyPEM)
 			if err != nil {

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,18 +14,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authn/bootstrap"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
-	authzbootstrap "github.com/kubegate/kubegate/authz/bootstrap"
+	"github.com/kubegate/kubegate/authz/bootstrap"
 )
 
 // LookupUser is the identity the gateway asserts for its own
-// service-account and bootstrap token lookups in request-header mode. The
-// upstream must let it get serviceaccounts, secrets (bootstrap token
-// Secrets live in kube-system), pods and nodes.
-const LookupUser = authzbootstrap.GatewayUser
+// service-account lookups and its watch of bootstrap token Secrets in
+// request-header mode. The upstream must let it get serviceaccounts,
+// secrets, pods and nodes, and list and watch secrets in kube-system.
+const LookupUser = bootstrap.GatewayUser
 
-// UpstreamGetter implements serviceaccount.Getter and bootstrap.Getter by
+// UpstreamGetter implements serviceaccount.Getter by
 // reading objects from the upstream API server with the gateway's own
 // credential, caching each answer (found or not) for TTL.
 type UpstreamGetter struct {
@@ -46,18 +44,13 @@ type UpstreamGetter struct {
 type lookupEntry struct {
 	meta    metav1.ObjectMeta
 	token   []byte
-	typ     string            // a Secret's type
-	data    map[string][]byte // a Secret's data
 	err     error
 	expires time.Time
 }
 
 const maxLookupEntries = 10000
 
-var (
-	_ serviceaccount.Getter = (*UpstreamGetter)(nil)
-	_ bootstrap.Getter      = (*UpstreamGetter)(nil)
-)
+var _ serviceaccount.Getter = (*UpstreamGetter)(nil)
 
 // GetServiceAccount reads a ServiceAccount.
 func (g *UpstreamGetter) GetServiceAccount(ctx context.Context, ns, name string) (serviceaccount.Object, error) {
@@ -81,22 +74,6 @@ func (g *UpstreamGetter) GetNode(ctx context.Context, name string) (serviceaccou
 func (g *UpstreamGetter) GetSecret(ctx context.Context, ns, name string) (serviceaccount.Secret, error) {
 	e := g.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/secrets/"+url.PathEscape(name), true)
 	return serviceaccount.Secret{Object: object(e.meta), Token: e.token, Labels: e.meta.Labels}, e.err
-}
-
-// GetSecretData reads a Secret for the bootstrap token authenticator; it
-// shares GetSecret's cache.
-func (g *UpstreamGetter) GetSecretData(ctx context.Context, ns, name string) (bootstrap.Secret, error) {
-	e := g.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/secrets/"+url.PathEscape(name), true)
-	if errors.Is(e.err, serviceaccount.ErrNotFound) {
-		return bootstrap.Secret{}, fmt.Errorf("secrets %q: %w", name, bootstrap.ErrNotFound)
-	} else if e.err != nil {
-		return bootstrap.Secret{}, e.err
-	}
-	s := bootstrap.Secret{Namespace: e.meta.Namespace, Name: e.meta.Name, Type: e.typ, Data: e.data}
-	if e.meta.DeletionTimestamp != nil {
-		s.DeletionTimestamp = e.meta.DeletionTimestamp.Time
-	}
-	return s, nil
 }
 
 func object(m metav1.ObjectMeta) serviceaccount.Object {
@@ -161,7 +138,7 @@ func (g *UpstreamGetter) fetch(ctx context.Context, path string, secret bool) lo
 		if err := json.Unmarshal(data, &s); err != nil {
 			return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
 		}
-		return lookupEntry{meta: s.ObjectMeta, token: s.Data["token"], typ: string(s.Type), data: s.Data}
+		return lookupEntry{meta: s.ObjectMeta, token: s.Data["token"]}
 	}
 	var o metav1.PartialObjectMetadata
 	if err := json.Unmarshal(data, &o); err != nil {

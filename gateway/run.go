@@ -167,7 +167,9 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		fo.SAGetter = lookup
 	}
 	if o.EnableBootstrapTokenAuth {
-		fo.BootstrapGetter = lookup
+		if fo.BootstrapGetter, err = NewBootstrapSecrets(ctx, up, rt, o.UpstreamIdentity); err != nil {
+			return nil, fmt.Errorf("--enable-bootstrap-token-auth: %w", err)
+		}
 	}
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {

@@ -402,9 +402,9 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 
 // GatewayLookupRole is the cluster role (and binding) that lets a kubegate
 // gateway in front of this server look up the objects service-account
-// tokens name and the Secrets of bootstrap tokens (in kube-system), and
-// ask who may read its metrics, as bootstrap.GatewayUser (the gateway's
-// LookupUser).
+// tokens name and ask who may read its metrics, and the role (and
+// binding) in kube-system that lets it watch the Secrets of bootstrap
+// tokens, as bootstrap.GatewayUser (the gateway's LookupUser).
 const GatewayLookupRole = "system:kubegate:gateway"
 
 // Policy is the RBAC policy the API server writes at first start: the
@@ -424,6 +424,18 @@ func Policy() rbac.Objects {
 	p.ClusterRoleBindings = append(p.ClusterRoleBindings, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: meta(),
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: GatewayLookupRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: bootstrap.GatewayUser}},
+	})
+	// The gateway watches the Secrets of kube-system for bootstrap
+	// tokens, as kube-apiserver does.
+	nsMeta := meta()
+	nsMeta.Namespace = metav1.NamespaceSystem
+	p.Roles = append(p.Roles, &rbacv1.Role{ObjectMeta: nsMeta, Rules: []rbacv1.PolicyRule{{
+		Verbs: []string{"list", "watch"}, APIGroups: []string{""}, Resources: []string{"secrets"},
+	}}})
+	p.RoleBindings = append(p.RoleBindings, &rbacv1.RoleBinding{
+		ObjectMeta: nsMeta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: GatewayLookupRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: bootstrap.GatewayUser}},
 	})
 	return p

@@ -58,7 +58,15 @@ func (o *Options) Audiences() []string {
 // done; a file that changes into something invalid is logged and the old
 // contents stay in force. It returns the authn.Config to pass to
 // authn.New. Errors name the flag and the file.
-func Load(ctx context.Context, o Options, logger *slog.Logger) (authn.Config, error) {
+func Load(ctx context.Context, o Options, logger *slog.Logger) (_ authn.Config, err error) {
+	// What Load starts (file watches, key fetches) stops at once if it
+	// fails part way.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	if logger == nil {
 		logger = slog.Default()
 	}

@@ -1,10 +1,12 @@
 package fileconfig
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 	"sync"
 	"time"
@@ -76,6 +78,12 @@ type jwtFile struct {
 // authenticators; afterwards it replaces them, keeping the old ones when
 // the new file is invalid or its issuers do not answer.
 func (f *jwtFile) load(data []byte) error {
+	// Any new contents, valid or not, supersede a version still being
+	// retried.
+	f.mu.Lock()
+	f.gen++
+	gen := f.gen
+	f.mu.Unlock()
 	cfg, err := jwt.ParseConfig(data)
 	if err != nil {
 		return err
@@ -97,14 +105,10 @@ func (f *jwtFile) load(data []byte) error {
 	if !reflect.DeepEqual(f.anonymous, cfg.Anonymous) {
 		return errors.New("anonymous: Forbidden: changed from the initial configuration file")
 	}
-	f.mu.Lock()
-	f.gen++
-	gen := f.gen
-	f.mu.Unlock()
 	if err := f.update(gen, cfg); err != nil {
 		// As kube-apiserver, try a valid file whose issuers did not
-		// answer again, until it takes or the file changes.
-		go f.retry(gen, cfg)
+		// answer again, as long as the file still holds it.
+		go f.retry(gen, cfg, data)
 		return err
 	}
 	return nil
@@ -127,7 +131,11 @@ func (f *jwtFile) update(gen int, cfg *jwt.Config) error {
 	return nil
 }
 
-func (f *jwtFile) retry(gen int, cfg *jwt.Config) {
+// retry tries the version data of the file, generation gen, until it
+// takes, a newer version comes, or the file no longer holds it (for
+// example because it was put back as it was, which the watch does not
+// report: those contents are in force already).
+func (f *jwtFile) retry(gen int, cfg *jwt.Config, data []byte) {
 	t := time.NewTicker(f.timeout)
 	defer t.Stop()
 	for {
@@ -139,7 +147,7 @@ func (f *jwtFile) retry(gen int, cfg *jwt.Config) {
 		f.mu.Lock()
 		stale := gen != f.gen
 		f.mu.Unlock()
-		if stale {
+		if now, err := os.ReadFile(f.path); stale || err != nil || !bytes.Equal(now, data) {
 			return
 		}
 		err := f.update(gen, cfg)

@@ -274,3 +274,43 @@ func TestReloadWaitsForNewIssuers_A8(t *testing.T) {
 		return got == two.URL+"#bob-"+fmt.Sprint(n), got
 	})
 }
+
+// A version of the file still being retried is dropped once the file
+// holds something else: the configuration in force again, or an invalid
+// file. Its issuer coming up later changes nothing (A.8).
+func TestPendingReloadDroppedWhenTheFileChanges_A8(t *testing.T) {
+	for _, then := range []string{"put back", "invalid"} {
+		t.Run(then, func(t *testing.T) {
+			k1, k2 := jwttest.NewKey(t, "a", "ES256"), jwttest.NewKey(t, "b", "ES256")
+			one, two := jwttest.NewIssuer(t, k1), jwttest.NewIssuer(t, k2)
+			two.Down.Store(true)
+			path := filepath.Join(t.TempDir(), "auth.yaml")
+			inForce := authConfig("", one)
+			write(t, path, []byte(inForce))
+			a, err := loadJWTConfig(t, Flags{AuthenticationConfigFile: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testwait.For(t, 30*time.Second, "first issuer", func() (bool, string) {
+				got := bearerUser(a, "/api", idToken(t, one, k1, "ada"))
+				return got == one.URL+"#ada", got
+			})
+			write(t, path, []byte(authConfig("", one, two)))
+			time.Sleep(1500 * time.Millisecond) // refused at least once; a retry is pending
+			if then == "put back" {
+				write(t, path, []byte(inForce))
+			} else {
+				write(t, path, []byte("not: [yaml"))
+			}
+			time.Sleep(500 * time.Millisecond) // the watch has seen it
+			two.Down.Store(false)
+			time.Sleep(3 * time.Second) // several retry periods
+			if got := bearerUser(a, "/api", idToken(t, two, k2, "bob-"+then)); got != "error" {
+				t.Errorf("issuer two after the file was %s: %s, want refused", then, got)
+			}
+			if got := bearerUser(a, "/api", idToken(t, one, k1, "ada-"+then)); got != one.URL+"#ada-"+then {
+				t.Errorf("issuer one after the file was %s: %s", then, got)
+			}
+		})
+	}
+}

@@ -94,10 +94,12 @@ func (f *OIDCFlags) Authenticator() (a apiserver.JWTAuthenticator, ok bool, err 
 	return a, true, nil
 }
 
-// ParseRequiredClaim parses one --oidc-required-claim value, key=value;
-// the value may itself contain "=" (the flag does not split on ",").
+// ParseRequiredClaim parses one --oidc-required-claim value, key=value,
+// both trimmed of spaces as kube-apiserver trims them; the value may
+// itself contain "=" (the flag does not split on ",").
 func ParseRequiredClaim(s string) (key, value string, err error) {
 	key, value, ok := strings.Cut(s, "=")
+	key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 	if !ok || key == "" {
 		return "", "", fmt.Errorf("--oidc-required-claim %q: want CLAIM=VALUE", s)
 	}

@@ -281,6 +281,13 @@ func runCertSign(o *certSignOptions, s streams) error {
 	return nil
 }
 
+// expiryWriters print an expiry report in each --output format.
+var expiryWriters = map[string]func(io.Writer, []ca.ExpiryEntry) error{
+	"table":      ca.WriteExpiryTable,
+	"json":       ca.WriteExpiryJSON,
+	"prometheus": ca.WriteExpiryPrometheus,
+}
+
 type certExpiryOptions struct {
 	dir, output, failWithin string
 	now                     func() time.Time
@@ -291,14 +298,31 @@ func newCertExpiryCmd(s streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "expiry --dir DIR",
 		Short: "Report when every CA, leaf and kubeconfig cert expires",
-		Args:  cobra.NoArgs,
+		Long: `Report when every certificate under DIR/pki, and every client certificate
+embedded in a DIR/*.conf kubeconfig, expires, as a table, as JSON, or with
+-o prometheus in the Prometheus text format that node-exporter's textfile
+collector reads: the gauges kubegate_cert_expiry_seconds (negative once
+expired) and kubegate_cert_not_after_timestamp_seconds, one series per
+certificate labelled path, kubeconfig_user, role and ca.
+
+The collector reads every *.prom file of its directory, so write a
+temporary name and rename it, and it never reads half a report:
+
+  kubegate cert expiry --dir /etc/kubernetes -o prometheus \
+    > /var/lib/node_exporter/textfile/kubegate.prom.$$ &&
+    mv /var/lib/node_exporter/textfile/kubegate.prom.$$ /var/lib/node_exporter/textfile/kubegate.prom
+
+--fail-within exits 1 after writing the report when anything expires
+within that time; leave it out of such a job (the && would skip the
+rename) and alert on the metrics instead.`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runCertExpiry(o, s)
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.dir, "dir", "", "directory of the cluster tree")
-	fs.StringVarP(&o.output, "output", "o", "table", "table or json")
+	fs.StringVarP(&o.output, "output", "o", "table", "table, json or prometheus (node-exporter's textfile format)")
 	fs.StringVar(&o.failWithin, "fail-within", "", "exit 1 when anything expires within this time, for example 30d")
 	return cmd
 }
@@ -307,8 +331,9 @@ func runCertExpiry(o *certExpiryOptions, s streams) error {
 	if o.dir == "" {
 		return errors.New("--dir is required")
 	}
-	if o.output != "table" && o.output != "json" {
-		return fmt.Errorf("--output %q: want table or json", o.output)
+	write, ok := expiryWriters[o.output]
+	if !ok {
+		return fmt.Errorf("--output %q: want table, json or prometheus", o.output)
 	}
 	var within time.Duration
 	if o.failWithin != "" {
@@ -330,12 +355,7 @@ func runCertExpiry(o *certExpiryOptions, s streams) error {
 		return fmt.Errorf("no certificates found in %s", filepath.Join(o.dir, ca.PKIDir))
 	}
 	entries := ca.Expiry(found, o.now())
-	if o.output == "json" {
-		err = ca.WriteExpiryJSON(s.out, entries)
-	} else {
-		err = ca.WriteExpiryTable(s.out, entries)
-	}
-	if err != nil {
+	if err := write(s.out, entries); err != nil {
 		return err
 	}
 	if within > 0 {

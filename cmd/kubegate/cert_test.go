@@ -13,9 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -131,6 +136,64 @@ func TestCertExpiry(t *testing.T) {
 	o.output, o.failWithin = "json", ""
 	if err := runCertExpiry(o, s); err != nil || !strings.Contains(out.String(), `"residual": "14d"`) {
 		t.Errorf("json: err %v, output %s", err, out.String())
+	}
+}
+
+// TestCertExpiryPrometheus_H7 checks that -o prometheus is wired to the
+// textfile format (its content is ca's golden test), that --fail-within
+// still writes the report before it exits 1, and that a bad -o is one line
+// naming the flag.
+func TestCertExpiryPrometheus_H7(t *testing.T) {
+	t.Parallel()
+	dir := initTree(t)
+	var out, errb bytes.Buffer
+	s := streams{out: &out, err: &errb}
+	later := time.Now().Add(350 * 24 * time.Hour)
+	o := &certExpiryOptions{dir: dir, output: "prometheus", failWithin: "30d", now: func() time.Time { return later }}
+	err := runCertExpiry(o, s)
+	var ee *exitError
+	if !asExit(err, &ee) || ee.code != 1 || !strings.Contains(err.Error(), "certificates expire within 30d, first ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("-o prometheus --fail-within 30d in 350 days = %v, want exit 1 with one line", err)
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, perr := parser.TextToMetricFamilies(bytes.NewReader(out.Bytes()))
+	if perr != nil {
+		t.Fatalf("parse the report written before exiting: %v\n%s", perr, out.String())
+	}
+	mf := families[ca.MetricExpirySeconds]
+	if mf.GetType() != dto.MetricType_GAUGE || len(mf.GetMetric()) == 0 || families[ca.MetricNotAfter] == nil {
+		t.Fatalf("families %v, want both gauges with series:\n%s", slices.Collect(maps.Keys(families)), out.String())
+	}
+	apiserver := false
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["path"] != "pki/apiserver.crt" {
+			continue
+		}
+		apiserver = true
+		if labels["role"] != "apiserver" || labels["ca"] != "pki/ca.crt" || labels["kubeconfig_user"] != "" {
+			t.Errorf("apiserver labels %v", labels)
+		}
+		// pki init issues for 365 days, so 15 are left, less the seconds
+		// the test took.
+		if v := m.GetGauge().GetValue(); v > 15*86400 || v < 14*86400 {
+			t.Errorf("apiserver has %vs left 350 days on, want about 15 days", v)
+		}
+	}
+	if !apiserver {
+		t.Errorf("no series for pki/apiserver.crt:\n%s", out.String())
+	}
+	if errb.Len() != 0 {
+		t.Errorf("stderr %q, want nothing besides the error", errb.String())
+	}
+
+	code, stdout, errOut := runCLI(t, "", "cert", "expiry", "--dir", dir, "-o", "yaml")
+	if code == 0 || stdout != "" || strings.Count(strings.TrimSpace(errOut), "\n") != 0 ||
+		!strings.Contains(errOut, `--output "yaml": want table, json or prometheus`) {
+		t.Errorf("-o yaml: code %d, stdout %q, stderr %q; want one line naming --output", code, stdout, errOut)
 	}
 }
 

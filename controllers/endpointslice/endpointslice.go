@@ -34,6 +34,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -73,25 +74,47 @@ type Controller struct {
 	log      *slog.Logger
 
 	// written remembers, per Service, the generation of each slice this
-	// controller last wrote (gone for a deleted one), so that a sync does
-	// not act on a cache that has not seen its own writes yet.
-	mu      sync.Mutex
-	written map[string]map[string]int64
+	// controller last wrote (gone for a deleted one) and when, so that a
+	// sync does not act on a cache that has not seen its own writes yet.
+	// seenDeleted holds the UIDs of the slices the cache has seen deleted
+	// lately: a write answered after its slice's delete event is not
+	// waited for. Both are kept for staleTimeout at most.
+	mu          sync.Mutex
+	written     map[string]map[string]expectation
+	seenDeleted map[types.UID]time.Time
+	now         func() time.Time
+}
+
+// expectation is a write the cache should show: the slice's generation
+// (gone for a delete), and when it was made.
+type expectation struct {
+	gen int64
+	at  time.Time
 }
 
 // gone marks a deleted slice in written.
 const gone = -1
 
+// staleTimeout bounds the wait for the cache to show a write: a slice
+// deleted and re-listed away before its events arrived never shows, and
+// the Service is synced from the cache as it is then.
+const staleTimeout = 30 * time.Second
+
 // stale reports whether the cache lacks a write this controller made for
-// the Service key, and forgets the writes it has.
+// the Service key, and forgets the writes it has, and those waited for
+// longer than staleTimeout.
 func (c *Controller) stale(key, ns string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stale := false
-	for name, gen := range c.written[key] {
+	now := c.now()
+	for name, want := range c.written[key] {
 		s, err := c.slices.EndpointSlices(ns).Get(name)
 		switch {
-		case gen == gone && err == nil, gen != gone && (err != nil || s.Generation < gen):
+		case now.Sub(want.at) > staleTimeout:
+			c.log.Warn("the EndpointSlice cache never showed a write; syncing without it", "service", key, "slice", name)
+			delete(c.written[key], name)
+		case want.gen == gone && err == nil, want.gen != gone && (err != nil || s.Generation < want.gen):
 			stale = true
 		default:
 			delete(c.written[key], name)
@@ -103,16 +126,27 @@ func (c *Controller) stale(key, ns string) bool {
 	return stale
 }
 
-func (c *Controller) wrote(key, name string, gen int64) {
+// wrote records a write of the slice name (UID uid) for the Service key,
+// unless the cache has already seen that slice deleted.
+func (c *Controller) wrote(key, name string, uid types.UID, gen int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.now()
+	for u, at := range c.seenDeleted {
+		if now.Sub(at) > staleTimeout {
+			delete(c.seenDeleted, u)
+		}
+	}
+	if _, ok := c.seenDeleted[uid]; ok {
+		return
+	}
 	if c.written == nil {
-		c.written = map[string]map[string]int64{}
+		c.written = map[string]map[string]expectation{}
 	}
 	if c.written[key] == nil {
-		c.written[key] = map[string]int64{}
+		c.written[key] = map[string]expectation{}
 	}
-	c.written[key][name] = gen
+	c.written[key][name] = expectation{gen: gen, at: now}
 }
 
 // New builds the controller on factory's informers.
@@ -124,7 +158,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	c := &Controller{client: client, services: svcInf.Lister(), pods: podInf.Lister(), nodes: nodeInf.Lister(), slices: sliceInf.Lister(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, nodeInf.Informer().HasSynced,
 			sliceInf.Informer().HasSynced},
-		queue: controllers.NewQueue("endpointslice"), log: log}
+		queue: controllers.NewQueue("endpointslice"), log: log, now: time.Now}
 	enqueue := func(obj any) { controllers.Enqueue(c.queue, obj) }
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
@@ -147,6 +181,10 @@ func (c *Controller) sliceChanged(obj any, deleted bool) {
 		// Seen gone, whoever deleted it: nothing more to wait for.
 		c.mu.Lock()
 		delete(c.written[key], s.Name)
+		if c.seenDeleted == nil {
+			c.seenDeleted = map[types.UID]time.Time{}
+		}
+		c.seenDeleted[s.UID] = c.now()
 		c.mu.Unlock()
 	}
 	c.queue.Add(key)
@@ -527,7 +565,7 @@ func (r *reconcile) apply(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		r.c.wrote(key, got.Name, got.Generation)
+		r.c.wrote(key, got.Name, got.UID, got.Generation)
 	}
 	for _, s := range r.updates {
 		got, err := api.Update(ctx, s, metav1.UpdateOptions{})
@@ -537,7 +575,7 @@ func (r *reconcile) apply(ctx context.Context) error {
 			}
 			continue
 		}
-		r.c.wrote(key, got.Name, got.Generation)
+		r.c.wrote(key, got.Name, got.UID, got.Generation)
 	}
 	for _, s := range r.deletes {
 		err := api.Delete(ctx, s.Name, metav1.DeleteOptions{})
@@ -545,7 +583,7 @@ func (r *reconcile) apply(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
-		r.c.wrote(key, s.Name, gone)
+		r.c.wrote(key, s.Name, s.UID, gone)
 	}
 	return errors.Join(errs...)
 }

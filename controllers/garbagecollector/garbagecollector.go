@@ -194,13 +194,15 @@ func (c *Collector) work(ctx context.Context, q workqueue.TypedRateLimitingInter
 	}
 }
 
-// resync reads discovery: it learns every kind's resource, and watches
-// the resources that can be listed, watched and deleted and are not yet
-// watched. A partial discovery failure still watches what was found.
+// resync reads discovery: it learns every kind's resource, forgets the
+// kinds no longer served, and watches the resources that can be listed,
+// watched and deleted and are not yet watched. A partial discovery
+// failure still watches what was found.
 func (c *Collector) resync(ctx context.Context) error {
 	_, all, err := c.discovery.ServerGroupsAndResources()
 	kinds := map[schema.GroupVersionKind]resourceInfo{}
 	var watchable []schema.GroupVersionResource
+	kindOf := map[schema.GroupVersionResource]string{}
 	for _, list := range all {
 		gv, perr := schema.ParseGroupVersion(list.GroupVersion)
 		if perr != nil {
@@ -214,6 +216,7 @@ func (c *Collector) resync(ctx context.Context) error {
 			kinds[gv.WithKind(r.Kind)] = resourceInfo{gvr: gvr, namespaced: r.Namespaced}
 			if !ignored[gvr.GroupResource()] && watchAndDelete.Match(list.GroupVersion, &r) {
 				watchable = append(watchable, gvr)
+				kindOf[gvr] = r.Kind
 			}
 		}
 	}
@@ -235,13 +238,7 @@ func (c *Collector) resync(ctx context.Context) error {
 		}
 	}
 	c.mu.Lock()
-	for k, v := range kinds {
-		c.kinds[k] = v
-	}
-	kindOf := map[schema.GroupVersionResource]string{}
-	for k, v := range kinds {
-		kindOf[v.gvr] = k.Kind
-	}
+	c.kinds = mergeKinds(c.kinds, kinds, err)
 	added := false
 	for _, gvr := range preferred {
 		if _, ok := c.monitored[gvr]; ok {
@@ -261,6 +258,29 @@ func (c *Collector) resync(ctx context.Context) error {
 		c.factory.Start(ctx.Done())
 	}
 	return err
+}
+
+// mergeKinds returns the kind map after a discovery that found found and
+// failed with err. A discovery that succeeded replaces the map, so a kind
+// no longer served has no resource; one that failed for some groups keeps
+// what was known of those groups; one that failed otherwise only adds.
+func mergeKinds(old, found map[schema.GroupVersionKind]resourceInfo, err error) map[schema.GroupVersionKind]resourceInfo {
+	out := make(map[schema.GroupVersionKind]resourceInfo, len(found))
+	if err != nil {
+		var groupsFailed *discovery.ErrGroupDiscoveryFailed
+		partial := errors.As(err, &groupsFailed)
+		for k, v := range old {
+			if !partial {
+				out[k] = v
+			} else if _, failed := groupsFailed.Groups[k.GroupVersion()]; failed {
+				out[k] = v
+			}
+		}
+	}
+	for k, v := range found {
+		out[k] = v
+	}
+	return out
 }
 
 // handler feeds one resource's events into the graph.
@@ -319,10 +339,15 @@ func (c *Collector) client(ref objectRef) metadata.ResourceInterface {
 }
 
 // live reads the object ref names; nil when it is gone or was replaced
-// by another of the same name.
+// by another of the same name. A 404 for the resource itself (no longer
+// served) is an error, not the object gone: the object may well exist
+// and come back when its resource is served again.
 func (c *Collector) live(ctx context.Context, ref objectRef) (*metav1.PartialObjectMetadata, error) {
 	obj, err := c.client(ref).Get(ctx, ref.name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		if !objectNotFound(err, ref.name) {
+			return nil, fmt.Errorf("look up %s %q: the resource is not served: %w", ref.gvr.String(), ref.name, err)
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -332,6 +357,19 @@ func (c *Collector) live(ctx context.Context, ref objectRef) (*metav1.PartialObj
 		return nil, nil
 	}
 	return obj, nil
+}
+
+// objectNotFound reports whether the NotFound err is about the object
+// name: the API server names the object it did not find in the Status
+// details, and names nothing when the path's resource is not served (its
+// own Status for a served group, or a plain 404 for an unknown one).
+func objectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
 }
 
 // attemptToDelete looks at the object uid: an owner waiting for its

@@ -42,6 +42,8 @@ type clientBuilder struct {
 	serviceAccounts bool
 	core            kubernetes.Interface
 	logger          *slog.Logger
+	// retryDelay is the wait before a token request's first retry.
+	retryDelay time.Duration
 
 	mu     sync.Mutex
 	tokens map[string]transport.ResettableTokenSource // by service account
@@ -63,7 +65,7 @@ func (b *clientBuilder) config(ctx context.Context, name, serviceAccount string)
 	b.mu.Lock()
 	ts, ok := b.tokens[serviceAccount]
 	if !ok {
-		ts = transport.NewCachedTokenSource(&tokenSource{b: b, serviceAccount: serviceAccount})
+		ts = transport.NewCachedTokenSource(&tokenSource{b: b, serviceAccount: serviceAccount, ctx: ctx})
 		b.tokens[serviceAccount] = ts
 	}
 	b.mu.Unlock()
@@ -94,32 +96,61 @@ func (b *clientBuilder) ensureServiceAccount(ctx context.Context, name string) (
 	return sa, err
 }
 
+// tokenRetryDelay is the wait before the first retry of a token request;
+// it doubles before each next one, over tokenAttempts attempts in all.
+// Run reads it once, into its clientBuilder.
+var tokenRetryDelay = 500 * time.Millisecond
+
+const tokenAttempts = 4
+
 // tokenSource requests a service account's tokens.
 type tokenSource struct {
 	b              *clientBuilder
 	serviceAccount string
+	// ctx is the manager's run, which a token source outlives no more
+	// than the configurations it serves do: once it is done, a pending
+	// request and the wait before a retry end at once. (A token source
+	// is asked for tokens without a context of the request's own.)
+	ctx context.Context
 }
 
 // Token asks for a new token, retrying a few times over some seconds, and
 // says it expires once the leeway before its real expiry begins.
 func (s *tokenSource) Token() (*oauth2.Token, error) {
-	ctx := context.Background()
 	var last error
-	delay := 500 * time.Millisecond
-	for attempt := 0; attempt < 4; attempt++ {
+	delay := s.b.retryDelay
+	for attempt := range tokenAttempts {
 		if attempt > 0 {
-			time.Sleep(delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return nil, s.failed(last)
+			case <-t.C:
+			}
 			delay *= 2
 		}
-		tok, err := s.request(ctx)
+		tok, err := s.request(s.ctx)
 		if err == nil {
 			return tok, nil
 		}
 		last = err
+		if s.ctx.Err() != nil {
+			return nil, s.failed(err)
+		}
 		s.b.logger.Warn("cannot get a token for a controller's service account",
 			"serviceAccount", ServiceAccountNamespace+"/"+s.serviceAccount, "err", err)
 	}
-	return nil, fmt.Errorf("token for %s/%s: %w", ServiceAccountNamespace, s.serviceAccount, last)
+	return nil, s.failed(last)
+}
+
+// failed is the error of a Token call that got no token, last failing
+// with err.
+func (s *tokenSource) failed(err error) error {
+	if s.ctx.Err() != nil {
+		err = fmt.Errorf("the controller manager is stopping: %w", context.Cause(s.ctx))
+	}
+	return fmt.Errorf("token for %s/%s: %w", ServiceAccountNamespace, s.serviceAccount, err)
 }
 
 func (s *tokenSource) request(ctx context.Context) (*oauth2.Token, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -41,6 +42,8 @@ type tokenFront struct {
 	issued   map[string]int
 	revoked  map[string]bool
 	lifetime []int64 // the expirationSeconds asked for
+	// refuseTokens answers every TokenRequest with a 500.
+	refuseTokens bool
 }
 
 func (f *tokenFront) handler(t *testing.T, target string) http.Handler {
@@ -61,6 +64,10 @@ func (f *tokenFront) handler(t *testing.T, target string) http.Handler {
 			return
 		}
 		if sa, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, tokens), "/token"); ok && r.Method == "POST" && strings.HasPrefix(r.URL.Path, tokens) {
+			if f.refuseTokens {
+				http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500}`, http.StatusInternalServerError)
+				return
+			}
 			body, _ := io.ReadAll(r.Body)
 			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
 			tr, ok := obj.(*authenticationv1.TokenRequest)
@@ -207,5 +214,48 @@ func TestControllersUseTheManagersIdentityByDefault_G15(t *testing.T) {
 	}
 	if _, err := s.Client.CoreV1().ServiceAccounts("kube-system").Get(ctx, "replicaset-controller", metav1.GetOptions{}); err == nil {
 		t.Error("service account kube-system/replicaset-controller created without service-account credentials")
+	}
+}
+
+// A controller whose token requests the API server refuses is stopped
+// with the manager: the wait before the next retry and any request under
+// way end when the manager's context does, and Run returns long before
+// the retries would have run out (G.15).
+func TestStoppingEndsPendingTokenRequests_G15(t *testing.T) {
+	defer func(d time.Duration) { tokenRetryDelay = d }(tokenRetryDelay)
+	tokenRetryDelay = time.Hour // retries that would outlast the test
+	s := testapi.Start(t)
+	front := &tokenFront{issued: map[string]int{}, revoked: map[string]bool{}, refuseTokens: true}
+	hs := httptest.NewServer(front.handler(t, s.Config.Host))
+	t.Cleanup(hs.Close)
+	cfg := &rest.Config{Host: hs.URL, QPS: -1, BearerToken: "manager-token"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Config: cfg, UseServiceAccountCredentials: true, Logger: slog.New(slog.DiscardHandler),
+			Descriptors: []controllers.Descriptor{replicaset.Descriptor}})
+	}()
+
+	one := int32(1)
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}}}}}
+	if _, err := s.Client.AppsV1().ReplicaSets("default").Create(context.Background(), rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "a token request refused", func() (bool, string) {
+		n := len(front.seen(func(r request) bool { return strings.HasSuffix(r.path, "/token") }))
+		return n > 0, "none yet"
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after its context was cancelled: a token request retry holds a controller")
 	}
 }

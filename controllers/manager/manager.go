@@ -163,7 +163,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	clients := &clientBuilder{root: o.Config, serviceAccounts: o.UseServiceAccountCredentials, core: core,
-		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}}
+		logger: o.Logger, tokens: map[string]transport.ResettableTokenSource{}, retryDelay: tokenRetryDelay}
 	rootCA, err := rootCAOf(o)
 	if err != nil {
 		return err
@@ -187,6 +187,10 @@ func Run(ctx context.Context, o Options) error {
 	typed := informers.NewSharedInformerFactoryWithOptions(informerClient, 0, informers.WithTransform(cachetrim.StripManagedFields))
 	metaInformers := metadatainformer.NewSharedInformerFactoryWithOptions(informerMeta, 0,
 		metadatainformer.WithTransform(cachetrim.StripManagedFields))
+	// Cancelled when a controller fails too: the controllers' token
+	// requests stop with them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var runs []controllers.Controller
 	var names []string
 	for _, d := range selected {
@@ -201,8 +205,6 @@ func Run(ctx context.Context, o Options) error {
 		runs = append(runs, c)
 		names = append(names, d.Name)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	typed.Start(ctx.Done())
 	metaInformers.Start(ctx.Done())
 	defer typed.Shutdown()

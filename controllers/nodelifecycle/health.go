@@ -83,8 +83,12 @@ func newMonitor(c *Controller) *monitor {
 		zones: map[string]*zoneQueue{}, retry: map[string]bool{}}
 }
 
+// run monitors node health until ctx is done, and returns once its
+// taint passes have stopped too.
 func (m *monitor) run(ctx context.Context) {
-	go func() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		t := time.NewTicker(taintPassPeriod)
 		defer t.Stop()
 		for {
@@ -95,7 +99,7 @@ func (m *monitor) run(ctx context.Context) {
 				m.taintPass(ctx)
 			}
 		}
-	}()
+	})
 	t := time.NewTicker(m.c.opts.MonitorPeriod)
 	defer t.Stop()
 	for {

@@ -1,0 +1,47 @@
+package endpointslice
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// A write the cache never shows (its slice deleted and listed away before
+// any event for it came) is waited for staleTimeout at most; a write
+// answered after its slice's delete event is not waited for (G.10).
+func TestWaitForOwnWritesEnds_G10(t *testing.T) {
+	client := fake.NewClientset()
+	c := New(client, informers.NewSharedInformerFactory(client, 0), slog.New(slog.DiscardHandler))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	const key = "default/web"
+
+	c.wrote(key, "web-never-seen", "uid-1", 1)
+	if !c.stale(key, "default") {
+		t.Fatal("a write the cache does not show yet: not stale")
+	}
+	now = now.Add(staleTimeout - time.Second)
+	if !c.stale(key, "default") {
+		t.Fatal("a write the cache does not show, before the timeout: not stale")
+	}
+	now = now.Add(2 * time.Second)
+	if c.stale(key, "default") {
+		t.Fatal("a write the cache has not shown for longer than the timeout: still stale")
+	}
+	if len(c.written) != 0 {
+		t.Errorf("expectations left after the timeout: %v", c.written)
+	}
+
+	deleted := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-deleted", UID: "uid-2",
+		Labels: map[string]string{discoveryv1.LabelManagedBy: ControllerName, discoveryv1.LabelServiceName: "web"}}}
+	c.sliceChanged(deleted, true)
+	c.wrote(key, "web-deleted", "uid-2", 1)
+	if c.stale(key, "default") {
+		t.Error("a write answered after its slice's delete event: stale")
+	}
+}
