@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -45,7 +46,13 @@ func certificateSigningRequestResource() *resource {
 		shortNames: []string{"csr"}, status: true, approval: true, nameFn: validatePathSegmentName,
 		fields: csrFields, prepareCreate: prepareCSRCreate, prepare: prepareCSR, prepareSubresource: prepareCSRSubresource,
 		validate: validateCSRObject, validateStatus: validateCSRStatus, validateApproval: validateCSRApproval,
-		resetStatus: resetCSRStatus, resetApproval: resetCSRApproval, table: csrTable}
+		resetStatus: resetCSRStatus, resetApproval: resetCSRApproval, table: csrTable,
+		// What each write resets is nobody's in managedFields.
+		untracked: map[string]*fieldpath.Set{
+			"":         fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status")),
+			"status":   fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "conditions")),
+			"approval": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate")),
+		}}
 }
 
 func csrFields(obj runtime.Object, set fields.Set) {

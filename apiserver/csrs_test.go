@@ -327,3 +327,82 @@ func TestCSRTable_H1(t *testing.T) {
 		t.Errorf("cells = %v, want <none> and Denied", got)
 	}
 }
+
+// managedSets returns each managedFields entry of obj as its subresource
+// and the JSON of its field set.
+func managedSets(obj metav1.Object) map[string]string {
+	out := map[string]string{}
+	for _, e := range obj.GetManagedFields() {
+		out[e.Subresource] = string(e.FieldsV1.Raw)
+	}
+	return out
+}
+
+func TestCSRManagedFieldsLeaveOutWhatTheServerResets_H1(t *testing.T) {
+	ts := newTestServer(t)
+	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	ctx := context.Background()
+
+	// Only a name and a spec: no writer owns anything, and the updates
+	// that follow start no managedFields.
+	plain, err := csrs.Create(ctx, newTestCSR(t, "plain"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := managedSets(plain); len(m) != 0 {
+		t.Fatalf("created without labels: managedFields %v, want none", m)
+	}
+	plain.Labels = map[string]string{"a": "b"}
+	if plain, err = csrs.Update(ctx, plain, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	approve(plain)
+	if plain, err = csrs.UpdateApproval(ctx, plain.Name, plain, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m := managedSets(plain); plain.Labels["a"] != "b" || len(m) != 0 {
+		t.Fatalf("labelled and approved: labels %v, managedFields %v, want a=b and none", plain.Labels, m)
+	}
+
+	// With a label: the creator owns the label, not the spec; the
+	// approval owns the conditions, the status the certificate.
+	labelled := newTestCSR(t, "labelled")
+	labelled.Labels = map[string]string{"x": "y"}
+	labelled.Status.Certificate = testCert(t)
+	if labelled, err = csrs.Create(ctx, labelled, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	approve(labelled)
+	labelled.Status.Certificate = testCert(t)
+	if labelled, err = csrs.UpdateApproval(ctx, labelled.Name, labelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labelled.Status.Certificate = testCert(t)
+	labelled.Status.Conditions = append(labelled.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateFailed,
+		Status: corev1.ConditionTrue, Reason: "SignerError"})
+	if labelled, err = csrs.UpdateStatus(ctx, labelled, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := managedSets(labelled)
+	for sub, want := range map[string]struct{ has, not []string }{
+		"":         {has: []string{`"f:labels":{".":{},"f:x":{}}`}, not: []string{"f:spec", "f:status"}},
+		"approval": {has: []string{`"f:conditions"`, `k:{\"type\":\"Approved\"}`}, not: []string{"f:spec", "f:certificate", "f:metadata"}},
+		"status":   {has: []string{`"f:status":{"f:certificate":{}}`}, not: []string{"f:spec", "f:conditions", "f:metadata"}},
+	} {
+		got, ok := m[sub]
+		if !ok {
+			t.Errorf("managedFields %v: no entry for subresource %q", m, sub)
+			continue
+		}
+		for _, s := range want.has {
+			if !strings.Contains(got, s) {
+				t.Errorf("subresource %q owns %s, want it to hold %s", sub, got, s)
+			}
+		}
+		for _, s := range want.not {
+			if strings.Contains(got, s) {
+				t.Errorf("subresource %q owns %s, want no %s", sub, got, s)
+			}
+		}
+	}
+}

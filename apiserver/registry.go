@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -47,6 +48,11 @@ type resource struct {
 	// approval: RESOURCE/approval, get, update and patch of what
 	// resetApproval copies (certificate signing requests, H.1).
 	approval bool
+	// untracked lists, per subresource ("" for the object itself), the
+	// fields an update there leaves as they were and so no writer owns in
+	// managedFields, as kube-apiserver's reset fields (H.1); nil: none
+	// beyond what the server resets before it tracks the fields.
+	untracked map[string]*fieldpath.Set
 	// noDeleteCollection: the collection cannot be deleted in one request
 	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
 	// the request is refused with 405 (B.6).
