@@ -43,7 +43,7 @@ var CertificateSigningRequestsGVR = certificatesv1.SchemeGroupVersion.WithResour
 
 func certificateSigningRequestResource() *resource {
 	return &resource{gvr: CertificateSigningRequestsGVR, kind: "CertificateSigningRequest", singular: "certificatesigningrequest",
-		shortNames: []string{"csr"}, status: true, approval: true, nameFn: validatePathSegmentName,
+		shortNames: []string{"csr"}, status: true, approval: true, nameFn: anyName,
 		fields: csrFields, prepareCreate: prepareCSRCreate, prepare: prepareCSR, prepareSubresource: prepareCSRSubresource,
 		validate: validateCSRObject, validateStatus: validateCSRStatus, validateApproval: validateCSRApproval,
 		resetStatus: resetCSRStatus, resetApproval: resetCSRApproval, table: csrTable,
@@ -54,6 +54,11 @@ func certificateSigningRequestResource() *resource {
 			"approval": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate")),
 		}}
 }
+
+// anyName accepts every name, as kube-apiserver's rule for CSR names
+// does; whether the name can be a path segment is checked after the
+// kind's rules (H.1).
+func anyName(string, bool) []string { return nil }
 
 func csrFields(obj runtime.Object, set fields.Set) {
 	set["spec.signerName"] = obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName

@@ -406,3 +406,32 @@ func TestCSRManagedFieldsLeaveOutWhatTheServerResets_H1(t *testing.T) {
 		}
 	}
 }
+
+func TestCSRNameIsAPathSegmentOnceTheRestIsValid_H1(t *testing.T) {
+	ts := newTestServer(t)
+	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	cases := []struct {
+		name, generateName string
+		usages             bool
+		want, notWant      string
+	}{
+		{name: "a%b", usages: true, want: `metadata.name: Invalid value: "a%b": may not contain '%'`},
+		{name: "a%b/c", usages: true, want: `[metadata.name: Invalid value: "a%b/c": may not contain '/', metadata.name: Invalid value: "a%b/c": may not contain '%']`},
+		{name: "..", usages: true, want: `metadata.name: Invalid value: "..": may not be '..'`},
+		{generateName: "a/", usages: true, want: `metadata.generateName: Invalid value: "a/": may not contain '/'`},
+		// As kube-apiserver, only the kind's own error when there is one.
+		{name: "a%b", want: "spec.usages: Required value", notWant: "metadata.name"},
+	}
+	for _, tc := range cases {
+		csr := newTestCSR(t, tc.name)
+		csr.GenerateName = tc.generateName
+		if !tc.usages {
+			csr.Spec.Usages = nil
+		}
+		_, err := csrs.Create(context.Background(), csr, metav1.CreateOptions{})
+		wantCSRInvalid(t, err, tc.want)
+		if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+			t.Errorf("name %q: err = %v, want no %s", tc.name, err, tc.notWant)
+		}
+	}
+}

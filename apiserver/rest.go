@@ -370,6 +370,13 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 	case res.validate != nil:
 		errs = append(errs, res.validate(obj, old)...)
 	}
+	// On create, kube-apiserver checks that the name and generateName can
+	// be a path segment once the kind's own rules pass, and only then:
+	// a CSR, whose own rule takes any name, reports a name with "/" only
+	// when nothing else is wrong (H.1).
+	if old == nil && len(errs) == 0 {
+		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, validatePathSegmentName, field.NewPath("metadata"))
+	}
 	// A scale update is an update of the object itself (G.2).
 	if old != nil && (sub == "" || sub == "scale") && res.validateUpdate != nil {
 		errs = append(errs, res.validateUpdate(obj, old)...)
