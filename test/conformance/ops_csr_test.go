@@ -1,10 +1,14 @@
 package conformance
 
+import "strings"
+
 // csrOps are the CertificateSigningRequest operations (H.1): creation with
 // the requester's identity, validation, the subject restriction, the
 // approval and status subresources, and kubectl get csr and kubectl
 // certificate approve|deny. The approved requests name a signer of their
-// own, which no controller signs for.
+// own, which no controller signs for. The discovery of
+// certificates.k8s.io/v1 is compared for the CSR's entries here, and as a
+// whole by discovery/certificates-v1.
 func csrOps() []op {
 	const (
 		csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
@@ -23,7 +27,7 @@ func csrOps() []op {
 		return `{"type":"` + typ + `","status":"True","reason":"Test","message":"by the test"}`
 	}
 	return []op{
-		{name: "discovery/certificates-v1", method: "GET", path: "/apis/certificates.k8s.io/v1"},
+		{name: "discovery/certificates-v1-csr", method: "GET", path: "/apis/certificates.k8s.io/v1", project: csrEntries},
 		{name: "csr/create", method: "POST", path: csrs, body: csr("alice", alice, own,
 			`,"expirationSeconds":3600,"username":"root","uid":"0","groups":["system:masters"],"extra":{"a":["b"]}`)},
 		{name: "csr/create-client", method: "POST", path: csrs, body: csr("alice-client", alice, client, "")},
@@ -76,4 +80,20 @@ func csrOps() []op {
 		{name: "kubectl/get-csr-after", kubectl: []string{"get", "csr"}},
 		{name: "csr/delete", method: "DELETE", path: csrs + "/with-status"},
 	}
+}
+
+// csrEntries keeps the entries of certificatesigningrequests and its
+// subresources in a discovery document.
+func csrEntries(doc any) any {
+	m, _ := doc.(map[string]any)
+	rs, _ := m["resources"].([]any)
+	var out []any
+	for _, r := range rs {
+		if e, _ := r.(map[string]any); e != nil {
+			if name, _ := e["name"].(string); name == "certificatesigningrequests" || strings.HasPrefix(name, "certificatesigningrequests/") {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
