@@ -333,7 +333,7 @@ func TestCSRTable_H1(t *testing.T) {
 func managedSets(obj metav1.Object) map[string]string {
 	out := map[string]string{}
 	for _, e := range obj.GetManagedFields() {
-		out[e.Subresource] = string(e.FieldsV1.Raw)
+		out[e.Subresource] = e.FieldsV1.GetRawString()
 	}
 	return out
 }
