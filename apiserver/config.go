@@ -138,6 +138,13 @@ type WantsLister interface {
 	SetLister(Lister)
 }
 
+// WantsAuthorizer is an Admission that asks the server's authorizer
+// questions of its own (may this user approve for this signer, H.1); New
+// gives it Config.Authorizer before the server answers any request.
+type WantsAuthorizer interface {
+	SetAuthorizer(authz.Authorizer)
+}
+
 // AdmissionFunc adapts a function to Admission.
 type AdmissionFunc func(ctx context.Context, a *AdmissionAttributes) error
 

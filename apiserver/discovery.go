@@ -51,6 +51,7 @@ var kubeGroupPriority = map[string]int{
 	"authentication.k8s.io":     17700,
 	"authorization.k8s.io":      17600,
 	"batch":                     17400,
+	"certificates.k8s.io":       17300,
 	"policy":                    17100,
 	"rbac.authorization.k8s.io": 17000,
 	"scheduling.k8s.io":         16600,
@@ -215,6 +216,10 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 			StorageVersionHash: res.storageVersionHash()})
 		if res.status {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
+				Verbs: metav1.Verbs{"get", "patch", "update"}})
+		}
+		if res.approval {
+			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/approval", Namespaced: res.namespaced, Kind: res.kind,
 				Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
 		if res.scale {

@@ -3,17 +3,25 @@ package apiserver
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // fieldManager returns the managed-fields tracker of res (and subresource),
-// built once.
+// built once. The fields res.untracked names for the subresource are left
+// out of every writer's set, so that an object whose writers set only
+// those has no managedFields at all, and, as kube-apiserver does for an
+// object without them, its later updates start none (H.1).
 func (s *Server) fieldManager(res *resource, sub string) (*managedfields.FieldManager, error) {
 	key := res.gvr.String() + "/" + sub
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
 	gvk := res.gvk()
-	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, nil)
+	var untracked map[fieldpath.APIVersion]fieldpath.Filter
+	if set := res.untracked[sub]; set != nil {
+		untracked = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gvk.GroupVersion().String()): set})
+	}
+	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/discovery/v1 k8s.io/api/events/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
+//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/certificates/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/discovery/v1 k8s.io/api/events/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
 
 // The OpenAPI v3 documents: one per group version, generated from the Go
 // types. Each operation carries x-kubernetes-group-version-kind and the
@@ -130,8 +130,14 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 			"delete":     op("delete", ext, item, []any{queryParam("gracePeriodSeconds", "integer"), queryParam("propagationPolicy", "string"), queryParam("dryRun", "string")}),
 			"parameters": params,
 		}
-		if res.status {
-			paths[one+"/status"] = obj{
+		for _, sub := range []struct {
+			name   string
+			served bool
+		}{{"status", res.status}, {"approval", res.approval}} {
+			if !sub.served {
+				continue
+			}
+			paths[one+"/"+sub.name] = obj{
 				"get":        op("get", ext, item, nil),
 				"put":        withBody(op("put", ext, item, writeParams()), item),
 				"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -25,6 +27,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/kubegate/kubegate/authn"
 )
 
 // resource describes one stored resource: its names, scope, verbs and the
@@ -40,6 +45,14 @@ type resource struct {
 	status  bool // RESOURCE/status: get, update, patch of .status only
 	binding bool // pods/binding
 	scale   bool // RESOURCE/scale: get, update, patch of spec.replicas as an autoscaling/v1 Scale
+	// approval: RESOURCE/approval, get, update and patch of what
+	// resetApproval copies (certificate signing requests, H.1).
+	approval bool
+	// untracked lists, per subresource ("" for the object itself), the
+	// fields an update there leaves as they were and so no writer owns in
+	// managedFields, as kube-apiserver's reset fields (H.1); nil: none
+	// beyond what the server resets before it tracks the fields.
+	untracked map[string]*fieldpath.Set
 	// noDeleteCollection: the collection cannot be deleted in one request
 	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
 	// the request is refused with 405 (B.6).
@@ -66,6 +79,14 @@ type resource struct {
 	// defaults fills the defaults kube-apiserver gives a decoded object,
 	// on a create or an update; the writer owns them in managedFields.
 	defaults func(obj runtime.Object)
+	// prepareCreate sets, on a create, what the server takes from the
+	// requester (a CSR's spec.username, H.1), where prepare runs; nil:
+	// nothing.
+	prepareCreate func(obj runtime.Object, user authn.User)
+	// prepareSubresource sets, after prepare, what the server sets on an
+	// update of the status or approval subresource, with the server's
+	// clock; nil: nothing.
+	prepareSubresource func(sub string, obj, old runtime.Object, now time.Time)
 	// prepare sets what the server itself sets after that, on a create or
 	// an update (old nil on create); no writer owns it.
 	prepare func(obj, old runtime.Object)
@@ -78,6 +99,9 @@ type resource struct {
 	// validateStatus checks an update of the status subresource in place
 	// of validate; nil: validate checks it too.
 	validateStatus func(obj, old runtime.Object) field.ErrorList
+	// validateApproval checks an update of the approval subresource in
+	// place of validate.
+	validateApproval func(obj, old runtime.Object) field.ErrorList
 	// storedList: the kind encodes its ObjectMeta as protobuf field 1, so
 	// a protobuf LIST can go out from the stored encodings (set by New).
 	storedList bool
@@ -87,6 +111,9 @@ type resource struct {
 	// resetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	resetStatus func(obj, old runtime.Object)
+	// resetApproval copies into obj (a copy of the stored object) what
+	// an update of the approval subresource may change, from the body.
+	resetApproval func(obj, from runtime.Object)
 	// generation: metadata.generation counts the changes of .spec (from 1
 	// on create, and once more when a graceful deletion starts); kinds
 	// without it have no generation at all (D.1).
@@ -129,6 +156,7 @@ func newScheme() (*runtime.Scheme, error) {
 		authenticationv1.AddToScheme, authorizationv1.AddToScheme, apidiscoveryv2.AddToScheme, metav1.AddMetaToScheme,
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
+		certificatesv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
@@ -194,7 +222,7 @@ func builtinResources() []*resource {
 			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
 	}
 	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
-		endpointsResource(), endpointSliceResource())
+		endpointsResource(), endpointSliceResource(), certificateSigningRequestResource())
 	for _, r := range rs {
 		r.prefix = Key(r.gvr, "", "")
 		r.scale = scalable(r.gvr)

@@ -85,11 +85,11 @@ func (q *request) serve() {
 		err = methodNotAllowed()
 	case q.sub == "" && q.verb == "watch":
 		err = q.watch() // the old /watch/NAMESPACE/RESOURCE/NAME form
-	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "get":
+	case q.objectOrStatus() && q.verb == "get":
 		err = q.get()
-	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "update":
+	case q.objectOrStatus() && q.verb == "update":
 		err = q.update()
-	case (q.sub == "" || q.sub == "status" && q.res.status) && q.verb == "patch":
+	case q.objectOrStatus() && q.verb == "patch":
 		err = q.patch()
 	case q.sub == "" && q.verb == "delete":
 		err = q.delete()
@@ -101,7 +101,7 @@ func (q *request) serve() {
 		err = q.bind(q.name)
 	case podSubresource(q.res.gvr, q.sub):
 		err = q.podSubresource()
-	case q.sub != "" && !(q.sub == "status" && q.res.status) && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub) &&
+	case q.sub != "" && !q.objectOrStatus() && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub) &&
 		!(q.sub == "finalize" && q.res.gvr == namespacesGVR):
 		err = errNotServed
 	default:
@@ -110,6 +110,13 @@ func (q *request) serve() {
 	if err != nil {
 		q.s.writeErr(q.w, q.r, err)
 	}
+}
+
+// objectOrStatus reports whether the request is for the object itself or
+// for a subresource that reads and writes the whole object: status, or a
+// CSR's approval.
+func (q *request) objectOrStatus() bool {
+	return q.sub == "" || q.sub == "status" && q.res.status || q.sub == "approval" && q.res.approval
 }
 
 // respond writes obj, as a Table or its metadata when the client asked
@@ -282,6 +289,9 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 			return nil, err
 		}
 	}
+	if res.prepareCreate != nil {
+		res.prepareCreate(obj, user)
+	}
 	if res.prepare != nil {
 		res.prepare(obj, nil)
 	}
@@ -355,8 +365,17 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 	switch {
 	case sub == "status" && res.validateStatus != nil:
 		errs = append(errs, res.validateStatus(obj, old)...)
+	case sub == "approval" && res.validateApproval != nil:
+		errs = append(errs, res.validateApproval(obj, old)...)
 	case res.validate != nil:
 		errs = append(errs, res.validate(obj, old)...)
+	}
+	// On create, kube-apiserver checks that the name and generateName can
+	// be a path segment once the kind's own rules pass, and only then:
+	// a CSR, whose own rule takes any name, reports a name with "/" only
+	// when nothing else is wrong (H.1).
+	if old == nil && len(errs) == 0 {
+		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, validatePathSegmentName, field.NewPath("metadata"))
 	}
 	// A scale update is an update of the object itself (G.2).
 	if old != nil && (sub == "" || sub == "scale") && res.validateUpdate != nil {
@@ -504,6 +523,9 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			return nil, err
 		}
 		finishUpdate(q.res, q.sub, obj, old)
+		if q.res.prepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
+			q.res.prepareSubresource(q.sub, obj, old, q.s.now())
+		}
 		if q.res.allocate != nil && q.sub == "" {
 			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
 				return nil, err
@@ -560,7 +582,8 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 
 // prepareUpdate keeps what an update may not change: the system fields, and
 // for the main resource its status, for the status subresource everything
-// but status, labels and annotations.
+// but status, labels and annotations, and for the approval subresource
+// everything but what resetApproval copies, labels and annotations.
 func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Object) (runtime.Object, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -570,9 +593,13 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 	if res.defaults != nil {
 		res.defaults(obj)
 	}
-	if sub == "status" {
+	if sub == "status" || sub == "approval" && res.approval {
 		merged := old.DeepCopyObject()
-		res.resetStatus(merged, obj)
+		if sub == "status" {
+			res.resetStatus(merged, obj)
+		} else {
+			res.resetApproval(merged, obj)
+		}
 		mAcc, _ := meta.Accessor(merged)
 		mAcc.SetLabels(acc.GetLabels())
 		mAcc.SetAnnotations(acc.GetAnnotations())

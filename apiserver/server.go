@@ -152,6 +152,9 @@ func New(c Config) (*Server, error) {
 		if w, ok := a.(WantsLister); ok {
 			w.SetLister(lister{s})
 		}
+		if w, ok := a.(WantsAuthorizer); ok {
+			w.SetAuthorizer(c.Authorizer)
+		}
 	}
 	if err := s.ensureNamespaces(ctx); err != nil {
 		cancel()

@@ -2,7 +2,7 @@
 
 package apiserver
 
-// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/autoscaling/v1, k8s.io/api/coordination/v1, k8s.io/api/discovery/v1, k8s.io/api/events/v1, k8s.io/api/policy/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
+// openAPIEnums are the types marked +enum in k8s.io/api/core/v1, k8s.io/api/apps/v1, k8s.io/api/batch/v1, k8s.io/api/certificates/v1, k8s.io/api/authentication/v1, k8s.io/api/authorization/v1, k8s.io/api/autoscaling/v1, k8s.io/api/coordination/v1, k8s.io/api/discovery/v1, k8s.io/api/events/v1, k8s.io/api/policy/v1, k8s.io/api/rbac/v1, k8s.io/api/scheduling/v1, k8s.io/apimachinery/pkg/apis/meta/v1,
 // by package path and name: their values, sorted, and the lines describing them.
 var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/apps/v1.DaemonSetUpdateStrategyType": {
@@ -44,6 +44,10 @@ var openAPIEnums = map[string]openAPIEnum{
 	"k8s.io/api/batch/v1.PodReplacementPolicy": {
 		values: []string{"Failed", "TerminatingOrFailed"},
 		lines:  []string{" - `\"Failed\"` means to wait until a previously created Pod is fully terminated (has phase Failed or Succeeded) before creating a replacement Pod.", " - `\"TerminatingOrFailed\"` means that we recreate pods when they are terminating (has a metadata.deletionTimestamp) or failed."},
+	},
+	"k8s.io/api/certificates/v1.KeyUsage": {
+		values: []string{"any", "cert sign", "client auth", "code signing", "content commitment", "crl sign", "data encipherment", "decipher only", "digital signature", "email protection", "encipher only", "ipsec end system", "ipsec tunnel", "ipsec user", "key agreement", "key encipherment", "microsoft sgc", "netscape sgc", "ocsp signing", "s/mime", "server auth", "signing", "timestamping"},
+		lines:  []string{" - `\"any\"`", " - `\"cert sign\"`", " - `\"client auth\"`", " - `\"code signing\"`", " - `\"content commitment\"`", " - `\"crl sign\"`", " - `\"data encipherment\"`", " - `\"decipher only\"`", " - `\"digital signature\"`", " - `\"email protection\"`", " - `\"encipher only\"`", " - `\"ipsec end system\"`", " - `\"ipsec tunnel\"`", " - `\"ipsec user\"`", " - `\"key agreement\"`", " - `\"key encipherment\"`", " - `\"microsoft sgc\"`", " - `\"netscape sgc\"`", " - `\"ocsp signing\"`", " - `\"s/mime\"`", " - `\"server auth\"`", " - `\"signing\"`", " - `\"timestamping\"`"},
 	},
 	"k8s.io/api/core/v1.AppArmorProfileType": {
 		values: []string{"Localhost", "RuntimeDefault", "Unconfined"},

@@ -13,6 +13,10 @@
 //   - Priority: pods get the priority of their PriorityClass;
 //   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
 //     node for 300 s;
+//   - CertificateApproval, CertificateSigning: approving a certificate
+//     signing request takes "approve" on its signer, signing it "sign";
+//   - CertificateSubjectRestriction: no request to the
+//     kube-apiserver-client signer for the system:masters group;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
 //     service account, as kube-controller-manager does.
 //
@@ -58,7 +62,7 @@ var (
 // system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
-		DefaultTolerationSeconds()}
+		DefaultTolerationSeconds(), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction()}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as

@@ -89,8 +89,35 @@ func ClusterRoles() []*rbacv1.ClusterRole {
 		clusterRole("system:kube-dns", nil,
 			verbs("list", "watch").groups(core).resources("endpoints", "services").rule(),
 		),
+		// The certificate roles (H.1). The bootstrapper creates and
+		// watches its node's CSRs; the nodeclient and selfnodeclient
+		// roles let the CSR approver auto-approve a node's client
+		// certificate at bootstrap and at renewal; an approver role lets
+		// its holder approve requests for one signer. kube-apiserver binds
+		// none of them: kubeadm and the cluster operator do.
+		clusterRole("system:node-bootstrapper", nil,
+			verbs("create", "get", "list", "watch").groups(certificates).resources("certificatesigningrequests").rule(),
+		),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient", nil,
+			verbs("create").groups(certificates).resources("certificatesigningrequests/nodeclient").rule(),
+		),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", nil,
+			verbs("create").groups(certificates).resources("certificatesigningrequests/selfnodeclient").rule(),
+		),
+		signerApprover("legacy-unknown"),
+		signerApprover("kubelet-serving"),
+		signerApprover("kube-apiserver-client"),
+		signerApprover("kube-apiserver-client-kubelet"),
 	}
 	return append(roles, controllerRoles()...)
+}
+
+// signerApprover is system:certificates.k8s.io:SIGNER-approver: approve
+// on the signer kubernetes.io/SIGNER.
+func signerApprover(signer string) *rbacv1.ClusterRole {
+	return clusterRole("system:certificates.k8s.io:"+signer+"-approver", nil,
+		verbs("approve").groups(certificates).resources("signers").names("kubernetes.io/"+signer).rule(),
+	)
 }
 
 func aggregateToAdmin() *rbacv1.ClusterRole {

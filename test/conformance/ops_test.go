@@ -77,6 +77,7 @@ func operations() []op {
 		op{name: "discovery/apis", method: "GET", path: "/apis"},
 		op{name: "discovery/core-v1", method: "GET", path: "/api/v1"},
 		op{name: "discovery/rbac-v1", method: "GET", path: "/apis/rbac.authorization.k8s.io/v1"},
+		op{name: "discovery/certificates-v1", method: "GET", path: "/apis/certificates.k8s.io/v1"},
 		op{name: "discovery/aggregated-apis", method: "GET", path: "/apis", accept: discoveryV2},
 		op{name: "discovery/aggregated-api", method: "GET", path: "/api", accept: discoveryV2},
 		op{name: "version", method: "GET", path: "/version"},
@@ -347,6 +348,7 @@ func operations() []op {
 	add(daemonSetOps()...)
 	add(revisionOps()...)
 	add(pdbOps()...)
+	add(csrOps()...)
 	add(batchOps()...)
 	add(scaleOps()...)
 	add(gcOps()...)
