@@ -263,6 +263,11 @@ type material struct {
 	oldCert      *x509.Certificate // nil for sa
 }
 
+// label names the authority in messages.
+func (a authority) label() string {
+	return map[string]string{RotateCluster: "cluster CA", RotateFrontProxy: "front-proxy CA", RotateSA: "service-account key"}[a.target]
+}
+
 func (m *material) pemOf(der []byte) []byte {
 	if m.target == RotateSA {
 		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
@@ -331,6 +336,13 @@ func (r *Rotator) Plan(cas []string, phase Phase) (*RotationPlan, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// RotationStatus says, in one line, where a rotation in progress stands
+// and what to run next.
+func RotationStatus(dir string, st *RotationState) string {
+	return fmt.Sprintf("the rotation of %s stopped with %s; next: kubegate ca rotate --dir %s --phase %s",
+		strings.Join(st.CAs, ", "), doneText(st), dir, st.Next())
 }
 
 func doneText(st *RotationState) string {
@@ -596,7 +608,7 @@ func (r *Rotator) planTrustBoth(p *RotationPlan, st *RotationState) error {
 			if err := r.mint(p, m, alg, cn); err != nil {
 				return err
 			}
-			if err := r.change(p, m.asideOld, m.pemOf(m.old), fsutil.ModePublic, "a copy of the old "+target+" until drop-old"); err != nil {
+			if err := r.change(p, m.asideOld, m.pemOf(m.old), fsutil.ModePublic, "a copy of the old "+m.label()+" until drop-old"); err != nil {
 				return err
 			}
 		}
@@ -611,7 +623,7 @@ func (r *Rotator) planTrustBoth(p *RotationPlan, st *RotationState) error {
 		p.Changes = append(p.Changes, c)
 	}
 	for _, m := range ms {
-		if err := r.change(p, m.bundle, m.join(m.old, m.new), fsutil.ModePublic, "trusts the old and the new "+m.target); err != nil {
+		if err := r.change(p, m.bundle, m.join(m.old, m.new), fsutil.ModePublic, "trusts the old and the new "+m.label()); err != nil {
 			return err
 		}
 		if m.target == RotateCluster {
@@ -650,8 +662,8 @@ func (r *Rotator) mint(p *RotationPlan, m *material, alg KeyAlgorithm, cn string
 		m.newCA, m.new, m.newKeyPEM = a, a.Cert.Raw, keyPEM
 	}
 	p.Changes = append(p.Changes,
-		Change{Path: m.asideKey, Why: "the new " + m.target + " key, kept aside until reissue", data: m.newKeyPEM, mode: fsutil.ModeKey},
-		Change{Path: m.asideCert, Why: "the new " + m.target, data: m.pemOf(m.new), mode: fsutil.ModePublic})
+		Change{Path: m.asideKey, Why: "the new " + m.label() + "'s key, kept aside until reissue", data: m.newKeyPEM, mode: fsutil.ModeKey},
+		Change{Path: m.asideCert, Why: "the new " + m.label(), data: m.pemOf(m.new), mode: fsutil.ModePublic})
 	return nil
 }
 
@@ -758,10 +770,10 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 	for _, m := range ms {
 		// The new entry first: kube components that load a certificate
 		// and key pair from these files take the first certificate.
-		if err := r.change(p, m.bundle, m.join(m.new, m.old), fsutil.ModePublic, "the new "+m.target+" first, the old still trusted"); err != nil {
+		if err := r.change(p, m.bundle, m.join(m.new, m.old), fsutil.ModePublic, "the new "+m.label()+" first, the old still trusted"); err != nil {
 			return err
 		}
-		if err := r.change(p, m.signer, m.newKeyPEM, fsutil.ModeKey, "the new "+m.target+" key signs from now on"); err != nil {
+		if err := r.change(p, m.signer, m.newKeyPEM, fsutil.ModeKey, "the new "+m.label()+" signs from now on"); err != nil {
 			return err
 		}
 		if m.target == RotateSA {
@@ -776,7 +788,7 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 			if err != nil {
 				return fmt.Errorf("re-sign %s: %w", l.rel, err)
 			}
-			p.Changes = append(p.Changes, Change{Path: l.rel, Why: "re-signed by the new " + m.target + " (same key, subject, SANs and usages)",
+			p.Changes = append(p.Changes, Change{Path: l.rel, Why: "re-signed by the new " + m.label() + " (same key, subject, SANs and usages)",
 				data: iss.CertPEM, mode: fsutil.ModePublic})
 		}
 		if m.target == RotateCluster {
@@ -857,7 +869,7 @@ func (r *Rotator) planDropOld(p *RotationPlan, st *RotationState) error {
 					filepath.Join(r.Dir, leaves[0].rel), target, r.Dir)
 			}
 		}
-		if err := r.change(p, m.bundle, m.pemOf(m.new), fsutil.ModePublic, "the new "+m.target+" only"); err != nil {
+		if err := r.change(p, m.bundle, m.pemOf(m.new), fsutil.ModePublic, "the new "+m.label()+" only"); err != nil {
 			return err
 		}
 		if target == RotateCluster {

@@ -68,7 +68,12 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		if err != nil || tc == nil {
 			return c, err
 		}
-		tlsConn := tls.Client(c, tc)
+		cfg := tc
+		if o.CA != nil {
+			cfg = tc.Clone()
+			cfg.RootCAs = o.CA.Pool() // the bundle as it is now
+		}
+		tlsConn := tls.Client(c, cfg)
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return nil, err

@@ -20,6 +20,10 @@ type UpstreamTransportOptions struct {
 	// CAPEM verifies the upstream's serving certificate; nil means the
 	// system roots.
 	CAPEM []byte
+	// CA, when set, verifies the upstream's serving certificate instead
+	// of CAPEM, with the bundle as it is at each handshake: the upstream
+	// may present a certificate of a new CA once the bundle holds it.
+	CA *serving.CAPool
 	// ClientCert is the gateway's client certificate to the upstream (the
 	// front-proxy client in request-header mode); nil sends none.
 	ClientCert *serving.KeyPair
@@ -51,7 +55,7 @@ const defaultMaxIdleConns = 1024
 // upstreamTLSConfig returns the TLS client configuration o describes.
 func upstreamTLSConfig(o UpstreamTransportOptions) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if o.CAPEM != nil {
+	if o.CAPEM != nil && o.CA == nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(o.CAPEM) {
 			return nil, fmt.Errorf("upstream CA: no PEM certificates found")
@@ -94,8 +98,15 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 	if o.DialContext == nil {
 		o.DialContext = defaultDialer.DialContext
 	}
+	var dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)
+	if o.CA != nil {
+		dialTLS = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialUpstreamTLS(ctx, o, tc, network, addr)
+		}
+	}
 	newTransport := func(maxConns int) *http.Transport {
 		return &http.Transport{
+			DialTLSContext:        dialTLS,
 			Proxy:                 nil, // never send cluster traffic through an environment proxy
 			DialContext:           o.DialContext,
 			TLSClientConfig:       tc,
@@ -162,4 +173,31 @@ func isStreamURL(u *url.URL) bool {
 		}
 	}
 	return false
+}
+
+// dialUpstreamTLS opens a TLS connection to addr that trusts o.CA's
+// bundle as it is now, for a transport whose CA bundle is reloaded.
+func dialUpstreamTLS(ctx context.Context, o UpstreamTransportOptions, tc *tls.Config, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the transports' TLSHandshakeTimeout
+	defer cancel()
+	c, err := o.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := tc.Clone()
+	cfg.RootCAs = o.CA.Pool()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	tlsConn := tls.Client(c, cfg)
+	if err := tlsConn.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tlsConn, nil
 }
