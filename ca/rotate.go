@@ -612,7 +612,8 @@ func (r *Rotator) planTrustBoth(p *RotationPlan, st *RotationState) error {
 				return err
 			}
 		}
-		next.Keys[target] = RotationKeys{Old: Fingerprint(m.old), New: Fingerprint(m.new)}
+		m.oldFP, m.newFP = Fingerprint(m.old), Fingerprint(m.new)
+		next.Keys[target] = RotationKeys{Old: m.oldFP, New: m.newFP}
 		ms = append(ms, m)
 	}
 	if !resuming {
