@@ -139,6 +139,21 @@ func TestCARotationWithKubegateUp_H6(t *testing.T) {
 		user, _, res := c.whoamiAs(t, oldToken)
 		return res.code != 0 && strings.Contains(res.stderr, "Unauthorized"), user + res.stderr
 	})
+	// The controllers restarted with their re-signed kubeconfig: they
+	// still act, and publish the new bundle in kube-root-ca.crt.
+	must(t, c.kubectl(t, nil, "create", "deployment", "web", "--image=nginx"), "deployment.apps/web created")
+	testwait.For(t, 30*time.Second, "the deployment's ReplicaSet", func() (bool, string) {
+		res := c.kubectl(t, nil, "get", "replicasets", "-l", "app=web", "-o", "name")
+		return res.code == 0 && strings.Contains(res.stdout, "replicaset.apps/web-"), res.stdout + res.stderr
+	})
+	bundle, err := os.ReadFile(pki("ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "kube-root-ca.crt holding the new CA only", func() (bool, string) {
+		res := c.kubectl(t, nil, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.data.ca\\.crt}")
+		return res.stdout == string(bundle), res.stdout + res.stderr
+	})
 	if _, err := os.Stat(pki("rotation")); err == nil {
 		t.Error("pki/rotation is still there after drop-old")
 	}
