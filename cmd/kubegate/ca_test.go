@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubegate/kubegate/kubeconfig"
 )
 
 func TestCARotateCommand_H6(t *testing.T) {
@@ -38,6 +40,21 @@ func TestCARotateCommand_H6(t *testing.T) {
 	code, _, errOut = runCLI(t, "", "ca", "rotate", "--dir", dir, "--ca", "cluster", "--ca", "sa")
 	if code != 0 || !strings.Contains(errOut, "trust-both done for cluster, sa") || !strings.Contains(errOut, "kubegate ca rotate --dir "+dir) {
 		t.Fatalf("trust-both: code %d, stderr %q", code, errOut)
+	}
+	// A kubeconfig made mid-rotation trusts both CAs, so it keeps working
+	// once the server's certificate is re-signed.
+	bob := filepath.Join(t.TempDir(), "bob.conf")
+	if code, _, errOut := runCLI(t, "", "kubeconfig", "create", "--dir", dir, "--user", "bob", "--server", "https://127.0.0.1:6443", "--out", bob); code != 0 {
+		t.Fatalf("kubeconfig create: %d %s", code, errOut)
+	}
+	cfg, err := kubeconfig.Load(bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		if n := strings.Count(string(c.CertificateAuthorityData), "BEGIN CERTIFICATE"); n != 2 {
+			t.Errorf("kubeconfig create mid-rotation embeds %d CA certificates, want the old and the new", n)
+		}
 	}
 	code, out, _ = runCLI(t, "", "pki", "check", "--dir", dir)
 	want := "warning: pki/rotation.json: the rotation of cluster, sa stopped with trust-both done; next: kubegate ca rotate --dir " + dir + " --phase reissue"
