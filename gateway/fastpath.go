@@ -81,6 +81,11 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		return tlsConn, nil
 	}
 	up := h1.NewUpstream(dial, cmp.Or(o.MaxIdleConns, defaultMaxIdleConns), cmp.Or(o.MaxConns, DefaultMaxUpstreamConns))
+	if o.ClientCert != nil {
+		// A replaced client certificate is presented from the next
+		// request on (see upstreamTransport).
+		up.Epoch = func() any { return o.ClientCert.Certificate() }
+	}
 	return &FastPath{up: up, host: upstream.Host}, nil
 }
 

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubegate/kubegate/internal/serving"
@@ -122,30 +124,78 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 			DisableCompression: true,
 		}
 	}
-	return &upstreamTransport{
-		requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
-		streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
-	}, nil
+	t := &upstreamTransport{clientCert: o.ClientCert, newPools: func(cert *tls.Certificate) *upstreamPools {
+		return &upstreamPools{
+			cert:     cert,
+			requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
+			streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
+		}
+	}}
+	t.cur.Store(t.newPools(t.certificate()))
+	return t, nil
 }
 
 // upstreamTransport sends streams and other requests over separate
 // connection pools, so that long-running streams filling their cap never
 // hold up ordinary requests.
+//
+// When the client certificate file is replaced (a renewal, or a CA
+// rotation, docs/kubernetes-behaviour.md H.6), later requests go over new
+// pools, so that each presents the new certificate: the upstream checks
+// it on every request, and would refuse the old one once its CA is
+// dropped. The old pools' connections finish what they carry and close
+// when idle; until then the connection caps count both.
 type upstreamTransport struct {
+	clientCert *serving.KeyPair
+	newPools   func(cert *tls.Certificate) *upstreamPools
+	mu         sync.Mutex
+	cur        atomic.Pointer[upstreamPools]
+}
+
+// upstreamPools are the connection pools of one client certificate.
+type upstreamPools struct {
+	cert              *tls.Certificate
 	requests, streams *http.Transport
 }
 
-func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isStream(req) {
-		return t.streams.RoundTrip(req)
+func (t *upstreamTransport) certificate() *tls.Certificate {
+	if t.clientCert == nil {
+		return nil
 	}
-	return t.requests.RoundTrip(req)
+	return t.clientCert.Certificate()
+}
+
+// pools returns the pools of the current client certificate.
+func (t *upstreamTransport) pools() *upstreamPools {
+	p, cert := t.cur.Load(), t.certificate()
+	if p.cert == cert {
+		return p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p = t.cur.Load(); p.cert != cert {
+		old := p
+		p = t.newPools(cert)
+		t.cur.Store(p)
+		old.requests.CloseIdleConnections()
+		old.streams.CloseIdleConnections()
+	}
+	return p
+}
+
+func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.pools()
+	if isStream(req) {
+		return p.streams.RoundTrip(req)
+	}
+	return p.requests.RoundTrip(req)
 }
 
 // CloseIdleConnections closes the idle connections of both pools.
 func (t *upstreamTransport) CloseIdleConnections() {
-	t.requests.CloseIdleConnections()
-	t.streams.CloseIdleConnections()
+	p := t.cur.Load()
+	p.requests.CloseIdleConnections()
+	p.streams.CloseIdleConnections()
 }
 
 // isStream reports whether req may hold its connection for long: an
