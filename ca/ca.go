@@ -245,6 +245,20 @@ func LoadAuthority(name, certPath, keyPath string) (*Authority, error) {
 	if err != nil {
 		return nil, err
 	}
+	// During a CA rotation the file is a bundle of the old and the new
+	// CA (H.6); the one the key belongs to signs.
+	if !KeyMatches(key, cert.PublicKey) {
+		for rest := certPEM; ; {
+			var b *pem.Block
+			if b, rest = pem.Decode(rest); b == nil {
+				break
+			}
+			if c, err := x509.ParseCertificate(b.Bytes); err == nil && b.Type == "CERTIFICATE" && KeyMatches(key, c.PublicKey) {
+				cert = c
+				break
+			}
+		}
+	}
 	a, err := NewAuthority(name, cert, key)
 	if err != nil {
 		if !cert.IsCA {

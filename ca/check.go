@@ -33,6 +33,9 @@ type Finding struct {
 type Report struct {
 	Checked  int       `json:"checked"`
 	Findings []Finding `json:"findings"`
+	// Warnings are not problems of the tree but need attention: a CA
+	// rotation stopped between two phases.
+	Warnings []Finding `json:"warnings,omitempty"`
 }
 
 // WriteText prints one line per finding and a summary line.
@@ -40,6 +43,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b bytes.Buffer
 	for _, f := range r.Findings {
 		fmt.Fprintf(&b, "%s: %s\n", f.File, f.Problem)
+	}
+	for _, f := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s: %s\n", f.File, f.Problem)
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintf(&b, "%d certificates checked, no problems\n", r.Checked)
@@ -188,6 +194,11 @@ func Check(dir string, embedded []Embedded, opt CheckOptions) (*Report, error) {
 		add(proxy.Name, "front-proxy CA is the same as the client CA pki/ca.crt, so any client cert could assert identities as a proxy")
 	}
 	checkSA(dir, add)
+	if st, err := ReadRotationState(dir); err != nil {
+		add(RotationStateFile, "%v", err)
+	} else if st.InProgress() {
+		r.Warnings = append(r.Warnings, Finding{File: RotationStateFile, Problem: RotationStatus(dir, st)})
+	}
 	sort.SliceStable(r.Findings, func(i, j int) bool { return r.Findings[i].File < r.Findings[j].File })
 	return r, nil
 }

@@ -68,7 +68,12 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		if err != nil || tc == nil {
 			return c, err
 		}
-		tlsConn := tls.Client(c, tc)
+		cfg := tc
+		if o.CA != nil {
+			cfg = tc.Clone()
+			cfg.RootCAs = o.CA.Pool() // the bundle as it is now
+		}
+		tlsConn := tls.Client(c, cfg)
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			c.Close()
 			return nil, err
@@ -76,6 +81,11 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		return tlsConn, nil
 	}
 	up := h1.NewUpstream(dial, cmp.Or(o.MaxIdleConns, defaultMaxIdleConns), cmp.Or(o.MaxConns, DefaultMaxUpstreamConns))
+	if o.ClientCert != nil {
+		// A replaced client certificate is presented from the next
+		// request on (see upstreamTransport).
+		up.Epoch = func() any { return o.ClientCert.Certificate() }
+	}
 	return &FastPath{up: up, host: upstream.Host}, nil
 }
 

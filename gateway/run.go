@@ -135,13 +135,15 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	rt := o.Transport
 	var fast *FastPath
 	if rt == nil {
-		var upCA []byte
+		tro := UpstreamTransportOptions{}
 		if o.UpstreamCAFile != "" {
-			if upCA, err = os.ReadFile(o.UpstreamCAFile); err != nil {
+			if tro.CA, err = serving.LoadCAPool(o.UpstreamCAFile); err != nil {
+				return nil, fmt.Errorf("--upstream-ca-file: %w", err)
+			}
+			if err := tro.CA.Watch(ctx, o.ReloadInterval, logger); err != nil {
 				return nil, fmt.Errorf("--upstream-ca-file: %w", err)
 			}
 		}
-		tro := UpstreamTransportOptions{CAPEM: upCA}
 		if o.ProxyCertFile != "" {
 			if tro.ClientCert, err = serving.LoadKeyPair(o.ProxyCertFile, o.ProxyKeyFile); err != nil {
 				return nil, err

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubegate/kubegate/internal/serving"
@@ -20,6 +22,10 @@ type UpstreamTransportOptions struct {
 	// CAPEM verifies the upstream's serving certificate; nil means the
 	// system roots.
 	CAPEM []byte
+	// CA, when set, verifies the upstream's serving certificate instead
+	// of CAPEM, with the bundle as it is at each handshake: the upstream
+	// may present a certificate of a new CA once the bundle holds it.
+	CA *serving.CAPool
 	// ClientCert is the gateway's client certificate to the upstream (the
 	// front-proxy client in request-header mode); nil sends none.
 	ClientCert *serving.KeyPair
@@ -51,7 +57,7 @@ const defaultMaxIdleConns = 1024
 // upstreamTLSConfig returns the TLS client configuration o describes.
 func upstreamTLSConfig(o UpstreamTransportOptions) (*tls.Config, error) {
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if o.CAPEM != nil {
+	if o.CAPEM != nil && o.CA == nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(o.CAPEM) {
 			return nil, fmt.Errorf("upstream CA: no PEM certificates found")
@@ -94,8 +100,15 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 	if o.DialContext == nil {
 		o.DialContext = defaultDialer.DialContext
 	}
+	var dialTLS func(ctx context.Context, network, addr string) (net.Conn, error)
+	if o.CA != nil {
+		dialTLS = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return dialUpstreamTLS(ctx, o, tc, network, addr)
+		}
+	}
 	newTransport := func(maxConns int) *http.Transport {
 		return &http.Transport{
+			DialTLSContext:        dialTLS,
 			Proxy:                 nil, // never send cluster traffic through an environment proxy
 			DialContext:           o.DialContext,
 			TLSClientConfig:       tc,
@@ -111,30 +124,78 @@ func NewUpstreamTransport(o UpstreamTransportOptions) (http.RoundTripper, error)
 			DisableCompression: true,
 		}
 	}
-	return &upstreamTransport{
-		requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
-		streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
-	}, nil
+	t := &upstreamTransport{clientCert: o.ClientCert, newPools: func(cert *tls.Certificate) *upstreamPools {
+		return &upstreamPools{
+			cert:     cert,
+			requests: newTransport(cmp.Or(o.MaxConns, DefaultMaxUpstreamConns)),
+			streams:  newTransport(cmp.Or(o.MaxStreamConns, DefaultMaxUpstreamStreamConns)),
+		}
+	}}
+	t.cur.Store(t.newPools(t.certificate()))
+	return t, nil
 }
 
 // upstreamTransport sends streams and other requests over separate
 // connection pools, so that long-running streams filling their cap never
 // hold up ordinary requests.
+//
+// When the client certificate file is replaced (a renewal, or a CA
+// rotation, docs/kubernetes-behaviour.md H.6), later requests go over new
+// pools, so that each presents the new certificate: the upstream checks
+// it on every request, and would refuse the old one once its CA is
+// dropped. The old pools' connections finish what they carry and close
+// when idle; until then the connection caps count both.
 type upstreamTransport struct {
+	clientCert *serving.KeyPair
+	newPools   func(cert *tls.Certificate) *upstreamPools
+	mu         sync.Mutex
+	cur        atomic.Pointer[upstreamPools]
+}
+
+// upstreamPools are the connection pools of one client certificate.
+type upstreamPools struct {
+	cert              *tls.Certificate
 	requests, streams *http.Transport
 }
 
-func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isStream(req) {
-		return t.streams.RoundTrip(req)
+func (t *upstreamTransport) certificate() *tls.Certificate {
+	if t.clientCert == nil {
+		return nil
 	}
-	return t.requests.RoundTrip(req)
+	return t.clientCert.Certificate()
+}
+
+// pools returns the pools of the current client certificate.
+func (t *upstreamTransport) pools() *upstreamPools {
+	p, cert := t.cur.Load(), t.certificate()
+	if p.cert == cert {
+		return p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p = t.cur.Load(); p.cert != cert {
+		old := p
+		p = t.newPools(cert)
+		t.cur.Store(p)
+		old.requests.CloseIdleConnections()
+		old.streams.CloseIdleConnections()
+	}
+	return p
+}
+
+func (t *upstreamTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.pools()
+	if isStream(req) {
+		return p.streams.RoundTrip(req)
+	}
+	return p.requests.RoundTrip(req)
 }
 
 // CloseIdleConnections closes the idle connections of both pools.
 func (t *upstreamTransport) CloseIdleConnections() {
-	t.requests.CloseIdleConnections()
-	t.streams.CloseIdleConnections()
+	p := t.cur.Load()
+	p.requests.CloseIdleConnections()
+	p.streams.CloseIdleConnections()
 }
 
 // isStream reports whether req may hold its connection for long: an
@@ -162,4 +223,31 @@ func isStreamURL(u *url.URL) bool {
 		}
 	}
 	return false
+}
+
+// dialUpstreamTLS opens a TLS connection to addr that trusts o.CA's
+// bundle as it is now, for a transport whose CA bundle is reloaded.
+func dialUpstreamTLS(ctx context.Context, o UpstreamTransportOptions, tc *tls.Config, network, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // the transports' TLSHandshakeTimeout
+	defer cancel()
+	c, err := o.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := tc.Clone()
+	cfg.RootCAs = o.CA.Pool()
+	if cfg.ServerName == "" {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		cfg.ServerName = host
+	}
+	tlsConn := tls.Client(c, cfg)
+	if err := tlsConn.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return tlsConn, nil
 }

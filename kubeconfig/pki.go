@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubegate/kubegate/ca"
@@ -86,4 +87,56 @@ func WriteCredentials(dir, clusterName, server string, creds []ca.Credential) er
 		}
 	}
 	return nil
+}
+
+// Editor is the ca.KubeconfigEditor of kubeconfig files, used by CA
+// rotation: it reads and replaces embedded CA data and client
+// certificates and keeps every other field.
+type Editor struct{}
+
+var _ ca.KubeconfigEditor = Editor{}
+
+// Certificates returns the certificate-authority-data of every cluster
+// and the client-certificate-data of every user that embeds them.
+func (Editor) Certificates(data []byte) (clusters, users map[string][]byte, err error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, nil, err
+	}
+	clusters, users = map[string][]byte{}, map[string][]byte{}
+	for name, c := range cfg.Clusters {
+		if len(c.CertificateAuthorityData) > 0 {
+			clusters[name] = c.CertificateAuthorityData
+		}
+	}
+	for name, u := range cfg.AuthInfos {
+		if len(u.ClientCertificateData) > 0 {
+			users[name] = u.ClientCertificateData
+		}
+	}
+	return clusters, users, nil
+}
+
+// Edit replaces the named clusters' certificate-authority-data and the
+// named users' client-certificate-data.
+func (Editor) Edit(data []byte, clusters, users map[string][]byte) ([]byte, error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	for name, caPEM := range clusters {
+		c, ok := cfg.Clusters[name]
+		if !ok {
+			return nil, fmt.Errorf("no cluster %q", name)
+		}
+		c.CertificateAuthorityData = caPEM
+	}
+	for name, certPEM := range users {
+		u, ok := cfg.AuthInfos[name]
+		if !ok {
+			return nil, fmt.Errorf("no user %q", name)
+		}
+		u.ClientCertificateData = certPEM
+	}
+	return clientcmd.Write(*cfg)
 }

@@ -2,9 +2,12 @@ package up
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -30,7 +33,63 @@ import (
 // controllers, the node lifecycle taint pass lifts the not-ready taint the
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
+//
+// The components restart, as kube's would be restarted, when a kubeconfig
+// they were built from changes: a CA rotation (H.6) rewrites its CA data
+// and client certificate, which client-go reads only at start.
 func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error {
+	files := []string{filepath.Join(c.Dir, "controller-manager.conf")}
+	if c.Nodes > 0 {
+		files = append(files, filepath.Join(c.Dir, "scheduler.conf"), filepath.Join(c.Dir, "admin.conf"))
+	}
+	t := time.NewTicker(componentsReloadInterval)
+	defer t.Stop()
+	for {
+		sum := digestFiles(files)
+		runCtx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- c.runComponentsOnce(runCtx, logger) }()
+	wait:
+		for {
+			select {
+			case err := <-done:
+				stop()
+				return err
+			case <-t.C:
+				if digestFiles(files) != sum {
+					break wait
+				}
+			}
+		}
+		stop()
+		if err := <-done; err != nil || ctx.Err() != nil {
+			return err
+		}
+		logger.Info("a kubeconfig of the components changed; restarting them with it", "files", files)
+	}
+}
+
+// componentsReloadInterval is how often runComponents looks at the
+// components' kubeconfigs.
+const componentsReloadInterval = time.Second
+
+// digestFiles hashes the contents of files; one that cannot be read adds
+// nothing (kubegate replaces files by rename, so they never go missing).
+func digestFiles(files []string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		h.Write(data)
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
+}
+
+func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) error {
 	controllerConfig, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "controller-manager.conf"), -1, 0)
 	if err != nil {
 		return err

@@ -265,11 +265,16 @@ func gatewayTransport(ctx context.Context, api *server.Server, pki func(string) 
 	if err := frontProxy.Watch(ctx, filewatch.DefaultInterval, logger); err != nil {
 		return nil, err
 	}
-	caPEM, err := os.ReadFile(pki("ca.crt"))
+	// The bundle is reloaded: after a CA rotation (H.6) the API server
+	// serves a certificate of the new CA.
+	caPool, err := serving.LoadCAPool(pki("ca.crt"))
 	if err != nil {
 		return nil, err
 	}
-	fallback, err := gateway.NewUpstreamTransport(gateway.UpstreamTransportOptions{CAPEM: caPEM, ClientCert: frontProxy})
+	if err := caPool.Watch(ctx, filewatch.DefaultInterval, logger); err != nil {
+		return nil, err
+	}
+	fallback, err := gateway.NewUpstreamTransport(gateway.UpstreamTransportOptions{CA: caPool, ClientCert: frontProxy})
 	if err != nil {
 		return nil, err
 	}

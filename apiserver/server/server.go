@@ -392,6 +392,10 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 			APIAudiences: a.audiences, MaxExpiration: o.SAMaxTokenExpiration, ExtendExpiration: true}); err != nil {
 			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
 		}
+		// A new key (a rotation, H.6) signs the tokens issued after it.
+		if err := filewatch.Watch(ctx, o.SASigningKeyFile, o.ReloadInterval, a.issuer.Load, logger); err != nil {
+			return nil, fmt.Errorf("--service-account-signing-key-file: %w", err)
+		}
 	}
 	a.request, a.identityHeaders = authn.New(ac), ac.IdentityHeaders()
 	if len(ac.StaticTokens)+len(ac.Tokens) > 0 {

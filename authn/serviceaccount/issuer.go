@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -70,10 +71,15 @@ type IssuerOptions struct {
 // keys, ES256, ES384 or ES512 for ECDSA keys on P-256, P-384 or P-521. The
 // kid header is KeyID of the public key. It is safe for concurrent use.
 type Issuer struct {
+	cur  atomic.Pointer[signingKey]
+	opts IssuerOptions
+}
+
+// signingKey is the key an Issuer signs with, replaced whole by Load.
+type signingKey struct {
 	key    crypto.Signer
 	method jwt.SigningMethod
 	kid    string
-	opts   IssuerOptions
 }
 
 // NewIssuer returns an Issuer signing with key.
@@ -81,6 +87,40 @@ func NewIssuer(key crypto.Signer, opts IssuerOptions) (*Issuer, error) {
 	if opts.Issuer == "" {
 		return nil, errors.New("service account issuer is required")
 	}
+	sk, err := newSigningKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.APIAudiences) == 0 {
+		opts.APIAudiences = []string{opts.Issuer}
+	}
+	opts.APIAudiences = slices.Clone(opts.APIAudiences)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	i := &Issuer{opts: opts}
+	i.cur.Store(sk)
+	return i, nil
+}
+
+// Load parses a PEM private key (ParsePrivateKeyPEM) and signs every
+// later token with it; on error the current key stays. It is a
+// filewatch.LoadFunc for --service-account-signing-key-file, so that the
+// key can be rotated (docs/kubernetes-behaviour.md H.6).
+func (i *Issuer) Load(data []byte) error {
+	key, err := ParsePrivateKeyPEM(data)
+	if err != nil {
+		return err
+	}
+	sk, err := newSigningKey(key)
+	if err != nil {
+		return err
+	}
+	i.cur.Store(sk)
+	return nil
+}
+
+func newSigningKey(key crypto.Signer) (*signingKey, error) {
 	var method jwt.SigningMethod
 	switch k := key.(type) {
 	case *rsa.PrivateKey:
@@ -103,24 +143,17 @@ func NewIssuer(key crypto.Signer, opts IssuerOptions) (*Issuer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.APIAudiences) == 0 {
-		opts.APIAudiences = []string{opts.Issuer}
-	}
-	opts.APIAudiences = slices.Clone(opts.APIAudiences)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	return &Issuer{key: key, method: method, kid: kid, opts: opts}, nil
+	return &signingKey{key: key, method: method, kid: kid}, nil
 }
 
 // KeyID returns the kid of tokens this Issuer signs.
-func (i *Issuer) KeyID() string { return i.kid }
+func (i *Issuer) KeyID() string { return i.cur.Load().kid }
 
 // Algorithm returns the JWS algorithm this Issuer signs with.
-func (i *Issuer) Algorithm() string { return i.method.Alg() }
+func (i *Issuer) Algorithm() string { return i.cur.Load().method.Alg() }
 
 // PublicKey returns the public half of the signing key.
-func (i *Issuer) PublicKey() crypto.PublicKey { return i.key.Public() }
+func (i *Issuer) PublicKey() crypto.PublicKey { return i.cur.Load().key.Public() }
 
 // ObjectRef names an object a token is bound to.
 type ObjectRef struct {
@@ -253,10 +286,11 @@ func (i *Issuer) IssueLegacy(namespace, name, uid, secretName string) (string, e
 }
 
 func (i *Issuer) sign(c *claims) (string, error) {
-	t := jwt.NewWithClaims(i.method, c)
+	sk := i.cur.Load()
+	t := jwt.NewWithClaims(sk.method, c)
 	// kube-apiserver's tokens carry alg and kid only.
-	t.Header = map[string]any{"alg": i.method.Alg(), "kid": i.kid}
-	s, err := t.SignedString(i.key)
+	t.Header = map[string]any{"alg": sk.method.Alg(), "kid": sk.kid}
+	s, err := t.SignedString(sk.key)
 	if err != nil {
 		return "", fmt.Errorf("sign service account token: %w", err)
 	}

@@ -3,6 +3,7 @@ package serviceaccount
 import (
 	"context"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -323,5 +324,44 @@ func TestIssueLegacyClaims(t *testing.T) {
 	}
 	if _, err := iss.IssueLegacy("ns", "sa", "", "secret"); err == nil {
 		t.Error("IssueLegacy without a uid: got nil error")
+	}
+}
+
+func TestIssuerLoadSwapsTheSigningKey_H6(t *testing.T) {
+	t.Parallel()
+	k := testKeys()
+	iss := newTestIssuer(t, k.p256)
+	keyPEM := func(key *ecdsa.PrivateKey) []byte {
+		der, err := x509.MarshalECPrivateKey(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pemBlock("EC PRIVATE KEY", der)
+	}
+	if err := iss.Load([]byte("not a key")); err == nil {
+		t.Fatal("Load of garbage: no error")
+	}
+	if got, want := iss.KeyID(), kidOf(t, &k.p256.PublicKey); got != want {
+		t.Errorf("after a bad Load the kid is %s, want the old key's %s", got, want)
+	}
+	if err := iss.Load(keyPEM(k.p256b)); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := iss.Issue(TokenRequest{Namespace: "ns1", Name: "build", UID: "sa-uid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := decodePart(t, tok.Token, 0)["kid"], kidOf(t, &k.p256b.PublicKey); got != want {
+		t.Errorf("token kid %v after Load, want the new key's %s", got, want)
+	}
+	// Verified by the new key only: an authenticator holding both (sa.pub
+	// during a rotation) accepts it, one holding the old key alone does not.
+	both := newTestAuthenticator(t, []crypto.PublicKey{&k.p256.PublicKey, &k.p256b.PublicKey})
+	if _, ok, err := both.AuthenticateToken(context.Background(), tok.Token); !ok || err != nil {
+		t.Errorf("authenticator with both keys: ok %v, err %v", ok, err)
+	}
+	old := newTestAuthenticator(t, []crypto.PublicKey{&k.p256.PublicKey})
+	if _, ok, _ := old.AuthenticateToken(context.Background(), tok.Token); ok {
+		t.Error("authenticator with the old key only accepted a token of the new key")
 	}
 }

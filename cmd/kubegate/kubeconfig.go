@@ -325,7 +325,12 @@ func runKubeconfigCreate(o *kubeconfigCreateOptions, s streams) error {
 		if err != nil {
 			return err
 		}
-		opts.CAPEM, opts.CertPEM, opts.KeyPEM = auth.CertPEM, issued.CertPEM, issued.KeyPEM
+		// The whole file: during a CA rotation it holds both CAs (H.6).
+		bundle, err := os.ReadFile(caBase + ".crt")
+		if err != nil {
+			return fmt.Errorf("read cluster CA: %w", err)
+		}
+		opts.CAPEM, opts.CertPEM, opts.KeyPEM = bundle, issued.CertPEM, issued.KeyPEM
 		if caOverride != nil {
 			opts.CAPEM = caOverride
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -202,6 +203,9 @@ func newPKIPlanCmd(s streams) *cobra.Command {
 			if err := plan.WriteText(s.out); err != nil {
 				return err
 			}
+			if err := writeRotationNext(s.out, o.dir); err != nil {
+				return err
+			}
 			if err := plan.Err(); err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -262,4 +266,21 @@ func runPKICheck(o *pkiCheckOptions, s streams) error {
 		return &exitError{code: 1, err: fmt.Errorf("%d problems found in %s", n, o.dir)}
 	}
 	return nil
+}
+
+// writeRotationNext prints, when a CA rotation is in progress in dir, its
+// next phase and the files that phase would change.
+func writeRotationNext(w io.Writer, dir string) error {
+	st, err := ca.ReadRotationState(dir)
+	if err != nil || !st.InProgress() {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "\n%s\n", ca.RotationStatus(dir, st)); err != nil {
+		return err
+	}
+	plan, err := (&ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}}).Plan(nil, "")
+	if err != nil {
+		return err
+	}
+	return writeRotationPlan(w, plan)
 }

@@ -60,6 +60,7 @@ func newRootCmd(s streams) *cobra.Command {
 		newVersionCmd(s),
 		newPKICmd(s),
 		newCertCmd(s),
+		newCACmd(s),
 		newKubeconfigCmd(s),
 		newTokenCmd(s),
 		newGatewayCmd(s),

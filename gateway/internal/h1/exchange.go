@@ -109,11 +109,12 @@ func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *re
 	for {
 		uc, reused := t.get(), true
 		if uc == nil {
+			epoch := t.epoch() // before the handshake picks the certificate
 			conn, err := t.dial(ctx)
 			if err != nil {
 				return 0, err
 			}
-			uc, reused = newUpstreamConn(conn), false
+			uc, reused = newUpstreamConn(conn, epoch), false
 		}
 		stop := noStop
 		if ctx.Done() != nil {

@@ -12,6 +12,12 @@ import (
 // connection goes back to the pool only when its answer was read to the
 // exact end of its framing (see Exchange.Forward).
 type Upstream struct {
+	// Epoch, when set, names what connections are dialled with now (the
+	// client certificate): a pooled connection of an earlier epoch is
+	// closed rather than used again, so that once the certificate is
+	// replaced every later request presents the new one.
+	Epoch func() any
+
 	dial  func(ctx context.Context) (net.Conn, error)
 	slots chan struct{} // one per request in flight
 
@@ -21,13 +27,21 @@ type Upstream struct {
 }
 
 type upstreamConn struct {
-	conn net.Conn
-	br   *bufio.Reader
-	bw   *bufio.Writer
+	conn  net.Conn
+	br    *bufio.Reader
+	bw    *bufio.Writer
+	epoch any
 }
 
-func newUpstreamConn(conn net.Conn) *upstreamConn {
-	return &upstreamConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10)}
+func newUpstreamConn(conn net.Conn, epoch any) *upstreamConn {
+	return &upstreamConn{conn: conn, br: bufio.NewReaderSize(conn, 16<<10), bw: bufio.NewWriterSize(conn, 8<<10), epoch: epoch}
+}
+
+func (t *Upstream) epoch() any {
+	if t.Epoch == nil {
+		return nil
+	}
+	return t.Epoch()
 }
 
 // NewUpstream returns a pool that opens connections with dial (TCP, and
@@ -52,19 +66,28 @@ func (t *Upstream) acquire(ctx context.Context) error {
 func (t *Upstream) release() { <-t.slots }
 
 func (t *Upstream) get() *upstreamConn {
+	now := t.epoch()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n := len(t.idle); n > 0 {
-		c := t.idle[n-1]
+	var stale []*upstreamConn
+	var c *upstreamConn
+	for n := len(t.idle); n > 0 && c == nil; n-- {
+		c = t.idle[n-1]
 		t.idle = t.idle[:n-1]
-		return c
+		if c.epoch != now {
+			stale, c = append(stale, c), nil
+		}
 	}
-	return nil
+	t.mu.Unlock()
+	for _, s := range stale {
+		s.conn.Close()
+	}
+	return c
 }
 
 func (t *Upstream) put(c *upstreamConn) {
+	stale := c.epoch != t.epoch()
 	t.mu.Lock()
-	if len(t.idle) < t.max {
+	if !stale && len(t.idle) < t.max {
 		t.idle = append(t.idle, c)
 		c = nil
 	}

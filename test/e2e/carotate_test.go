@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubegate/kubegate/internal/testwait"
+)
+
+// TestCARotationWithKubegateUp_H6 rotates the cluster CA, the front-proxy
+// CA and the service-account key of a running kubegate up, phase by phase.
+// Between phases kubectl with admin.conf and a service-account token keep
+// working; after reissue openssl verifies the new leaves against
+// pki/ca.crt and the gateway serves the re-signed certificate; after
+// drop-old a client certificate of the old CA, and a token of the old
+// key, are refused with 401.
+func TestCARotationWithKubegateUp_H6(t *testing.T) {
+	requireTool(t, "kubectl")
+	curl := requireTool(t, "curl")
+	openssl := requireTool(t, "openssl")
+	dir := filepath.Join(t.TempDir(), "cluster")
+	c := startUp(t, dir, 0)
+	pki := func(n string) string { return filepath.Join(dir, "pki", n) }
+	keep := t.TempDir()
+
+	// The admin's certificate and key from before the rotation.
+	cfg, err := clientcmd.LoadFromFile(filepath.Join(dir, "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldCert, oldKey := filepath.Join(keep, "old-admin.crt"), filepath.Join(keep, "old-admin.key")
+	for _, u := range cfg.AuthInfos {
+		writeFile(t, oldCert, u.ClientCertificateData)
+		writeFile(t, oldKey, u.ClientKeyData)
+	}
+	// status is the HTTP status of GET /api with the old admin certificate.
+	status := func() string {
+		res := runCmd(t, nil, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", pki("ca.crt"),
+			"--cert", oldCert, "--key", oldKey, c.server+"/api")
+		return res.stdout
+	}
+	if got := status(); got != "200" {
+		t.Fatalf("the admin certificate before the rotation: status %s", got)
+	}
+
+	var oldToken string
+	testwait.For(t, 30*time.Second, "a token of the default service account", func() (bool, string) {
+		res := c.kubectl(t, nil, "create", "token", "default")
+		oldToken = strings.TrimSpace(res.stdout)
+		return res.code == 0, res.stderr
+	})
+	tokenWorks := func(what, token string) {
+		t.Helper()
+		if user, _, res := c.whoamiAs(t, token); user != "system:serviceaccount:default:default" {
+			t.Fatalf("%s: whoami %q, %+v", what, user, res)
+		}
+	}
+	adminWorks := func(what string) {
+		t.Helper()
+		must(t, c.kubectl(t, nil, "get", "namespace", "default", "-o", "name"), "namespace/default")
+		must(t, c.kubectl(t, nil, "auth", "whoami"), "kubernetes-admin")
+	}
+	rotate := func(phase string) {
+		t.Helper()
+		res := kubegate(t, "ca", "rotate", "--dir", dir)
+		if res.code != 0 || !strings.Contains(res.stderr, phase+" done for cluster, front-proxy, sa") {
+			t.Fatalf("ca rotate (%s): %+v", phase, res)
+		}
+	}
+
+	rotate("trust-both")
+	adminWorks("after trust-both")
+	tokenWorks("the old token after trust-both", oldToken)
+	res := kubegate(t, "pki", "check", "--dir", dir)
+	if res.code != 0 || !strings.Contains(res.stdout, "warning: pki/rotation.json: the rotation of cluster, front-proxy, sa stopped with trust-both done") {
+		t.Errorf("pki check between phases: %+v", res)
+	}
+
+	rotate("reissue")
+	// The gateway serves the re-signed certificate once it reloaded it:
+	// a client trusting only the new CA gets through.
+	testwait.For(t, 10*time.Second, "the gateway serving a certificate of the new CA", func() (bool, string) {
+		res := runCmd(t, nil, curl, "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", pki("rotation/ca.crt"),
+			"--cert", oldCert, "--key", oldKey, c.server+"/api")
+		return res.stdout == "200", res.stdout + res.stderr
+	})
+	adminWorks("after reissue")
+	tokenWorks("the old token after reissue", oldToken)
+	if got := status(); got != "200" {
+		t.Errorf("the old admin certificate between reissue and drop-old: status %s, want 200 (both CAs trusted)", got)
+	}
+	// New tokens are signed with the new key once the API server reloaded it.
+	var newToken string
+	testwait.For(t, 10*time.Second, "a token signed with the new service-account key", func() (bool, string) {
+		res := c.kubectl(t, nil, "create", "token", "default")
+		newToken = strings.TrimSpace(res.stdout)
+		return res.code == 0 && kid(t, newToken) != kid(t, oldToken), "kid " + kid(t, newToken)
+	})
+	tokenWorks("a new token after reissue", newToken)
+	cfg, err = clientcmd.LoadFromFile(filepath.Join(dir, "admin.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAdmin := filepath.Join(keep, "new-admin.crt")
+	for _, u := range cfg.AuthInfos {
+		writeFile(t, newAdmin, u.ClientCertificateData)
+	}
+	for bundle, leaves := range map[string][]string{
+		pki("ca.crt"):             {pki("apiserver.crt"), pki("apiserver-kubelet-client.crt"), newAdmin},
+		pki("front-proxy-ca.crt"): {pki("front-proxy-client.crt")},
+	} {
+		for _, leaf := range leaves {
+			if res := runCmd(t, nil, openssl, "verify", "-CAfile", bundle, leaf); res.code != 0 || !strings.Contains(res.stdout, ": OK") {
+				t.Errorf("openssl verify -CAfile %s %s: %+v", filepath.Base(bundle), filepath.Base(leaf), res)
+			}
+			// Issued by the new CA: it verifies against the new one alone.
+			newCA := pki("rotation/" + filepath.Base(bundle))
+			if res := runCmd(t, nil, openssl, "verify", "-CAfile", newCA, leaf); res.code != 0 {
+				t.Errorf("openssl verify -CAfile rotation/%s %s: %+v", filepath.Base(bundle), filepath.Base(leaf), res)
+			}
+		}
+	}
+
+	rotate("drop-old")
+	testwait.For(t, 10*time.Second, "the old admin certificate refused", func() (bool, string) {
+		got := status()
+		return got == "401", "status " + got
+	})
+	adminWorks("after drop-old")
+	tokenWorks("a new token after drop-old", newToken)
+	testwait.For(t, 20*time.Second, "the token of the old key refused", func() (bool, string) {
+		user, _, res := c.whoamiAs(t, oldToken)
+		return res.code != 0 && strings.Contains(res.stderr, "Unauthorized"), user + res.stderr
+	})
+	// The controllers restarted with their re-signed kubeconfig: they
+	// still act, and publish the new bundle in kube-root-ca.crt.
+	must(t, c.kubectl(t, nil, "create", "deployment", "web", "--image=nginx"), "deployment.apps/web created")
+	testwait.For(t, 30*time.Second, "the deployment's ReplicaSet", func() (bool, string) {
+		res := c.kubectl(t, nil, "get", "replicasets", "-l", "app=web", "-o", "name")
+		return res.code == 0 && strings.Contains(res.stdout, "replicaset.apps/web-"), res.stdout + res.stderr
+	})
+	bundle, err := os.ReadFile(pki("ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "kube-root-ca.crt holding the new CA only", func() (bool, string) {
+		res := c.kubectl(t, nil, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.data.ca\\.crt}")
+		return res.stdout == string(bundle), res.stdout + res.stderr
+	})
+	if _, err := os.Stat(pki("rotation")); err == nil {
+		t.Error("pki/rotation is still there after drop-old")
+	}
+	res = kubegate(t, "pki", "check", "--dir", dir)
+	if res.code != 0 || strings.Contains(res.stdout, "warning") {
+		t.Errorf("pki check after the rotation: %+v", res)
+	}
+	c.stop(t)
+}
+
+// kid returns the key ID in a JWT's header.
+func kid(t *testing.T, token string) string {
+	t.Helper()
+	head, _, _ := strings.Cut(token, ".")
+	data, err := base64.RawURLEncoding.DecodeString(head)
+	if err != nil {
+		return ""
+	}
+	var h struct {
+		Kid string `json:"kid"`
+	}
+	_ = json.Unmarshal(data, &h)
+	return h.Kid
+}
