@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/daemonset"
@@ -245,11 +246,7 @@ func TestRollingUpdateHonoursMaxUnavailable_G4(t *testing.T) {
 		}
 	}
 	testwait.For(t, 30*time.Second, "4 pods available", available(4))
-	ds, _ := c.AppsV1().DaemonSets(ns).Get(ctx, "web", metav1.GetOptions{})
-	ds.Spec.Template.Spec.Containers[0].Image = "registry.example/agent:2"
-	if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setImage(t, c, "web", "registry.example/agent:2")
 	// Sample while the update runs: never more than 2 of 4 nodes without
 	// a pod that is ready.
 	minReady := 4
@@ -301,11 +298,7 @@ func TestOnDeleteReplacesOnlyDeletedPods_G4(t *testing.T) {
 		m := podsByNode(t, c, "od")
 		return len(m["n1"]) == 1 && len(m["n2"]) == 1 && m["n1"][0].Status.Phase == corev1.PodRunning && m["n2"][0].Status.Phase == corev1.PodRunning, nodeSet(m)
 	})
-	ds, _ := c.AppsV1().DaemonSets(ns).Get(ctx, "od", metav1.GetOptions{})
-	ds.Spec.Template.Spec.Containers[0].Image = "registry.example/agent:2"
-	if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setImage(t, c, "od", "registry.example/agent:2")
 	testwait.For(t, 30*time.Second, "status updated 0 of 2 at generation 2", func() (bool, string) {
 		ds, _ := c.AppsV1().DaemonSets(ns).Get(ctx, "od", metav1.GetOptions{})
 		return ds.Status.ObservedGeneration == 2 && ds.Status.UpdatedNumberScheduled == 0 && ds.Status.NumberAvailable == 2, fmt.Sprintf("%+v", ds.Status)
@@ -346,11 +339,7 @@ func TestRollingUpdateWithSurgeKeepsEveryNodeServed_G4(t *testing.T) {
 		return st.NumberAvailable == 3 && st.UpdatedNumberScheduled == 3 && st.ObservedGeneration == ds.Generation, fmt.Sprintf("%+v", st)
 	}
 	testwait.For(t, 30*time.Second, "3 pods available", done)
-	ds, _ := c.AppsV1().DaemonSets(ns).Get(ctx, "surge", metav1.GetOptions{})
-	ds.Spec.Template.Spec.Containers[0].Image = "registry.example/agent:2"
-	if _, err := c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setImage(t, c, "surge", "registry.example/agent:2")
 	// Sample while the update runs: every node keeps a Running pod, and
 	// none has more than two.
 	served, most := 3, 0
@@ -377,5 +366,23 @@ func TestRollingUpdateWithSurgeKeepsEveryNodeServed_G4(t *testing.T) {
 		if len(pods) != 1 || pods[0].Spec.Containers[0].Image != "registry.example/agent:2" {
 			t.Errorf("node %s: %d pods after the update", node, len(pods))
 		}
+	}
+}
+
+// setImage changes the DaemonSet's image, reading it again when the
+// controller's status write got in first.
+func setImage(t *testing.T, c kubernetes.Interface, name, image string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := c.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ds.Spec.Template.Spec.Containers[0].Image = image
+		_, err = c.AppsV1().DaemonSets(ns).Update(ctx, ds, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
