@@ -143,10 +143,7 @@ func (s *Signer) sync(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("certificate signing request %s: %w", name, err)
 	}
-	if _, err := Check(csr.Spec.SignerName, req, csr.Spec.Usages); err != nil {
-		return s.fail(ctx, csr, err)
-	}
-	if err := ca.CheckCSR(req); err != nil {
+	if _, err := validate(csr.Spec.SignerName, req, csr.Spec.Usages); err != nil {
 		return s.fail(ctx, csr, err)
 	}
 	authority, err := s.ca.current()
@@ -169,6 +166,15 @@ func (s *Signer) sync(ctx context.Context, name string) error {
 	s.log.Info("signed a certificate signing request", "csr", name, "signer", csr.Spec.SignerName,
 		"serial", issued.Cert.SerialNumber.Text(16), "notAfter", issued.Cert.NotAfter)
 	return nil
+}
+
+// validate applies the rules of signerName (Check), then those every CSR
+// kubegate signs passes (ca.CheckCSR: its subject's names, no CA:TRUE).
+func validate(signerName string, req *x509.CertificateRequest, usages []certificatesv1.KeyUsage) (recognized bool, err error) {
+	if recognized, err = Check(signerName, req, usages); !recognized || err != nil {
+		return recognized, err
+	}
+	return true, ca.CheckCSR(req)
 }
 
 // fail sets the Failed condition of csr, with reason
