@@ -24,12 +24,14 @@ var Signers = []string{
 // become the message of a CSR's Failed condition (H.3).
 var (
 	errOrganizationNotNodes = errors.New("subject organization is not system:nodes")
-	errCommonNameNotNode    = errors.New("subject common name does not begin with system:node:")
-	errNeedDNSOrIP          = errors.New("DNS or IP subjectAltName is required")
-	errDNSSAN               = errors.New("DNS subjectAltNames are not allowed")
-	errEmailSAN             = errors.New("Email subjectAltNames are not allowed") //nolint:staticcheck // Kubernetes' wording
-	errIPSAN                = errors.New("IP subjectAltNames are not allowed")
-	errURISAN               = errors.New("URI subjectAltNames are not allowed")
+	//lint:ignore ST1005 the message is Kubernetes' own, which clients may match
+	errCommonNameNotNode = errors.New("subject common name does not begin with system:node:")
+	errNeedDNSOrIP       = errors.New("DNS or IP subjectAltName is required")
+	errDNSSAN            = errors.New("DNS subjectAltNames are not allowed")
+	//lint:ignore ST1005 the message is Kubernetes' own, which clients may match
+	errEmailSAN = errors.New("Email subjectAltNames are not allowed")
+	errIPSAN    = errors.New("IP subjectAltNames are not allowed")
+	errURISAN   = errors.New("URI subjectAltNames are not allowed")
 )
 
 // The usages a kubelet's certificates must have, exactly: one of the two
