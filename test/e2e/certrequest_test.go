@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -153,6 +154,47 @@ func TestCertRequestThroughTheSigner_H3(t *testing.T) {
 			t.Errorf("exit %d, stderr %q; want exit 1 and one line saying eve-client was denied", code, stderr)
 		}
 	})
+}
+
+// TestNodeClientCertificateIsAutoApproved_H4: with kubeadm's bindings
+// (bootstrap tokens may create requests and nodeclient), a kubelet client
+// request sent with a bootstrap token is approved by the approver of
+// kubegate up and signed without anyone running kubectl certificate
+// approve, and the certificate authenticates as the node.
+func TestNodeClientCertificateIsAutoApproved_H4(t *testing.T) {
+	requireTool(t, "kubectl")
+	dir := filepath.Join(t.TempDir(), "cluster")
+	c := startUp(t, dir, 0)
+	files := t.TempDir()
+	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "kubeadm:kubelet-bootstrap",
+		"--clusterrole=system:node-bootstrapper", "--group=system:bootstrappers:kubeadm:default-node-token"), "created")
+	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "kubeadm:node-autoapprove-bootstrap",
+		"--clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient", "--group=system:bootstrappers:kubeadm:default-node-token"), "created")
+	res := kubegate(t, "token", "create", "--bootstrap", "--kubeconfig", filepath.Join(dir, "admin.conf"),
+		"--groups", "system:bootstrappers:kubeadm:default-node-token")
+	if res.code != 0 {
+		t.Fatalf("token create --bootstrap: %+v", res)
+	}
+	bootstrapConf := filepath.Join(files, "bootstrap.conf")
+	writeFile(t, bootstrapConf, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: kubegate, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: bootstrap, user: {token: %q}}]
+contexts: [{name: kubegate, context: {cluster: kubegate, user: bootstrap}}]
+current-context: kubegate
+`, c.server, filepath.Join(dir, "pki", "ca.crt"), strings.TrimSpace(res.stdout)))
+
+	prefix := filepath.Join(files, "node-1")
+	req := startCertRequest(t, "node-csr-1", "--kubeconfig", bootstrapConf, "--signer", "kubernetes.io/kube-apiserver-client-kubelet",
+		"--cn", "system:node:node-1", "--org", "system:nodes", "--out", prefix)
+	if code, stderr := req.wait(t); code != 0 {
+		t.Fatalf("kubegate cert request: exit %d, stderr:\n%s", code, stderr)
+	}
+	must(t, c.kubectl(t, nil, "get", "csr", "node-csr-1", "-o", "jsonpath={.status.conditions[0].reason}"), "AutoApproved")
+	res = c.kubectl(t, nil, "--kubeconfig", prefix+".conf", "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
+	if res.code != 0 || res.stdout != `system:node:node-1 ["system:nodes","system:authenticated"]` {
+		t.Errorf("whoami: %d %q %q", res.code, res.stdout, res.stderr)
+	}
 }
 
 // opensslDate reads the date after label in openssl x509 -text output.
