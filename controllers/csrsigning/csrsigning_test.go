@@ -29,26 +29,42 @@ import (
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
-// startSigner writes a CA valid for validity and runs the signer with it
-// against a test API server.
-func startSigner(t *testing.T, validity time.Duration) (*testapi.Server, *ca.Authority) {
+// writeCA writes a new CA valid for validity to dir/ca.crt, with more
+// certificates after it (a rotation's bundle), and its key to dir/ca.key.
+func writeCA(t *testing.T, dir string, validity time.Duration, more ...*ca.Authority) *ca.Authority {
 	t.Helper()
 	authority, keyPEM, err := ca.CreateAuthority("ca", "kubegate-test-ca", ca.ECDSAP256, validity)
 	if err != nil {
 		t.Fatal(err)
 	}
+	bundle := slices.Clone(authority.CertPEM)
+	for _, m := range more {
+		bundle = append(bundle, m.CertPEM...)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), bundle, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ca.key"), keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return authority
+}
+
+// startSigner writes a CA valid for validity and runs the signer with it
+// against a test API server.
+func startSigner(t *testing.T, validity time.Duration) (*testapi.Server, *ca.Authority) {
+	s, authority, _ := startSignerIn(t, validity)
+	return s, authority
+}
+
+func startSignerIn(t *testing.T, validity time.Duration) (*testapi.Server, *ca.Authority, string) {
+	t.Helper()
 	dir := t.TempDir()
-	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
-	if err := os.WriteFile(certFile, authority.CertPEM, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	authority := writeCA(t, dir, validity)
 	s := controllertest.StartWith(t, manager.Options{Logger: slog.New(slog.DiscardHandler),
 		Descriptors:     []controllers.Descriptor{csrsigning.Descriptor},
-		SigningCertFile: certFile, SigningKeyFile: keyFile})
-	return s, authority
+		SigningCertFile: filepath.Join(dir, "ca.crt"), SigningKeyFile: filepath.Join(dir, "ca.key")})
+	return s, authority, dir
 }
 
 // request creates a CSR for a new key with subject cn, orgs.
@@ -215,5 +231,24 @@ func TestLifetimeEndsWithTheCA_H3(t *testing.T) {
 	cert := parseIssued(t, waitFor(t, s.Client, "jane", "issued", issued))
 	if !cert.NotAfter.Equal(authority.Cert.NotAfter) {
 		t.Errorf("NotAfter %v, want the CA's %v", cert.NotAfter, authority.Cert.NotAfter)
+	}
+}
+
+// Replaced CA files are read again: after a rotation's reissue phase
+// (the new key, a bundle of new then old) the next request is signed by
+// the new CA (H.3, H.6).
+func TestSignsWithTheCAFilesHoldNow_H3(t *testing.T) {
+	s, old, dir := startSignerIn(t, 0)
+	usages := []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}
+	request(t, s.Client, "before", certificatesv1.KubeAPIServerClientSignerName, "jane", nil, usages, nil)
+	decide(t, s.Client, "before", certificatesv1.CertificateApproved)
+	if err := parseIssued(t, waitFor(t, s.Client, "before", "issued", issued)).CheckSignatureFrom(old.Cert); err != nil {
+		t.Fatalf("signed by another CA than the files': %v", err)
+	}
+	rotated := writeCA(t, dir, 0, old)
+	request(t, s.Client, "after", certificatesv1.KubeAPIServerClientSignerName, "jane", nil, usages, nil)
+	decide(t, s.Client, "after", certificatesv1.CertificateApproved)
+	if err := parseIssued(t, waitFor(t, s.Client, "after", "issued", issued)).CheckSignatureFrom(rotated.Cert); err != nil {
+		t.Errorf("not signed by the new CA: %v", err)
 	}
 }
