@@ -213,3 +213,21 @@ func TestCertRequestFlags(t *testing.T) {
 		}
 	}
 }
+
+// The signer's flags of kubegate controllers are checked before anything
+// runs.
+func TestControllersSigningFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--cluster-signing-cert-file", "ca.crt"}, "--cluster-signing-cert-file and --cluster-signing-key-file go together"},
+		{[]string{"--cluster-signing-key-file", "ca.key"}, "--cluster-signing-cert-file and --cluster-signing-key-file go together"},
+		{[]string{"--cluster-signing-duration", "0s"}, "--cluster-signing-duration 0s: want a positive duration"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"controllers", "--kubeconfig", "none.conf"}, tt.args...)...)
+		if code == 0 || errOut != "kubegate: "+tt.want+"\n" {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
