@@ -259,20 +259,8 @@ func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validi
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateSubject(req.Subject); err != nil {
+	if err := CheckCSR(req); err != nil {
 		return nil, err
-	}
-	for _, ext := range req.Extensions {
-		if !ext.Id.Equal(oidBasicConstraints) {
-			continue
-		}
-		var bc csr.BasicConstraints
-		if _, err := asn1.Unmarshal(ext.Value, &bc); err != nil {
-			return nil, fmt.Errorf("CSR basicConstraints extension is malformed: %w", err)
-		}
-		if bc.IsCA {
-			return nil, errors.New("CSR requests a CA certificate (CA:TRUE); only leaf certificates are signed")
-		}
 	}
 	if needsSANs(profile) && len(req.DNSNames)+len(req.IPAddresses) == 0 {
 		return nil, fmt.Errorf("profile %s needs a CSR with at least one DNS or IP SAN", profile)
@@ -288,6 +276,89 @@ func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validi
 		URIs:           req.URIs,
 	}
 	return a.sign(tmpl, req.PublicKey, p, validity)
+}
+
+// CheckCSR applies the rules every CSR kubegate signs must pass: each CN
+// and O value passes ValidateSubject, and the request does not ask for a
+// CA certificate (a basicConstraints extension with CA:TRUE).
+func CheckCSR(req *x509.CertificateRequest) error {
+	if err := ValidateSubject(req.Subject); err != nil {
+		return err
+	}
+	for _, ext := range req.Extensions {
+		if !ext.Id.Equal(oidBasicConstraints) {
+			continue
+		}
+		var bc csr.BasicConstraints
+		if _, err := asn1.Unmarshal(ext.Value, &bc); err != nil {
+			return fmt.Errorf("CSR basicConstraints extension is malformed: %w", err)
+		}
+		if bc.IsCA {
+			return errors.New("CSR requests a CA certificate (CA:TRUE); only leaf certificates are signed")
+		}
+	}
+	return nil
+}
+
+// Leaf is what SignCSRAs gives a certificate besides the CSR's subject,
+// SANs and public key: its usages and lifetime, decided by the caller
+// (the CSR signer follows the request's spec.usages and its signer's
+// lifetime policy).
+type Leaf struct {
+	KeyUsage    x509.KeyUsage
+	ExtKeyUsage []x509.ExtKeyUsage
+	// NotBefore and NotAfter are the lifetime; NotAfter is capped at the
+	// CA's own expiry.
+	NotBefore, NotAfter time.Time
+}
+
+// SignCSRAs signs a parsed, signature-checked CSR that passes CheckCSR as
+// a leaf (CA:FALSE) with leaf's usages and lifetime, keeping the CSR's
+// subject byte for byte and its DNS, IP, email and URI SANs; no other
+// extension of the CSR is copied. It refuses to sign once the CA has
+// expired or when the lifetime ends before it begins.
+func (a *Authority) SignCSRAs(req *x509.CertificateRequest, leaf Leaf) (*Issued, error) {
+	if err := CheckCSR(req); err != nil {
+		return nil, err
+	}
+	notBefore := leaf.NotBefore.UTC().Truncate(time.Second)
+	notAfter := leaf.NotAfter.UTC().Truncate(time.Second)
+	if notAfter.After(a.Cert.NotAfter) {
+		notAfter = a.Cert.NotAfter
+	}
+	if !a.now().Before(a.Cert.NotAfter) || !notBefore.Before(a.Cert.NotAfter) {
+		return nil, fmt.Errorf("%s: the CA expired at %s", a.Name, a.Cert.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if !notAfter.After(notBefore) {
+		return nil, fmt.Errorf("lifetime %s to %s is empty", notBefore.Format(time.RFC3339), notAfter.Format(time.RFC3339))
+	}
+	serial, err := rand.Int(rand.Reader, serialLimit)
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		RawSubject:            req.RawSubject,
+		DNSNames:              req.DNSNames,
+		IPAddresses:           req.IPAddresses,
+		EmailAddresses:        req.EmailAddresses,
+		URIs:                  req.URIs,
+		KeyUsage:              leaf.KeyUsage,
+		ExtKeyUsage:           leaf.ExtKeyUsage,
+		BasicConstraintsValid: true,
+		SignatureAlgorithm:    a.sigAlg,
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, req.PublicKey, a.Key)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
 }
 
 // sign completes tmpl under profile p (usages, CA constraint, lifetime)

@@ -56,6 +56,14 @@ type Context struct {
 	// --root-ca-file, else the CA the manager trusts the API server
 	// with.
 	RootCA []byte
+	// SigningCertFile and SigningKeyFile hold the cluster CA the CSR
+	// signer signs with (kube-controller-manager's
+	// --cluster-signing-cert-file and --cluster-signing-key-file); the
+	// signer reads them again when they change. Empty: no signing.
+	SigningCertFile, SigningKeyFile string
+	// SigningDuration is the longest lifetime the CSR signer gives a
+	// certificate (--cluster-signing-duration); 0 means a year.
+	SigningDuration time.Duration
 }
 
 // Controller is one running controller.

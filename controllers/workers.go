@@ -56,6 +56,9 @@ func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimit
 				case err == nil:
 					queue.Forget(key)
 				case ctx.Err() != nil:
+				case errors.As(err, new(quietError)):
+					log.Debug("not done yet; retrying", "key", key, "err", err)
+					queue.AddRateLimited(key)
 				default:
 					log.Warn("sync failed; retrying", "key", key, "err", err, "took", time.Since(start))
 					queue.AddRateLimited(key)
@@ -69,6 +72,17 @@ func RunWorkers(ctx context.Context, name string, queue workqueue.TypedRateLimit
 	wg.Wait()
 	return nil
 }
+
+// Quiet wraps err, a sync's answer that it is not done yet and wants to
+// be retried with the queue's backoff, for an expected reason (an access
+// review that does not allow it yet): RunWorkers logs it at debug level
+// rather than as a warning.
+func Quiet(err error) error { return quietError{err} }
+
+type quietError struct{ err error }
+
+func (e quietError) Error() string { return e.err.Error() }
+func (e quietError) Unwrap() error { return e.err }
 
 // PodNodeNameIndex is the index of pods by spec.nodeName that controllers
 // reading the pods of one node share.

@@ -95,7 +95,12 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		return err
 	}
 	runControllers := func(ctx context.Context) error {
-		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, UseServiceAccountCredentials: true, Logger: logger.With("component", "controllers")})
+		// The CSR signer signs with the cluster CA, as kubeadm's
+		// kube-controller-manager --cluster-signing-cert-file and
+		// --cluster-signing-key-file point it at.
+		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, UseServiceAccountCredentials: true,
+			Logger:          logger.With("component", "controllers"),
+			SigningCertFile: filepath.Join(c.Dir, "pki", "ca.crt"), SigningKeyFile: filepath.Join(c.Dir, "pki", "ca.key")})
 	}
 	runs := []func(context.Context) error{runControllers}
 	if c.Nodes > 0 {

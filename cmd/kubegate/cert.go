@@ -28,6 +28,7 @@ func newCertCmd(s streams) *cobra.Command {
 	cmd.AddCommand(
 		newCertIssueCmd(s),
 		newCertSignCmd(s),
+		newCertRequestCmd(s),
 		newCertExpiryCmd(s),
 		newCertRenewCmd(s),
 		newCertInspectCmd(s),

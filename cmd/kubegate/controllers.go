@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
@@ -17,6 +19,8 @@ import (
 func newControllersCmd(s streams) *cobra.Command {
 	var (
 		path, master, rootCAFile string
+		signingCert, signingKey  string
+		signingDuration          time.Duration
 		list                     []string
 		qps                      float32
 		burst                    int
@@ -38,12 +42,27 @@ NAME turns one on, -NAME turns one off.
 With --use-service-account-credentials each controller runs as its own
 service account in kube-system (created when missing), which the API
 server's default policy binds to the controller's system:controller:
-role; the shared informers read as the kubeconfig's identity.`,
+role; the shared informers read as the kubeconfig's identity.
+
+With --cluster-signing-cert-file and --cluster-signing-key-file the
+csrsigning controller signs approved certificate signing requests of
+kubernetes.io/kube-apiserver-client, kube-apiserver-client-kubelet and
+kubelet-serving with that CA; csrapproving approves kubelet client
+requests of requesters allowed certificatesigningrequests/nodeclient or
+selfnodeclient.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			validate := func() error {
-				_, err := manager.Select(list)
-				return err
+				if _, err := manager.Select(list); err != nil {
+					return err
+				}
+				if (signingCert == "") != (signingKey == "") {
+					return errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
+				}
+				if signingDuration <= 0 {
+					return fmt.Errorf("--cluster-signing-duration %v: want a positive duration", signingDuration)
+				}
+				return nil
 			}
 			return serveUntilSignal(cmd.Context(), validate, func(ctx context.Context) error {
 				if path == "" {
@@ -68,12 +87,18 @@ role; the shared informers read as the kubeconfig's identity.`,
 				}
 				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
-					UseServiceAccountCredentials: saCreds, RootCA: rootCA})
+					UseServiceAccountCredentials: saCreds, RootCA: rootCA,
+					SigningCertFile: signingCert, SigningKeyFile: signingKey, SigningDuration: signingDuration})
 			})
 		},
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&rootCAFile, "root-ca-file", "", "the cluster CA bundle published in every namespace as kube-root-ca.crt; default the kubeconfig's CA")
+	fs.StringVar(&signingCert, "cluster-signing-cert-file", "",
+		"the cluster CA certificate (or a bundle holding it) the CSR signer signs kubernetes.io certificate signing requests with")
+	fs.StringVar(&signingKey, "cluster-signing-key-file", "", "the key of --cluster-signing-cert-file")
+	fs.DurationVar(&signingDuration, "cluster-signing-duration", csrsigning.DefaultDuration,
+		"the longest lifetime of a signed certificate; a request's spec.expirationSeconds may ask for less")
 	fs.StringVar(&path, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
 	fs.StringVar(&master, "master", "", "the API server's URL, instead of the kubeconfig's")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")

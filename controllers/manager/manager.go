@@ -24,6 +24,8 @@ import (
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/cronjob"
+	"github.com/kubegate/kubegate/controllers/csrapproving"
+	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
 	"github.com/kubegate/kubegate/controllers/disruption"
@@ -61,6 +63,8 @@ var All = []controllers.Descriptor{
 	job.Descriptor,
 	cronjob.Descriptor,
 	ttlafterfinished.Descriptor,
+	csrapproving.Descriptor,
+	csrsigning.Descriptor,
 }
 
 // Names returns the names of All.
@@ -131,6 +135,11 @@ type Options struct {
 	// RootCA is the cluster CA bundle the root CA publisher publishes
 	// (--root-ca-file); nil means the CA in Config.
 	RootCA []byte
+	// SigningCertFile, SigningKeyFile and SigningDuration are the CSR
+	// signer's CA files and longest lifetime (--cluster-signing-cert-file,
+	// --cluster-signing-key-file, --cluster-signing-duration).
+	SigningCertFile, SigningKeyFile string
+	SigningDuration                 time.Duration
 }
 
 // Run builds the selected controllers, starts the shared informers and
@@ -195,7 +204,8 @@ func Run(ctx context.Context, o Options) error {
 	var names []string
 	for _, d := range selected {
 		c, err := build(ctx, d, clients, &controllers.Context{Informers: typed, MetadataInformers: metaInformers,
-			Logger: o.Logger.With("controller", d.Name), Now: o.Now, RootCA: rootCA})
+			Logger: o.Logger.With("controller", d.Name), Now: o.Now, RootCA: rootCA,
+			SigningCertFile: o.SigningCertFile, SigningKeyFile: o.SigningKeyFile, SigningDuration: o.SigningDuration})
 		if err != nil && ctx.Err() != nil {
 			return nil // stopped while starting: not a failure
 		}

@@ -12,9 +12,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes"
@@ -41,7 +43,20 @@ type Server struct {
 // Option changes how Start runs the server.
 type Option func(*options)
 
-type options struct{ noServiceAccounts, tokens bool }
+type options struct {
+	noServiceAccounts, tokens bool
+	users                     map[string]authn.User
+	authorizer                authz.Authorizer
+}
+
+// WithUsers authenticates a request whose bearer token is a key of users
+// as that user (any other request is still the cluster admin), authorizes
+// every request with authorizer after system:masters, as kubegate
+// apiserver chains them, and serves subjectaccessreviews answered by
+// that chain.
+func WithUsers(users map[string]authn.User, authorizer authz.Authorizer) Option {
+	return func(o *options) { o.users, o.authorizer = users, authorizer }
+}
 
 // WithoutDefaultServiceAccounts runs the server as kube-apiserver runs:
 // no namespace gets a default service account unless a controller (the
@@ -80,17 +95,30 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatal(err)
 		}
 	}
+	authorizer := authz.Authorizer(authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
+		return authz.Allow, "", nil
+	}))
+	if o.authorizer != nil {
+		authorizer = authz.Union(authz.PrivilegedGroups(authz.SystemMasters), o.authorizer)
+		if creators == nil {
+			creators = map[string]apiserver.Creator{}
+		}
+		maps.Copy(creators, authapi.Creators(authapi.Config{Authorizer: authorizer}))
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store:    st,
 		Creators: creators,
-		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
+		Authenticator: authn.RequestFunc(func(r *http.Request) (*authn.Response, bool, error) {
+			if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				if u, ok := o.users[token]; ok {
+					return &authn.Response{User: u}, true, nil
+				}
+			}
 			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", authn.AllAuthenticated}}}, true, nil
 		}),
-		Authorizer: authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
-			return authz.Allow, "", nil
-		}),
-		Admission: admission.Chain(st),
-		Logger:    slog.New(slog.DiscardHandler),
+		Authorizer: authorizer,
+		Admission:  admission.Chain(st),
+		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		st.Close()

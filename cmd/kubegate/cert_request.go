@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/kubegate/kubegate/ca"
+	"github.com/kubegate/kubegate/internal/fsutil"
+	"github.com/kubegate/kubegate/kubeconfig"
+)
+
+type certRequestOptions struct {
+	kubeconfig, cn, signer, out, name string
+	orgs                              []string
+	duration, wait                    time.Duration
+	force                             bool
+}
+
+// minRequestDuration is the shortest spec.expirationSeconds the API
+// server accepts.
+const minRequestDuration = 10 * time.Minute
+
+func newCertRequestCmd(s streams) *cobra.Command {
+	o := &certRequestOptions{}
+	cmd := &cobra.Command{
+		Use:   "request --kubeconfig FILE --cn NAME [--org GROUP]... --out PREFIX",
+		Short: "Get a certificate through the cluster's CSR API, with a key that never leaves this machine",
+		Long: `Generate an ECDSA P-256 key here (PREFIX.key, mode 0600), send a
+CertificateSigningRequest for it to the API server the kubeconfig reaches,
+wait until an administrator approves it (kubectl certificate approve NAME)
+and the cluster's signer issues the certificate, then write PREFIX.crt and
+PREFIX.conf, a kubeconfig for the kubeconfig's cluster with the new
+certificate and key.
+
+A denied or failed request, or none issued within --wait, ends with one
+line and exit status 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runCertRequest(cmd.Context(), o, s)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the requester; its cluster is the new kubeconfig's")
+	fs.StringVar(&o.cn, "cn", "", "common name: the user name the certificate authenticates as")
+	fs.StringSliceVar(&o.orgs, "org", nil, "organization: a group the certificate authenticates with (repeatable)")
+	fs.StringVar(&o.signer, "signer", certificatesv1.KubeAPIServerClientSignerName, "spec.signerName of the request")
+	fs.DurationVar(&o.duration, "duration", 0, "lifetime to ask for (spec.expirationSeconds, at least 10m); default the signer's")
+	fs.DurationVar(&o.wait, "wait", 5*time.Minute, "how long to wait for the certificate")
+	fs.StringVar(&o.out, "out", "", "prefix of the files to write: PREFIX.key, PREFIX.crt, PREFIX.conf")
+	fs.StringVar(&o.name, "name", "", "name of the CertificateSigningRequest (default: the CN and a random suffix)")
+	fs.BoolVar(&o.force, "force", false, "replace existing PREFIX.key, PREFIX.crt and PREFIX.conf files")
+	return cmd
+}
+
+func (o *certRequestOptions) validate() error {
+	switch {
+	case o.kubeconfig == "":
+		return errors.New("--kubeconfig is required")
+	case o.cn == "":
+		return errors.New("--cn is required")
+	case o.out == "":
+		return errors.New("--out is required")
+	case o.duration != 0 && o.duration < minRequestDuration:
+		return fmt.Errorf("--duration %v: at least %v", o.duration, minRequestDuration)
+	case o.duration > time.Duration(1<<31-1)*time.Second:
+		return fmt.Errorf("--duration %v: too long", o.duration)
+	case o.wait <= 0:
+		return fmt.Errorf("--wait %v: want a positive duration", o.wait)
+	}
+	if err := ca.ValidateName("--cn", o.cn); err != nil {
+		return err
+	}
+	for _, g := range o.orgs {
+		if g == "" {
+			return errors.New("--org: empty group")
+		}
+		if err := ca.ValidateName("--org", g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// usagesFor returns the usages a request for signer asks for: server auth
+// for kubelet serving certificates, client auth for every other signer.
+func usagesFor(signer string) []certificatesv1.KeyUsage {
+	if signer == certificatesv1.KubeletServingSignerName {
+		return []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}
+	}
+	return []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}
+}
+
+func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	keyFile, certFile, confFile := o.out+".key", o.out+".crt", o.out+".conf"
+	if !o.force {
+		if err := mustNotExist(keyFile, certFile, confFile); err != nil {
+			return err
+		}
+	}
+	raw, err := kubeconfig.Load(o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	clusterName, cluster, err := currentCluster(raw, o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig, err := clientcmd.NewDefaultClientConfig(*raw, nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	}
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig %s: %w", o.kubeconfig, err)
+	}
+
+	key, keyPEM, err := ca.GenerateKey(ca.ECDSAP256)
+	if err != nil {
+		return err
+	}
+	subject, err := ca.EncodeSubject(o.cn, o.orgs)
+	if err != nil {
+		return fmt.Errorf("--cn %q: %w", o.cn, err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: subject}, key)
+	if err != nil {
+		return err
+	}
+	// The key is written first, so that a certificate issued for it is
+	// never without it; it is removed again when no certificate comes.
+	if err := fsutil.WriteFile(keyFile, keyPEM, fsutil.ModeKey, o.force); err != nil {
+		return err
+	}
+	done := false
+	defer func() {
+		if !done {
+			os.Remove(keyFile)
+		}
+	}()
+
+	name := o.name
+	if name == "" {
+		name = requestName(o.cn)
+	}
+	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: o.signer,
+			Usages:     usagesFor(o.signer),
+		}}
+	if o.duration > 0 {
+		secs := int32(o.duration / time.Second)
+		csr.Spec.ExpirationSeconds = &secs
+	}
+	created, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create certificate signing request %s: %w", name, err)
+	}
+	fmt.Fprintf(s.err, "waiting for approval: kubectl certificate approve %s\n", name)
+
+	certPEM, err := waitForCertificate(ctx, client, created, o.wait)
+	if err != nil {
+		return err
+	}
+	cert, err := ca.ParseCertPEM(name, certPEM)
+	if err != nil {
+		return fmt.Errorf("certificate request %s: the issued certificate: %w", name, err)
+	}
+	if !ca.KeyMatches(key, cert.PublicKey) {
+		return fmt.Errorf("certificate request %s: the issued certificate is not for the key this request sent", name)
+	}
+	if err := fsutil.WriteFile(certFile, certPEM, fsutil.ModePublic, o.force); err != nil {
+		return err
+	}
+	cfg, err := kubeconfig.Build(kubeconfig.Options{ClusterName: clusterName, Server: cluster.Server,
+		CAPEM: cluster.CertificateAuthorityData, UserName: o.cn, CertPEM: certPEM, KeyPEM: keyPEM})
+	if err != nil {
+		return err
+	}
+	cfg.Clusters[clusterName] = cluster
+	if err := kubeconfig.Write(confFile, cfg, o.force); err != nil {
+		return err
+	}
+	done = true
+	fmt.Fprintf(s.out, "wrote %s, %s and %s for %s (valid until %s)\n", keyFile, certFile, confFile,
+		ca.SubjectString(cert.RawSubject), cert.NotAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// currentCluster returns the cluster of the kubeconfig's current context,
+// its CA file (if any) read into certificate-authority-data so that the
+// new kubeconfig stands on its own.
+func currentCluster(cfg *clientcmdapi.Config, path string) (string, *clientcmdapi.Cluster, error) {
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", nil, fmt.Errorf("--kubeconfig %s: no current context", path)
+	}
+	c, ok := cfg.Clusters[ctx.Cluster]
+	if !ok {
+		return "", nil, fmt.Errorf("--kubeconfig %s: context %q names cluster %q, which it does not have", path, cfg.CurrentContext, ctx.Cluster)
+	}
+	c = c.DeepCopy()
+	if c.CertificateAuthority != "" && len(c.CertificateAuthorityData) == 0 {
+		data, err := os.ReadFile(c.CertificateAuthority)
+		if err != nil {
+			return "", nil, fmt.Errorf("--kubeconfig %s: cluster %q: %w", path, ctx.Cluster, err)
+		}
+		c.CertificateAuthorityData = data
+	}
+	c.CertificateAuthority = ""
+	c.LocationOfOrigin = ""
+	return ctx.Cluster, c, nil
+}
+
+// requestName names a request after its CN, as far as the CN's characters
+// fit a name, with a random suffix: "jane-x7k2p".
+func requestName(cn string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(cn) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	base := strings.Trim(b.String(), "-.")
+	if len(base) > 40 {
+		base = strings.Trim(base[:40], "-.")
+	}
+	if base == "" {
+		base = "csr"
+	}
+	const letters = "bcdfghjklmnpqrstvwxz2456789"
+	suffix := make([]byte, 5)
+	for i := range suffix {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(letters))))
+		suffix[i] = letters[n.Int64()]
+	}
+	return base + "-" + string(suffix)
+}
+
+// waitForCertificate watches the request until it is issued, denied or
+// failed, or limit has passed.
+func waitForCertificate(ctx context.Context, client kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, limit time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	name := csr.Name
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+			options.FieldSelector = selector
+			return client.CertificatesV1().CertificateSigningRequests().List(ctx, options)
+		},
+		WatchFuncWithContext: func(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+			options.FieldSelector = selector
+			return client.CertificatesV1().CertificateSigningRequests().Watch(ctx, options)
+		},
+	}
+	var certPEM []byte
+	_, err := watchtools.UntilWithSync(ctx, lw, &certificatesv1.CertificateSigningRequest{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("certificate request %s was deleted", name)
+		}
+		c, ok := ev.Object.(*certificatesv1.CertificateSigningRequest)
+		if !ok || c.UID != csr.UID {
+			return false, nil
+		}
+		for _, cond := range c.Status.Conditions {
+			switch cond.Type {
+			case certificatesv1.CertificateDenied:
+				return false, fmt.Errorf("certificate request %s was denied: %s: %s", name, cond.Reason, cond.Message)
+			case certificatesv1.CertificateFailed:
+				return false, fmt.Errorf("certificate request %s failed: %s: %s", name, cond.Reason, cond.Message)
+			}
+		}
+		if len(c.Status.Certificate) > 0 {
+			certPEM = c.Status.Certificate
+			return true, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, fmt.Errorf("certificate request %s was not issued within %v (approve it with kubectl certificate approve %s)", name, limit, name)
+		}
+		return nil, err
+	}
+	return certPEM, nil
+}
