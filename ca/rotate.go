@@ -218,7 +218,7 @@ type RotationPlan struct {
 	// Before is the recorded state before the phase; nil for none.
 	Before  *RotationState
 	Changes []Change
-	// Warnings are what the phase cannot see to or check, one line each.
+	// Warnings name what the phase cannot see or check, one line each.
 	Warnings []string
 	// resigned holds the absolute paths of the files the plan re-signs.
 	resigned map[string]bool
