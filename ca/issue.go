@@ -393,8 +393,14 @@ func (a *Authority) signDER(tmpl *x509.Certificate, pub crypto.PublicKey, validi
 	tmpl.SerialNumber = serial
 	tmpl.NotBefore = now.Add(-Backdate).UTC().Truncate(time.Second)
 	tmpl.NotAfter = now.Add(validity).UTC().Truncate(time.Second)
+	return a.signWindow(tmpl, pub)
+}
+
+// signWindow signs tmpl, whose serial and validity window are set, for
+// pub with the CA key, cutting NotAfter at the CA's expiry: a leaf
+// cannot verify after its CA expires.
+func (a *Authority) signWindow(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byte, error) {
 	if tmpl.NotAfter.After(a.Cert.NotAfter) {
-		// A leaf cannot verify after its CA expires; stop at the CA's end.
 		tmpl.NotAfter = a.Cert.NotAfter
 	}
 	return x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
@@ -424,6 +430,45 @@ func (a *Authority) reissue(old *x509.Certificate, pub crypto.PublicKey, validit
 		ExtKeyUsage:    old.ExtKeyUsage,
 	}
 	return a.sign(tmpl, pub, nil, validity)
+}
+
+// resign signs, for a CA rotation, a certificate with the identity, key
+// and validity window of old: same subject bytes, SANs, key usages, EKUs,
+// NotBefore and NotAfter (cut at the CA's expiry), and a new serial. A
+// rotation changes who signed a certificate, never how long it is valid
+// (docs/kubernetes-behaviour.md H.6).
+func (a *Authority) resign(old *x509.Certificate) (*Issued, error) {
+	if err := ValidateSubject(old.Subject); err != nil {
+		return nil, err
+	}
+	serial, err := rand.Int(rand.Reader, serialLimit)
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:   serial,
+		RawSubject:     old.RawSubject,
+		DNSNames:       old.DNSNames,
+		IPAddresses:    old.IPAddresses,
+		EmailAddresses: old.EmailAddresses,
+		URIs:           old.URIs,
+		KeyUsage:       old.KeyUsage,
+		ExtKeyUsage:    old.ExtKeyUsage,
+		NotBefore:      old.NotBefore,
+		NotAfter:       old.NotAfter,
+	}
+	if err := a.applyProfile(tmpl, nil); err != nil {
+		return nil, err
+	}
+	der, err := a.signWindow(tmpl, old.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
 }
 
 // SubjectString formats a DER subject in its encoded order, the way

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,6 +37,11 @@ const (
 	// PhaseDropOld removes the old CA from every bundle.
 	PhaseDropOld Phase = "drop-old"
 )
+
+// DefaultMinTokenAge is the least time between reissue and drop-old of
+// the service-account key: the lifetime of the tokens kubelets request
+// for projected volumes (1 h), which they refresh at 80% of it.
+const DefaultMinTokenAge = time.Hour
 
 // Phases lists the phases in the order they run.
 var Phases = []Phase{PhaseTrustBoth, PhaseReissue, PhaseDropOld}
@@ -90,6 +96,8 @@ func ParseRotateTargets(values []string) ([]string, error) {
 const (
 	RotationStateFile = PKIDir + "/rotation.json"
 	RotationDir       = PKIDir + "/rotation"
+	// RotationLockFile is locked by the phase that runs (LockRotation).
+	RotationLockFile = PKIDir + "/rotation.lock"
 )
 
 // RotationState is the content of RotationStateFile.
@@ -104,6 +112,10 @@ type RotationState struct {
 	Keys map[string]RotationKeys `json:"keys"`
 	// Updated is when Done was last written.
 	Updated time.Time `json:"updated"`
+	// Reissued is when reissue finished: from then on only the new
+	// service-account key signs tokens. drop-old of sa waits for the
+	// tokens signed before it to be refreshed.
+	Reissued time.Time `json:"reissued,omitzero"`
 }
 
 // RotationKeys are the fingerprints of one authority's old and new key.
@@ -146,8 +158,9 @@ func ReadRotationState(dir string) (*RotationState, error) {
 	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if _, err := ParseRotateTargets(s.CAs); err != nil || len(s.CAs) == 0 {
-		return nil, fmt.Errorf("%s: cas %v is not a list of cluster, front-proxy and sa", path, s.CAs)
+	// The list must be exactly what the rotation wrote: a normalised one.
+	if norm, err := ParseRotateTargets(s.CAs); err != nil || len(s.CAs) == 0 || !slices.Equal(norm, s.CAs) {
+		return nil, fmt.Errorf("%s: cas %q must name cluster, front-proxy and sa, each at most once and in that order", path, s.CAs)
 	}
 	if s.Done != "" {
 		if _, err := ParsePhase(string(s.Done)); err != nil {
@@ -170,6 +183,10 @@ type KubeconfigEditor interface {
 	// cluster entry and the client-certificate-data of every user entry
 	// that embeds one, by name.
 	Certificates(data []byte) (clusters, users map[string][]byte, err error)
+	// CertificateFiles returns, by user name, the client-certificate
+	// path of every user entry that names a file rather than embedding
+	// the certificate, as written in the kubeconfig.
+	CertificateFiles(data []byte) (users map[string]string, err error)
 	// Edit returns data with the certificate-authority-data of the named
 	// clusters and the client-certificate-data of the named users
 	// replaced, and everything else kept.
@@ -183,6 +200,10 @@ type Change struct {
 	Why    string
 	data   []byte
 	mode   fs.FileMode
+	// own is set when the file existed and the process may give it
+	// back its owner: uid and gid are the old file's.
+	own      bool
+	uid, gid int
 }
 
 // RotationPlan is what one phase would do to a tree. Making it reads the
@@ -197,6 +218,10 @@ type RotationPlan struct {
 	// Before is the recorded state before the phase; nil for none.
 	Before  *RotationState
 	Changes []Change
+	// Warnings name what the phase cannot see or check, one line each.
+	Warnings []string
+	// resigned holds the absolute paths of the files the plan re-signs.
+	resigned map[string]bool
 }
 
 // Rotator plans and applies the phases of a CA rotation on the tree in
@@ -205,10 +230,15 @@ type Rotator struct {
 	Dir string
 	// Kubeconfigs edits DIR/*.conf. Required.
 	Kubeconfigs KubeconfigEditor
-	// Validity is the lifetime of re-signed leaves; zero means
-	// DefaultValidity. CAValidity is the new CAs' lifetime; zero means
-	// DefaultCAValidity.
-	Validity, CAValidity time.Duration
+	// CAValidity is the new CAs' lifetime; zero means DefaultCAValidity.
+	// Re-signed leaves keep their own validity window.
+	CAValidity time.Duration
+	// MinTokenAge is how long after reissue drop-old of the
+	// service-account key is refused, so that every token the old key
+	// signed was refreshed; zero means DefaultMinTokenAge. Force drops
+	// it earlier.
+	MinTokenAge time.Duration
+	Force       bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// WriteFile writes one file atomically with its mode, replacing what
@@ -261,6 +291,7 @@ type material struct {
 	newKeyPEM    []byte // the new private key, PEM
 	newCA        *Authority
 	oldCert      *x509.Certificate // nil for sa
+	oldInBundle  bool              // the bundle still holds the old entry
 }
 
 // label names the authority in messages.
@@ -335,7 +366,45 @@ func (r *Rotator) Plan(cas []string, phase Phase) (*RotationPlan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.settle(p); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// settle checks every file the plan writes and carries its mode and
+// owner over: a file is replaced by a rename, so a symbolic link would
+// become a regular file and leave its target as it was (refused), and a
+// new file would get the default mode and the running user. The new file
+// gets the stricter of its old mode and the default one, and, when the
+// process may (as root), the old owner.
+func (r *Rotator) settle(p *RotationPlan) error {
+	for i := range p.Changes {
+		c := &p.Changes[i]
+		if c.Remove {
+			continue
+		}
+		path := filepath.Join(r.Dir, filepath.FromSlash(c.Path))
+		fi, err := os.Lstat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(path)
+			return fmt.Errorf("%s is a symbolic link (to %s); a rotation replaces files and would leave its target unchanged: make it a regular file, then run the phase again", path, target)
+		}
+		if !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a regular file", path)
+		}
+		c.mode &= fi.Mode().Perm()
+		if os.Geteuid() == 0 {
+			c.uid, c.gid, c.own = fileOwner(fi)
+		}
+	}
+	return nil
 }
 
 // RotationStatus says, in one line, where a rotation in progress stands
@@ -379,6 +448,11 @@ func (r *Rotator) Apply(p *RotationPlan) error {
 		}
 		if err := write(path, c.data, c.mode); err != nil {
 			return err
+		}
+		if c.own {
+			if err := os.Chown(path, c.uid, c.gid); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -496,6 +570,7 @@ func (r *Rotator) load(target string, st *RotationState, needKey bool) (*materia
 	for _, d := range ders {
 		switch Fingerprint(d) {
 		case m.oldFP:
+			m.oldInBundle = true
 			if m.old == nil {
 				m.old = d
 			}
@@ -677,6 +752,10 @@ const (
 	kubeconfigDrop                         // remove the old CA from the CA data
 )
 
+// expired reports whether cert is no longer valid at now. A rotation
+// leaves expired certificates alone: nothing accepts them either way.
+func expired(cert *x509.Certificate, now time.Time) bool { return now.After(cert.NotAfter) }
+
 // planKubeconfigs edits every DIR/*.conf for step. Only the clusters whose
 // certificate-authority-data holds the old or the new cluster CA are
 // touched; another cluster's CA is left alone.
@@ -686,6 +765,7 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 		return err
 	}
 	sort.Strings(paths)
+	now := r.now()
 	isOld := func(d []byte) bool { return Fingerprint(d) == m.oldFP }
 	isNew := func(d []byte) bool { return Fingerprint(d) == m.newFP }
 	for _, path := range paths {
@@ -716,26 +796,31 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 				newClusters[name] = want
 			}
 		}
-		for name, certPEM := range users {
+		for _, name := range slices.Sorted(maps.Keys(users)) {
 			if step == kubeconfigTrust {
 				break
 			}
-			cert, err := ParseCertPEM(rel+" user "+name, certPEM)
+			cert, err := ParseCertPEM(rel+" user "+name, users[name])
 			if err != nil {
 				return err
 			}
-			if !signedBy(cert, m.oldCert) {
+			if !signedBy(cert, m.oldCert) || expired(cert, now) {
 				continue
 			}
 			if step == kubeconfigDrop {
 				return fmt.Errorf("%s user %s is still signed by the old %s; run kubegate ca rotate --dir %s --phase reissue again",
-					path, name, m.target, r.Dir)
+					path, name, m.label(), r.Dir)
 			}
-			iss, err := m.newCA.reissue(cert, cert.PublicKey, r.Validity)
+			iss, err := m.newCA.resign(cert)
 			if err != nil {
 				return fmt.Errorf("%s user %s: %w", path, name, err)
 			}
 			newUsers[name] = iss.CertPEM
+		}
+		if step != kubeconfigTrust {
+			if err := r.checkCertificateFiles(p, m, path, data, step); err != nil {
+				return err
+			}
 		}
 		if len(newClusters)+len(newUsers) == 0 {
 			continue
@@ -751,14 +836,58 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 	return nil
 }
 
+// checkCertificateFiles looks at the client certificates the kubeconfig
+// at path names by file (client-certificate, resolved against the
+// kubeconfig's directory). reissue re-signs only files under pki/, so it
+// warns of any other the old CA signed; drop-old refuses while one is
+// signed by the old CA and not expired, as its user would be locked out.
+func (r *Rotator) checkCertificateFiles(p *RotationPlan, m *material, path string, data []byte, step kubeconfigStep) error {
+	files, err := r.Kubeconfigs.CertificateFiles(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		file := files[name]
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(path), file)
+		}
+		file = filepath.Clean(file)
+		certPEM, err := os.ReadFile(file)
+		if err != nil {
+			continue // a kubeconfig naming a missing file authenticates nobody
+		}
+		cert, err := ParseCertPEM(file, certPEM)
+		if err != nil || !signedBy(cert, m.oldCert) || expired(cert, r.now()) || p.resigned[file] {
+			continue
+		}
+		if step == kubeconfigDrop {
+			return fmt.Errorf("%s user %s: its client-certificate %s is still signed by the old %s; re-issue it with the new one before drop-old",
+				path, name, file, m.label())
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("%s user %s: its client-certificate %s is signed by the old %s and is not re-signed (only files under %s are); re-issue it before drop-old",
+			path, name, file, m.label(), filepath.Join(r.Dir, PKIDir)))
+	}
+	return nil
+}
+
 // signedBy reports whether ca signed cert (ca nil: no).
 func signedBy(cert, ca *x509.Certificate) bool {
 	return ca != nil && cert.CheckSignatureFrom(ca) == nil
 }
 
+// outsideTree is the warning of reissue and drop-old about what a
+// rotation cannot see.
+func outsideTree(dir string, m *material) string {
+	return fmt.Sprintf("certificates of the old %s outside %s (kubelets' own, those issued through the CertificateSigningRequest API or written elsewhere) are not seen: re-issue them before drop-old, which makes them fail",
+		m.label(), dir)
+}
+
+// legacyTokens is the warning about the tokens that are never refreshed.
+const legacyTokens = "tokens stored in Secrets of type kubernetes.io/service-account-token are never refreshed: those signed by the old service-account key are refused after drop-old; recreate them after reissue"
+
 // planReissue: the new material leads each bundle and becomes the signer;
-// every leaf and kubeconfig client certificate the old CA signed is
-// re-signed, with its key kept, by the new one.
+// every unexpired leaf and kubeconfig client certificate the old one
+// signed is re-signed by the new one, with its key and validity kept.
 func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 	ms := make([]*material, 0, len(p.CAs))
 	for _, target := range p.CAs {
@@ -768,6 +897,7 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 		}
 		ms = append(ms, m)
 	}
+	p.resigned = map[string]bool{}
 	for _, m := range ms {
 		// The new entry first: kube components that load a certificate
 		// and key pair from these files take the first certificate.
@@ -778,28 +908,44 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 			return err
 		}
 		if m.target == RotateSA {
+			p.Warnings = append(p.Warnings, legacyTokens)
 			continue
 		}
-		leaves, err := r.leavesSignedBy(m.oldCert)
+		leaves, err := r.signedByOld(m)
 		if err != nil {
 			return err
 		}
 		for _, l := range leaves {
-			iss, err := m.newCA.reissue(l.cert, l.cert.PublicKey, r.Validity)
+			path := filepath.Join(r.Dir, filepath.FromSlash(l.rel))
+			switch {
+			case l.intermediate:
+				p.Warnings = append(p.Warnings, fmt.Sprintf("%s is an intermediate CA the old %s signed; it is not re-signed, and drop-old is refused until it is re-issued by the new one or removed",
+					path, m.label()))
+				continue
+			case l.link != "" && l.linkWalked:
+				continue // its target, a file of the tree, is re-signed itself
+			case l.link != "":
+				return fmt.Errorf("%s is a symbolic link to %s, outside %s, signed by the old %s; a rotation does not write through links: re-issue %s with the new CA by hand or make %s a regular file, then run reissue again",
+					path, l.link, filepath.Join(r.Dir, PKIDir), m.label(), l.link, path)
+			}
+			iss, err := m.newCA.resign(l.cert)
 			if err != nil {
 				return fmt.Errorf("re-sign %s: %w", l.rel, err)
 			}
-			p.Changes = append(p.Changes, Change{Path: l.rel, Why: "re-signed by the new " + m.label() + " (same key, subject, SANs and usages)",
-				data: iss.CertPEM, mode: fsutil.ModePublic})
+			p.Changes = append(p.Changes, Change{Path: l.rel, Why: "re-signed by the new " + m.label() + " (same key, subject, SANs, usages and validity)",
+				data: replaceCert(l.data, l.at, iss.CertPEM), mode: fsutil.ModePublic})
+			p.resigned[path] = true
 		}
 		if m.target == RotateCluster {
 			if err := r.planKubeconfigs(p, m, kubeconfigResign); err != nil {
 				return err
 			}
 		}
+		p.Warnings = append(p.Warnings, outsideTree(r.Dir, m))
 	}
 	st = cloneState(st)
 	st.Done = PhaseReissue
+	st.Reissued = r.now().UTC().Truncate(time.Second)
 	c, err := r.state(st, "reissue done")
 	if err != nil {
 		return err
@@ -808,18 +954,40 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 	return nil
 }
 
+// leaf is a certificate under pki/ that the old CA of a rotation signed.
 type leaf struct {
 	rel  string
 	cert *x509.Certificate
+	// data is the file; at is where its certificate's PEM block starts
+	// and ends in it.
+	data []byte
+	at   [2]int
+	// intermediate is set for a CA certificate.
+	intermediate bool
+	// link is the target when rel is a symbolic link; linkWalked is set
+	// when that target is itself a file the scan reads.
+	link       string
+	linkWalked bool
 }
 
-// leavesSignedBy lists the leaf certificates under DIR/pki (not
-// RotationDir) that ca signed.
-func (r *Rotator) leavesSignedBy(ca *x509.Certificate) ([]leaf, error) {
+// signedByOld lists the unexpired certificates under DIR/pki (not
+// RotationDir), in .crt and .pem files, that the old CA of m signed,
+// other than that CA itself. A file's first certificate is its own; what
+// follows it (a chain, or a key in a .pem) is kept when it is re-signed.
+func (r *Rotator) signedByOld(m *material) ([]leaf, error) {
 	var out []leaf
+	if m.oldCert == nil {
+		return nil, nil
+	}
+	now := r.now()
 	root := filepath.Join(r.Dir, PKIDir)
 	aside := filepath.Join(r.Dir, filepath.FromSlash(RotationDir))
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	realAside := filepath.Join(realRoot, filepath.FromSlash(strings.TrimPrefix(RotationDir, PKIDir+"/")))
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -829,46 +997,113 @@ func (r *Rotator) leavesSignedBy(ca *x509.Certificate) ([]leaf, error) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(path, ".crt") {
+		isPEM := strings.HasSuffix(path, ".pem")
+		if !isPEM && !strings.HasSuffix(path, ".crt") {
+			return nil
+		}
+		l := leaf{}
+		if d.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				return nil // a dangling link, or one to a directory
+			}
+			if l.link, err = filepath.EvalSymlinks(path); err != nil {
+				return err
+			}
+			inside, _ := filepath.Rel(realRoot, l.link)
+			l.linkWalked = filepath.IsLocal(inside) && !strings.HasPrefix(l.link, realAside+string(filepath.Separator)) &&
+				(strings.HasSuffix(l.link, ".crt") || strings.HasSuffix(l.link, ".pem"))
+		} else if !d.Type().IsRegular() {
 			return nil
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		cert, err := ParseCertPEM(path, data)
+		rel, _ := filepath.Rel(r.Dir, path)
+		cert, at, err := firstCert(rel, data)
 		if err != nil {
+			if isPEM {
+				return nil // a key or something else, not a certificate
+			}
 			return err
 		}
-		if cert.IsCA || !signedBy(cert, ca) {
+		if !signedBy(cert, m.oldCert) || Fingerprint(cert.Raw) == m.oldFP || expired(cert, now) {
 			return nil
 		}
-		rel, _ := filepath.Rel(r.Dir, path)
-		out = append(out, leaf{rel: filepath.ToSlash(rel), cert: cert})
+		l.rel, l.cert, l.data, l.at, l.intermediate = filepath.ToSlash(rel), cert, data, at, cert.IsCA
+		out = append(out, l)
 		return nil
 	})
 	return out, err
 }
 
+// firstCert parses the first CERTIFICATE block of data and says where
+// it starts and ends.
+func firstCert(name string, data []byte) (*x509.Certificate, [2]int, error) {
+	for off := 0; ; {
+		b, rest := pem.Decode(data[off:])
+		if b == nil {
+			return nil, [2]int{}, fmt.Errorf("%s: no PEM certificate found", name)
+		}
+		end := len(data) - len(rest)
+		if b.Type != "CERTIFICATE" {
+			off = end
+			continue
+		}
+		start := off + bytes.Index(data[off:end], []byte("-----BEGIN"))
+		cert, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, [2]int{}, fmt.Errorf("%s: corrupt certificate: %w", name, err)
+		}
+		return cert, [2]int{start, end}, nil
+	}
+}
+
+// replaceCert returns data with the PEM block at at replaced by certPEM.
+func replaceCert(data []byte, at [2]int, certPEM []byte) []byte {
+	out := slices.Clone(data[:at[0]])
+	out = append(out, certPEM...)
+	return append(out, data[at[1]:]...)
+}
+
 // planDropOld: every bundle keeps the new entry only, the aside copies
-// go, and the rotation is recorded as over.
+// go, and the rotation is recorded as over. It is refused while the tree
+// still holds an unexpired certificate the old CA signed, while the
+// signer key is not the new one, and, for sa, until MinTokenAge after
+// reissue (unless Force).
 func (r *Rotator) planDropOld(p *RotationPlan, st *RotationState) error {
 	for _, target := range p.CAs {
 		m, err := r.load(target, st, false)
 		if err != nil {
 			return err
 		}
-		if m.oldCert != nil {
-			// A reader must never be shown a certificate whose CA it no
-			// longer trusts.
-			leaves, err := r.leavesSignedBy(m.oldCert)
-			if err != nil {
+		if target == RotateSA && m.oldInBundle {
+			if err := r.tokenAge(p, st); err != nil {
 				return err
 			}
-			if len(leaves) > 0 {
-				return fmt.Errorf("%s is still signed by the old %s; run kubegate ca rotate --dir %s --phase reissue again",
-					filepath.Join(r.Dir, leaves[0].rel), target, r.Dir)
+			p.Warnings = append(p.Warnings, legacyTokens)
+		}
+		if err := r.checkSigner(m); err != nil {
+			return err
+		}
+		// A reader must never be shown a certificate whose CA it no
+		// longer trusts.
+		leaves, err := r.signedByOld(m)
+		if err != nil {
+			return err
+		}
+		if len(leaves) > 0 {
+			l := leaves[0]
+			path := filepath.Join(r.Dir, filepath.FromSlash(l.rel))
+			switch {
+			case l.intermediate:
+				return fmt.Errorf("%s is an intermediate CA the old %s signed; re-issue it with the new one, or remove it, before drop-old", path, m.label())
+			case l.link != "":
+				return fmt.Errorf("%s (a symbolic link to %s) is still signed by the old %s; re-issue it with the new one before drop-old", path, l.link, m.label())
 			}
+			return fmt.Errorf("%s is still signed by the old %s; run kubegate ca rotate --dir %s --phase reissue again",
+				path, m.label(), r.Dir)
 		}
 		if err := r.change(p, m.bundle, m.pemOf(m.new), fsutil.ModePublic, "the new "+m.label()+" only"); err != nil {
 			return err
@@ -877,6 +1112,9 @@ func (r *Rotator) planDropOld(p *RotationPlan, st *RotationState) error {
 			if err := r.planKubeconfigs(p, m, kubeconfigDrop); err != nil {
 				return err
 			}
+		}
+		if target != RotateSA && m.oldInBundle {
+			p.Warnings = append(p.Warnings, outsideTree(r.Dir, m))
 		}
 		for _, rel := range []string{m.asideKey, m.asideCert, m.asideOld} {
 			if _, err := os.Lstat(filepath.Join(r.Dir, filepath.FromSlash(rel))); err == nil {
@@ -894,6 +1132,58 @@ func (r *Rotator) planDropOld(p *RotationPlan, st *RotationState) error {
 		return err
 	}
 	p.Changes = append(p.Changes, c)
+	return nil
+}
+
+// tokenAge refuses drop-old of the service-account key until MinTokenAge
+// after reissue: projected tokens the old key signed are valid until
+// their kubelet refreshes them, at 80% of their lifetime.
+func (r *Rotator) tokenAge(p *RotationPlan, st *RotationState) error {
+	age := r.MinTokenAge
+	if age == 0 {
+		age = DefaultMinTokenAge
+	}
+	since := st.Reissued
+	if since.IsZero() {
+		since = st.Updated // written by reissue, which recorded no time of its own
+	}
+	allowed := since.Add(age)
+	if !r.now().Before(allowed) {
+		return nil
+	}
+	if !r.Force {
+		return fmt.Errorf("drop-old of the service-account key is refused until %s (%s after reissue), when every token the old key signed has been refreshed; --force drops it now and fails those tokens",
+			allowed.UTC().Format(time.RFC3339), age)
+	}
+	p.Warnings = append(p.Warnings, fmt.Sprintf("the old service-account key is dropped before %s (--min-token-age after reissue): tokens it signed that were not refreshed since are refused",
+		allowed.UTC().Format(time.RFC3339)))
+	return nil
+}
+
+// checkSigner makes sure the signer key (pki/ca.key, sa.key) is the new
+// one before the old entry leaves its bundle: otherwise what it signs
+// would verify against nothing.
+func (r *Rotator) checkSigner(m *material) error {
+	keyPEM, err := r.readFile(m.signer)
+	if err != nil {
+		return err
+	}
+	pub, _, err := publicDER(m.signer, keyPEM)
+	if err != nil {
+		return err
+	}
+	want := m.new
+	if m.target != RotateSA {
+		cert, err := x509.ParseCertificate(m.new)
+		if err != nil {
+			return err
+		}
+		want = cert.RawSubjectPublicKeyInfo
+	}
+	if !bytes.Equal(pub, want) {
+		return fmt.Errorf("%s is not the key of the new %s recorded in %s; put the new key (%s) back before drop-old",
+			filepath.Join(r.Dir, m.signer), m.label(), RotationStateFile, filepath.Join(r.Dir, m.asideKey))
+	}
 	return nil
 }
 

@@ -239,9 +239,11 @@ func snapshot(t *testing.T, dir string) map[string][]byte {
 	return files
 }
 
+// rotate runs one phase; drop-old of sa does not wait for tokens to be
+// refreshed (TestRotateDropOldOfSAWaitsForTokens_H6 checks the wait).
 func rotate(t *testing.T, dir string, cas []string, phase ca.Phase) *ca.RotationPlan {
 	t.Helper()
-	r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}}
+	r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, Force: true}
 	p, err := r.Plan(cas, phase)
 	if err != nil {
 		t.Fatalf("plan %s: %v", phase, err)
@@ -494,7 +496,7 @@ func TestRotateResumesAfterAStoppedPhase_H6(t *testing.T) {
 	t.Parallel()
 	base := rotationTree(t)
 	for _, phase := range ca.Phases {
-		p, err := (&ca.Rotator{Dir: base, Kubeconfigs: kubeconfig.Editor{}}).Plan(nil, phase)
+		p, err := (&ca.Rotator{Dir: base, Kubeconfigs: kubeconfig.Editor{}, Force: true}).Plan(nil, phase)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -507,7 +509,7 @@ func TestRotateResumesAfterAStoppedPhase_H6(t *testing.T) {
 		for n := 1; n <= writes; n++ {
 			dir := copyTree(t, base)
 			w := &failingWriter{n: n}
-			r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, WriteFile: w.write}
+			r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, WriteFile: w.write, Force: true}
 			p, err := r.Plan(nil, phase)
 			if err != nil {
 				t.Fatalf("%s: %v", phase, err)

@@ -140,3 +140,19 @@ func (Editor) Edit(data []byte, clusters, users map[string][]byte) ([]byte, erro
 	}
 	return clientcmd.Write(*cfg)
 }
+
+// CertificateFiles returns the client-certificate path of every user
+// that names one, as written.
+func (Editor) CertificateFiles(data []byte) (map[string]string, error) {
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, err
+	}
+	users := map[string]string{}
+	for name, u := range cfg.AuthInfos {
+		if u.ClientCertificate != "" {
+			users[name] = u.ClientCertificate
+		}
+	}
+	return users, nil
+}

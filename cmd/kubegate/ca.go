@@ -29,12 +29,13 @@ func newCACmd(s streams) *cobra.Command {
 const defaultReloadWait = 5 * time.Second
 
 type caRotateOptions struct {
-	dir, phase, validity string
-	cas                  []string
-	dryRun               bool
-	reloadWait           time.Duration
-	now                  func() time.Time
-	sleep                func(time.Duration)
+	dir, phase    string
+	cas           []string
+	dryRun, force bool
+	reloadWait    time.Duration
+	minTokenAge   time.Duration
+	now           func() time.Time
+	sleep         func(time.Duration)
 }
 
 func newCARotateCmd(s streams) *cobra.Command {
@@ -48,13 +49,18 @@ phases, each run by one invocation (without --phase, the next one runs):
   trust-both  mint the new CA and make every bundle (pki/ca.crt,
               pki/front-proxy-ca.crt, pki/sa.pub, the certificate-authority-data
               of DIR/*.conf) trust the old and the new one
-  reissue     the new CA signs from now on: re-sign every leaf and kubeconfig
-              client certificate the old CA signed (same key, subject, SANs and
-              usages); the new service-account key signs new tokens
-  drop-old    remove the old CA (and the old service-account key) from every bundle
+  reissue     the new CA signs from now on: re-sign every unexpired leaf under
+              pki/ and kubeconfig client certificate the old CA signed (same key,
+              subject, SANs, usages and validity); the new service-account key
+              signs new tokens
+  drop-old    remove the old CA (and the old service-account key) from every
+              bundle; refused while a certificate of DIR the old CA signed is
+              unexpired, and for the service-account key until --min-token-age
+              after reissue (unless --force)
 
 Each phase can be run again after it stopped midway, and running a finished phase
-again changes nothing. Progress is kept in DIR/pki/rotation.json.`,
+again changes nothing. Progress is kept in DIR/pki/rotation.json; a running
+phase holds the lock of DIR/pki/rotation.lock.`,
 		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return runCARotate(o, s)
@@ -65,7 +71,8 @@ again changes nothing. Progress is kept in DIR/pki/rotation.json.`,
 	fs.StringVar(&o.phase, "phase", "", "trust-both, reissue or drop-old (default: the next phase)")
 	fs.StringSliceVar(&o.cas, "ca", nil, "what to rotate: cluster, front-proxy, sa or all, repeatable (default: the rotation in progress, else all)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the files the phase would change; write nothing")
-	fs.StringVar(&o.validity, "validity", "", "lifetime of re-signed certificates, for example 365d (default 365d)")
+	fs.DurationVar(&o.minTokenAge, "min-token-age", ca.DefaultMinTokenAge, "least time between reissue and drop-old of the service-account key, for every token the old key signed to be refreshed")
+	fs.BoolVar(&o.force, "force", false, "drop the old service-account key before --min-token-age has passed")
 	fs.DurationVar(&o.reloadWait, "reload-wait", defaultReloadWait, "least time between two phases, for every reader to load the files the previous one wrote")
 	return cmd
 }
@@ -92,11 +99,19 @@ func runCARotate(o *caRotateOptions, s streams) error {
 	if o.reloadWait < 0 {
 		return fmt.Errorf("--reload-wait %s must not be negative", o.reloadWait)
 	}
-	validity, err := lifetime("validity", o.validity, ca.DefaultValidity, func(m string) { fmt.Fprintln(s.err, m) })
-	if err != nil {
-		return err
+	if o.minTokenAge <= 0 {
+		return fmt.Errorf("--min-token-age %s must be positive", o.minTokenAge)
 	}
-	r := &ca.Rotator{Dir: o.dir, Kubeconfigs: kubeconfig.Editor{}, Validity: validity, Now: o.now}
+	if !o.dryRun {
+		// Held from the plan to the last write, so that two runs cannot
+		// interleave.
+		unlock, err := ca.LockRotation(o.dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	r := &ca.Rotator{Dir: o.dir, Kubeconfigs: kubeconfig.Editor{}, MinTokenAge: o.minTokenAge, Force: o.force, Now: o.now}
 	plan, err := r.Plan(cas, phase)
 	if err != nil {
 		return err
@@ -120,6 +135,9 @@ func runCARotate(o *caRotateOptions, s streams) error {
 				return err
 			}
 		}
+	}
+	for _, w := range plan.Warnings {
+		fmt.Fprintf(s.err, "warning: %s\n", w)
 	}
 	if err := r.Apply(plan); err != nil {
 		return fmt.Errorf("%s stopped midway: %w; run it again to finish", plan.Phase, err)
@@ -152,6 +170,9 @@ func writeRotationPlan(w io.Writer, p *ca.RotationPlan) error {
 			action = "remove"
 		}
 		fmt.Fprintf(&b, "  %-7s %-40s %s\n", action, c.Path, c.Why)
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", w)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

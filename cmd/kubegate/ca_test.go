@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -74,11 +75,21 @@ func TestCARotateCommand_H6(t *testing.T) {
 		t.Errorf("trust-both again: code %d, stderr %q", code, errOut)
 	}
 	// The next phases, with no wait between them.
-	for _, phase := range []string{"reissue", "drop-old"} {
-		code, _, errOut = runCLI(t, "", "ca", "rotate", "--dir", dir, "--reload-wait", "0s")
-		if code != 0 || !strings.Contains(errOut, phase+" done for cluster, sa") {
-			t.Fatalf("%s: code %d, stderr %q", phase, code, errOut)
-		}
+	code, _, errOut = runCLI(t, "", "ca", "rotate", "--dir", dir, "--reload-wait", "0s")
+	if code != 0 || !strings.Contains(errOut, "reissue done for cluster, sa") ||
+		!strings.Contains(errOut, "warning: tokens stored in Secrets of type kubernetes.io/service-account-token are never refreshed") {
+		t.Fatalf("reissue: code %d, stderr %q", code, errOut)
+	}
+	// Right after reissue, the old service-account key still verifies
+	// tokens nobody refreshed yet: drop-old waits for them, or --force.
+	code, _, errOut = runCLI(t, "", "ca", "rotate", "--dir", dir, "--reload-wait", "0s")
+	if want := "drop-old of the service-account key is refused until "; code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 ||
+		!strings.Contains(errOut, want) || !strings.Contains(errOut, "(1h0m0s after reissue)") || !strings.Contains(errOut, "--force") {
+		t.Fatalf("drop-old right after reissue: code %d, stderr %q, want one line with %q", code, errOut, want)
+	}
+	code, _, errOut = runCLI(t, "", "ca", "rotate", "--dir", dir, "--reload-wait", "0s", "--force")
+	if code != 0 || !strings.Contains(errOut, "drop-old done for cluster, sa") || !strings.Contains(errOut, "warning: the old service-account key is dropped before") {
+		t.Fatalf("drop-old --force: code %d, stderr %q", code, errOut)
 	}
 	code, out, _ = runCLI(t, "", "pki", "check", "--dir", dir)
 	if code != 0 || strings.Contains(out, "warning") || !strings.Contains(out, "no problems") {
@@ -94,7 +105,7 @@ func TestCARotateWaitsForReaders_H6(t *testing.T) {
 	}
 	now := time.Now()
 	var slept time.Duration
-	o := &caRotateOptions{dir: dir, cas: []string{"sa"}, reloadWait: time.Minute, now: func() time.Time { return now.Add(slept) },
+	o := &caRotateOptions{dir: dir, cas: []string{"sa"}, reloadWait: time.Minute, minTokenAge: time.Hour, now: func() time.Time { return now.Add(slept) },
 		sleep: func(d time.Duration) { slept += d }}
 	var errOut strings.Builder
 	s := streams{out: &strings.Builder{}, err: &errOut}
@@ -113,5 +124,31 @@ func TestCARotateWaitsForReaders_H6(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "waiting") {
 		t.Errorf("stderr %q does not say it waits", errOut.String())
+	}
+}
+
+// TestCARotateTakesTheLock_H6: a phase does not run while another holds
+// pki/rotation.lock.
+func TestCARotateTakesTheLock_H6(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	if code, _, errOut := runCLI(t, "", "pki", "init", "--dir", dir); code != 0 {
+		t.Fatalf("pki init: %d %s", code, errOut)
+	}
+	unlock, err := ca.LockRotation(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "", "ca", "rotate", "--dir", dir)
+	want := filepath.Join(dir, "pki", "rotation.lock") + " is locked: another kubegate ca rotate is running on " + dir
+	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, want) {
+		t.Errorf("ca rotate while locked: code %d, stderr %q, want one line with %q", code, errOut, want)
+	}
+	if st, err := ca.ReadRotationState(dir); err != nil || st != nil {
+		t.Errorf("ca rotate while locked wrote a rotation state: %+v (%v)", st, err)
+	}
+	unlock()
+	if code, _, errOut := runCLI(t, "", "ca", "rotate", "--dir", dir); code != 0 || !strings.Contains(errOut, "trust-both done") {
+		t.Errorf("ca rotate once unlocked: code %d, stderr %q", code, errOut)
 	}
 }

@@ -278,7 +278,9 @@ func writeRotationNext(w io.Writer, dir string) error {
 	if _, err := fmt.Fprintf(w, "\n%s\n", ca.RotationStatus(dir, st)); err != nil {
 		return err
 	}
-	plan, err := (&ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}}).Plan(nil, "")
+	// A preview: drop-old is shown even before the service-account
+	// key's wait is over, with a warning saying so.
+	plan, err := (&ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, Force: true}).Plan(nil, "")
 	if err != nil {
 		return err
 	}
