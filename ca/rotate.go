@@ -96,7 +96,7 @@ func ParseRotateTargets(values []string) ([]string, error) {
 const (
 	RotationStateFile = PKIDir + "/rotation.json"
 	RotationDir       = PKIDir + "/rotation"
-	// RotationLockFile is locked by the phase that runs (LockRotation).
+	// RotationLockFile exists while a phase runs (LockRotation).
 	RotationLockFile = PKIDir + "/rotation.lock"
 )
 

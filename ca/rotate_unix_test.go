@@ -30,7 +30,7 @@ func TestLockRotation_H6(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ca.LockRotation(dir)
-	if want := filepath.Join(dir, "pki/rotation.lock") + " is locked: another kubegate ca rotate is running on " + dir; err == nil || !strings.Contains(err.Error(), want) {
+	if want := filepath.Join(dir, "pki/rotation.lock") + " exists: another kubegate ca rotate is running on " + dir; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("second lock: %v, want %q", err, want)
 	}
 	unlock()

@@ -140,7 +140,7 @@ func TestCARotateTakesTheLock_H6(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut := runCLI(t, "", "ca", "rotate", "--dir", dir)
-	want := filepath.Join(dir, "pki", "rotation.lock") + " is locked: another kubegate ca rotate is running on " + dir
+	want := filepath.Join(dir, "pki", "rotation.lock") + " exists: another kubegate ca rotate is running on " + dir
 	if code == 0 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 || !strings.Contains(errOut, want) {
 		t.Errorf("ca rotate while locked: code %d, stderr %q, want one line with %q", code, errOut, want)
 	}

@@ -1,5 +1,3 @@
-//go:build !unix
-
 package ca
 
 import (
@@ -13,8 +11,12 @@ import (
 	"github.com/kubegate/kubegate/internal/fsutil"
 )
 
-// LockRotation creates DIR/pki/rotation.lock, holding the process ID, and
-// fails naming it when it exists; unlock removes it.
+// LockRotation creates DIR/pki/rotation.lock, holding the process ID, for
+// a rotation phase to hold from its plan to its last write, so that two
+// runs cannot interleave their writes; unlock removes it. It fails at
+// once, naming the file, when the file exists. A run that was killed
+// leaves the file behind, to be removed by hand. With no DIR/pki there
+// is nothing to lock, and nothing to rotate: unlock is then a no-op.
 func LockRotation(dir string) (unlock func(), err error) {
 	path := filepath.Join(dir, filepath.FromSlash(RotationLockFile))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fsutil.ModeKey)
@@ -36,5 +38,3 @@ func LockRotation(dir string) (unlock func(), err error) {
 	}
 	return func() { os.Remove(path) }, nil
 }
-
-func fileOwner(fs.FileInfo) (uid, gid int, ok bool) { return 0, 0, false }
