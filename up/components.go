@@ -34,7 +34,8 @@ import (
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
 //
-// First it makes kubeadm init's node bindings (KubeadmNodeBindings) and,
+// First it makes the node bindings (NodeBindings: kubeadm init's, and
+// one for what kube's Node authorizer allows nodes) and,
 // with NodeBootstrap, the nodes' bootstrap token and kubeconfig (H.5).
 //
 // The components restart, as kube's would be restarted, when a kubeconfig

@@ -31,12 +31,16 @@ const BootstrapKubeconfig = "bootstrap-kubelet.conf"
 // kubeadm's default token TTL; each run makes a new one.
 const bootstrapTokenTTL = 24 * time.Hour
 
-// KubeadmNodeBindings are the ClusterRoleBindings kubeadm init makes so
-// that nodes can join with a bootstrap token and keep their client
-// certificates renewed (H.5): bootstrap tokens of NodeBootstrapGroup may
-// create CSRs and have node client requests auto-approved (nodeclient),
-// and nodes may have their renewals auto-approved (selfnodeclient).
-func KubeadmNodeBindings() []*rbacv1.ClusterRoleBinding {
+// NodeBindings are the ClusterRoleBindings up makes so that nodes can
+// join with a bootstrap token and keep their client certificates renewed
+// (H.5). The first three are kubeadm init's: bootstrap tokens of
+// NodeBootstrapGroup may create CSRs and have node client requests
+// auto-approved (nodeclient), and nodes may have their renewals
+// auto-approved (selfnodeclient). The fourth is kubegate's own: in kube
+// the Node authorizer lets every member of system:nodes create and watch
+// CSRs, and kubegate has no Node authorizer, so system:nodes is bound to
+// system:node-bootstrapper, which allows just that.
+func NodeBindings() []*rbacv1.ClusterRoleBinding {
 	binding := func(name, role, group string) *rbacv1.ClusterRoleBinding {
 		return &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
@@ -46,14 +50,15 @@ func KubeadmNodeBindings() []*rbacv1.ClusterRoleBinding {
 		binding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", NodeBootstrapGroup),
 		binding("kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", NodeBootstrapGroup),
 		binding("kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+		binding("kubegate:node-certificate-requests", "system:node-bootstrapper", "system:nodes"),
 	}
 }
 
-// ensureNodeBindings creates those of KubeadmNodeBindings that are
+// ensureNodeBindings creates those of NodeBindings that are
 // missing; one that exists, perhaps changed by an administrator, is left
 // as it is.
 func ensureNodeBindings(ctx context.Context, client kubernetes.Interface) error {
-	for _, b := range KubeadmNodeBindings() {
+	for _, b := range NodeBindings() {
 		_, err := client.RbacV1().ClusterRoleBindings().Create(ctx, b, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create clusterrolebinding %s: %w", b.Name, err)
@@ -89,7 +94,7 @@ func (c *Cluster) writeBootstrapKubeconfig(ctx context.Context, client kubernete
 	return kubeconfig.Write(filepath.Join(c.Dir, BootstrapKubeconfig), cfg, true)
 }
 
-// prepareNodes makes kubeadm's node bindings and, with NodeBootstrap, the
+// prepareNodes makes the node bindings and, with NodeBootstrap, the
 // nodes' bootstrap kubeconfig, retrying until the API answers.
 func (c *Cluster) prepareNodes(ctx context.Context) error {
 	client, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)

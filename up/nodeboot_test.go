@@ -16,16 +16,17 @@ import (
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
-// kubegate up makes kubeadm init's node bindings, and with NodeBootstrap
+// kubegate up makes kubeadm init's node bindings (and its own for CSRs
+// by nodes), and with NodeBootstrap
 // a bootstrap token in a 0600 bootstrap kubeconfig from which every
 // simulated node gets its client certificate through the CSR API before
 // it registers (docs/kubernetes-behaviour.md, H.5).
-func TestUpMakesKubeadmNodeBindingsAndBootstrapsNodes_H5(t *testing.T) {
+func TestUpMakesNodeBindingsAndBootstrapsNodes_H5(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cluster")
 	cs, _ := clusterWith(t, Options{Dir: dir, SecurePort: freePort(t), Nodes: 2, NodeBootstrap: true})
 	ctx := context.Background()
 
-	for _, want := range KubeadmNodeBindings() {
+	for _, want := range NodeBindings() {
 		testwait.For(t, 30*time.Second, "clusterrolebinding "+want.Name, func() (bool, string) {
 			got, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, want.Name, metav1.GetOptions{})
 			if err != nil {
