@@ -27,6 +27,11 @@
 // with grace period 0 and a UID precondition, at once: simulated
 // containers need no grace period.
 //
+// With Options.Bootstrap each node first gets its own client certificate
+// for system:node:NAME through the CSR API, starting from a bootstrap
+// token, and keeps it renewed, as a kubelet does
+// (docs/kubernetes-behaviour.md, H.5); see Bootstrap.
+//
 // The identity it runs as needs: nodes get, create, update; nodes/status
 // update; leases in kube-node-lease get, create, update; pods list, watch,
 // delete; pods/status update.
