@@ -27,6 +27,11 @@
 // with grace period 0 and a UID precondition, at once: simulated
 // containers need no grace period.
 //
+// With Options.Bootstrap each node first gets its own client certificate
+// for system:node:NAME through the CSR API, starting from a bootstrap
+// token, and keeps it renewed, as a kubelet does
+// (docs/kubernetes-behaviour.md, H.5); see Bootstrap.
+//
 // The identity it runs as needs: nodes get, create, update; nodes/status
 // update; leases in kube-node-lease get, create, update; pods list, watch,
 // delete; pods/status update.
@@ -34,6 +39,7 @@ package nodesim
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +49,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
 
@@ -123,6 +130,10 @@ type Options struct {
 	Clock Clock
 	// Logger receives status lines; nil means slog.Default().
 	Logger *slog.Logger
+	// Bootstrap, when set, makes each node get its own client
+	// certificate through the CSR API before it registers, and keep it
+	// renewed (H.5); nil means the nodes have no identity of their own.
+	Bootstrap *Bootstrap
 }
 
 // Clock is what the simulator needs of a clock: k8s.io/utils/clock's
@@ -219,6 +230,7 @@ type Simulator struct {
 	nodes  map[string]*node // by name; fixed after New
 	names  []string         // in order
 	pods   *podSync
+	creds  map[string]*credential // by node name, with Options.Bootstrap
 	// registered is closed once every node and lease is written.
 	registered chan struct{}
 }
@@ -239,6 +251,19 @@ func New(client kubernetes.Interface, opts Options) (*Simulator, error) {
 		s.nodes[n.name] = n
 		s.names = append(s.names, n.name)
 	}
+	if o.Bootstrap != nil {
+		if o.Bootstrap.Config == nil {
+			return nil, errors.New("nodesim: bootstrap: no bootstrap config")
+		}
+		s.creds = make(map[string]*credential, len(s.names))
+		for _, name := range s.names {
+			c, err := newCredential(o.Bootstrap, name)
+			if err != nil {
+				return nil, fmt.Errorf("nodesim: %w", err)
+			}
+			s.creds[name] = c
+		}
+	}
 	s.pods = newPodSync(s)
 	return s, nil
 }
@@ -250,6 +275,44 @@ func (s *Simulator) Registered() <-chan struct{} { return s.registered }
 // NodeNames returns the names of the simulated nodes, in order.
 func (s *Simulator) NodeNames() []string { return append([]string(nil), s.names...) }
 
+// NodeConfig returns a client config that authenticates as node name
+// with its current client certificate, or nil without Options.Bootstrap
+// or for a name that is not a simulated node.
+func (s *Simulator) NodeConfig(name string) *rest.Config {
+	c, ok := s.creds[name]
+	if !ok {
+		return nil
+	}
+	return rest.CopyConfig(c.config)
+}
+
+// NodeCertificate returns node name's current client certificate, or nil
+// if it has none (yet).
+func (s *Simulator) NodeCertificate(name string) *tls.Certificate {
+	c, ok := s.creds[name]
+	if !ok {
+		return nil
+	}
+	return c.mgr.Current()
+}
+
+// bootstrap starts every node's certificate manager and waits until each
+// has its certificate.
+func (s *Simulator) bootstrap(ctx context.Context) error {
+	for _, name := range s.names {
+		s.creds[name].start(ctx)
+	}
+	for _, name := range s.names {
+		c := s.creds[name]
+		if err := c.waitForCertificate(ctx); err != nil {
+			return err
+		}
+		leaf := c.mgr.Current().Leaf
+		s.log.Info("node client certificate issued", "node", name, "serial", leaf.SerialNumber.String(), "notAfter", leaf.NotAfter)
+	}
+	return nil
+}
+
 // Run registers the nodes and their leases, then heartbeats them and
 // drives the pods bound to them until ctx is done. It returns an error if
 // registration fails, and nil once ctx is done. Call it once.
@@ -260,6 +323,11 @@ func (s *Simulator) Run(ctx context.Context) error {
 	defer leaseTick.Stop()
 	statusTick := s.clock.NewTicker(s.opts.StatusInterval)
 	defer statusTick.Stop()
+	if s.creds != nil {
+		if err := s.bootstrap(ctx); err != nil {
+			return nil // ctx is done
+		}
+	}
 	if err := s.register(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil

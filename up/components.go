@@ -34,6 +34,10 @@ import (
 // API server gives each node it registers (TaintNodesByCondition) once the
 // node reports Ready.
 //
+// First it makes the node bindings (NodeBindings: kubeadm init's, and
+// one for what kube's Node authorizer allows nodes) and,
+// with NodeBootstrap, the nodes' bootstrap token and kubeconfig (H.5).
+//
 // The components restart, as kube's would be restarted, when a kubeconfig
 // they were built from changes: a CA rotation (H.6) rewrites its CA data
 // and client certificate, which client-go reads only at start.
@@ -41,6 +45,9 @@ func (c *Cluster) runComponents(ctx context.Context, logger *slog.Logger) error 
 	files := []string{filepath.Join(c.Dir, "controller-manager.conf")}
 	if c.Nodes > 0 {
 		files = append(files, filepath.Join(c.Dir, "scheduler.conf"), filepath.Join(c.Dir, "admin.conf"))
+	}
+	if err := c.prepareNodes(ctx); err != nil {
+		return err
 	}
 	t := time.NewTicker(componentsReloadInterval)
 	defer t.Stop()
@@ -100,7 +107,8 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		// --cluster-signing-key-file point it at.
 		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, UseServiceAccountCredentials: true,
 			Logger:          logger.With("component", "controllers"),
-			SigningCertFile: filepath.Join(c.Dir, "pki", "ca.crt"), SigningKeyFile: filepath.Join(c.Dir, "pki", "ca.key")})
+			SigningCertFile: filepath.Join(c.Dir, "pki", "ca.crt"), SigningKeyFile: filepath.Join(c.Dir, "pki", "ca.key"),
+			SigningDuration: c.SigningDuration})
 	}
 	runs := []func(context.Context) error{runControllers}
 	if c.Nodes > 0 {
@@ -128,8 +136,19 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		if err != nil {
 			return err
 		}
-		sim, err := nodesim.New(nodeClient, nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay,
-			Logger: logger.With("component", "nodes")})
+		so := nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay, Logger: logger.With("component", "nodes")}
+		if c.NodeBootstrap {
+			// Each node's own identity, system:node:NAME, serves its
+			// certificate requests; its node, lease and pod writes still
+			// go through nodeClient, as kubegate has no node authorizer
+			// to confine a node to its own objects (H.5).
+			cfg, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, BootstrapKubeconfig), -1, 0)
+			if err != nil {
+				return err
+			}
+			so.Bootstrap = &nodesim.Bootstrap{Config: cfg}
+		}
+		sim, err := nodesim.New(nodeClient, so)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
@@ -46,6 +47,16 @@ type Options struct {
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
 	// the scheduler; 0 means neither runs (the controllers always do).
 	Nodes int
+	// NodeBootstrap makes the simulated nodes start as kubelets joining
+	// with a bootstrap token do (H.5): up creates a bootstrap token each
+	// run and writes DIR/bootstrap-kubelet.conf with it, and each node
+	// gets its client certificate through the CSR API, auto-approved and
+	// signed by the controllers, and renews it. Requires Nodes.
+	NodeBootstrap bool
+	// SigningDuration is the longest lifetime the CSR signer gives a
+	// certificate, kube-controller-manager's --cluster-signing-duration;
+	// zero means csrsigning.DefaultDuration.
+	SigningDuration time.Duration
 	// Controllers selects the controllers that run, with kube-controller-
 	// manager's --controllers syntax ("*", "NAME", "-NAME"); nil means
 	// all of them.
@@ -80,6 +91,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
 	case o.Nodes < 0:
 		return fmt.Errorf("--nodes %d is negative", o.Nodes)
+	case o.NodeBootstrap && o.Nodes == 0:
+		return errors.New("--node-bootstrap needs simulated nodes (--nodes N)")
+	case o.SigningDuration < 0:
+		return fmt.Errorf("--cluster-signing-duration %v is negative", o.SigningDuration)
 	case o.InitPKI == nil:
 		return errors.New("up: InitPKI is required")
 	}
@@ -96,6 +111,9 @@ type Cluster struct {
 	Server string
 	// Nodes is Options.Nodes.
 	Nodes int
+	// NodeBootstrap and SigningDuration are Options'.
+	NodeBootstrap   bool
+	SigningDuration time.Duration
 	// Controllers is Options.Controllers.
 	Controllers []string
 	APIServer   *server.Server
@@ -196,7 +214,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, Controllers: o.Controllers, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, Controllers: o.Controllers, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]

@@ -61,10 +61,18 @@ func cluster(t *testing.T, dir string, port int) (*kubernetes.Clientset, func() 
 // scheduler and the node lifecycle taint pass.
 func clusterWithNodes(t *testing.T, dir string, port, nodes int) (*kubernetes.Clientset, func() error) {
 	t.Helper()
+	return clusterWith(t, Options{Dir: dir, SecurePort: port, Nodes: nodes})
+}
+
+// clusterWith is cluster with the options o (InitPKI, Status and Logger
+// are set here).
+func clusterWith(t *testing.T, o Options) (*kubernetes.Clientset, func() error) {
+	t.Helper()
+	dir := o.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	var status strings.Builder
-	c, err := Start(ctx, Options{Dir: dir, SecurePort: port, Nodes: nodes, InitPKI: initPKI, Status: &status,
-		Logger: slog.New(slog.DiscardHandler)})
+	o.InitPKI, o.Status, o.Logger = initPKI, &status, slog.New(slog.DiscardHandler)
+	c, err := Start(ctx, o)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -196,7 +204,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"no dir", Options{SecurePort: 6443, InitPKI: noop}, "--dir is required"},
 		{"port zero", Options{Dir: "d", InitPKI: noop}, "--secure-port 0 is not a port number"},
 		{"negative nodes", Options{Dir: "d", SecurePort: 6443, Nodes: -1, InitPKI: noop}, "--nodes -1 is negative"},
+		{"node bootstrap without nodes", Options{Dir: "d", SecurePort: 6443, NodeBootstrap: true, InitPKI: noop}, "--node-bootstrap needs simulated nodes (--nodes N)"},
+		{"negative signing duration", Options{Dir: "d", SecurePort: 6443, SigningDuration: -time.Minute, InitPKI: noop}, "--cluster-signing-duration -1m0s is negative"},
 		{"ok", Options{Dir: "d", SecurePort: 6443, Nodes: 3, InitPKI: noop}, ""},
+		{"ok with node bootstrap", Options{Dir: "d", SecurePort: 6443, Nodes: 3, NodeBootstrap: true, SigningDuration: time.Hour, InitPKI: noop}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

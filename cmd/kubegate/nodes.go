@@ -12,11 +12,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
 )
 
 type nodesSimulateOptions struct {
 	kubeconfig, prefix, labels, taints string
+	bootstrapKubeconfig                string
 	cpu, memory, pods, storage         string
 	count                              int
 	runningDelay, heartbeat, status    time.Duration
@@ -26,6 +28,7 @@ type nodesSimulateOptions struct {
 
 func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of an identity that may write nodes, nodes/status, leases in kube-node-lease, pods/status and delete pods")
+	fs.StringVar(&o.bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig with a bootstrap token: each node first gets its own client certificate (system:node:NAME) through the CSR API with it, and renews it, as the kubelet's flag")
 	fs.IntVar(&o.count, "count", 0, fmt.Sprintf("number of nodes to simulate (1 to %d)", nodesim.MaxCount))
 	fs.StringVar(&o.prefix, "name-prefix", nodesim.DefaultPrefix, "node names are this prefix plus 1, 2, …")
 	fs.StringVar(&o.cpu, "cpu", nodesim.DefaultCPU.String(), "CPU capacity (and allocatable) of each node")
@@ -106,7 +109,9 @@ func newNodesSimulateCmd(s streams) *cobra.Command {
 capacity, labels and taints, renew their leases in kube-node-lease, and move
 every pod bound to them to Running after --running-delay, with a pod IP from
 the node's 10.244.x.0/24, Ready conditions and running container statuses.
-A deleted pod is reported terminated and removed. No container is run: a pod
+A deleted pod is reported terminated and removed. With --bootstrap-kubeconfig
+each node first gets its client certificate through the CSR API and keeps it
+renewed, as a kubelet joining with a bootstrap token does. No container is run: a pod
 whose command would exit stays Running until it is deleted.
 Runs until interrupted; the nodes stay registered.`,
 		Args: cobra.NoArgs,
@@ -123,6 +128,13 @@ func runNodesSimulate(ctx context.Context, o *nodesSimulateOptions, s streams) e
 	so, err := o.simOptions()
 	if err != nil {
 		return err
+	}
+	if o.bootstrapKubeconfig != "" {
+		cfg, err := kubeconfig.RESTConfig(o.bootstrapKubeconfig, -1, 0)
+		if err != nil {
+			return fmt.Errorf("--bootstrap-kubeconfig %s: %w", o.bootstrapKubeconfig, err)
+		}
+		so.Bootstrap = &nodesim.Bootstrap{Config: cfg}
 	}
 	client, err := simulatorClient(o.kubeconfig)
 	if err != nil {

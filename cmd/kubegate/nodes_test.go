@@ -35,6 +35,7 @@ func TestNodesSimulateRefusesBadFlags(t *testing.T) {
 		{"no count", []string{"--kubeconfig", kc}, "--count 0: want 1 to 32768 nodes"},
 		{"no kubeconfig", []string{"--count", "3"}, "--kubeconfig is required"},
 		{"missing kubeconfig", []string{"--count", "3", "--kubeconfig", kc}, "--kubeconfig " + kc},
+		{"missing bootstrap kubeconfig", []string{"--count", "3", "--kubeconfig", kc, "--bootstrap-kubeconfig", kc + ".boot"}, "--bootstrap-kubeconfig " + kc + ".boot"},
 		{"bad cpu", []string{"--count", "3", "--cpu", "four"}, `--cpu "four": not a quantity`},
 		{"zero memory", []string{"--count", "3", "--memory", "0"}, "--memory 0: must be positive"},
 		{"too many pods", []string{"--count", "3", "--pods", "300", "--kubeconfig", kc}, "pods 300: want 1 to 253"},

@@ -18,6 +18,8 @@ func TestUpAndAPIServerRefuseBadFlags(t *testing.T) {
 		{"up without a port", []string{"up", "--dir", dir, "--secure-port", "0"}, "--secure-port 0 is not a port number"},
 		{"up with negative nodes", []string{"up", "--dir", dir, "--nodes", "-2"}, "--nodes -2 is negative"},
 		{"up without a dir", []string{"up", "--dir", ""}, "--dir is required"},
+		{"up with node bootstrap but no nodes", []string{"up", "--dir", dir, "--node-bootstrap"}, "--node-bootstrap needs simulated nodes (--nodes N)"},
+		{"up with a negative signing duration", []string{"up", "--dir", dir, "--cluster-signing-duration", "-1h"}, "--cluster-signing-duration -1h0m0s is negative"},
 		{"apiserver without a store", []string{"apiserver", "--tls-cert-file", "c", "--tls-private-key-file", "k"}, "give exactly one of --data-dir and --etcd-servers"},
 		{"apiserver with a bad mode", []string{"apiserver", "--tls-cert-file", "c", "--tls-private-key-file", "k", "--data-dir", dir,
 			"--authorization-mode", "Node"}, `--authorization-mode "Node" is not one of RBAC, AlwaysAllow`},

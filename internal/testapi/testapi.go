@@ -11,6 +11,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
+	"encoding/pem"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -27,6 +29,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
+	authnx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/store"
 	"github.com/kubegate/kubegate/store/bolt"
@@ -46,6 +49,7 @@ type Option func(*options)
 type options struct {
 	noServiceAccounts, tokens bool
 	users                     map[string]authn.User
+	clientCA                  []byte
 	authorizer                authz.Authorizer
 }
 
@@ -56,6 +60,15 @@ type options struct {
 // that chain.
 func WithUsers(users map[string]authn.User, authorizer authz.Authorizer) Option {
 	return func(o *options) { o.users, o.authorizer = users, authorizer }
+}
+
+// WithClientCA serves over TLS and authenticates a request with a client
+// certificate that caPEM verifies as authn/x509 does (CN the user, O the
+// groups, and system:authenticated), as kubegate apiserver's
+// --client-ca-file does; a request without one is authenticated as
+// before. Server.Config trusts the server's certificate.
+func WithClientCA(caPEM []byte) Option {
+	return func(o *options) { o.clientCA = caPEM }
 }
 
 // WithoutDefaultServiceAccounts runs the server as kube-apiserver runs:
@@ -105,10 +118,22 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}
 		maps.Copy(creators, authapi.Creators(authapi.Config{Authorizer: authorizer}))
 	}
+	var certs *authnx509.Authenticator
+	if o.clientCA != nil {
+		if certs, err = authnx509.New(o.clientCA, authnx509.Options{CacheSize: -1}); err != nil {
+			st.Close()
+			t.Fatal(err)
+		}
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store:    st,
 		Creators: creators,
 		Authenticator: authn.RequestFunc(func(r *http.Request) (*authn.Response, bool, error) {
+			if certs != nil {
+				if resp, ok, err := certs.AuthenticateRequest(r); ok || err != nil {
+					return resp, ok, err
+				}
+			}
 			if token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 				if u, ok := o.users[token]; ok {
 					return &authn.Response{User: u}, true, nil
@@ -132,7 +157,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 		st.Close()
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	if o.clientCA != nil {
+		hs.EnableHTTP2 = true
+		hs.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
 	t.Cleanup(func() {
 		cancel()
 		hs.CloseClientConnections()
@@ -141,6 +173,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 		st.Close()
 	})
 	cfg := &rest.Config{Host: hs.URL, QPS: -1}
+	if o.clientCA != nil {
+		cfg.CAData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw})
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -156,8 +156,9 @@ func TestCertRequestThroughTheSigner_H3(t *testing.T) {
 	})
 }
 
-// TestNodeClientCertificateIsAutoApproved_H4: with kubeadm's bindings
-// (bootstrap tokens may create requests and nodeclient), a kubelet client
+// TestNodeClientCertificateIsAutoApproved_H4: with kubeadm's bindings,
+// which kubegate up makes (bootstrap tokens may create requests and
+// nodeclient), a kubelet client
 // request sent with a bootstrap token is approved by the approver of
 // kubegate up and signed without anyone running kubectl certificate
 // approve, and the certificate authenticates as the node.
@@ -166,10 +167,11 @@ func TestNodeClientCertificateIsAutoApproved_H4(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cluster")
 	c := startUp(t, dir, 0)
 	files := t.TempDir()
-	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "kubeadm:kubelet-bootstrap",
-		"--clusterrole=system:node-bootstrapper", "--group=system:bootstrappers:kubeadm:default-node-token"), "created")
-	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "kubeadm:node-autoapprove-bootstrap",
-		"--clusterrole=system:certificates.k8s.io:certificatesigningrequests:nodeclient", "--group=system:bootstrappers:kubeadm:default-node-token"), "created")
+	// kubegate up makes kubeadm init's bindings (H.5).
+	must(t, c.kubectl(t, nil, "get", "clusterrolebinding", "kubeadm:kubelet-bootstrap", "-o", "jsonpath={.roleRef.name} {.subjects[0].name}"),
+		"system:node-bootstrapper system:bootstrappers:kubeadm:default-node-token")
+	must(t, c.kubectl(t, nil, "get", "clusterrolebinding", "kubeadm:node-autoapprove-bootstrap", "-o", "jsonpath={.roleRef.name} {.subjects[0].name}"),
+		"system:certificates.k8s.io:certificatesigningrequests:nodeclient system:bootstrappers:kubeadm:default-node-token")
 	res := kubegate(t, "token", "create", "--bootstrap", "--kubeconfig", filepath.Join(dir, "admin.conf"),
 		"--groups", "system:bootstrappers:kubeadm:default-node-token")
 	if res.code != 0 {
