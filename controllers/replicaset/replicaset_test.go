@@ -457,6 +457,17 @@ func TestScaleDownPrefersCrowdedNodes_G2(t *testing.T) {
 	// Alone, the ready times would choose cur[1], ready more recently.
 	setReady(t, s.Client, cur[0], "crowded", time.Now().Add(-time.Hour))
 	setReady(t, s.Client, cur[1], "empty", time.Now().Add(-time.Minute))
+	// The controller ranks pods from its own cache: once both sets report
+	// their pods ready, the cache holds their nodes and ready times too.
+	for _, name := range []string{"fam-old", "fam-new"} {
+		testwait.For(t, wait, name+" reports 2 ready", func() (bool, string) {
+			rs, err := s.Client.AppsV1().ReplicaSets("default").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return rs.Status.ReadyReplicas == 2, fmt.Sprintf("%+v", rs.Status)
+		})
+	}
 	if _, err := s.Client.AppsV1().ReplicaSets("default").Patch(ctx, "fam-new", types.MergePatchType,
 		[]byte(`{"spec":{"replicas":1}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
