@@ -332,12 +332,7 @@ func (a *Authority) SignCSRAs(req *x509.CertificateRequest, leaf Leaf) (*Issued,
 	if !notAfter.After(notBefore) {
 		return nil, fmt.Errorf("lifetime %s to %s is empty", notBefore.Format(time.RFC3339), notAfter.Format(time.RFC3339))
 	}
-	serial, err := rand.Int(rand.Reader, serialLimit)
-	if err != nil {
-		return nil, fmt.Errorf("serial number: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
+	return issued(a.signWindow(&x509.Certificate{
 		RawSubject:            req.RawSubject,
 		DNSNames:              req.DNSNames,
 		IPAddresses:           req.IPAddresses,
@@ -349,16 +344,7 @@ func (a *Authority) SignCSRAs(req *x509.CertificateRequest, leaf Leaf) (*Issued,
 		SignatureAlgorithm:    a.sigAlg,
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.Cert, req.PublicKey, a.Key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
+	}, req.PublicKey))
 }
 
 // sign completes tmpl under profile p (usages, CA constraint, lifetime)
@@ -370,7 +356,35 @@ func (a *Authority) sign(tmpl *x509.Certificate, pub crypto.PublicKey, p *config
 	if validity == 0 && p != nil {
 		validity = p.Expiry
 	}
-	der, err := a.signDER(tmpl, pub, validity)
+	return issued(a.signDER(tmpl, pub, validity))
+}
+
+// signDER gives tmpl, whose usages are set, a lifetime of validity from
+// now (back-dated by Backdate) and signs it (signWindow).
+func (a *Authority) signDER(tmpl *x509.Certificate, pub crypto.PublicKey, validity time.Duration) ([]byte, error) {
+	now := a.now()
+	tmpl.NotBefore = now.Add(-Backdate).UTC().Truncate(time.Second)
+	tmpl.NotAfter = now.Add(validity).UTC().Truncate(time.Second)
+	return a.signWindow(tmpl, pub)
+}
+
+// signWindow gives tmpl, whose validity window is set, a random serial
+// and signs it for pub with the CA key, cutting NotAfter at the CA's
+// expiry: a leaf cannot verify after its CA expires.
+func (a *Authority) signWindow(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byte, error) {
+	serial, err := rand.Int(rand.Reader, serialLimit)
+	if err != nil {
+		return nil, fmt.Errorf("serial number: %w", err)
+	}
+	tmpl.SerialNumber = serial
+	if tmpl.NotAfter.After(a.Cert.NotAfter) {
+		tmpl.NotAfter = a.Cert.NotAfter
+	}
+	return x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
+}
+
+// issued is the Issued of a certificate signed as der, or err.
+func issued(der []byte, err error) (*Issued, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -381,29 +395,18 @@ func (a *Authority) sign(tmpl *x509.Certificate, pub crypto.PublicKey, p *config
 	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
 }
 
-// signDER gives tmpl, whose usages are set, a random serial and a
-// lifetime of validity from now (back-dated by Backdate, capped at the
-// CA's expiry) and signs it for pub with the CA key.
-func (a *Authority) signDER(tmpl *x509.Certificate, pub crypto.PublicKey, validity time.Duration) ([]byte, error) {
-	serial, err := rand.Int(rand.Reader, serialLimit)
-	if err != nil {
-		return nil, fmt.Errorf("serial number: %w", err)
+// identityOf is a template with the identity of old: its subject bytes,
+// SANs, key usages and EKUs.
+func identityOf(old *x509.Certificate) *x509.Certificate {
+	return &x509.Certificate{
+		RawSubject:     old.RawSubject,
+		DNSNames:       old.DNSNames,
+		IPAddresses:    old.IPAddresses,
+		EmailAddresses: old.EmailAddresses,
+		URIs:           old.URIs,
+		KeyUsage:       old.KeyUsage,
+		ExtKeyUsage:    old.ExtKeyUsage,
 	}
-	now := a.now()
-	tmpl.SerialNumber = serial
-	tmpl.NotBefore = now.Add(-Backdate).UTC().Truncate(time.Second)
-	tmpl.NotAfter = now.Add(validity).UTC().Truncate(time.Second)
-	return a.signWindow(tmpl, pub)
-}
-
-// signWindow signs tmpl, whose serial and validity window are set, for
-// pub with the CA key, cutting NotAfter at the CA's expiry: a leaf
-// cannot verify after its CA expires.
-func (a *Authority) signWindow(tmpl *x509.Certificate, pub crypto.PublicKey) ([]byte, error) {
-	if tmpl.NotAfter.After(a.Cert.NotAfter) {
-		tmpl.NotAfter = a.Cert.NotAfter
-	}
-	return x509.CreateCertificate(rand.Reader, tmpl, a.Cert, pub, a.Key)
 }
 
 // serialLimit bounds serial numbers to 128 random bits: unpredictable (so
@@ -420,16 +423,7 @@ func (a *Authority) reissue(old *x509.Certificate, pub crypto.PublicKey, validit
 	if validity == 0 {
 		validity = DefaultValidity
 	}
-	tmpl := &x509.Certificate{
-		RawSubject:     old.RawSubject,
-		DNSNames:       old.DNSNames,
-		IPAddresses:    old.IPAddresses,
-		EmailAddresses: old.EmailAddresses,
-		URIs:           old.URIs,
-		KeyUsage:       old.KeyUsage,
-		ExtKeyUsage:    old.ExtKeyUsage,
-	}
-	return a.sign(tmpl, pub, nil, validity)
+	return a.sign(identityOf(old), pub, nil, validity)
 }
 
 // resign signs, for a CA rotation, a certificate with the identity, key
@@ -441,34 +435,12 @@ func (a *Authority) resign(old *x509.Certificate) (*Issued, error) {
 	if err := ValidateSubject(old.Subject); err != nil {
 		return nil, err
 	}
-	serial, err := rand.Int(rand.Reader, serialLimit)
-	if err != nil {
-		return nil, fmt.Errorf("serial number: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:   serial,
-		RawSubject:     old.RawSubject,
-		DNSNames:       old.DNSNames,
-		IPAddresses:    old.IPAddresses,
-		EmailAddresses: old.EmailAddresses,
-		URIs:           old.URIs,
-		KeyUsage:       old.KeyUsage,
-		ExtKeyUsage:    old.ExtKeyUsage,
-		NotBefore:      old.NotBefore,
-		NotAfter:       old.NotAfter,
-	}
+	tmpl := identityOf(old)
+	tmpl.NotBefore, tmpl.NotAfter = old.NotBefore, old.NotAfter
 	if err := a.applyProfile(tmpl, nil); err != nil {
 		return nil, err
 	}
-	der, err := a.signWindow(tmpl, old.PublicKey)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &Issued{Cert: cert, CertPEM: EncodeCert(der)}, nil
+	return issued(a.signWindow(tmpl, old.PublicKey))
 }
 
 // SubjectString formats a DER subject in its encoded order, the way
