@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,18 +15,26 @@ import (
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
-// TestCARotationWithKubegateUp_H6 rotates the cluster CA, the front-proxy
-// CA and the service-account key of a running kubegate up, phase by phase.
-// Between phases kubectl with admin.conf and a service-account token keep
-// working; after reissue openssl verifies the new leaves against
-// pki/ca.crt and the gateway serves the re-signed certificate; after
-// drop-old a client certificate of the old CA, and a token of the old
-// key, are refused with 401.
-func TestCARotationWithKubegateUp_H6(t *testing.T) {
+// TestCARotationUnderLoadWithKubegateUp_H6 rotates the cluster CA, the
+// front-proxy CA and the service-account key of a running kubegate up,
+// phase by phase, while a load generator asks the gateway who it is as
+// three users: a client certificate (admin.conf), a static token and a
+// service-account token. Its clients take the files each phase rewrites
+// (bundles, re-signed certificates, a token of the new key) as a
+// redistributed kubeconfig would give them, and not one of their requests
+// may fail. Between phases kubectl keeps working; after reissue openssl
+// verifies the new leaves against pki/ca.crt and the gateway serves the
+// re-signed certificate; after drop-old a client certificate of the old
+// CA, and a token of the old key, are refused with 401.
+func TestCARotationUnderLoadWithKubegateUp_H6(t *testing.T) {
 	requireTool(t, "kubectl")
 	curl := requireTool(t, "curl")
 	openssl := requireTool(t, "openssl")
 	dir := filepath.Join(t.TempDir(), "cluster")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "tokens.csv"), []byte("load-static-3f9c2a7d81e4b6,load-static,load-static-uid\n"))
 	c := startUp(t, dir, 0)
 	pki := func(n string) string { return filepath.Join(dir, "pki", n) }
 	keep := t.TempDir()
@@ -67,15 +76,46 @@ func TestCARotationWithKubegateUp_H6(t *testing.T) {
 		must(t, c.kubectl(t, nil, "get", "namespace", "default", "-o", "name"), "namespace/default")
 		must(t, c.kubectl(t, nil, "auth", "whoami"), "kubernetes-admin")
 	}
+	var load *rotationLoad
 	rotate := func(phase string, flags ...string) {
 		t.Helper()
+		load.setPhase(phase)
 		res := kubegate(t, append([]string{"ca", "rotate", "--dir", dir}, flags...)...)
 		if res.code != 0 || !strings.Contains(res.stderr, phase+" done for cluster, front-proxy, sa") {
 			t.Fatalf("ca rotate (%s): %+v", phase, res)
 		}
 	}
 
+	// The load's token users trust pki/ca.crt and read their token from a
+	// file, as a pod's projected token is read.
+	saToken := filepath.Join(keep, "sa.token")
+	writeFile(t, saToken, []byte(oldToken))
+	tokenUser := func(name, tokenFile string) string {
+		conf := filepath.Join(keep, name+".conf")
+		writeFile(t, conf, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: kubegate, cluster: {server: %q, certificate-authority: %q}}]
+users: [{name: %s, user: {tokenFile: %q}}]
+contexts: [{name: kubegate, context: {cluster: kubegate, user: %s}}]
+current-context: kubegate
+`, c.server, pki("ca.crt"), name, tokenFile, name))
+		return conf
+	}
+	staticToken := filepath.Join(keep, "static.token")
+	writeFile(t, staticToken, []byte("load-static-3f9c2a7d81e4b6"))
+	staticConf, saConf := tokenUser("static-token", staticToken), tokenUser("sa-token", saToken)
+	load = startRotationLoad(t,
+		loadIdentity{name: "client-cert", kubeconfig: filepath.Join(dir, "admin.conf"), user: "kubernetes-admin",
+			files: []string{filepath.Join(dir, "admin.conf")}},
+		loadIdentity{name: "static-token", kubeconfig: staticConf, user: "load-static",
+			files: []string{staticConf, staticToken, pki("ca.crt")}},
+		loadIdentity{name: "sa-token", kubeconfig: saConf, user: "system:serviceaccount:default:default",
+			files: []string{saConf, saToken, pki("ca.crt")}},
+	)
+	load.waitCurrent(t, "the files before the rotation")
+
 	rotate("trust-both")
+	load.waitCurrent(t, "the bundles of trust-both")
 	adminWorks("after trust-both")
 	tokenWorks("the old token after trust-both", oldToken)
 	res := kubegate(t, "pki", "check", "--dir", dir)
@@ -104,6 +144,11 @@ func TestCARotationWithKubegateUp_H6(t *testing.T) {
 		return res.code == 0 && kid(t, newToken) != kid(t, oldToken), "kid " + kid(t, newToken)
 	})
 	tokenWorks("a new token after reissue", newToken)
+	// The load's service account gets the new token, as a kubelet
+	// refreshes a projected one; every user of the load takes its
+	// re-signed kubeconfig before the old CA and key go.
+	writeFile(t, saToken, []byte(newToken))
+	load.waitCurrent(t, "the re-signed certificates and a token of the new key")
 	cfg, err = clientcmd.LoadFromFile(filepath.Join(dir, "admin.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +176,7 @@ func TestCARotationWithKubegateUp_H6(t *testing.T) {
 	// The test does not wait --min-token-age for tokens to be refreshed:
 	// the old token is meant to be refused.
 	rotate("drop-old", "--force")
+	load.waitCurrent(t, "the bundles of drop-old")
 	testwait.For(t, 10*time.Second, "the old admin certificate refused", func() (bool, string) {
 		got := status()
 		return got == "401", "status " + got
@@ -158,6 +204,15 @@ func TestCARotationWithKubegateUp_H6(t *testing.T) {
 	})
 	if _, err := os.Stat(pki("rotation")); err == nil {
 		t.Error("pki/rotation is still there after drop-old")
+	}
+	load.setPhase("after the rotation")
+	load.waitCurrent(t, "the files after the rotation")
+	load.stop()
+	if requests, failures := load.report(t); failures != 0 {
+		t.Errorf("%d of %d requests of the load failed", failures, requests)
+	}
+	if least := load.perPhase(); least < 20 {
+		t.Errorf("an identity made only %d requests in one phase; the load did not run through the rotation", least)
 	}
 	res = kubegate(t, "pki", "check", "--dir", dir)
 	if res.code != 0 || strings.Contains(res.stdout, "warning") {
