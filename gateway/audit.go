@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"bufio"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"io"
+	"strings"
 	"sync"
 	"time"
 )
@@ -11,19 +14,22 @@ import (
 // auditEvent is one line of the audit log. It never holds a credential:
 // CredentialID is a fingerprint (a certificate's SHA-256, a token's JTI).
 type auditEvent struct {
-	Time           time.Time `json:"time"`
-	RequestID      string    `json:"requestID"`
-	User           string    `json:"user,omitempty"`
-	UID            string    `json:"uid,omitempty"`
-	Groups         []string  `json:"groups,omitempty"`
-	Authenticator  string    `json:"authenticator,omitempty"`
-	CredentialID   string    `json:"credentialID,omitempty"`
-	Method         string    `json:"method"`
-	Path           string    `json:"path"`
-	Status         int       `json:"status"`
-	UpstreamStatus int       `json:"upstreamStatus,omitempty"`
-	LatencySeconds float64   `json:"latencySeconds"`
-	Error          string    `json:"error,omitempty"`
+	Time          time.Time `json:"time"`
+	RequestID     string    `json:"requestID"`
+	User          string    `json:"user,omitempty"`
+	UID           string    `json:"uid,omitempty"`
+	Groups        []string  `json:"groups,omitempty"`
+	Authenticator string    `json:"authenticator,omitempty"`
+	CredentialID  string    `json:"credentialID,omitempty"`
+	// CertSerial is the serial number of an x509 user's certificate, in
+	// hexadecimal as openssl x509 -serial prints it.
+	CertSerial     string  `json:"certSerial,omitempty"`
+	Method         string  `json:"method"`
+	Path           string  `json:"path"`
+	Status         int     `json:"status"`
+	UpstreamStatus int     `json:"upstreamStatus,omitempty"`
+	LatencySeconds float64 `json:"latencySeconds"`
+	Error          string  `json:"error,omitempty"`
 
 	// ClientRequestID is the X-Request-Id the client sent, if any: the
 	// client's claim, never the request's identity, which is RequestID,
@@ -59,4 +65,14 @@ func (a *auditLog) flush() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.w.Flush()
+}
+
+// serialHex formats a certificate's serial number as openssl x509 -serial
+// does: upper-case hexadecimal, two digits per byte.
+func serialHex(c *x509.Certificate) string {
+	b := c.SerialNumber.Bytes()
+	if len(b) == 0 {
+		return "00"
+	}
+	return strings.ToUpper(hex.EncodeToString(b))
 }

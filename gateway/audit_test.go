@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bufio"
+	"crypto/x509"
 	"encoding/json"
+	"math/big"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,5 +64,54 @@ func testClientRequestIDIsNotTheAuditID(t *testing.T, proto string) {
 			t.Errorf("audit requestID %q clientRequestID %q, want one of the gateway's IDs %v and %q", ev.RequestID, ev.ClientRequestID, ids, claimed)
 		}
 		delete(ids, ev.RequestID)
+	}
+}
+
+func TestAuditLineNamesTheCertificateSerial(t *testing.T) {
+	forEachProtocol(t, testAuditLineNamesTheCertificateSerial)
+}
+
+// testAuditLineNamesTheCertificateSerial: the audit line of a request
+// authenticated by a client certificate holds that certificate's serial,
+// as openssl x509 -serial prints it, beside its SHA-256 credential ID; a
+// token's line holds none.
+func testAuditLineNamesTheCertificateSerial(t *testing.T, proto string) {
+	e := newEnv(t, envOptions{proto: proto})
+	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
+	e.do(t, e.client(alice), "GET", "/api/v1/pods", nil)
+	e.do(t, e.client(nil), "GET", "/api/v1/pods", http.Header{"Authorization": {"Bearer token-alice"}})
+
+	var events []auditEvent
+	testwait.For(t, 5*time.Second, "two audit lines", func() (bool, string) {
+		if err := e.gateway.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		events = events[:0]
+		sc := bufio.NewScanner(strings.NewReader(e.audit.String()))
+		for sc.Scan() {
+			var ev auditEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("audit line %q: %v", sc.Text(), err)
+			}
+			events = append(events, ev)
+		}
+		return len(events) == 2, "got:\n" + e.audit.String()
+	})
+	want := serialHex(alice.Cert)
+	if ev := events[0]; ev.User != "alice" || ev.Authenticator != "x509" || ev.CertSerial != want || !strings.HasPrefix(ev.CredentialID, "X509SHA256=") {
+		t.Errorf("the certificate's audit line: %+v, want alice by x509 with serial %s", ev, want)
+	}
+	if ev := events[1]; ev.User != "alice" || ev.Authenticator == "x509" || ev.CertSerial != "" {
+		t.Errorf("the token's audit line: %+v, want alice by token and no serial", ev)
+	}
+}
+
+// TestSerialHexIsOpenSSLs: two digits per byte, upper case, as openssl
+// x509 -serial prints a serial (a leading zero kept, zero as "00").
+func TestSerialHexIsOpenSSLs(t *testing.T) {
+	for serial, want := range map[int64]string{0: "00", 0xabc: "0ABC", 0x1234: "1234", 0x0f00000001: "0F00000001"} {
+		if got := serialHex(&x509.Certificate{SerialNumber: big.NewInt(serial)}); got != want {
+			t.Errorf("serial %#x: %q, want %q", serial, got, want)
+		}
 	}
 }

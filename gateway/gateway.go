@@ -243,6 +243,7 @@ type reqState struct {
 	upstreamStart  time.Time
 	err            error
 	refusal        *refusal // set when the request is answered, not forwarded
+	certSerial     string   // an x509 user's certificate serial, for the audit line only
 }
 
 type stateKey struct{}
@@ -351,6 +352,7 @@ func (g *Gateway) auditRequest(code int, method, path string, st *reqState) {
 		if ids := u.Extra[authn.CredentialIDKey]; len(ids) > 0 {
 			ev.CredentialID = ids[0]
 		}
+		ev.CertSerial = st.certSerial
 	}
 	if st.err != nil {
 		ev.Error = st.err.Error()

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	x509authn "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/authz"
 )
 
@@ -55,6 +56,9 @@ func (g *Gateway) admit(r *http.Request) *reqState {
 		return st
 	}
 	st.resp, st.target = resp, &resp.User
+	if g.audit != nil && resp.Authenticator == x509authn.Name && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		st.certSerial = serialHex(r.TLS.PeerCertificates[0])
+	}
 	if g.cfg.Identity == ImpersonateIdentity {
 		g.impersonate(r, st)
 	}

@@ -72,6 +72,9 @@ type Options struct {
 	// (JWT issuers, anonymous paths) that both the gateway and the API
 	// server take, as --authentication-config (A.8).
 	AuthenticationConfigFile string
+	// AuditLogPath is the gateway's --audit-log-path: one JSON line per
+	// request; "-" is standard output, "" none.
+	AuditLogPath string
 	// InitPKI writes the PKI and kubeconfigs into dir, with server as the
 	// kubeconfigs' API server URL, when DIR/pki does not exist. Required.
 	InitPKI func(dir, server string) error
@@ -203,6 +206,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	g.SAKeyFiles = []string{pki("sa.pub")}
 	g.AuthenticationConfigFile = o.AuthenticationConfigFile
+	g.AuditLogPath = o.AuditLogPath
 	g.EnableBootstrapTokenAuth = true
 	g.Upstream = api.URL()
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {

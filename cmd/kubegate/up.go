@@ -28,6 +28,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Controllers, "controllers", nil, "controllers to run, as kube-controller-manager's flag: \"*\" all (the default), \"NAME\" one more, \"-NAME\" one less")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
 	fs.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "service CIDR: Services' cluster IPs, and pki init's apiserver SAN (its first IP)")
+	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "the gateway writes one JSON line per request here (- for standard output): user, groups, authenticator, credential ID and, for client certificates, the serial")
 	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1) for the gateway and the API server: JWT issuers, anonymous paths; reloaded when it changes")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
 }

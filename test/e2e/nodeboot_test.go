@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -70,17 +72,19 @@ func (c *upCluster) nodeCSRs(t *testing.T) ([]nodeCSR, error) {
 // certificate approve, ends up Ready, and renews its certificate through
 // a request made as system:node:node-N: the API server could only have
 // taken that name from the node's certificate, since nothing else the
-// node holds names it. kubegate up keeps no audit log, so the requests'
-// requestors and the certificates issued are what show the x509
-// identity.
+// node holds names it. The gateway's audit log shows the same: each
+// node's renewal request authenticated by x509, with the serial of its
+// first certificate.
 //
 // --cluster-signing-duration 3m makes each certificate live eight minutes
 // (the signer back-dates five), so the nodes' 70–90% rule renews it
 // between about 40 seconds and two minutes after it is issued.
 func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 	requireTool(t, "kubectl")
+	openssl := requireTool(t, "openssl")
 	dir := filepath.Join(t.TempDir(), "cluster")
-	c := startUp(t, dir, 0, "--nodes", "3", "--node-bootstrap", "--cluster-signing-duration", "3m")
+	audit := filepath.Join(t.TempDir(), "audit.log")
+	c := startUp(t, dir, 0, "--nodes", "3", "--node-bootstrap", "--cluster-signing-duration", "3m", "--audit-log-path", audit)
 	nodes := []string{"node-1", "node-2", "node-3"}
 
 	testwait.For(t, 60*time.Second, "three Ready nodes", func() (bool, string) {
@@ -106,26 +110,29 @@ func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 	if err != nil || !caPool.AppendCertsFromPEM(caPEM) {
 		t.Fatalf("read the cluster CA: %v", err)
 	}
-	// issuedBy reports whether csrs hold an approved and issued kubelet
-	// client request by requestor for node, its certificate for
-	// system:node:NODE in system:nodes, from the cluster CA.
-	issuedBy := func(csrs []nodeCSR, requestor, node string) bool {
-		return slices.ContainsFunc(csrs, func(r nodeCSR) bool {
+	// issuedTo returns the certificate of an approved and issued kubelet
+	// client request in csrs by requestor for node, for system:node:NODE
+	// in system:nodes, from the cluster CA; nil if there is none.
+	issuedTo := func(csrs []nodeCSR, requestor, node string) *x509.Certificate {
+		for _, r := range csrs {
 			if r.requestor != requestor || r.cn != "system:node:"+node || r.signer != "kubernetes.io/kube-apiserver-client-kubelet" || !r.approved {
-				return false
+				continue
 			}
 			block, _ := pem.Decode(r.certificate)
 			if block == nil {
-				return false
+				continue
 			}
 			cert, err := x509.ParseCertificate(block.Bytes)
 			if err != nil || cert.Subject.CommonName != "system:node:"+node || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
-				return false
+				continue
 			}
-			_, err = cert.Verify(x509.VerifyOptions{Roots: caPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-			return err == nil
-		})
+			if _, err = cert.Verify(x509.VerifyOptions{Roots: caPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+				return cert
+			}
+		}
+		return nil
 	}
+	issuedBy := func(csrs []nodeCSR, requestor, node string) bool { return issuedTo(csrs, requestor, node) != nil }
 
 	t.Run("each node's first certificate was requested with the bootstrap token and auto-approved", func(t *testing.T) {
 		csrs, err := c.nodeCSRs(t)
@@ -164,7 +171,55 @@ func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 		})
 		must(t, c.kubectl(t, nil, "get", "nodes", "-o", `jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}`), "True True True")
 	})
+
+	// The renewal requests went with the first certificates: the
+	// gateway's audit log shows each node authenticated by x509 as
+	// system:node:NAME, with the serial and fingerprint of the
+	// certificate its bootstrap request got.
+	t.Run("the audit log shows each node by x509 with its certificate's serial", func(t *testing.T) {
+		csrs, err := c.nodeCSRs(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, node := range nodes {
+			cert := issuedTo(csrs, bootstrapUser, node)
+			if cert == nil {
+				t.Fatalf("no certificate issued for %s", node)
+			}
+			// The serial as openssl prints it.
+			certFile := filepath.Join(t.TempDir(), node+".crt")
+			writeFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
+			res := runCmd(t, nil, openssl, "x509", "-noout", "-serial", "-in", certFile)
+			serial, ok := strings.CutPrefix(strings.TrimSpace(res.stdout), "serial=")
+			if res.code != 0 || !ok {
+				t.Fatalf("openssl x509 -serial: %+v", res)
+			}
+			sum := sha256.Sum256(cert.Raw)
+			want := auditEntry{User: "system:node:" + node, Authenticator: "x509", CertSerial: serial, CredentialID: "X509SHA256=" + hex.EncodeToString(sum[:])}
+			testwait.For(t, 10*time.Second, "an audit line of "+node+"'s certificate "+serial, func() (bool, string) {
+				data, err := os.ReadFile(audit)
+				if err != nil {
+					return false, err.Error()
+				}
+				for line := range strings.SplitSeq(string(data), "\n") {
+					var got auditEntry
+					if json.Unmarshal([]byte(line), &got) == nil && got == want {
+						return true, ""
+					}
+				}
+				return false, fmt.Sprintf("no line %+v in %d bytes", want, len(data))
+			})
+		}
+	})
 	c.stop(t)
+}
+
+// auditEntry is what the node bootstrap test reads of an audit line.
+type auditEntry struct {
+	User          string `json:"user"`
+	Authenticator string `json:"authenticator"`
+	CertSerial    string `json:"certSerial"`
+	CredentialID  string `json:"credentialID"`
 }
 
 func (r nodeCSR) String() string {
