@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"strings"
@@ -43,22 +44,7 @@ func testClientRequestIDIsNotTheAuditID(t *testing.T, proto string) {
 		}
 	}
 
-	var events []auditEvent
-	testwait.For(t, 5*time.Second, "three audit lines", func() (bool, string) {
-		if err := e.gateway.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		events = events[:0]
-		sc := bufio.NewScanner(strings.NewReader(e.audit.String()))
-		for sc.Scan() {
-			var ev auditEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("audit line %q: %v", sc.Text(), err)
-			}
-			events = append(events, ev)
-		}
-		return len(events) == 3, "got:\n" + e.audit.String()
-	})
+	events := e.auditEvents(t, 3)
 	for _, ev := range events {
 		if !ids[ev.RequestID] || ev.ClientRequestID != claimed {
 			t.Errorf("audit requestID %q clientRequestID %q, want one of the gateway's IDs %v and %q", ev.RequestID, ev.ClientRequestID, ids, claimed)
@@ -81,22 +67,7 @@ func testAuditLineNamesTheCertificateSerial(t *testing.T, proto string) {
 	e.do(t, e.client(alice), "GET", "/api/v1/pods", nil)
 	e.do(t, e.client(nil), "GET", "/api/v1/pods", http.Header{"Authorization": {"Bearer token-alice"}})
 
-	var events []auditEvent
-	testwait.For(t, 5*time.Second, "two audit lines", func() (bool, string) {
-		if err := e.gateway.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		events = events[:0]
-		sc := bufio.NewScanner(strings.NewReader(e.audit.String()))
-		for sc.Scan() {
-			var ev auditEvent
-			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-				t.Fatalf("audit line %q: %v", sc.Text(), err)
-			}
-			events = append(events, ev)
-		}
-		return len(events) == 2, "got:\n" + e.audit.String()
-	})
+	events := e.auditEvents(t, 2)
 	want := serialHex(alice.Cert)
 	if ev := events[0]; ev.User != "alice" || ev.Authenticator != "x509" || ev.CertSerial != want || !strings.HasPrefix(ev.CredentialID, "X509SHA256=") {
 		t.Errorf("the certificate's audit line: %+v, want alice by x509 with serial %s", ev, want)
@@ -114,4 +85,27 @@ func TestSerialHexIsOpenSSLs(t *testing.T) {
 			t.Errorf("serial %#x: %q, want %q", serial, got, want)
 		}
 	}
+}
+
+// auditEvents waits until the gateway's audit log holds n lines and
+// returns them.
+func (e *env) auditEvents(t *testing.T, n int) []auditEvent {
+	t.Helper()
+	var events []auditEvent
+	testwait.For(t, 5*time.Second, fmt.Sprintf("%d audit lines", n), func() (bool, string) {
+		if err := e.gateway.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		events = events[:0]
+		sc := bufio.NewScanner(strings.NewReader(e.audit.String()))
+		for sc.Scan() {
+			var ev auditEvent
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Fatalf("audit line %q: %v", sc.Text(), err)
+			}
+			events = append(events, ev)
+		}
+		return len(events) == n, "got:\n" + e.audit.String()
+	})
+	return events
 }
