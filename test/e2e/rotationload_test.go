@@ -42,6 +42,7 @@ type rotationLoad struct {
 	counts   map[[2]string]*loadCount // by phase and identity
 	phases   []string                 // in order
 	failures map[string]int           // by phase, identity and error
+	reported bool
 }
 
 // loadIdentity is a user of the load: a kubeconfig, the files it names
@@ -61,6 +62,9 @@ type loadWorker struct {
 	loaded  atomic.Pointer[[sha256.Size]byte]
 	okSince atomic.Int64
 	ok      atomic.Int64 // right answers in all
+	// buildErr is why the client could not be built from the files as
+	// they are now, if it could not.
+	buildErr atomic.Pointer[error]
 }
 
 func startRotationLoad(t *testing.T, ids ...loadIdentity) *rotationLoad {
@@ -84,7 +88,12 @@ func startRotationLoad(t *testing.T, ids ...loadIdentity) *rotationLoad {
 			}()
 		}
 	}
-	t.Cleanup(l.stop)
+	t.Cleanup(func() {
+		l.stop()
+		if t.Failed() && !l.reported {
+			l.report(t)
+		}
+	})
 	return l
 }
 
@@ -113,7 +122,11 @@ func (l *rotationLoad) waitCurrent(t *testing.T, what string) {
 	testwait.For(t, 20*time.Second, "the load using "+what, func() (bool, string) {
 		for i, w := range l.workers {
 			if *w.loaded.Load() != digestFiles(w.id.files) || w.okSince.Load() < 10 || w.ok.Load()-from[i] < 10 {
-				return false, fmt.Sprintf("%s (new connections %v): %d right answers with its current files", w.id.name, w.newConn, w.okSince.Load())
+				seen := fmt.Sprintf("%s (new connections %v): %d right answers with its current files", w.id.name, w.newConn, w.okSince.Load())
+				if err := w.buildErr.Load(); err != nil {
+					seen += fmt.Sprintf("; the files as they are now give %v", *err)
+				}
+				return false, seen
 			}
 		}
 		return true, ""
@@ -126,6 +139,7 @@ func (l *rotationLoad) report(t *testing.T) (requests, failures int) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.reported = true
 	var names []string
 	for _, w := range l.workers {
 		if !slices.Contains(names, w.id.name) {
@@ -200,10 +214,12 @@ func (l *rotationLoad) run(ctx context.Context, w *loadWorker, c *loadClient) {
 			if digestFiles(w.id.files) != *w.loaded.Load() {
 				next, sum, err := w.client()
 				if err != nil {
-					// A file between two writes: try again soon.
+					// Kept for waitCurrent's message; tried again soon.
+					w.buildErr.Store(&err)
 					continue
 				}
-				c.http.CloseIdleConnections()
+				w.buildErr.Store(nil)
+				c.transport.CloseIdleConnections()
 				c = next
 				w.okSince.Store(0)
 				w.loaded.Store(&sum)
@@ -224,8 +240,9 @@ func (l *rotationLoad) run(ctx context.Context, w *loadWorker, c *loadClient) {
 
 // loadClient is a worker's client, built from its files.
 type loadClient struct {
-	http *http.Client
-	host string
+	http      *http.Client
+	transport *http.Transport // under client-go's wrappers, which cannot close its connections
+	host      string
 }
 
 // client builds the worker's HTTP client from its kubeconfig as client-go
@@ -240,16 +257,15 @@ func (w *loadWorker) client() (*loadClient, [sha256.Size]byte, error) {
 	if err != nil {
 		return nil, sum, err
 	}
-	rt, err := rest.HTTPWrappersForConfig(cfg, &http.Transport{
-		TLSClientConfig: tlsConfig, DisableKeepAlives: w.newConn, ForceAttemptHTTP2: true,
-	})
+	transport := &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: w.newConn, ForceAttemptHTTP2: true}
+	rt, err := rest.HTTPWrappersForConfig(cfg, transport)
 	if err != nil {
 		return nil, sum, err
 	}
 	if digestFiles(w.id.files) != sum {
 		return nil, sum, fmt.Errorf("%s changed while read", w.id.kubeconfig)
 	}
-	return &loadClient{http: &http.Client{Transport: rt, Timeout: 10 * time.Second}, host: cfg.Host}, sum, nil
+	return &loadClient{http: &http.Client{Transport: rt, Timeout: 10 * time.Second}, transport: transport, host: cfg.Host}, sum, nil
 }
 
 func (w *loadWorker) whoami(ctx context.Context, c *loadClient) error {
