@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegate/kubegate/authz"
 )
 
 func TestPatchTypes(t *testing.T) {
@@ -87,6 +89,46 @@ func TestServerSideApply(t *testing.T) {
 	forced, err := apply("other", map[string]string{"a": "2"}, true)
 	if err != nil || forced.Data["a"] != "2" {
 		t.Errorf("forced apply: data %v, err %v", forced.Data, err)
+	}
+}
+
+// TestApplyThatCreatesNeedsCreate: a server-side apply of an object that
+// does not exist creates it, and, as in kube-apiserver, only for a user
+// allowed to create it; patch alone is not enough. The authorizer here
+// refuses create only when the object is named, which an apply is and a
+// POST is not.
+func TestApplyThatCreatesNeedsCreate(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, func(c *Config) {
+		c.Authorizer = authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
+			if a.Verb == "create" && a.Resource == "configmaps" && a.Name != "" {
+				return authz.NoOpinion, "", nil
+			}
+			return authz.Allow, "", nil
+		})
+	})
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	cms := cs.CoreV1().ConfigMaps("default")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "existing"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(name string) error {
+		body, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name}, "data": map[string]string{"a": "1"}})
+		_, err := cms.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "kubectl"})
+		return err
+	}
+	if err := apply("existing"); err != nil {
+		t.Errorf("apply to an existing object with patch only: %v", err)
+	}
+	err := apply("new")
+	want := `configmaps "new" is forbidden: User "admin" cannot create resource "configmaps" in API group "" in the namespace "default"`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("apply that creates, with patch only: got %v, want 403 %q", err, want)
+	}
+	if _, err := cms.Get(ctx, "new", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused apply stored the object: get says %v", err)
 	}
 }
 
