@@ -96,7 +96,7 @@ func TestServerSideApply(t *testing.T) {
 // does not exist creates it, and, as in kube-apiserver, only for a user
 // allowed to create it; patch alone is not enough. The authorizer here
 // refuses create only when the object is named, which an apply is and a
-// POST is not.
+// POST is not (docs/kubernetes-behaviour.md B.8).
 func TestApplyThatCreatesNeedsCreate(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, func(c *Config) {

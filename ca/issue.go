@@ -312,12 +312,18 @@ type Leaf struct {
 	NotBefore, NotAfter time.Time
 }
 
-// SignCSRAs signs a parsed, signature-checked CSR that passes CheckCSR as
-// a leaf (CA:FALSE) with leaf's usages and lifetime, keeping the CSR's
-// subject byte for byte and its DNS, IP, email and URI SANs; no other
-// extension of the CSR is copied. It refuses to sign once the CA has
-// expired or when the lifetime ends before it begins.
+// SignCSRAs signs a parsed CSR whose signature verifies and that passes
+// CheckCSR as a leaf (CA:FALSE) with leaf's usages and lifetime, and with
+// the CSR's DNS, IP, email and URI SANs; no other extension of the CSR is
+// copied. The subject is encoded again from its parsed fields, as kube's
+// signer does: the certificate holds the names an approver was shown
+// (kubectl describe csr), and no other attribute, a UID among them. It
+// refuses to sign once the CA has expired or when the lifetime ends
+// before it begins.
 func (a *Authority) SignCSRAs(req *x509.CertificateRequest, leaf Leaf) (*Issued, error) {
+	if err := req.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("CSR signature: %w", err)
+	}
 	if err := CheckCSR(req); err != nil {
 		return nil, err
 	}
@@ -333,7 +339,7 @@ func (a *Authority) SignCSRAs(req *x509.CertificateRequest, leaf Leaf) (*Issued,
 		return nil, fmt.Errorf("lifetime %s to %s is empty", notBefore.Format(time.RFC3339), notAfter.Format(time.RFC3339))
 	}
 	return issued(a.signWindow(&x509.Certificate{
-		RawSubject:            req.RawSubject,
+		Subject:               req.Subject,
 		DNSNames:              req.DNSNames,
 		IPAddresses:           req.IPAddresses,
 		EmailAddresses:        req.EmailAddresses,

@@ -2,6 +2,7 @@ package ca
 
 import (
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"errors"
 	"fmt"
 
@@ -12,6 +13,22 @@ import (
 // identity header (X-Remote-User, X-Remote-Group) would not carry as
 // written.
 var ErrUnsafeName = errors.New("name would change in identity headers")
+
+// ErrHiddenSubject is wrapped by ValidateSubject's errors for a subject
+// that some readers would see differently from others.
+var ErrHiddenSubject = errors.New("subject reads differently in different parsers")
+
+// attributeName is the short name of a subject attribute type, with its
+// OID; or the OID alone.
+func attributeName(oid asn1.ObjectIdentifier) string {
+	switch {
+	case oid.Equal(oidCommonName):
+		return "CN (" + oid.String() + ")"
+	case oid.Equal(oidOrganization):
+		return "O (" + oid.String() + ")"
+	}
+	return oid.String()
+}
 
 // NameError is a CN or O value that ValidateName refuses.
 type NameError struct {
@@ -84,8 +101,23 @@ func subjectNames(n pkix.Name) []subjectName {
 
 // ValidateSubject applies ValidateName to every CN and O value of a
 // parsed subject (a CSR's or a certificate's) and returns the first
-// error, whose Kind is "CN" or "O".
+// error, whose Kind is "CN" or "O". Before that it refuses a subject that
+// readers would not all see alike (ErrHiddenSubject): an attribute whose
+// value is not a string type Go reads (a UniversalString or OCTET STRING
+// O, say, which Go leaves out of Organization while OpenSSL prints it),
+// or a second CN (Go and kube take the last, other readers the first).
 func ValidateSubject(n pkix.Name) error {
+	cns := 0
+	for _, atv := range n.Names {
+		if _, ok := atv.Value.(string); !ok {
+			return fmt.Errorf("%w: the %s attribute's value is not a string", ErrHiddenSubject, attributeName(atv.Type))
+		}
+		if atv.Type.Equal(oidCommonName) {
+			if cns++; cns > 1 {
+				return fmt.Errorf("%w: it holds more than one CN", ErrHiddenSubject)
+			}
+		}
+	}
 	for _, s := range subjectNames(n) {
 		if err := ValidateName(s.kind, s.value); err != nil {
 			return err

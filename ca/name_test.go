@@ -6,7 +6,9 @@ import (
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"errors"
+	"fmt"
 	"math/big"
+	"slices"
 	"testing"
 	"time"
 )
@@ -55,12 +57,16 @@ func TestValidateName(t *testing.T) {
 	}
 }
 
-// rawSubject encodes RDNs of (type, UTF8String value) pairs in order.
+// rawSubject encodes RDNs of (type, value) pairs in order: a string
+// value as a UTF8String, an asn1.RawValue as it is.
 func rawSubject(t testing.TB, attrs ...any) []byte {
 	t.Helper()
 	var seq pkix.RDNSequence
 	for i := 0; i < len(attrs); i += 2 {
-		v := asn1.RawValue{Tag: asn1.TagUTF8String, Bytes: []byte(attrs[i+1].(string))}
+		v, ok := attrs[i+1].(asn1.RawValue)
+		if !ok {
+			v = asn1.RawValue{Tag: asn1.TagUTF8String, Bytes: []byte(attrs[i+1].(string))}
+		}
 		seq = append(seq, pkix.RelativeDistinguishedNameSET{{Type: attrs[i].(asn1.ObjectIdentifier), Value: v}})
 	}
 	der, err := asn1.Marshal(seq)
@@ -83,7 +89,17 @@ func TestSignCSRRefusesUnsafeSubject(t *testing.T) {
 		{"leading space in O", rawSubject(t, oidOrganization, " system:masters", oidCommonName, "nakam"),
 			`O " system:masters": begins with whitespace (U+0020)`},
 		{"newline in a CN that a later CN hides", rawSubject(t, oidCommonName, "evil\nX-Remote-User: admin", oidCommonName, "nakam"),
-			`CN "evil\nX-Remote-User: admin": contains a control character (U+000A)`},
+			`subject reads differently in different parsers: it holds more than one CN`},
+		{"two CNs", rawSubject(t, oidCommonName, "kubernetes-admin", oidCommonName, "nakam"),
+			`subject reads differently in different parsers: it holds more than one CN`},
+		// Go leaves these O values out of Organization; OpenSSL prints
+		// them as O = system:masters.
+		{"an O that Go does not read: UniversalString", rawSubject(t, oidOrganization, "devs",
+			oidOrganization, asn1.RawValue{Tag: 28, Bytes: utf32("system:masters")}, oidCommonName, "nakam"),
+			`subject reads differently in different parsers: the O (2.5.4.10) attribute's value is not a string`},
+		{"an O that Go does not read: OCTET STRING", rawSubject(t, oidOrganization,
+			asn1.RawValue{Tag: asn1.TagOctetString, Bytes: []byte("system:masters")}, oidCommonName, "nakam"),
+			`subject reads differently in different parsers: the O (2.5.4.10) attribute's value is not a string`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,5 +153,61 @@ func TestCreateAuthorityRefusesUnsafeName(t *testing.T) {
 	want := `create CA ca: common name "kubernetes\n": contains a control character (U+000A)`
 	if _, _, err := CreateAuthority("ca", "kubernetes\n", ECDSAP256, 0); err == nil || err.Error() != want {
 		t.Errorf("CreateAuthority() = %v, want %s", err, want)
+	}
+}
+
+// utf32 encodes s as a UniversalString's contents: UCS-4, big-endian.
+func utf32(s string) []byte {
+	var b []byte
+	for _, r := range s {
+		b = append(b, byte(r>>24), byte(r>>16), byte(r>>8), byte(r))
+	}
+	return b
+}
+
+// TestSignCSRAsEncodesTheParsedSubject: the CSR signer's certificate holds
+// the subject an approver is shown, encoded again from the parsed CN and
+// O as kube's signer does. A UID attribute, which kubectl describe csr
+// does not show and which kube-apiserver and kubegate read as the user's
+// UID, is dropped; a subject that parsers read differently, or a request
+// whose signature does not verify, is refused.
+func TestSignCSRAsEncodesTheParsedSubject(t *testing.T) {
+	t.Parallel()
+	a := newTestCA(t, ECDSAP256)
+	now := time.Now()
+	leaf := Leaf{KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		NotBefore: now.Add(-time.Minute), NotAfter: now.Add(time.Hour)}
+	parse := func(subject []byte) *x509.CertificateRequest {
+		t.Helper()
+		req, err := ParseCSR("csr", makeCSR(t, subject, nil, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	uidOID := asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57683, 2}
+
+	iss, err := a.SignCSRAs(parse(rawSubject(t, oidOrganization, "devs", oidCommonName, "alice", uidOID, "victim-uid")), leaf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, atv := range iss.Cert.Subject.Names {
+		got = append(got, fmt.Sprintf("%s=%v", atv.Type, atv.Value))
+	}
+	if want := []string{"2.5.4.10=devs", "2.5.4.3=alice"}; !slices.Equal(got, want) {
+		t.Errorf("issued subject %v, want %v (no UID)", got, want)
+	}
+
+	hidden := parse(rawSubject(t, oidOrganization, asn1.RawValue{Tag: 28, Bytes: utf32("system:masters")}, oidCommonName, "alice"))
+	if iss, err := a.SignCSRAs(hidden, leaf); !errors.Is(err, ErrHiddenSubject) || iss != nil {
+		t.Errorf("a UniversalString O: SignCSRAs() = %v, %v; want ErrHiddenSubject", iss, err)
+	}
+
+	forged := parse(rawSubject(t, oidCommonName, "alice"))
+	forged.Signature = slices.Clone(forged.Signature)
+	forged.Signature[len(forged.Signature)-1] ^= 1
+	if iss, err := a.SignCSRAs(forged, leaf); err == nil || iss != nil {
+		t.Errorf("a CSR whose signature does not verify: SignCSRAs() = %v, %v; want an error", iss, err)
 	}
 }

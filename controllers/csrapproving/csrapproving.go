@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 )
@@ -116,7 +117,7 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 		return fmt.Errorf("certificate signing request %s: %w", name, err)
 	}
 	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName ||
-		csrsigning.CheckKubeletClient(req, csr.Spec.Usages) != nil {
+		csrsigning.CheckKubeletClient(req, csr.Spec.Usages) != nil || ca.CheckCSR(req) != nil {
 		return nil
 	}
 	var tried []string

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/pem"
 	"log/slog"
 	"testing"
@@ -76,11 +77,21 @@ func clientAs(t *testing.T, s *testapi.Server, token string) kubernetes.Interfac
 
 func create(t *testing.T, client kubernetes.Interface, name, signer, cn string, orgs []string, usages ...certificatesv1.KeyUsage) {
 	t.Helper()
+	subject, err := asn1.Marshal(pkix.Name{CommonName: cn, Organization: orgs}.ToRDNSequence())
+	if err != nil {
+		t.Fatal(err)
+	}
+	createRaw(t, client, name, signer, subject, usages...)
+}
+
+// createRaw creates a request whose subject is the DER subject.
+func createRaw(t *testing.T, client kubernetes.Interface, name, signer string, subject []byte, usages ...certificatesv1.KeyUsage) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: subject}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +106,8 @@ func create(t *testing.T, client kubernetes.Interface, name, signer, cn string, 
 // A kubelet client request from a requester allowed nodeclient
 // (bootstrap) or, for its own name, selfnodeclient (renewal) is approved
 // with reason AutoApproved and kube's message; one from a requester
-// allowed neither, one for another signer, and one that breaks the
-// kubelet client rules are left for a person (docs/kubernetes-behaviour.md
+// allowed neither, one for another signer, and those that break the
+// kubelet client rules or hide a subject attribute are left for a person (docs/kubernetes-behaviour.md
 // H.4).
 func TestNodeClientRequestsAreAutoApproved_H4(t *testing.T) {
 	s := testapi.Start(t, testapi.WithUsers(users, policy))
@@ -113,6 +124,21 @@ func TestNodeClientRequestsAreAutoApproved_H4(t *testing.T) {
 	create(t, bootstrap, "wrong-usages", kubelet, "system:node:n1", nodes, cli)
 	create(t, bootstrap, "wrong-org", kubelet, "system:node:n1", []string{"system:nodes", "system:masters"}, ds, cli)
 	create(t, node, "other-node", kubelet, "system:node:n9", nodes, ds, cli)
+	// An O of system:masters encoded as a UniversalString, which Go
+	// leaves out of Organization but OpenSSL reads (H.3).
+	var ucs4 []byte
+	for _, r := range "system:masters" {
+		ucs4 = append(ucs4, 0, 0, 0, byte(r))
+	}
+	hidden, err := asn1.Marshal(pkix.RDNSequence{
+		{{Type: asn1.ObjectIdentifier{2, 5, 4, 10}, Value: "system:nodes"}},
+		{{Type: asn1.ObjectIdentifier{2, 5, 4, 10}, Value: asn1.RawValue{Tag: 28, Bytes: ucs4}}},
+		{{Type: asn1.ObjectIdentifier{2, 5, 4, 3}, Value: "system:node:n1"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createRaw(t, bootstrap, "hidden-org", kubelet, hidden, ds, cli)
 	// Approved.
 	create(t, bootstrap, "bootstrap", kubelet, "system:node:n1", nodes, ds, cli)
 	create(t, node, "renewal", kubelet, "system:node:n2", nodes, ds, cli)
@@ -137,7 +163,7 @@ func TestNodeClientRequestsAreAutoApproved_H4(t *testing.T) {
 			t.Errorf("%s: conditions %+v, want one Approved AutoApproved %q", name, c, message)
 		}
 	}
-	for _, name := range []string{"not-allowed", "other-signer", "wrong-usages", "wrong-org", "other-node"} {
+	for _, name := range []string{"not-allowed", "other-signer", "wrong-usages", "wrong-org", "other-node", "hidden-org"} {
 		if c := get(name).Status.Conditions; len(c) != 0 {
 			t.Errorf("%s was decided: %+v; want it left for a person", name, c)
 		}

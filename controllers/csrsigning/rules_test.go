@@ -34,6 +34,12 @@ const (
 	kubeletServe  = certificatesv1.KubeletServingSignerName
 )
 
+// Subject attribute types.
+var (
+	oidCN = asn1.ObjectIdentifier{2, 5, 4, 3}
+	oidO  = asn1.ObjectIdentifier{2, 5, 4, 10}
+)
+
 // keys are made once: RSA key generation is slow.
 var (
 	p256Key, _  = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -52,6 +58,7 @@ type csrShape struct {
 	emails []string
 	uris   []string
 	isCA   bool
+	raw    pkix.RDNSequence // the subject as encoded, instead of cn and orgs
 }
 
 func makeRequest(t testing.TB, s csrShape) *x509.CertificateRequest {
@@ -62,6 +69,13 @@ func makeRequest(t testing.TB, s csrShape) *x509.CertificateRequest {
 	}
 	tmpl := &x509.CertificateRequest{Subject: pkix.Name{CommonName: s.cn, Organization: s.orgs},
 		DNSNames: s.dns, IPAddresses: s.ips, EmailAddresses: s.emails}
+	if s.raw != nil {
+		der, err := asn1.Marshal(s.raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmpl.RawSubject = der
+	}
 	for _, u := range s.uris {
 		parsed, err := url.Parse(u)
 		if err != nil {
@@ -139,6 +153,16 @@ func TestSignerRules_H3(t *testing.T) {
 			usages: []certificatesv1.KeyUsage{ds, cli}, wantFail: "Email subjectAltNames are not allowed"},
 		{name: "kubelet client, URI SAN", signer: kubeletClient, shape: with(node, func(s *csrShape) { s.uris = []string{"spiffe://cluster/n1"} }),
 			usages: []certificatesv1.KeyUsage{ds, cli}, wantFail: "URI subjectAltNames are not allowed"},
+		{name: "kubelet client, a system:masters O that Go does not read", signer: kubeletClient, shape: csrShape{raw: pkix.RDNSequence{
+			{{Type: oidO, Value: "system:nodes"}}, {{Type: oidO, Value: asn1.RawValue{Tag: asn1.TagOctetString, Bytes: []byte("system:masters")}}},
+			{{Type: oidCN, Value: "system:node:n1"}}}},
+			usages: []certificatesv1.KeyUsage{ds, cli}, wantFail: "the O (2.5.4.10) attribute's value is not a string"},
+		{name: "client, two CNs", signer: apiClient, shape: csrShape{raw: pkix.RDNSequence{
+			{{Type: oidCN, Value: "kubernetes-admin"}}, {{Type: oidCN, Value: "jane"}}}},
+			usages: []certificatesv1.KeyUsage{cli}, wantFail: "it holds more than one CN"},
+		{name: "client, a UID attribute (SignCSRAs leaves it out)", signer: apiClient, shape: csrShape{raw: pkix.RDNSequence{
+			{{Type: oidCN, Value: "jane"}}, {{Type: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57683, 2}, Value: "victim-uid"}}}},
+			usages: []certificatesv1.KeyUsage{cli}},
 		{name: "kubelet client, client auth only", signer: kubeletClient, shape: node, usages: []certificatesv1.KeyUsage{cli},
 			wantFail: "usages did not match [client auth digital signature key encipherment]"},
 		{name: "kubelet client, server auth too", signer: kubeletClient, shape: node, usages: []certificatesv1.KeyUsage{ds, cli, srv},
