@@ -155,8 +155,9 @@ func conditionIndices(csr *certificatesv1.CertificateSigningRequest, t certifica
 type csrOptions struct {
 	settingApproval    bool // the approval subresource
 	settingCertificate bool // the status subresource
-	// The rest tolerate stored data that newer rules refuse.
-	bothApprovedAndDenied, legacySigner, duplicateConditions, emptyConditionType,
+	// The rest tolerate stored data that newer rules refuse; a request
+	// both approved and denied is tolerated by approvedOrDenied instead.
+	legacySigner, duplicateConditions, emptyConditionType,
 	arbitraryCertificate, unknownUsages, duplicateUsages bool
 }
 
@@ -171,7 +172,6 @@ func csrValidationOptions(csr, old *certificatesv1.CertificateSigningRequest) cs
 		o.emptyConditionType = o.emptyConditionType || c.Type == ""
 		seen[c.Type] = true
 	}
-	o.bothApprovedAndDenied = seen[certificatesv1.CertificateApproved] && seen[certificatesv1.CertificateDenied]
 	o.arbitraryCertificate = bytes.Equal(csr.Status.Certificate, old.Status.Certificate) || checkCertificatePEM(old.Status.Certificate) != nil
 	usages := map[certificatesv1.KeyUsage]bool{}
 	for _, u := range old.Spec.Usages {
