@@ -43,6 +43,7 @@ var generatedKeys = map[string]string{
 	"deletionTimestamp":   phTime,
 	"time":                phTime, // managedFields
 	"lastTransitionTime":  phTime,
+	"lastUpdateTime":      phTime, // CSR and Deployment conditions
 	"lastProbeTime":       phTime,
 	"lastHeartbeatTime":   phTime,
 	"startTime":           phTime,
