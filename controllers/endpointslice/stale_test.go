@@ -49,6 +49,10 @@ func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
 	// The first slice the controller creates is deleted, and its delete
 	// event handled, before the controller hears the create succeeded.
 	var once sync.Once
+	// deleted is the first slice's name, sent once its delete event was
+	// handled: the test waits for it, or it could see that slice before
+	// the delete and end while the controller still waits.
+	deleted := make(chan string, 1)
 	cfg := rest.CopyConfig(s.Config)
 	cfg.ContentType, cfg.AcceptContentTypes = "application/json", "application/json"
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
@@ -64,6 +68,7 @@ func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
 			}
 			resp.Body = io.NopCloser(bytes.NewReader(body))
 			once.Do(func() {
+				defer close(deleted)
 				var created discoveryv1.EndpointSlice
 				if err := json.Unmarshal(body, &created); err != nil {
 					t.Errorf("decode the created slice: %v", err)
@@ -77,6 +82,7 @@ func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
 					select {
 					case name := <-deletes:
 						if name == created.Name {
+							deleted <- name
 							return
 						}
 					case <-time.After(30 * time.Second):
@@ -101,9 +107,19 @@ func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
 
 	createPod(t, admin, "p1", "", "10.1.0.1", true)
 	createService(t, admin, "web", map[string]string{"app": "web"}, "")
-	// Well within the time a stale wait would give up after.
-	testwait.For(t, 20*time.Second, "a slice of web", func() (bool, string) {
-		got := describe(slicesOf(t, admin, "web"))
-		return got == "10.1.0.1:true/true/false", got
+	var first string
+	select {
+	case first = <-deleted:
+	case <-time.After(40 * time.Second):
+		t.Fatal("the controller never created a slice")
+	}
+	if first == "" {
+		t.Fatal("the first slice's delete was not seen")
+	}
+	// Well within the time a stale wait would give up after: a new slice.
+	testwait.For(t, 20*time.Second, "a new slice of web", func() (bool, string) {
+		slices := slicesOf(t, admin, "web")
+		got := describe(slices)
+		return got == "10.1.0.1:true/true/false" && len(slices) == 1 && slices[0].Name != first, got
 	})
 }
