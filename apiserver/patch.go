@@ -154,13 +154,13 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	dry, err := q.dryRun()
+	if err != nil {
+		return nil, 0, err
+	}
 	// An apply that creates is a create: kube-apiserver authorizes the
 	// user for create as well as patch before it stores the object.
 	if err := q.authorizeAs("create"); err != nil {
-		return nil, 0, err
-	}
-	dry, err := q.dryRun()
-	if err != nil {
 		return nil, 0, err
 	}
 	cacc, _ := meta.Accessor(created)

@@ -146,6 +146,9 @@ func Check(dir string, embedded []Embedded, opt CheckOptions) (*Report, error) {
 		if f.Key != nil && !KeyMatches(f.Key, c.PublicKey) {
 			add(f.Name, "private key %s does not match the certificate", f.KeyFile)
 		}
+		if err := checkHiddenSubject(c.Subject); err != nil {
+			add(f.Name, "%v; cert renew and ca rotate refuse to sign it again: issue it anew, or move it out of the tree", err)
+		}
 		for _, n := range subjectNames(c.Subject) {
 			if err := ValidateName(n.kind, n.value); err != nil {
 				add(f.Name, "%v, so identity headers would not carry it as written", err)

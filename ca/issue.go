@@ -278,9 +278,10 @@ func (a *Authority) SignCSR(req *x509.CertificateRequest, profile string, validi
 	return a.sign(tmpl, req.PublicKey, p, validity)
 }
 
-// CheckCSR applies the rules every CSR kubegate signs must pass: each CN
-// and O value passes ValidateSubject, and the request does not ask for a
-// CA certificate (a basicConstraints extension with CA:TRUE).
+// CheckCSR applies the rules every CSR kubegate signs must pass: its
+// subject passes ValidateSubject (every parser reads it alike, and each
+// CN and O value is safe in identity headers), and the request does not
+// ask for a CA certificate (a basicConstraints extension with CA:TRUE).
 func CheckCSR(req *x509.CertificateRequest) error {
 	if err := ValidateSubject(req.Subject); err != nil {
 		return err

@@ -18,6 +18,23 @@ var ErrUnsafeName = errors.New("name would change in identity headers")
 // that some readers would see differently from others.
 var ErrHiddenSubject = errors.New("subject reads differently in different parsers")
 
+// checkHiddenSubject returns an ErrHiddenSubject error for a parsed
+// subject with a value that is not a string or with more than one CN.
+func checkHiddenSubject(n pkix.Name) error {
+	cns := 0
+	for _, atv := range n.Names {
+		if _, ok := atv.Value.(string); !ok {
+			return fmt.Errorf("%w: the %s attribute's value is not a string", ErrHiddenSubject, attributeName(atv.Type))
+		}
+		if atv.Type.Equal(oidCommonName) {
+			if cns++; cns > 1 {
+				return fmt.Errorf("%w: it holds more than one CN", ErrHiddenSubject)
+			}
+		}
+	}
+	return nil
+}
+
 // attributeName is the short name of a subject attribute type, with its
 // OID; or the OID alone.
 func attributeName(oid asn1.ObjectIdentifier) string {
@@ -107,16 +124,8 @@ func subjectNames(n pkix.Name) []subjectName {
 // O, say, which Go leaves out of Organization while OpenSSL prints it),
 // or a second CN (Go and kube take the last, other readers the first).
 func ValidateSubject(n pkix.Name) error {
-	cns := 0
-	for _, atv := range n.Names {
-		if _, ok := atv.Value.(string); !ok {
-			return fmt.Errorf("%w: the %s attribute's value is not a string", ErrHiddenSubject, attributeName(atv.Type))
-		}
-		if atv.Type.Equal(oidCommonName) {
-			if cns++; cns > 1 {
-				return fmt.Errorf("%w: it holds more than one CN", ErrHiddenSubject)
-			}
-		}
+	if err := checkHiddenSubject(n); err != nil {
+		return err
 	}
 	for _, s := range subjectNames(n) {
 		if err := ValidateName(s.kind, s.value); err != nil {

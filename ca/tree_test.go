@@ -198,6 +198,22 @@ func TestCheckBrokenTrees(t *testing.T) {
 				os.WriteFile(filepath.Join(p, "front-proxy-ca"+ext), data, 0o600)
 			}
 		}, "pki/front-proxy-ca.crt: front-proxy CA is the same as the client CA pki/ca.crt"},
+		{"a leaf with two CNs", nil, func(t *testing.T, dir string, _ []Embedded) {
+			a, err := LoadAuthority("ca", filepath.Join(dir, PKIDir, "ca.crt"), filepath.Join(dir, PKIDir, "ca.key"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, _, err := GenerateKey(ECDSAP256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			iss, err := issued(a.signWindow(&x509.Certificate{RawSubject: rawSubject(t, oidCommonName, "first", oidCommonName, "second"),
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, NotBefore: checkNow.AddDate(0, 0, -1), NotAfter: checkNow.AddDate(1, 0, 0)}, key.Public()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, PKIDir, "two-cns.crt"), iss.CertPEM, 0o600)
+		}, "pki/two-cns.crt: subject reads differently in different parsers: it holds more than one CN; cert renew and ca rotate refuse to sign it again: issue it anew, or move it out of the tree"},
 		{"expired", func(n string, o *testpki.Options) {
 			if n == "etcd/peer" {
 				o.NotAfter = checkNow.AddDate(0, 0, -1)

@@ -68,11 +68,19 @@ func (a *auditLog) flush() error {
 }
 
 // serialHex formats a certificate's serial number as openssl x509 -serial
-// does: upper-case hexadecimal, two digits per byte.
+// does: upper-case hexadecimal, two digits per byte, a minus sign before a
+// negative one.
 func serialHex(c *x509.Certificate) string {
+	if c.SerialNumber == nil {
+		return ""
+	}
 	b := c.SerialNumber.Bytes()
 	if len(b) == 0 {
 		return "00"
 	}
-	return strings.ToUpper(hex.EncodeToString(b))
+	s := strings.ToUpper(hex.EncodeToString(b))
+	if c.SerialNumber.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
 }

@@ -160,7 +160,7 @@ func TestSignerRules_H3(t *testing.T) {
 		{name: "client, two CNs", signer: apiClient, shape: csrShape{raw: pkix.RDNSequence{
 			{{Type: oidCN, Value: "kubernetes-admin"}}, {{Type: oidCN, Value: "jane"}}}},
 			usages: []certificatesv1.KeyUsage{cli}, wantFail: "it holds more than one CN"},
-		{name: "client, a UID attribute (SignCSRAs leaves it out)", signer: apiClient, shape: csrShape{raw: pkix.RDNSequence{
+		{name: "client, a UID attribute passes the rules", signer: apiClient, shape: csrShape{raw: pkix.RDNSequence{
 			{{Type: oidCN, Value: "jane"}}, {{Type: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57683, 2}, Value: "victim-uid"}}}},
 			usages: []certificatesv1.KeyUsage{cli}},
 		{name: "kubelet client, client auth only", signer: kubeletClient, shape: node, usages: []certificatesv1.KeyUsage{cli},

@@ -173,9 +173,9 @@ func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 	})
 
 	// The renewal requests went with the first certificates: the
-	// gateway's audit log shows each node authenticated by x509 as
-	// system:node:NAME, with the serial and fingerprint of the
-	// certificate its bootstrap request got.
+	// gateway's audit log shows each node's POST of its renewal request
+	// authenticated by x509 as system:node:NAME, with the serial and
+	// fingerprint of the certificate its bootstrap request got.
 	t.Run("the audit log shows each node by x509 with its certificate's serial", func(t *testing.T) {
 		csrs, err := c.nodeCSRs(t)
 		if err != nil {
@@ -195,7 +195,7 @@ func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 				t.Fatalf("openssl x509 -serial: %+v", res)
 			}
 			sum := sha256.Sum256(cert.Raw)
-			want := auditEntry{User: "system:node:" + node, Authenticator: "x509", CertSerial: serial, CredentialID: "X509SHA256=" + hex.EncodeToString(sum[:])}
+			want := auditEntry{Method: "POST", Path: "/apis/certificates.k8s.io/v1/certificatesigningrequests", User: "system:node:" + node, Authenticator: "x509", CertSerial: serial, CredentialID: "X509SHA256=" + hex.EncodeToString(sum[:])}
 			testwait.For(t, 10*time.Second, "an audit line of "+node+"'s certificate "+serial, func() (bool, string) {
 				data, err := os.ReadFile(audit)
 				if err != nil {
@@ -216,6 +216,8 @@ func TestNodesBootstrapTheirCertificates_H5(t *testing.T) {
 
 // auditEntry is what the node bootstrap test reads of an audit line.
 type auditEntry struct {
+	Method        string `json:"method"`
+	Path          string `json:"path"`
 	User          string `json:"user"`
 	Authenticator string `json:"authenticator"`
 	CertSerial    string `json:"certSerial"`

@@ -72,6 +72,12 @@ func startRotationLoad(t *testing.T, ids ...loadIdentity) *rotationLoad {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &rotationLoad{cancel: cancel, counts: map[[2]string]*loadCount{}, failures: map[string]int{}}
 	l.setPhase("before the rotation")
+	t.Cleanup(func() {
+		l.stop()
+		if t.Failed() && !l.reported {
+			l.report(t)
+		}
+	})
 	for _, id := range ids {
 		for _, newConn := range []bool{false, true} {
 			w := &loadWorker{id: id, newConn: newConn}
@@ -88,12 +94,6 @@ func startRotationLoad(t *testing.T, ids ...loadIdentity) *rotationLoad {
 			}()
 		}
 	}
-	t.Cleanup(func() {
-		l.stop()
-		if t.Failed() && !l.reported {
-			l.report(t)
-		}
-	})
 	return l
 }
 
