@@ -351,13 +351,26 @@ func (cc *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return 0, changed, nil
 	case apierrors.IsAlreadyExists(err):
-		// Made by someone who has updated the status.
-		return next, changed, nil
+		// The Job of this time exists. Made by another actor, it is left
+		// to that actor's status update. Made by this controller, whose
+		// status update was then lost (a conflict with a stale cache), it
+		// goes back into the active list with the schedule time, as
+		// kube-controller-manager does: else, once it finished and went
+		// by the history limit, the same time would run again (G.7).
+		existing, err := cc.client.BatchV1().Jobs(cj.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, changed, err
+		}
+		if !metav1.IsControlledBy(existing, cj) || inActive(cj, existing.UID) {
+			return next, changed, nil
+		}
+		created = existing
 	case err != nil:
 		cc.recorder.Eventf(cj, corev1.EventTypeWarning, "FailedCreate", "Error creating job: %v", err)
 		return 0, changed, err
+	default:
+		cc.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
 	}
-	cc.recorder.Eventf(cj, corev1.EventTypeNormal, "SuccessfulCreate", "Created job %v", created.Name)
 	cj.Status.Active = append(cj.Status.Active, corev1.ObjectReference{Kind: "Job", Namespace: created.Namespace, Name: created.Name,
 		UID: created.UID, APIVersion: "batch/v1", ResourceVersion: created.ResourceVersion})
 	cj.Status.LastScheduleTime = &metav1.Time{Time: *scheduled}

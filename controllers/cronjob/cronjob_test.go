@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	testingclock "k8s.io/utils/clock/testing"
@@ -314,4 +315,34 @@ func TestHistoryLimits_G7(t *testing.T) {
 		waitJobs(t, c, cj, want...)
 		clk.Step(time.Minute)
 	}
+}
+
+// TestOwnJobOfTheTimeGoesBackIntoActive_G7: the Job of a due time that
+// exists already, controlled by the CronJob but missing from its active
+// list (the status update after its creation was lost), goes back into
+// the list with the schedule time, as kube-controller-manager does. It is
+// not made again, and the time does not run twice.
+func TestOwnJobOfTheTimeGoesBackIntoActive_G7(t *testing.T) {
+	t.Parallel()
+	c, clk := start(t)
+	ctx := context.Background()
+	cj := newCronJob("lost", "* * * * *", batchv1.AllowConcurrent)
+	cj.Spec.Suspend = ptr.To(true)
+	cj = create(t, c, cj)
+	due := clk.Now().Truncate(time.Minute)
+	name := minuteName("lost", due)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: cj.Spec.JobTemplate.Labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cj, batchv1.SchemeGroupVersion.WithKind("CronJob"))}},
+		Spec: cj.Spec.JobTemplate.Spec}
+	if _, err := c.BatchV1().Jobs("default").Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.BatchV1().CronJobs("default").Patch(ctx, cj.Name, types.MergePatchType, []byte(`{"spec":{"suspend":false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := active(t, c, cj, name)
+	if lst := got.Status.LastScheduleTime; lst == nil || !lst.Time.Equal(due) {
+		t.Errorf("lastScheduleTime %v, want %v", lst, due)
+	}
+	waitJobs(t, c, cj, name)
 }
