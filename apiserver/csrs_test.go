@@ -18,20 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubegate/kubegate/internal/testpki"
 )
 
 // testCSR returns a PEM certificate request for cn in orgs.
 func testCSR(t *testing.T, cn string, orgs ...string) []byte {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	return testpki.CSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}})
 }
 
 // testCert returns a PEM self-signed certificate.

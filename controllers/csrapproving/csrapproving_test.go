@@ -2,13 +2,9 @@ package csrapproving_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
 	"log/slog"
 	"testing"
 	"time"
@@ -25,6 +21,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/csrapproving"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/internal/testapi"
+	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -87,17 +84,9 @@ func create(t *testing.T, client kubernetes.Interface, name, signer, cn string, 
 // createRaw creates a request whose subject is the DER subject.
 func createRaw(t *testing.T, client kubernetes.Interface, name, signer string, subject []byte, usages ...certificatesv1.KeyUsage) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: subject}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Usages: usages,
-			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}}
+			Request: testpki.CSR(t, &x509.CertificateRequest{RawSubject: subject})}}
 	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), csr, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create %s: %v", name, err)
 	}

@@ -2,9 +2,6 @@ package csrsigning_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -26,6 +23,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/internal/testapi"
+	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -70,17 +68,9 @@ func startSignerIn(t *testing.T, validity time.Duration) (*testapi.Server, *ca.A
 // request creates a CSR for a new key with subject cn, orgs.
 func request(t *testing.T, client kubernetes.Interface, name, signer, cn string, orgs []string, usages []certificatesv1.KeyUsage, expirationSeconds *int32) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{SignerName: signer, Usages: usages, ExpirationSeconds: expirationSeconds,
-			Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})}}
+			Request: testpki.CSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}})}}
 	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(context.Background(), csr, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -153,3 +153,14 @@ func (c *Cert) WriteFiles(t testing.TB, dir, name string) (certPath, keyPath str
 	}
 	return certPath, keyPath
 }
+
+// CSR returns the PEM certificate request tmpl describes (its subject,
+// raw or parsed, and SANs), signed by a new P-256 key.
+func CSR(t testing.TB, tmpl *x509.CertificateRequest) []byte {
+	t.Helper()
+	der, err := x509.CreateCertificateRequest(rand.Reader, tmpl, newKey(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}

@@ -1,16 +1,14 @@
 package e2e
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubegate/kubegate/internal/testpki"
 )
 
 // TestCSRApprovalWithKubectl_H1 drives the CertificateSigningRequest API
@@ -34,15 +32,7 @@ func TestCSRApprovalWithKubectl_H1(t *testing.T) {
 	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "bob-csr", "--clusterrole=csr-requester", "--user=bob"), "created")
 	must(t, c.kubectl(t, nil, "create", "clusterrolebinding", "bob-approval", "--clusterrole=csr-approval-writer", "--user=bob"), "created")
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "bob", Organization: []string{"devs"}}}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	req := base64.StdEncoding.EncodeToString(testpki.CSR(t, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "bob", Organization: []string{"devs"}}}))
 	manifest := `apiVersion: certificates.k8s.io/v1
 kind: CertificateSigningRequest
 metadata:
