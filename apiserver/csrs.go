@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/authn"
+	"github.com/kubegate/kubegate/internal/csrpem"
 )
 
 // CertificateSigningRequests (certificates.k8s.io/v1), with
@@ -280,18 +281,8 @@ func validateCSRSpec(csr *certificatesv1.CertificateSigningRequest, opts csrOpti
 	return errs
 }
 
-// ParseCSR decodes the first PEM block of data, which must be a
-// CERTIFICATE REQUEST, as the API server reads spec.request.
-func ParseCSR(data []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	return x509.ParseCertificateRequest(block.Bytes)
-}
-
 func checkCSRSignature(data []byte) error {
-	req, err := ParseCSR(data)
+	req, err := csrpem.Parse(data)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/internal/csrpem"
 )
 
 // The certificate plugins of kube-apiserver (H.1). Approving a
@@ -116,7 +117,7 @@ func (subjectRestriction) Validate(_ context.Context, a *apiserver.AdmissionAttr
 	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
 		return nil
 	}
-	req, err := apiserver.ParseCSR(csr.Spec.Request)
+	req, err := csrpem.Parse(csr.Spec.Request)
 	if err != nil {
 		return forbidden(a, fmt.Errorf("failed to parse CSR: %v", err))
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
+	"github.com/kubegate/kubegate/internal/csrpem"
 )
 
 // Name is the controller's name in kube-controller-manager's
@@ -112,7 +113,7 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 	if len(csr.Status.Certificate) > 0 || decided(csr) {
 		return nil
 	}
-	req, err := csrsigning.ParseRequest(csr.Spec.Request)
+	req, err := csrpem.Parse(csr.Spec.Request)
 	if err != nil {
 		return fmt.Errorf("certificate signing request %s: %w", name, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +32,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/internal/csrpem"
 )
 
 // Name is the controller's name in kube-controller-manager's
@@ -139,7 +139,7 @@ func (s *Signer) sync(ctx context.Context, name string) error {
 		!slices.Contains(Signers, csr.Spec.SignerName) {
 		return nil
 	}
-	req, err := ParseRequest(csr.Spec.Request)
+	req, err := csrpem.Parse(csr.Spec.Request)
 	if err != nil {
 		return fmt.Errorf("certificate signing request %s: %w", name, err)
 	}
@@ -213,16 +213,6 @@ func HasTrueCondition(csr *certificatesv1.CertificateSigningRequest, t certifica
 		}
 	}
 	return false
-}
-
-// ParseRequest parses spec.request: one PEM CERTIFICATE REQUEST block.
-// (The API server checked its signature when the request was created.)
-func ParseRequest(data []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(data)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
-	}
-	return x509.ParseCertificateRequest(block.Bytes)
 }
 
 // Duration is the lifetime a request gets: max, unless its
