@@ -26,7 +26,15 @@ contexts: [{name: kubegate, context: {cluster: kubegate}}]
 current-context: kubegate
 `, c.server, filepath.Join(c.dir, "pki", "ca.crt")))
 	}
-	res = c.kubectl(t, nil, "--kubeconfig", conf, "--token", token, "auth", "whoami", "-o", "json")
+	return c.whoami(t, "--kubeconfig", conf, "--token", token)
+}
+
+// whoami runs kubectl auth whoami -o json with the kubeconfig flags args
+// and returns the user and groups it shows, or "" and the result when it
+// fails.
+func (c *upCluster) whoami(t *testing.T, args ...string) (user string, groups []string, res result) {
+	t.Helper()
+	res = c.kubectl(t, nil, append(args, "auth", "whoami", "-o", "json")...)
 	if res.code != 0 {
 		return "", nil, res
 	}

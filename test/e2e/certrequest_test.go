@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -97,24 +96,12 @@ func TestCertRequestThroughTheSigner_H3(t *testing.T) {
 	}
 
 	t.Run("the new kubeconfig authenticates as the CN and O through the gateway", func(t *testing.T) {
-		res := c.kubectl(t, nil, "--kubeconfig", prefix+".conf", "auth", "whoami", "-o", "json")
+		user, groups, res := c.whoami(t, "--kubeconfig", prefix+".conf")
 		if res.code != 0 {
 			t.Fatalf("auth whoami: %d %s", res.code, res.stderr)
 		}
-		var review struct {
-			Status struct {
-				UserInfo struct {
-					Username string   `json:"username"`
-					Groups   []string `json:"groups"`
-				} `json:"userInfo"`
-			} `json:"status"`
-		}
-		if err := json.Unmarshal([]byte(res.stdout), &review); err != nil {
-			t.Fatalf("%v\n%s", err, res.stdout)
-		}
-		u := review.Status.UserInfo
-		if u.Username != "ada" || !slices.Equal(u.Groups, []string{"team-a", "team-b", "system:authenticated"}) {
-			t.Errorf("whoami: %s %v, want ada [team-a team-b system:authenticated]", u.Username, u.Groups)
+		if user != "ada" || !slices.Equal(groups, []string{"team-a", "team-b", "system:authenticated"}) {
+			t.Errorf("whoami: %s %v, want ada [team-a team-b system:authenticated]", user, groups)
 		}
 		must(t, c.kubectl(t, nil, "--kubeconfig", prefix+".conf", "config", "view", "-o", "jsonpath={.clusters[0].cluster.server}"), c.server)
 	})
