@@ -233,13 +233,19 @@ func LoadAuthority(name, certPath, keyPath string) (*Authority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read CA certificate: %w", err)
 	}
-	cert, err := ParseCertPEM(certPath, certPEM)
-	if err != nil {
-		return nil, err
-	}
 	keyPEM, err := os.ReadFile(keyPath)
 	if err != nil {
 		return nil, fmt.Errorf("read CA key: %w", err)
+	}
+	return ParseAuthority(name, certPath, certPEM, keyPath, keyPEM)
+}
+
+// ParseAuthority is LoadAuthority for contents already read; the paths
+// name the contents in errors.
+func ParseAuthority(name, certPath string, certPEM []byte, keyPath string, keyPEM []byte) (*Authority, error) {
+	cert, err := ParseCertPEM(certPath, certPEM)
+	if err != nil {
+		return nil, err
 	}
 	key, err := ParseKeyPEM(keyPath, keyPEM)
 	if err != nil {

@@ -315,7 +315,7 @@ func (f *caFiles) current() (*ca.Authority, error) {
 	if f.authority != nil && bytes.Equal(certPEM, f.certPEM) && bytes.Equal(keyPEM, f.keyPEM) {
 		return f.authority, nil
 	}
-	a, err := ca.LoadAuthority("cluster signing CA", f.certFile, f.keyFile)
+	a, err := ca.ParseAuthority("cluster signing CA", f.certFile, certPEM, f.keyFile, keyPEM)
 	if err != nil {
 		return nil, err
 	}
