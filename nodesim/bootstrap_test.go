@@ -24,6 +24,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/csrapproving"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
+	"github.com/kubegate/kubegate/internal/csrpem"
 	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/nodesim"
@@ -170,7 +171,7 @@ func issuedFor(c certificatesv1.CertificateSigningRequest, name string) bool {
 }
 
 func subjectCN(c certificatesv1.CertificateSigningRequest) string {
-	req, err := csrsigning.ParseRequest(c.Spec.Request)
+	req, err := csrpem.Parse(c.Spec.Request)
 	if err != nil {
 		return ""
 	}
