@@ -186,6 +186,10 @@ func (c *Collector) work(ctx context.Context, q workqueue.TypedRateLimitingInter
 		case err == nil:
 			q.Forget(uid)
 		case ctx.Err() != nil:
+		case errors.Is(err, errNamespacedOwnerOfClusterScoped):
+			// Retrying cannot change it: kube leaves the object alone.
+			c.log.Warn("object left alone", "uid", uid, "err", err)
+			q.Forget(uid)
 		default:
 			c.log.Warn("garbage collection failed; retrying", "uid", uid, "err", err)
 			q.AddRateLimited(uid)
@@ -441,14 +445,13 @@ func (c *Collector) attemptToDelete(ctx context.Context, uid types.UID) error {
 	}
 }
 
-// ownersPresent reports whether every owner of n is in the graph, not
-// known to be gone, and not waiting for its dependents.
+// ownersPresent reports whether every owner of n is in the graph, named
+// by n's reference with its own coordinates, not known to be gone, and
+// not waiting for its dependents.
 func (c *Collector) ownersPresent(n node) bool {
 	for _, o := range n.owners {
 		owner, ok := c.graph.get(o.UID)
-		// A namespaced owner counts only in the dependent's namespace.
-		if !ok || owner.foreground || c.graph.isAbsent(n.ref.namespace, o.UID) ||
-			(owner.ref.namespaced && owner.ref.namespace != n.ref.namespace) {
+		if !ok || owner.foreground || !owner.ref.namedBy(o, n.ref.namespace) || c.graph.isAbsent(o, n.ref.namespace) {
 			return false
 		}
 	}
@@ -463,30 +466,36 @@ func uids(refs []metav1.OwnerReference) []types.UID {
 	return out
 }
 
+// errNamespacedOwnerOfClusterScoped is classify's answer for a
+// cluster-scoped object that names a namespaced owner: such a reference is
+// invalid, not dangling, and the object is left alone, not retried (kube's
+// namespacedOwnerOfClusterScopedObjectErr).
+var errNamespacedOwnerOfClusterScoped = errors.New("a cluster-scoped object cannot have a namespaced owner")
+
 // classify sorts the owner references of the object ref: owners that
 // exist (solid), owners gone (dangling), and owners being deleted in the
-// foreground (waiting), each checked with a live GET.
+// foreground (waiting). Each reference is checked by its own coordinates,
+// as kube's isDangling checks it: the absent cache is asked for the owner
+// they name, then the owner is read by kind and name (in ref's namespace
+// when the kind is namespaced), and it is gone when the read finds nothing
+// or an object with another UID. What the graph holds under the
+// reference's UID plays no part.
 func (c *Collector) classify(ctx context.Context, ref objectRef, owners []metav1.OwnerReference) (solid, dangling, waiting []metav1.OwnerReference, err error) {
 	for _, o := range owners {
+		if c.graph.isAbsent(o, ref.namespace) {
+			dangling = append(dangling, o)
+			continue
+		}
 		info, err := c.resourceFor(o.APIVersion, o.Kind)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if info.namespaced && !ref.namespaced {
-			// A cluster-scoped object cannot have a namespaced owner: kube
-			// leaves such an object alone rather than take the owner for
-			// gone.
-			c.log.Warn("a cluster-scoped object names a namespaced owner; left alone", "resource", ref.gvr.String(), "name", ref.name, "owner", o.Kind+"/"+o.Name)
-			solid = append(solid, o)
-			continue
+			return nil, nil, nil, fmt.Errorf("%s %q names %s %q: %w", ref.kind, ref.name, o.Kind, o.Name, errNamespacedOwnerOfClusterScoped)
 		}
 		owner := objectRef{gvr: info.gvr, kind: o.Kind, namespaced: info.namespaced, name: o.Name, uid: o.UID}
 		if info.namespaced {
 			owner.namespace = ref.namespace
-		}
-		if c.graph.isAbsent(owner.namespace, o.UID) {
-			dangling = append(dangling, o)
-			continue
 		}
 		latest, err := c.live(ctx, owner)
 		if err != nil {
@@ -494,7 +503,7 @@ func (c *Collector) classify(ctx context.Context, ref objectRef, owners []metav1
 		}
 		switch {
 		case latest == nil:
-			c.graph.markAbsent(owner.namespace, o.UID)
+			c.graph.markAbsent(keyOf(o, owner.namespace))
 			dangling = append(dangling, o)
 		case latest.DeletionTimestamp != nil && slices.Contains(latest.Finalizers, metav1.FinalizerDeleteDependents):
 			waiting = append(waiting, o)

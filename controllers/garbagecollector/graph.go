@@ -19,6 +19,42 @@ type objectRef struct {
 	uid        types.UID
 }
 
+// ownerKey names an owner by the coordinates a reference gives it
+// (apiVersion, kind, name, UID) and the namespace it is looked for in: a
+// namespaced owner in its dependent's namespace, a cluster-scoped one in
+// "". It is the absent cache's key, as kube keys its absent-owner cache:
+// an owner found gone is gone only for the references that name it so,
+// never for every reference that carries its UID (G.8).
+type ownerKey struct {
+	apiVersion, kind, name string
+	uid                    types.UID
+	namespace              string
+}
+
+func keyOf(o metav1.OwnerReference, namespace string) ownerKey {
+	return ownerKey{apiVersion: o.APIVersion, kind: o.Kind, name: o.Name, uid: o.UID, namespace: namespace}
+}
+
+// key is the object's own coordinates, as an informer served it.
+func (r objectRef) key() ownerKey {
+	k := ownerKey{apiVersion: r.gvr.GroupVersion().String(), kind: r.kind, name: r.name, uid: r.uid}
+	if r.namespaced {
+		k.namespace = r.namespace
+	}
+	return k
+}
+
+// namedBy reports whether the reference o of a dependent in namespace
+// names the object r: the reference's apiVersion, kind, name and UID are
+// r's, and a namespaced r is in the dependent's namespace. A reference
+// that carries r's UID with other coordinates names another object, which
+// may not exist (kube's ownerReferenceMatchesCoordinates).
+func (r objectRef) namedBy(o metav1.OwnerReference, namespace string) bool {
+	k := r.key()
+	return o.UID == k.uid && o.Name == k.name && o.Kind == k.kind && o.APIVersion == k.apiVersion &&
+		(!r.namespaced || r.namespace == namespace)
+}
+
 // node is an object the graph has seen in an informer.
 type node struct {
 	ref    objectRef
@@ -30,25 +66,21 @@ type node struct {
 }
 
 // graph holds every object seen and, by owner UID, the objects that name
-// that owner, whether the owner has been seen or not.
+// that owner, whether the owner has been seen or not. The UID of a
+// reference is only where to look: whether it names the object of that
+// UID is for its other coordinates to say (objectRef.namedBy).
 type graph struct {
 	mu         sync.RWMutex
 	nodes      map[types.UID]*node
 	dependents map[types.UID]map[types.UID]bool
-	// absent holds owners known to be gone, to spare their dependents a
-	// lookup each; bounded. It is keyed by absentKey: a namespaced owner
-	// is gone only for dependents of its own namespace, so that an object
-	// naming another namespace's owner cannot make that owner's real
-	// dependents look orphaned (G.8).
-	absent map[string]bool
+	// absent holds owners known to be gone, by the coordinates the
+	// references name them with, to spare their dependents a lookup
+	// each; bounded.
+	absent map[ownerKey]bool
 }
 
-// absentKey is the absent cache's key of the owner uid looked up in
-// namespace ("" for a cluster-scoped owner).
-func absentKey(namespace string, uid types.UID) string { return namespace + "/" + string(uid) }
-
 func newGraph() *graph {
-	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]bool{}, absent: map[string]bool{}}
+	return &graph{nodes: map[types.UID]*node{}, dependents: map[types.UID]map[types.UID]bool{}, absent: map[ownerKey]bool{}}
 }
 
 // maxAbsent bounds the absent-owner cache, as kube's LRU of 500.
@@ -77,31 +109,31 @@ func (g *graph) dependentsOf(uid types.UID) []node {
 	return out
 }
 
-// isAbsent reports whether the owner uid of a dependent in namespace is
-// known to be gone: as a cluster-scoped owner, or in that namespace.
-func (g *graph) isAbsent(namespace string, uid types.UID) bool {
+// isAbsent reports whether the owner that the reference o of a dependent
+// in namespace names is known to be gone: as a cluster-scoped owner, or
+// in that namespace.
+func (g *graph) isAbsent(o metav1.OwnerReference, namespace string) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
-	return g.absentLocked(namespace, uid)
+	return g.absentLocked(o, namespace)
 }
 
-func (g *graph) absentLocked(namespace string, uid types.UID) bool {
-	return g.absent[absentKey("", uid)] || (namespace != "" && g.absent[absentKey(namespace, uid)])
+func (g *graph) absentLocked(o metav1.OwnerReference, namespace string) bool {
+	return g.absent[keyOf(o, "")] || (namespace != "" && g.absent[keyOf(o, namespace)])
 }
 
-// markAbsent records that the owner uid looked up in namespace ("" when
-// cluster-scoped) is gone.
-func (g *graph) markAbsent(namespace string, uid types.UID) {
+// markAbsent records that the owner k names is gone.
+func (g *graph) markAbsent(k ownerKey) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.markAbsentLocked(namespace, uid)
+	g.markAbsentLocked(k)
 }
 
-func (g *graph) markAbsentLocked(namespace string, uid types.UID) {
+func (g *graph) markAbsentLocked(k ownerKey) {
 	if len(g.absent) >= maxAbsent {
 		clear(g.absent)
 	}
-	g.absent[absentKey(namespace, uid)] = true
+	g.absent[k] = true
 }
 
 // change is what an informer event means for the collector's queues.
@@ -126,8 +158,7 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 	if !found {
 		old = &node{ref: ref}
 		g.nodes[ref.uid] = old
-		delete(g.absent, absentKey("", ref.uid))
-		delete(g.absent, absentKey(ref.namespace, ref.uid))
+		delete(g.absent, ref.key())
 	}
 	// Owners whose blocking reference went away or stopped blocking may
 	// now be free to go.
@@ -150,11 +181,13 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 			g.dependents[o.UID] = map[types.UID]bool{}
 		}
 		g.dependents[o.UID][ref.uid] = true
-		// An owner the graph has not seen may be gone, and one seen
+		// An owner the graph has not seen may be gone, as may the owner
+		// a reference names with coordinates other than those of the
+		// object of its UID (kube's addDependentToOwner), and one seen
 		// already waiting for its dependents wants this one gone too (it
 		// can be seen before its dependents, as in an informer's first
 		// list): the object is checked against the API server.
-		if owner, seen := g.nodes[o.UID]; !seen || owner.foreground || g.absentLocked(ref.namespace, o.UID) {
+		if owner, seen := g.nodes[o.UID]; !seen || owner.foreground || !owner.ref.namedBy(o, ref.namespace) || g.absentLocked(o, ref.namespace) {
 			ch.toDelete = append(ch.toDelete, ref.uid)
 		}
 	}
@@ -195,11 +228,9 @@ func (g *graph) remove(uid types.UID) change {
 		}
 	}
 	if deps := g.dependents[uid]; len(deps) > 0 {
-		ns := ""
-		if n.ref.namespaced {
-			ns = n.ref.namespace
-		}
-		g.markAbsentLocked(ns, uid)
+		// Gone by its own coordinates: dependents that name it otherwise
+		// are looked at all the same, and look it up by theirs.
+		g.markAbsentLocked(n.ref.key())
 		for dep := range deps {
 			ch.toDelete = append(ch.toDelete, dep)
 		}
