@@ -230,6 +230,15 @@ func NewPlan(dir string, spec Spec, force bool) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Dir: dir, Spec: spec, cas: map[string]*Authority{}}
+	// Every file of the tree is read and written through real
+	// directories, pki/ and pki/etcd/.
+	for _, it := range spec.Items() {
+		for _, rel := range it.Paths() {
+			if err := fsutil.NoLinkedDirs(dir, filepath.Dir(rel)); err != nil {
+				return nil, err
+			}
+		}
+	}
 	fresh := map[string]bool{} // CAs created or replaced
 	for _, it := range spec.Items() {
 		st := Step{Item: it}
@@ -521,8 +530,15 @@ func (p *Plan) Build() (*Output, error) {
 }
 
 // WriteFiles writes files under dir in one durable batch
-// (fsutil.WriteFiles).
+// (fsutil.WriteFiles). A directory inside dir on the way to one of them
+// that is a symbolic link is refused before anything is written
+// (fsutil.NoLinkedDirs).
 func WriteFiles(dir string, files []File) error {
+	for _, f := range files {
+		if err := fsutil.NoLinkedDirs(dir, filepath.Dir(f.Path)); err != nil {
+			return err
+		}
+	}
 	batch := make([]fsutil.File, len(files))
 	for i, f := range files {
 		batch[i] = fsutil.File{Path: filepath.Join(dir, f.Path), Data: f.Data, Mode: f.Mode, Overwrite: f.Overwrite}

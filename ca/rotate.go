@@ -320,6 +320,11 @@ func (r *Rotator) Plan(cas []string, phase Phase) (*RotationPlan, error) {
 	if r.Kubeconfigs == nil {
 		return nil, errors.New("rotation: no kubeconfig editor")
 	}
+	// pki/ and pki/rotation/ hold the state, the bundles and the keys
+	// every phase reads and writes.
+	if err := fsutil.NoLinkedDirs(r.Dir, filepath.FromSlash(RotationDir)); err != nil {
+		return nil, err
+	}
 	st, err := ReadRotationState(r.Dir)
 	if err != nil {
 		return nil, err
@@ -377,8 +382,12 @@ func (r *Rotator) Plan(cas []string, phase Phase) (*RotationPlan, error) {
 // become a regular file and leave its target as it was (refused), and a
 // new file would get the default mode and the running user. The new file
 // gets the stricter of its old mode and the default one, and, when the
-// process may (as root), the old owner.
+// process may (as root), the old owner. No file is written or removed
+// through a linked directory (fsutil.NoLinkedDirs).
 func (r *Rotator) settle(p *RotationPlan) error {
+	if err := noLinkedDirs(r.Dir, p.Changes); err != nil {
+		return err
+	}
 	for i := range p.Changes {
 		c := &p.Changes[i]
 		if c.Remove {
@@ -402,6 +411,17 @@ func (r *Rotator) settle(p *RotationPlan) error {
 		c.mode &= fi.Mode().Perm()
 		if os.Geteuid() == 0 {
 			c.uid, c.gid, c.own = fileOwner(fi)
+		}
+	}
+	return nil
+}
+
+// noLinkedDirs refuses, before anything is written, a change whose
+// directory inside dir is reached through a symbolic link.
+func noLinkedDirs(dir string, changes []Change) error {
+	for _, c := range changes {
+		if err := fsutil.NoLinkedDirs(dir, filepath.Dir(filepath.FromSlash(c.Path))); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -433,6 +453,11 @@ func (r *Rotator) Apply(p *RotationPlan) error {
 	remove := r.Remove
 	if remove == nil {
 		remove = os.Remove
+	}
+	// Checked again: a directory may have been replaced by a link since
+	// the plan was made.
+	if err := noLinkedDirs(p.Dir, p.Changes); err != nil {
+		return err
 	}
 	for _, c := range p.Changes {
 		path := filepath.Join(p.Dir, filepath.FromSlash(c.Path))
@@ -996,6 +1021,13 @@ func (r *Rotator) signedByOld(m *material) ([]leaf, error) {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		// The walk does not follow a linked directory, and the phase does
+		// not go on without what it holds.
+		if d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				return fsutil.LinkedDirError(r.Dir, path)
+			}
 		}
 		isPEM := strings.HasSuffix(path, ".pem")
 		if !isPEM && !strings.HasSuffix(path, ".crt") {

@@ -16,8 +16,12 @@ import (
 // runs cannot interleave their writes; unlock removes it. It fails at
 // once, naming the file, when the file exists. A run that was killed
 // leaves the file behind, to be removed by hand. With no DIR/pki there
-// is nothing to lock, and nothing to rotate: unlock is then a no-op.
+// is nothing to lock, and nothing to rotate: unlock is then a no-op. A
+// DIR/pki that is a symbolic link is refused (fsutil.NoLinkedDirs).
 func LockRotation(dir string) (unlock func(), err error) {
+	if err := fsutil.NoLinkedDirs(dir, PKIDir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, filepath.FromSlash(RotationLockFile))
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, fsutil.ModeKey)
 	switch {

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
+	"io/fs"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -389,5 +391,185 @@ func TestRotateKeepsModeAndOwner_H6(t *testing.T) {
 		if uid, gid := owner(t, pki("apiserver.crt")); uid != 1234 || gid != 2345 {
 			t.Errorf("pki/apiserver.crt is owned by %d:%d after reissue, want 1234:2345", uid, gid)
 		}
+	}
+}
+
+// linkDir makes DIR/rel a symbolic link to a world-writable directory
+// elsewhere, holding what DIR/rel held (nothing when it did not exist),
+// and returns that directory.
+func linkDir(t *testing.T, dir, rel string) string {
+	t.Helper()
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	path := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.Rename(path, elsewhere); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(elsewhere, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(elsewhere, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, path); err != nil {
+		t.Fatal(err)
+	}
+	return elsewhere
+}
+
+// refusedLink fails t unless err is one line naming DIR/rel as a link to
+// target.
+func refusedLink(t *testing.T, what string, err error, dir, rel, target string) {
+	t.Helper()
+	want := filepath.Join(dir, filepath.FromSlash(rel)) + " is a symbolic link (to " + target + "); kubegate reads and writes key material only in directories inside " +
+		dir + ", not through links: replace the link with a directory"
+	if err == nil || err.Error() != want {
+		t.Errorf("%s: %v, want %q", what, err, want)
+	}
+}
+
+// treeFiles reads every file under dir; a symbolic link stands for its
+// target's name, and is not followed.
+func treeFiles(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil || d.IsDir():
+			return err
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(path)
+			files[path] = []byte("-> " + target)
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[path] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// sameTree fails t unless the files under dir (links not followed) are
+// those of before.
+func sameTree(t *testing.T, what, dir string, before map[string][]byte) {
+	t.Helper()
+	after := treeFiles(t, dir)
+	for path, data := range after {
+		if old, ok := before[path]; !ok {
+			t.Errorf("%s wrote %s", what, path)
+		} else if !bytes.Equal(old, data) {
+			t.Errorf("%s changed %s", what, path)
+		}
+	}
+	for path := range before {
+		if _, ok := after[path]; !ok {
+			t.Errorf("%s removed %s", what, path)
+		}
+	}
+}
+
+// TestRotateRefusesLinkedDirectories_H6: a directory inside DIR on the
+// way to what a phase reads or writes (pki/, pki/rotation/, a directory
+// of certificates under pki/) that is a symbolic link stops the phase
+// with one line naming it, before anything is written through it or in
+// the tree. DIR itself may be a link.
+func TestRotateRefusesLinkedDirectories_H6(t *testing.T) {
+	t.Parallel()
+	// plan plans phase and, if the plan is made, applies it, so that a
+	// phase that should have been refused shows what it wrote.
+	run := func(r *ca.Rotator, phase ca.Phase) error {
+		p, err := r.Plan(nil, phase)
+		if err != nil {
+			return err
+		}
+		if err := r.Apply(p); err != nil {
+			return err
+		}
+		return errors.New("no error: the phase ran")
+	}
+	for _, tt := range []struct {
+		name, rel string
+		before    []ca.Phase // phases run before the link is made
+		phase     ca.Phase
+	}{
+		{"pki/rotation before trust-both", ca.RotationDir, nil, ca.PhaseTrustBoth},
+		{"pki/rotation before reissue", ca.RotationDir, []ca.Phase{ca.PhaseTrustBoth}, ca.PhaseReissue},
+		{"pki/rotation before drop-old", ca.RotationDir, []ca.Phase{ca.PhaseTrustBoth, ca.PhaseReissue}, ca.PhaseDropOld},
+		{"pki before trust-both", ca.PKIDir, nil, ca.PhaseTrustBoth},
+		{"pki before reissue", ca.PKIDir, []ca.Phase{ca.PhaseTrustBoth}, ca.PhaseReissue},
+		{"pki/users before reissue", "pki/users", []ca.Phase{ca.PhaseTrustBoth}, ca.PhaseReissue},
+		{"pki/etcd before drop-old", "pki/etcd", []ca.Phase{ca.PhaseTrustBoth, ca.PhaseReissue}, ca.PhaseDropOld},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := rotationTree(t)
+			for _, p := range tt.before {
+				rotate(t, dir, nil, p)
+			}
+			elsewhere := linkDir(t, dir, tt.rel)
+			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, Force: true}
+			refusedLink(t, string(tt.phase), run(r, tt.phase), dir, tt.rel, elsewhere)
+			unlock, err := ca.LockRotation(dir)
+			if tt.rel == ca.PKIDir {
+				refusedLink(t, "the lock", err, dir, tt.rel, elsewhere)
+			} else if err != nil {
+				t.Errorf("the lock: %v", err)
+			}
+			if err == nil {
+				unlock()
+			}
+			sameTree(t, string(tt.phase)+" in "+dir, dir, tree)
+			sameTree(t, string(tt.phase)+" through the link", elsewhere, there)
+		})
+	}
+
+	// DIR, the user's choice, may be a link.
+	dir := rotationTree(t)
+	link := filepath.Join(t.TempDir(), "cluster")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	rotate(t, link, nil, ca.PhaseTrustBoth)
+}
+
+// TestInitRefusesLinkedDirectories_H6: pki init (and pki plan, which
+// makes the same plan) and the writes of cert renew refuse a linked
+// pki/ or pki/etcd/ with one line naming it, and write nothing.
+func TestInitRefusesLinkedDirectories_H6(t *testing.T) {
+	t.Parallel()
+	for _, rel := range []string{"pki", "pki/etcd"} {
+		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
+			dir := rotationTree(t)
+			// A fresh tree's files go where the link leads.
+			for _, f := range []string{"pki/etcd/server.crt", "pki/etcd/server.key", "pki/ca.crt", "pki/ca.key"} {
+				if err := os.Remove(filepath.Join(dir, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			elsewhere := linkDir(t, dir, rel)
+			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			p, err := ca.NewPlan(dir, ca.Spec{Nodes: []string{"n1"}}, true)
+			if err == nil {
+				var out *ca.Output
+				out, err = p.Build()
+				if err == nil {
+					err = ca.WriteFiles(dir, out.Files)
+				}
+				if err == nil {
+					err = errors.New("no error: pki init wrote its files")
+				}
+			}
+			refusedLink(t, "pki init", err, dir, rel, elsewhere)
+			// cert renew writes a leaf's key and certificate with WriteFiles.
+			err = ca.WriteFiles(dir, []ca.File{{Path: "pki/etcd/server.key", Data: []byte("key"), Mode: fsutil.ModeKey, Overwrite: true}})
+			refusedLink(t, "WriteFiles", err, dir, rel, elsewhere)
+			sameTree(t, "pki init in "+dir, dir, tree)
+			sameTree(t, "pki init through the link", elsewhere, there)
+		})
 	}
 }

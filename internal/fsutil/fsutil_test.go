@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -114,6 +115,48 @@ func TestWriteFiles(t *testing.T) {
 			if filepath.Ext(e.Name()) != ".crt" && filepath.Ext(e.Name()) != ".key" {
 				t.Errorf("left behind %s", e.Name())
 			}
+		}
+	}
+}
+
+func TestNoLinkedDirs(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	elsewhere := filepath.Join(base, "elsewhere")
+	for _, d := range []string{filepath.Join(root, "a", "b"), filepath.Join(elsewhere, "c")} {
+		if err := os.MkdirAll(d, ModeDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(elsewhere, filepath.Join(root, "a", "link")); err != nil {
+		t.Fatal(err)
+	}
+	// root, the caller's choice, may itself be a link.
+	rootLink := filepath.Join(base, "root-link")
+	if err := os.Symlink(root, rootLink); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		root, dir string
+		want      string // "" for no error
+	}{
+		{root, ".", ""},
+		{root, "a/b", ""},
+		{root, "a/b/not/yet", ""},
+		{rootLink, "a/b", ""},
+		{root, "a/link", filepath.Join(root, "a", "link") + " is a symbolic link (to " + elsewhere + "); kubegate reads and writes key material only in directories inside " + root + ", not through links: replace the link with a directory"},
+		{root, "a/link/c", filepath.Join(root, "a", "link") + " is a symbolic link (to " + elsewhere + ")"},
+		{root, "../elsewhere", "../elsewhere is not inside " + root},
+	} {
+		err := NoLinkedDirs(tt.root, filepath.FromSlash(tt.dir))
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("NoLinkedDirs(%s, %s) = %v, want nil", tt.root, tt.dir, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("NoLinkedDirs(%s, %s) = %v, want %q", tt.root, tt.dir, err, tt.want)
+		case strings.Contains(tt.dir, "link") && !errors.Is(err, ErrLinkedDir):
+			t.Errorf("NoLinkedDirs(%s, %s) = %v, want ErrLinkedDir", tt.root, tt.dir, err)
 		}
 	}
 }
