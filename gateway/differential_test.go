@@ -28,12 +28,13 @@ import (
 )
 
 // The differential test drives the same client bytes, against the same
-// scripted upstream answers, through two gateways that differ only in
-// how they serve: one with the fast path (gateway/internal/h1 for
-// HTTP/1.1, gateway/internal/h2 for HTTP/2), one with net/http's servers
-// and httputil.ReverseProxy alone. The
-// upstream must receive the same requests from both (header order
-// aside), and the client the same answers: status, headers and body.
+// scripted upstream answers, through gateways that differ only in how
+// they serve: with the fast path (gateway/internal/h1 for HTTP/1.1; for
+// HTTP/2 Go's server, as by default, or gateway/internal/h2, as with
+// --http2-fast-path), and with net/http's servers and
+// httputil.ReverseProxy alone. The upstream must receive the same
+// requests from each (header order aside), and the client the same
+// answers: status, headers and body.
 // Framing may differ where HTTP lets it (Content-Length or chunked, a
 // connection kept or closed after an answer), so it is left out of the
 // comparison; the bodies are compared whole. Values that are unique to a
@@ -241,7 +242,8 @@ func (u *diffUpstream) received() []string {
 // diffEnv is the two gateways in front of one scripted upstream.
 type diffEnv struct {
 	up       *diffUpstream
-	fast     string // the address of the gateway with the fast path
+	fast     string // the address of the gateway with the fast path and gateway/internal/h2 (--http2-fast-path)
+	fastGo   string // the address of the gateway with the fast path and Go's HTTP/2 server, as kubegate gateway serves by default
 	std      string // the address of the gateway on net/http alone
 	clientTC *tls.Config
 	anonTC   *tls.Config
@@ -278,7 +280,7 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 		tb.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	start := func(withFast bool) string {
+	start := func(withFast, fastH2 bool) string {
 		o := UpstreamTransportOptions{CAPEM: serverCA.CertPEM, ClientCert: proxyPair}
 		rt, err := NewUpstreamTransport(o)
 		if err != nil {
@@ -290,9 +292,7 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 			if fast, err = NewFastPath(upURL, o); err != nil {
 				tb.Fatal(err)
 			}
-			// HTTP/2 too is served by the fast path's own server, as
-			// the standalone gateway serves it.
-			fast.HTTP2 = true
+			fast.HTTP2 = fastH2
 			e.idle = append(e.idle, fast.CloseIdleConnections)
 		}
 		g, err := New(Config{
@@ -314,7 +314,7 @@ func newDiffEnv(tb testing.TB) *diffEnv {
 		tb.Cleanup(func() { _ = shutdown(tb.Context()) })
 		return ln.Addr().String()
 	}
-	e.fast, e.std = start(true), start(false)
+	e.fast, e.fastGo, e.std = start(true, true), start(true, false), start(false, false)
 	alice := clientCA.Issue(tb, testpki.Options{CN: "alice", Orgs: []string{"devs"}})
 	pair, _ := tls.X509KeyPair(alice.CertPEM, alice.KeyPEM)
 	e.clientTC = &tls.Config{RootCAs: serverCA.Pool(), Certificates: []tls.Certificate{pair}, NextProtos: []string{"http/1.1"}}
@@ -510,16 +510,25 @@ func readErrorKind(err error) string {
 	return "malformed"
 }
 
-// compare runs c on both gateways and reports how they differ.
+// compare runs c on the gateways and reports how they differ.
+//
+// An HTTP/1.1 case is compared on the gateway with the fast path; an
+// HTTP/2 case on both gateways with the fast path, since they differ only
+// in the HTTP/2 server: Go's (the default) and gateway/internal/h2.
 func (e *diffEnv) compare(c diffCase) error {
-	fast, std := e.observe(c, e.fast), e.observe(c, e.std)
-	if fast != std {
-		sent := fmt.Sprintf("%q", c.client)
-		if c.h2 != nil {
-			sent = fmt.Sprintf("over HTTP/2 %+v", *c.h2)
+	type path struct{ name, addr string }
+	paths := []path{{"the fast path", e.fast}}
+	sent := fmt.Sprintf("%q", c.client)
+	if c.h2 != nil {
+		sent = fmt.Sprintf("over HTTP/2 %+v", *c.h2)
+		paths = []path{{"the fast path and Go's HTTP/2 server", e.fastGo}, {"the fast path and gateway/internal/h2", e.fast}}
+	}
+	std := e.observe(c, e.std)
+	for _, p := range paths {
+		if got := e.observe(c, p.addr); got != std {
+			return fmt.Errorf("client sent %s, upstream answered %q:\n%s\nwith %s:\n%s\non net/http:\n%s",
+				sent, c.answer.name, lineDiff(got, std), p.name, got, std)
 		}
-		return fmt.Errorf("client sent %s, upstream answered %q:\n%s\nwith the fast path:\n%s\non net/http:\n%s",
-			sent, c.answer.name, lineDiff(fast, std), fast, std)
 	}
 	return nil
 }

@@ -32,7 +32,10 @@ type FastPath struct {
 	// HTTP2 serves HTTP/2 connections with package gateway/internal/h2,
 	// which frames with golang.org/x/net/http2 and lets each stream's
 	// handler write its own answer, instead of with Go's HTTP/2 server.
-	// Every stream still goes through the gateway's handler.
+	// Every stream still goes through the gateway's handler. False (Go's
+	// server) unless asked for: kubegate gateway sets it only with
+	// --http2-fast-path, since Go's server is the one that gets Go's
+	// HTTP/2 fixes.
 	HTTP2 bool
 }
 
@@ -153,7 +156,9 @@ func (g *Gateway) forwardFast(w http.ResponseWriter, r *http.Request, st *reqSta
 
 // serve starts serving g on ln with srv's TLS configuration and limits.
 // With a fast path configured, plain HTTP/1.1 requests take it and srv
-// serves HTTP/2 and everything else; otherwise srv serves everything. The
+// serves HTTP/2 (unless the fast path's HTTP2 gives it to
+// gateway/internal/h2) and everything else; otherwise srv serves
+// everything. The
 // returned channel reports a server that stopped; shutdown stops both
 // gracefully.
 func serve(g *Gateway, srv *http.Server, ln net.Listener) (<-chan error, func(context.Context) error) {

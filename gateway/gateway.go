@@ -16,6 +16,8 @@
 // FastPath configured, Server.Serve renders it for plain HTTP/1.1
 // requests with package gateway/internal/h1, which frames bytes only,
 // and hands HTTP/2, upgrades, bodies and anything unusual to net/http.
+// HTTP/2 is served by Go's HTTP/2 server unless FastPath.HTTP2 opts in
+// to package gateway/internal/h2.
 package gateway
 
 import (

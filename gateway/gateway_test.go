@@ -91,14 +91,16 @@ type envOptions struct {
 	// headerTimeout and idleTimeout replace the server's, when set.
 	headerTimeout, idleTimeout time.Duration
 	// proto is the protocol clients speak: "HTTP/1.1" (the lean path,
-	// and the default), "HTTP/2.0" (net/http) or "HTTP/2.0-fast" (HTTP/2
-	// served by the fast path's own HTTP/2 server, gateway/internal/h2).
+	// and the default), "HTTP/2.0" (Go's HTTP/2 server, as kubegate
+	// gateway serves HTTP/2 by default) or "HTTP/2.0-fast" (HTTP/2 served
+	// by the fast path's own HTTP/2 server, gateway/internal/h2, as with
+	// --http2-fast-path).
 	proto string
 }
 
 // protocols are the client protocols tests run over: HTTP/1.1 is served
-// by the lean path, HTTP/2 by net/http's HTTP/2 server and, as
-// HTTP/2.0-fast, by gateway/internal/h2.
+// by the lean path, HTTP/2 by net/http's HTTP/2 server (the default) and,
+// as HTTP/2.0-fast, by gateway/internal/h2 (the opt-in).
 var protocols = []string{"HTTP/1.1", "HTTP/2.0", "HTTP/2.0-fast"}
 
 // forEachProtocol runs test once per client protocol.

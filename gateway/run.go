@@ -51,8 +51,9 @@ type Options struct {
 	// path or query.
 	HTTP1FastPath bool
 	// HTTP2FastPath serves HTTP/2 connections with the fast path's own
-	// HTTP/2 server (FastPath.HTTP2) when HTTP1FastPath is on; without
-	// it, they go to Go's HTTP/2 server.
+	// HTTP/2 server (FastPath.HTTP2) instead of Go's; it needs
+	// HTTP1FastPath. Off by default: Go's HTTP/2 server is the one that
+	// gets Go's HTTP/2 fixes, so the gateway's own is opt-in.
 	HTTP2FastPath bool
 }
 
@@ -66,7 +67,6 @@ func Defaults() Options {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
 		HTTP1FastPath:    true,
-		HTTP2FastPath:    true,
 	}
 }
 
@@ -93,6 +93,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HTTP1FastPath && o.Transport != nil {
 		return errors.New("the HTTP/1.1 fast path needs the gateway's own upstream transport")
+	}
+	if o.HTTP2FastPath && !o.HTTP1FastPath {
+		return errors.New("--http2-fast-path needs --http1-fast-path")
 	}
 	if o.UpstreamIdentity != RequestHeaderIdentity && o.UpstreamIdentity != ImpersonateIdentity {
 		return fmt.Errorf("--upstream-identity %q is not one of requestheader, impersonate", o.UpstreamIdentity)
