@@ -182,11 +182,13 @@ type CreateRequest struct {
 	Get func(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error)
 }
 
-// EscalationChecker is called before a write of a Role, ClusterRole,
-// RoleBinding or ClusterRoleBinding. Return an *apierrors.StatusError (403) to
-// refuse.
+// EscalationChecker is called on a write of a Role, ClusterRole,
+// RoleBinding or ClusterRoleBinding after mutating admission and before
+// the object is prepared and validated, with the stored object on an
+// update (old is nil on a create). Return an *apierrors.StatusError to
+// refuse, a 403 for an escalation.
 type EscalationChecker interface {
-	CheckRBACWrite(ctx context.Context, user authn.User, obj runtime.Object, namespace string) error
+	CheckRBACWrite(ctx context.Context, user authn.User, obj, old runtime.Object, namespace string) error
 }
 
 // Key is the store key of an object: /registry/GROUP/RESOURCE/NAMESPACE/NAME

@@ -281,11 +281,15 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	}
 	// As in kube-apiserver, admission sees the object after its defaults
 	// and before the server's own preparation and validation, so what a
-	// plugin sets is kept and validated (D.8).
+	// plugin sets is kept and validated (D.8); the escalation check of a
+	// role or binding follows it (C.2).
 	attrs := &AdmissionAttributes{Operation: Create, Resource: res.gvr, Kind: res.gvk(), Namespace: acc.GetNamespace(),
 		Name: acc.GetName(), User: user, Object: obj, DryRun: dry}
 	if admit {
 		if err := s.admit(ctx, attrs); err != nil {
+			return nil, err
+		}
+		if err := s.checkEscalation(ctx, res, "", user, obj, nil, acc.GetNamespace()); err != nil {
 			return nil, err
 		}
 	}
@@ -315,9 +319,6 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		// kube-apiserver's validating admission: after the registry's
 		// validation, on the object as it will be stored (D.8).
 		if err := s.validateAdmission(ctx, attrs); err != nil {
-			return nil, err
-		}
-		if err := s.checkEscalation(ctx, res, user, obj, acc.GetNamespace()); err != nil {
 			return nil, err
 		}
 	}
@@ -432,11 +433,43 @@ func (s *Server) validateAdmission(ctx context.Context, a *AdmissionAttributes) 
 	return nil
 }
 
-func (s *Server) checkEscalation(ctx context.Context, res *resource, user authn.User, obj runtime.Object, ns string) error {
-	if s.cfg.Escalation == nil || res.gvr.Group != rbacv1.GroupName {
+// checkEscalation runs the escalation check on a create (old nil) or an
+// update of subresource sub of a role or binding. kube-apiserver's RBAC
+// storage runs it after mutating admission and before anything else of
+// the write: preparing and validating the object, comparing its
+// resourceVersion, validating admission. So an invalid write that
+// escalates is a 403, and one that does not a 422 (C.2).
+func (s *Server) checkEscalation(ctx context.Context, res *resource, sub string, user authn.User, obj, old runtime.Object, ns string) error {
+	if !s.escalationChecked(res, sub) {
 		return nil
 	}
-	return s.cfg.Escalation.CheckRBACWrite(ctx, user, obj, ns)
+	return s.cfg.Escalation.CheckRBACWrite(ctx, user, obj, old, ns)
+}
+
+// escalationChecked reports whether writes of subresource sub of res are
+// checked for escalation: those of roles and bindings themselves.
+func (s *Server) escalationChecked(res *resource, sub string) bool {
+	return s.cfg.Escalation != nil && res.gvr.Group == rbacv1.GroupName && sub == ""
+}
+
+// onlyGCFieldsChange reports whether obj differs from old in nothing but
+// owner references and finalizers (and managed fields), the fields the
+// garbage collector changes.
+func onlyGCFieldsChange(obj, old runtime.Object) bool {
+	oldAcc, err := meta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	c := obj.DeepCopyObject()
+	acc, err := meta.Accessor(c)
+	if err != nil {
+		return false
+	}
+	acc.SetOwnerReferences(oldAcc.GetOwnerReferences())
+	acc.SetFinalizers(oldAcc.GetFinalizers())
+	acc.SetSelfLink(oldAcc.GetSelfLink())
+	acc.SetManagedFields(oldAcc.GetManagedFields())
+	return apiequality.Semantic.DeepEqual(c, old)
 }
 
 func (q *request) update() error {
@@ -504,9 +537,12 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			return nil, err
 		}
 		precondition := acc.GetResourceVersion()
-		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
-			return nil, conflictErr(q.gr(), q.name)
-		}
+		// As in kube-apiserver, an update of a role or binding that
+		// changes nothing but what the garbage collector changes (owner
+		// references and finalizers) is not checked for escalation; the
+		// object is compared as the request made it, before the server
+		// sets its system fields.
+		gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
 		obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
 		if err != nil {
 			return nil, err
@@ -515,12 +551,23 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
 		}
 		acc, _ = meta.Accessor(obj)
-		// The same order as a create's (D.8): admission, then what the
-		// server sets, then the allocations, then validation.
+		// The same order as a create's (D.8): admission, the escalation
+		// check (C.2), then what the server sets, then the allocations,
+		// then validation.
 		attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Kind: q.res.gvk(), Subresource: q.sub,
 			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
 		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, err
+		}
+		if !gcOnly {
+			if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
+				return nil, err
+			}
+		}
+		// kube-apiserver compares the resourceVersion once admission and
+		// the escalation check have seen the object.
+		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
+			return nil, conflictErr(q.gr(), q.name)
 		}
 		finishUpdate(q.res, q.sub, obj, old)
 		if q.res.prepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
@@ -537,11 +584,6 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		warn(q.ctx(), q.res, q.sub, obj, old)
 		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 			return nil, err
-		}
-		if q.sub == "" {
-			if err := q.s.checkEscalation(q.ctx(), q.res, q.user(), obj, q.ns); err != nil {
-				return nil, err
-			}
 		}
 		data, err := q.s.encodeStored(q.res, obj)
 		if err != nil {

@@ -56,7 +56,7 @@ func newRBACServer(t *testing.T) *rbacServer {
 			return &authn.Response{User: u}, true, nil
 		}),
 		Authorizer: az,
-		Escalation: Escalation{Guard: rbac.NewGuard(rules, az)},
+		Escalation: Escalation{Guard: rbac.NewGuard(rules, az), Authorizer: az},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -234,7 +234,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		}
 		rules := rbac.New(s.RBAC)
 		cfg.Authorizer = authz.Union(authz.PrivilegedGroups(authz.SystemMasters), rules)
-		cfg.Escalation = rbacsource.Escalation{Guard: rbac.NewGuard(rules, cfg.Authorizer)}
+		cfg.Escalation = rbacsource.Escalation{Guard: rbac.NewGuard(rules, cfg.Authorizer), Authorizer: cfg.Authorizer}
 		api.Rules = rules
 	case ModeAlwaysAllow:
 		cfg.Authorizer = authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
