@@ -25,6 +25,7 @@ import (
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/csrapproving"
+	"github.com/kubegate/kubegate/controllers/csrcleaner"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/daemonset"
 	"github.com/kubegate/kubegate/controllers/deployment"
@@ -65,6 +66,7 @@ var All = []controllers.Descriptor{
 	ttlafterfinished.Descriptor,
 	csrapproving.Descriptor,
 	csrsigning.Descriptor,
+	csrcleaner.Descriptor,
 }
 
 // Names returns the names of All.
