@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/clusterroleaggregation"
 	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/csrapproving"
 	"github.com/kubegate/kubegate/controllers/csrcleaner"
@@ -67,6 +68,7 @@ var All = []controllers.Descriptor{
 	csrapproving.Descriptor,
 	csrsigning.Descriptor,
 	csrcleaner.Descriptor,
+	clusterroleaggregation.Descriptor,
 }
 
 // Names returns the names of All.
