@@ -11,15 +11,21 @@ import (
 )
 
 // Aggregate returns roles with each cluster role that has an
-// aggregationRule replaced by a copy whose Rules are gathered from the
-// other cluster roles its selectors match, as kube-controller-manager's
-// aggregation controller writes them: selector by selector, matching roles
-// in name order, a role never gathering from itself, each distinct rule
-// once. Gathering is transitive (admin gathers edit, which gathers view);
-// a cycle is cut where it closes, the role met again contributing the
-// rules it was given. A selector that
-// does not parse matches nothing. Roles without an aggregationRule are
-// returned as they are; the input is not modified.
+// aggregationRule and no stored rules replaced by a copy whose Rules are
+// gathered from the other cluster roles its selectors match, as
+// kube-controller-manager's aggregation controller writes them: selector
+// by selector, matching roles in name order, a role never gathering from
+// itself, each distinct rule once. Gathering is transitive (admin gathers
+// edit, which gathers view); a cycle is cut where it closes, the role met
+// again contributing the rules it was given. A selector that does not
+// parse matches nothing.
+//
+// A cluster role with stored rules keeps them, aggregationRule or not:
+// kube-apiserver's authorizer reads only the stored rules, which the
+// aggregation controller (controllers/clusterroleaggregation) keeps in
+// step, so gathering here only stands in for a controller that has not
+// written them yet or does not run, as under kubegate apiserver alone
+// (docs/kubernetes-behaviour.md G.18). The input is not modified.
 func Aggregate(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
 	byName := make(map[string]*rbacv1.ClusterRole, len(roles))
 	sorted := make([]*rbacv1.ClusterRole, 0, len(roles))
@@ -37,7 +43,7 @@ func Aggregate(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
 	g := aggregator{sorted: sorted, done: map[string][]rbacv1.PolicyRule{}, busy: map[string]bool{}}
 	out := make([]*rbacv1.ClusterRole, len(roles))
 	for i, r := range roles {
-		if r.AggregationRule == nil {
+		if r.AggregationRule == nil || len(r.Rules) > 0 {
 			out[i] = r
 			continue
 		}
@@ -54,9 +60,10 @@ type aggregator struct {
 	busy   map[string]bool
 }
 
-// rules returns the effective rules of r.
+// rules returns the effective rules of r: its stored rules, gathered when
+// it has an aggregationRule and none are stored.
 func (g *aggregator) rules(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
-	if r.AggregationRule == nil || g.busy[r.Name] {
+	if r.AggregationRule == nil || len(r.Rules) > 0 || g.busy[r.Name] {
 		return r.Rules
 	}
 	if rules, ok := g.done[r.Name]; ok {

@@ -268,15 +268,16 @@ func TestAggregate(t *testing.T) {
 	roles := []*rbacv1.ClusterRole{
 		withLabels(clusterRole("admin"), sel("to-admin")),
 		withLabels(clusterRole("edit"), sel("to-edit"), "to-admin"),
-		withLabels(clusterRole("view", rule(s("stale"), s(""), s("x"))), sel("to-view"), "to-edit"),
+		withLabels(clusterRole("view"), sel("to-view"), "to-edit"),
 		withLabels(clusterRole("view-part-b", getPods, listPods), nil, "to-view"),
 		withLabels(clusterRole("view-part-a", getPods), nil, "to-view"),
 		withLabels(clusterRole("loop-a"), sel("loop"), "loop"),
 		withLabels(clusterRole("loop-b", getPods), sel("loop"), "loop"),
 		withLabels(clusterRole("bad-selector"), &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{
 			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}}}),
+		withLabels(clusterRole("hand-edited", rule(s("stale"), s(""), s("x"))), sel("to-view")),
 	}
-	before := roles[2].Rules[0].Verbs[0]
+	before := roles[8].Rules[0].Verbs[0]
 	out := Aggregate(roles)
 	byName := map[string]*rbacv1.ClusterRole{}
 	for _, r := range out {
@@ -296,8 +297,12 @@ func TestAggregate(t *testing.T) {
 	if got := byName["bad-selector"].Rules; len(got) != 0 {
 		t.Errorf("bad-selector rules = %v, want none", got)
 	}
-	if roles[2].Rules[0].Verbs[0] != before || out[3] != roles[3] {
-		t.Error("Aggregate modified its input or copied a role without aggregationRule")
+	// Stored rules are the role's rules, as kube's authorizer reads them.
+	if got := byName["hand-edited"].Rules; len(got) != 1 || got[0].Verbs[0] != "stale" {
+		t.Errorf("hand-edited rules = %v, want its stored rule", got)
+	}
+	if roles[8].Rules[0].Verbs[0] != before || out[3] != roles[3] || out[8] != roles[8] {
+		t.Error("Aggregate modified its input or copied a role it keeps")
 	}
 }
 
@@ -345,5 +350,42 @@ func TestAuthorizeFollowsOnlyRBACRoleRefs(t *testing.T) {
 		Resource: "nodes", Name: "n1", APIVersion: "v1", ResourceRequest: true})
 	if d != authz.Allow {
 		t.Errorf("dora get nodes through a roleRef without API group = %v (%s), want Allow", d, reason)
+	}
+}
+
+// An aggregated ClusterRole grants the rules stored in it, as
+// kube-apiserver's authorizer reads them, once the aggregation
+// controller or a person has written some: a hand edit grants what it
+// says until the controller puts the gathered rules back. Only a role
+// with no stored rules grants what its selectors gather, standing in for
+// a controller that has not run (docs/kubernetes-behaviour.md G.18).
+func TestAggregatedRoleGrantsItsStoredRules_G18(t *testing.T) {
+	t.Parallel()
+	agg := func(name string, rules ...rbacv1.PolicyRule) *rbacv1.ClusterRole {
+		r := clusterRole(name, rules...)
+		r.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"to-team": "true"}}}}
+		return r
+	}
+	part := clusterRole("team-part", rule(s("get"), s(""), s("pods")))
+	part.Labels = map[string]string{"to-team": "true"}
+	az := New(NewMemory(Objects{
+		ClusterRoles: []*rbacv1.ClusterRole{part, agg("edited", rule(s("get"), s(""), s("secrets"))), agg("unwritten")},
+		ClusterRoleBindings: []*rbacv1.ClusterRoleBinding{
+			crb("edited", "edited", subject("User", "erin")), crb("unwritten", "unwritten", subject("User", "uma"))},
+	}))
+	for _, tc := range []struct {
+		user, resource string
+		want           authz.Decision
+	}{
+		{"erin", "secrets", authz.Allow},
+		{"erin", "pods", authz.NoOpinion},
+		{"uma", "pods", authz.Allow},
+		{"uma", "secrets", authz.NoOpinion},
+	} {
+		d, reason, _ := az.Authorize(context.Background(), authz.Attributes{User: user(tc.user), Verb: "get",
+			Resource: tc.resource, Namespace: "ns1", APIVersion: "v1", ResourceRequest: true})
+		if d != tc.want {
+			t.Errorf("%s get %s = %v (%s), want %v", tc.user, tc.resource, d, reason, tc.want)
+		}
 	}
 }

@@ -157,8 +157,9 @@ func (m *Memory) GetRole(namespace, name string) (*rbacv1.Role, error) {
 	return nil, NotFoundError("role", name)
 }
 
-// GetClusterRole returns the cluster role name, with aggregated rules
-// filled in, or NotFoundError.
+// GetClusterRole returns the cluster role name, an aggregated one without
+// stored rules with the rules it gathers (see Aggregate), or
+// NotFoundError.
 func (m *Memory) GetClusterRole(name string) (*rbacv1.ClusterRole, error) {
 	if r, ok := m.snapshot().clusterRoles[name]; ok {
 		return r, nil

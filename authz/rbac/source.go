@@ -13,9 +13,9 @@ import (
 // The List methods are given the user being authorized so that a source
 // can return only the bindings that may name it; returning more is
 // correct (the authorizer checks every subject itself), only slower.
-// ClusterRoles are returned with their aggregated rules already in Rules
-// (see Aggregate). A missing role is reported with NotFoundError, whose
-// text ends up in 403 reasons. Callers never modify what is returned.
+// An aggregated ClusterRole with no stored rules is returned with the
+// rules it gathers already in Rules (see Aggregate). A missing role is
+// reported with NotFoundError, whose text ends up in 403 reasons. Callers never modify what is returned.
 type RuleSource interface {
 	ListClusterRoleBindings(u authn.User) ([]*rbacv1.ClusterRoleBinding, error)
 	ListRoleBindings(namespace string, u authn.User) ([]*rbacv1.RoleBinding, error)
