@@ -35,6 +35,13 @@
 #                             commit, say) run as the system kubegate-base with
 #                             the same flags, to compare before and after in one
 #                             run: BENCH_SYSTEMS="kubegate kubegate-base ..."
+#   (system kubegate-h2fast)  the kubegate command with --http2-fast-path: HTTP/2
+#                             served by gateway/internal/h2 instead of Go's
+#                             server, in the same run as kubegate:
+#                             BENCH_SYSTEMS="kubegate kubegate-h2fast" BENCH_SCENARIOS=h2-64
+#   BENCH_REFS [haproxy,haproxy-kube,nginx, and kubegate when kubegate-base or
+#                             kubegate-h2fast runs]  systems every other is
+#                             compared with (req/s, p99, CPU per request)
 #
 # Exits non-zero if a system fails the identity checks, any request fails, or
 # a spoofed X-Remote-* header reaches the backend.
@@ -58,6 +65,9 @@ ROOT=$(cd "$HERE/../.." && pwd)
 URL_PATH=/api/v1/namespaces/default/pods/bench
 
 read -ra SYSTEM_LIST <<<"$SYSTEMS"
+REFS=haproxy,haproxy-kube,nginx
+[[ " $SYSTEMS " == *" kubegate-base "* || " $SYSTEMS " == *" kubegate-h2fast "* ]] && REFS+=,kubegate
+REFS=${BENCH_REFS:-$REFS}
 read -ra SCENARIO_LIST <<<"$SCENARIOS"
 for n in "$ROUNDS" "$DURATION" "$WARMUP" "$BUSY_MAX" "$QUIET_WAIT" "$STEAL_MAX" "$STEAL_RETRIES"; do
 	[[ $n =~ ^[0-9]+$ ]] || { echo "gateway.sh: BENCH_* numbers must be whole numbers, got '$n'" >&2; exit 2; }
@@ -80,9 +90,9 @@ for sys in "${SYSTEM_LIST[@]}"; do
 		[[ -f $NGINX_MODULES/ngx_http_headers_more_filter_module.so ]] ||
 			missing+=("libnginx-mod-http-headers-more-filter (looked in NGINX_MODULES=$NGINX_MODULES)")
 		;;
-	kubegate | plainproxy) ;;
+	kubegate | kubegate-h2fast | plainproxy) ;;
 	kubegate-base) [[ -x ${KUBEGATE_BASE_BIN:-} ]] || die "kubegate-base needs KUBEGATE_BASE_BIN, the path of a kubegate binary" ;;
-	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, kubegate-base, haproxy, haproxy-kube, nginx, plainproxy)" ;;
+	*) die "unknown system '$sys' in BENCH_SYSTEMS (want kubegate, kubegate-base, kubegate-h2fast, haproxy, haproxy-kube, nginx, plainproxy)" ;;
 	esac
 done
 for sc in "${SCENARIO_LIST[@]}"; do
@@ -227,7 +237,8 @@ kubegate_cmd() { # prints the gateway command, or nothing with a note
 		echo "$KUBEGATE_GATEWAY_CMD"
 		return
 	fi
-	if ! (cd "$ROOT" && go build -o "$BIN/kubegate" ./cmd/kubegate) >"$OUT/kubegate-build.log" 2>&1; then
+	# Built once: kubegate-h2fast runs the same binary.
+	if [[ ! -x $BIN/kubegate ]] && ! (cd "$ROOT" && go build -o "$BIN/kubegate" ./cmd/kubegate) >"$OUT/kubegate-build.log" 2>&1; then
 		say "note: skipping kubegate: ./cmd/kubegate does not build (see $OUT/kubegate-build.log)"
 		return
 	fi
@@ -254,11 +265,20 @@ launch() {
 	local sys=$1 port cmd
 	port=$(free_port)
 	case $sys in
-	kubegate)
+	kubegate | kubegate-h2fast)
 		cmd=$(kubegate_cmd)
 		[[ -n $cmd ]] || return 1
-		say "kubegate: $cmd"
-		start kubegate env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$BIN" \
+		# kubegate-h2fast: the same command, HTTP/2 served by the
+		# gateway's own HTTP/2 server (gateway/internal/h2).
+		if [[ $sys == kubegate-h2fast ]]; then
+			if [[ -z ${KUBEGATE_GATEWAY_CMD:-} && $("$BIN/kubegate" gateway --help 2>&1) != *--http2-fast-path* ]]; then
+				say "note: skipping kubegate-h2fast: this build has no --http2-fast-path"
+				return 1
+			fi
+			cmd+=" --http2-fast-path"
+		fi
+		say "$sys: $cmd"
+		start "$sys" env BENCH_PORT="$port" BENCH_UPSTREAM="http://$BACKEND" BENCH_PKI="$PKI" BENCH_BIN="$BIN" \
 			bash -c "exec $cmd"
 		;;
 	kubegate-base)
@@ -366,7 +386,7 @@ for sys in "${SYSTEM_LIST[@]}"; do
 		FAILED+=("$sys: did not start (see $OUT/$sys.log)")
 		continue
 	}
-	if [[ " ${SCENARIO_LIST[*]} " == *" ka64-oidc "* && ($sys == kubegate || $sys == kubegate-base) ]] && ! wait_oidc "$sys"; then
+	if [[ " ${SCENARIO_LIST[*]} " == *" ka64-oidc "* && $sys == kubegate* ]] && ! wait_oidc "$sys"; then
 		FAILED+=("$sys: the OpenID token was refused")
 	elif verify "$sys"; then
 		say "$sys: identity checks passed on 127.0.0.1:${PORT[$sys]}; groups forwarded: ${WANT_GROUPS[$sys]}"
@@ -400,7 +420,7 @@ scenario_args() {
 credential_args() {
 	case $1 in
 	ka64-token | ka64-sa | ka64-oidc)
-		[[ $2 == kubegate || $2 == kubegate-base ]] || return 1
+		[[ $2 == kubegate* ]] || return 1
 		local file=token.txt
 		WANT_USER=bench-user WANT_GROUP="devs|devops|system:authenticated"
 		if [[ $1 == ka64-sa ]]; then
@@ -504,7 +524,7 @@ done
 echo "kubegate gateway benchmark: $ROUNDS round(s) x ${DURATION}s, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo "haproxy: $(haproxy -v 2>/dev/null | head -n1 | cut -d' ' -f3 || true)  nginx: $(nginx -v 2>&1 | cut -d/ -f2 || true)  $(go version | cut -d' ' -f3)"
 report_rc=0
-"$BIN/loadgen" -report "$RESULTS" -ref haproxy,haproxy-kube,nginx -steal-max "$STEAL_MAX" || report_rc=$?
+"$BIN/loadgen" -report "$RESULTS" -ref "$REFS" -steal-max "$STEAL_MAX" || report_rc=$?
 ((report_rc == 0)) || FAILED+=("requests failed (errors column above)")
 read_stats
 echo "spoofed X-Remote-* headers that reached the backend: $((SPOOFED - spoofed_before))"

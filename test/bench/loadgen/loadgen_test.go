@@ -167,7 +167,8 @@ func TestReport(t *testing.T) {
 	tests := []struct {
 		name      string
 		results   []result
-		stealMax  float64 // 0: -1, keep every run
+		stealMax  float64  // 0: -1, keep every run
+		refs      []string // nil: haproxy, nginx
 		wantLines []string
 		wantErr   string
 	}{
@@ -186,6 +187,23 @@ func TestReport(t *testing.T) {
 			wantLines: []string{
 				"haproxy     3  19000  290µs  8.50ms  -  -     0      3  -  -         1.00   1.00        1.00",
 				"plainproxy     3   9300  390µs  17.00ms  148µs  298µs     0      3  7  10         0.49   0.50        2.00",
+			},
+		},
+		{
+			name: "CPU per request against a reference",
+			results: []result{
+				withCPU(run("kubegate", 1, 20000, 300, 8000, 0), "50", "0", "5"), withCPU(run("kubegate-h2fast", 1, 21000, 290, 7000, 0), "40", "0", "5"),
+				withCPU(run("kubegate", 2, 10000, 300, 8000, 0), "60", "0", "5"), withCPU(run("kubegate-h2fast", 2, 11000, 290, 7000, 0), "42", "0", "5"),
+				withCPU(run("kubegate", 3, 15000, 300, 8000, 0), "80", "0", "5"), withCPU(run("kubegate-h2fast", 3, 16000, 290, 7000, 0), "48", "0", "5"),
+			},
+			refs: []string{"kubegate"},
+			// kubegate-h2fast: median 42µs against 60µs, 0.70; by
+			// round 0.80, 0.70, 0.60, median 0.70 (the CPU figures move
+			// together here, so the two agree); req/s by round 1.05,
+			// 1.10, 1.07: 1.07.
+			wantLines: []string{
+				"kubegate 3 15000 300µs 8.00ms 60µs 210µs 0 3 0 5 1.00 1.00 1.00 1.00 1.00",
+				"kubegate-h2fast 3 16000 290µs 7.00ms 42µs 192µs 0 3 0 5 1.07 1.07 0.88 0.70 0.70",
 			},
 		},
 		{
@@ -236,7 +254,11 @@ func TestReport(t *testing.T) {
 			if stealMax == 0 {
 				stealMax = -1
 			}
-			err := writeReport(&out, tt.results, []string{"haproxy", "nginx"}, stealMax)
+			refs := tt.refs
+			if refs == nil {
+				refs = []string{"haproxy", "nginx"}
+			}
+			err := writeReport(&out, tt.results, refs, stealMax)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)

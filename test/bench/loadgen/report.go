@@ -34,16 +34,18 @@ type summary struct {
 	hasSteal, hasIdle  bool
 	hasCPU, hasAllCPU  bool
 	roundRPS           map[string]float64 // req/s by the "round" tag
+	roundCPU           map[string]float64 // CPU per request by the "round" tag
 }
 
-// roundRatio returns the median, over the rounds both ran, of a's req/s
-// divided by b's. The systems' runs of one round are next to each other in
-// time, so this ratio holds better than the ratio of medians when the
-// machine's speed drifts during a long run; "-" when they share no round.
-func roundRatio(a, b summary) string {
+// roundRatio returns the median, over the rounds both ran, of a's figure
+// divided by b's (req/s, or CPU per request), each given by round. The
+// systems' runs of one round are next to each other in time, so this
+// ratio holds better than the ratio of medians when the machine's speed
+// drifts during a long run; "-" when they share no round.
+func roundRatio(a, b map[string]float64) string {
 	var rs []float64
-	for round, x := range a.roundRPS {
-		if y, ok := b.roundRPS[round]; ok && y > 0 {
+	for round, x := range a {
+		if y, ok := b[round]; ok && y > 0 {
 			rs = append(rs, x/y)
 		}
 	}
@@ -71,7 +73,7 @@ func disturbed(r result, stealMax float64) bool {
 func summarise(c *cell, stealMax float64) summary {
 	s := summary{label: c.label, runs: len(c.runs)}
 	var rps, p50, p99, cpu, all, idle []float64
-	s.roundRPS = map[string]float64{}
+	s.roundRPS, s.roundCPU = map[string]float64{}, map[string]float64{}
 	runs := slices.DeleteFunc(slices.Clone(c.runs), func(r result) bool { return disturbed(r, stealMax) })
 	if len(runs) == 0 {
 		runs = c.runs
@@ -104,6 +106,9 @@ func summarise(c *cell, stealMax float64) summary {
 		if v, ok := r.tag("cpu_us_per_req"); ok {
 			s.hasCPU = true
 			cpu = append(cpu, v)
+			if round := r.Tags["round"]; round != "" {
+				s.roundCPU[round] = v
+			}
 			backend, ok := r.tag("backend_cpu_us_per_req")
 			if n := r.Requests + r.WarmupRequests; ok && r.CPUSeconds > 0 && n > 0 {
 				all = append(all, v+backend+r.CPUSeconds*1e6/float64(n))
@@ -136,9 +141,9 @@ func fmtUs(us float64) string {
 // "backend_cpu_us_per_req" tag and the load generator's own CPU), its total
 // errors, the highest CPU use seen before a run and stolen during one, the
 // median CPU time left idle during a run (the "idle_pct" tag), and its
-// ratios against refs: of the medians, and the median of the ratios within
-// each round. It returns
-// 1 when any run had an error or no successful request.
+// ratios against refs: of the medians (req/s, p99, CPU per request), and
+// the median of the ratios within each round (req/s, CPU per request). It
+// returns 1 when any run had an error or no successful request.
 func runReport(path string, refs []string, stealMax float64, stdout, stderr io.Writer) int {
 	f, err := os.Open(path)
 	if err != nil {
@@ -222,6 +227,12 @@ func writeReport(w io.Writer, results []result, refs []string, stealMax float64)
 		for _, ref := range present {
 			header += "p99 ÷ " + ref + "\t"
 		}
+		for _, ref := range present {
+			header += "cpu/req ÷ " + ref + "\t"
+		}
+		for _, ref := range present {
+			header += "cpu by round ÷ " + ref + "\t"
+		}
 		fmt.Fprintln(tw, header)
 		for _, c := range cells[sc] {
 			s := sums[c.label]
@@ -254,10 +265,20 @@ func writeReport(w io.Writer, results []result, refs []string, stealMax float64)
 				line += ratio(s.rps, sums[ref].rps) + "\t"
 			}
 			for _, ref := range present {
-				line += roundRatio(s, sums[ref]) + "\t"
+				line += roundRatio(s.roundRPS, sums[ref].roundRPS) + "\t"
 			}
 			for _, ref := range present {
 				line += ratio(s.p99, sums[ref].p99) + "\t"
+			}
+			for _, ref := range present {
+				cpuRatio := "-"
+				if s.hasCPU && sums[ref].hasCPU {
+					cpuRatio = ratio(s.cpuUs, sums[ref].cpuUs)
+				}
+				line += cpuRatio + "\t"
+			}
+			for _, ref := range present {
+				line += roundRatio(s.roundCPU, sums[ref].roundCPU) + "\t"
 			}
 			fmt.Fprintln(tw, line)
 			if s.errors > 0 || s.emptyRuns {
