@@ -1,7 +1,14 @@
-// Package h2 serves the gateway's HTTP/2 connections. It frames with
+// Package h2 serves the gateway's HTTP/2 connections when it is asked to
+// (kubegate gateway --http2-fast-path); by default Go's own HTTP/2 server
+// serves them, since only that one gets Go's HTTP/2 fixes. It frames with
 // golang.org/x/net/http2's Framer and hpack, and gives every stream to an
 // http.Handler as an http.Request with an http.ResponseWriter, as Go's
 // own HTTP/2 server does. It knows nothing of identities.
+//
+// Go's server checks things this one does not: it ends an HTTP/2
+// connection whose TLS 1.2 cipher suite RFC 9113 section 9.2.2 prohibits
+// with INADEQUATE_SECURITY, and it takes its settings from the
+// http.Server's HTTP2 field.
 //
 // It differs from Go's server in how it is built, not in what a client
 // sees: one goroutine per connection reads frames and answers the
