@@ -7,9 +7,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"os"
+	"os/signal"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,11 +56,16 @@ and the cluster's signer issues the certificate, then write PREFIX.crt and
 PREFIX.conf, a kubeconfig for the kubeconfig's cluster with the new
 certificate and key.
 
-A denied or failed request, or none issued within --wait, ends with one
-line and exit status 1.`,
+Until the certificate is issued the new key is PREFIX.key.new, and the
+files of an earlier request that --force replaces are left as they are. A
+denied or failed request, none issued within --wait, or an interrupt
+(SIGINT, SIGTERM) ends with one line and exit status 1, and removes
+PREFIX.key.new.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runCertRequest(cmd.Context(), o, s)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runCertRequest(ctx, o, s)
 		},
 	}
 	fs := cmd.Flags()
@@ -115,6 +124,7 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 		return err
 	}
 	keyFile, certFile, confFile := o.out+".key", o.out+".crt", o.out+".conf"
+	newKeyFile := keyFile + ".new"
 	if !o.force {
 		if err := mustNotExist(keyFile, certFile, confFile); err != nil {
 			return err
@@ -149,21 +159,35 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	if err != nil {
 		return err
 	}
-	// The key is written first, so that a certificate issued for it is
-	// never without it; it is removed again when no certificate comes.
-	if err := fsutil.WriteFile(keyFile, keyPEM, fsutil.ModeKey, o.force); err != nil {
+	// The key is written before the request is sent, so that a
+	// certificate issued for it is never without it, but beside PREFIX.key:
+	// the files of an earlier request stay as they are until the new
+	// certificate is issued, and PREFIX.key.new is removed when none is.
+	// Created exclusively, it keeps a second request for PREFIX from
+	// running meanwhile; one left by a request that was killed is not
+	// ours to replace.
+	if err := fsutil.CreateFile(newKeyFile, keyPEM, fsutil.ModeKey); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s exists: another kubegate cert request for %s is running, or one was stopped; remove the file once none runs", newKeyFile, o.out)
+		}
 		return err
 	}
-	done := false
+	keep := false
 	defer func() {
-		if !done {
-			os.Remove(keyFile)
+		if !keep {
+			os.Remove(newKeyFile)
 		}
 	}()
 
 	name := o.name
 	if name == "" {
 		name = requestName(o.cn)
+	}
+	interrupted := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("certificate request %s was interrupted before a certificate was issued; nothing was written", name)
+		}
+		return err
 	}
 	csr := &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -177,13 +201,13 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	}
 	created, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("create certificate signing request %s: %w", name, err)
+		return interrupted(fmt.Errorf("create certificate signing request %s: %w", name, err))
 	}
 	fmt.Fprintf(s.err, "waiting for approval: kubectl certificate approve %s\n", name)
 
 	certPEM, err := waitForCertificate(ctx, client, created, o.wait)
 	if err != nil {
-		return err
+		return interrupted(err)
 	}
 	cert, err := ca.ParseCertPEM(name, certPEM)
 	if err != nil {
@@ -192,19 +216,38 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	if !ca.KeyMatches(key, cert.PublicKey) {
 		return fmt.Errorf("certificate request %s: the issued certificate is not for the key this request sent", name)
 	}
-	if err := fsutil.WriteFile(certFile, certPEM, fsutil.ModePublic, o.force); err != nil {
-		return err
-	}
 	cfg, err := kubeconfig.Build(kubeconfig.Options{ClusterName: clusterName, Server: cluster.Server,
 		CAPEM: cluster.CertificateAuthorityData, UserName: o.cn, CertPEM: certPEM, KeyPEM: keyPEM})
 	if err != nil {
 		return err
 	}
 	cfg.Clusters[clusterName] = cluster
+	if !o.force {
+		if err := mustNotExist(keyFile, certFile, confFile); err != nil {
+			return err
+		}
+	}
+	// Only now are the three files replaced, each atomically; a signal
+	// that comes meanwhile no longer stops the command. The kubeconfig
+	// goes first, as it holds the certificate and the key together; then
+	// the certificate; the key last, so that until then PREFIX.key.new
+	// holds it and a failed step leaves a pair that belongs together, or
+	// says what to move where.
 	if err := kubeconfig.Write(confFile, cfg, o.force); err != nil {
+		return fmt.Errorf("certificate request %s: %w; %s, %s and %s are unchanged", name, err, keyFile, certFile, confFile)
+	}
+	if err := fsutil.WriteFile(certFile, certPEM, fsutil.ModePublic, o.force); err != nil {
+		return fmt.Errorf("certificate request %s: %w; %s holds the new certificate and key, %s and %s are unchanged", name, err, confFile, certFile, keyFile)
+	}
+	if err := os.Rename(newKeyFile, keyFile); err != nil {
+		keep = true
+		return fmt.Errorf("certificate request %s: %s and %s hold the new certificate, but %s could not be replaced: %w; the new key is %s: move it to %s",
+			name, confFile, certFile, keyFile, err, newKeyFile, keyFile)
+	}
+	keep = true
+	if err := fsutil.SyncDir(filepath.Dir(keyFile)); err != nil {
 		return err
 	}
-	done = true
 	fmt.Fprintf(s.out, "wrote %s, %s and %s for %s (valid until %s)\n", keyFile, certFile, confFile,
 		ca.SubjectString(cert.RawSubject), cert.NotAfter.UTC().Format(time.RFC3339))
 	return nil

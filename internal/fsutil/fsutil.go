@@ -88,3 +88,43 @@ func CheckWritableDir(dir string) error {
 	f.Close()
 	return os.Remove(name)
 }
+
+// CreateFile writes data to a new file at path with mode perm and makes
+// it durable, as WriteFile does, but in place: the file is created
+// exclusively, so when anything exists at path (a file, a link, another
+// run's file) it returns an error wrapping fs.ErrExist and leaves that
+// alone. Parent directories are created with ModeDir. On any other
+// failure the new file is removed.
+func CreateFile(path string, data []byte, perm fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, ModeDir); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			os.Remove(path)
+		}
+	}()
+	if perm&umask() != 0 {
+		if err := f.Chmod(perm); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return SyncDir(dir)
+}

@@ -2,6 +2,7 @@ package fsutil
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,5 +159,34 @@ func TestNoLinkedDirs(t *testing.T) {
 		case strings.Contains(tt.dir, "link") && !errors.Is(err, ErrLinkedDir):
 			t.Errorf("NoLinkedDirs(%s, %s) = %v, want ErrLinkedDir", tt.root, tt.dir, err)
 		}
+	}
+}
+
+func TestCreateFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "x.key.new")
+	if err := CreateFile(path, []byte("one"), ModeKey); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != ModeKey {
+		t.Errorf("mode: %v %v, want %v", fi, err, ModeKey)
+	}
+	// Whatever is there is left alone: a file, or a link to one.
+	if err := CreateFile(path, []byte("two"), ModeKey); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("over a file: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one" {
+		t.Errorf("content = %q, want %q", b, "one")
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := CreateFile(link, []byte("two"), ModeKey); !errors.Is(err, fs.ErrExist) {
+		t.Errorf("over a dangling link: %v, want fs.ErrExist", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "target")); err == nil {
+		t.Error("CreateFile wrote through a link")
 	}
 }

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,7 +74,9 @@ func (r *certRequest) wait(t *testing.T) (int, string) {
 // certificate, and the user's new kubeconfig authenticates through the
 // gateway as the requested CN and O; openssl verifies the certificate
 // against the cluster CA and shows client auth and the asked-for
-// lifetime. A denied request ends the command with one line and exit 1.
+// lifetime. A request with --force interrupted by SIGINT or SIGTERM
+// leaves the earlier key, certificate and kubeconfig as they were, and a
+// denied request ends the command with one line and exit 1.
 func TestCertRequestThroughTheSigner_H3(t *testing.T) {
 	requireTool(t, "kubectl")
 	openssl := requireTool(t, "openssl")
@@ -131,6 +136,36 @@ func TestCertRequestThroughTheSigner_H3(t *testing.T) {
 		// start is back-dated five minutes.
 		if got := notAfter.Sub(notBefore); got != 2*time.Hour+5*time.Minute {
 			t.Errorf("lifetime %v (%v to %v), want 2h5m", got, notBefore, notAfter)
+		}
+	})
+
+	t.Run("an interrupted request with --force leaves the earlier files as they were", func(t *testing.T) {
+		old := map[string][]byte{}
+		for _, ext := range []string{".key", ".crt", ".conf"} {
+			data, err := os.ReadFile(prefix + ext)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old[ext] = data
+		}
+		for sig, name := range map[os.Signal]string{os.Interrupt: "ada-int", syscall.SIGTERM: "ada-term"} {
+			req := startCertRequest(t, name, "--kubeconfig", noraConf, "--cn", "ada", "--force", "--out", prefix)
+			if err := req.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			code, stderr := req.wait(t)
+			want := "kubegate: certificate request " + name + " was interrupted before a certificate was issued; nothing was written"
+			if lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n"); code != 1 || lines[len(lines)-1] != want {
+				t.Errorf("%v: exit %d, stderr %q; want exit 1 and the last line %q", sig, code, stderr, want)
+			}
+			for ext, data := range old {
+				if got, err := os.ReadFile(prefix + ext); err != nil || !bytes.Equal(got, data) {
+					t.Errorf("%v: %s%s changed (%v)", sig, prefix, ext, err)
+				}
+			}
+			if _, err := os.Lstat(prefix + ".key.new"); err == nil {
+				t.Errorf("%v: %s.key.new was left behind", sig, prefix)
+			}
 		}
 	})
 
