@@ -25,6 +25,10 @@ type Renewal struct {
 // its subject, SANs, usages and CA, and gets a new key of the same type.
 // Nothing is written; every CA key is checked first.
 func PlanRenew(dir, target string, embedded []Embedded, validity time.Duration, now func() time.Time) ([]Renewal, error) {
+	// A linked pki/ is named, rather than seen as an empty tree.
+	if err := fsutil.NoLinkedDirs(dir, PKIDir); err != nil {
+		return nil, err
+	}
 	found, err := Scan(dir, embedded)
 	if err != nil {
 		return nil, err

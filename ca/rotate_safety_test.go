@@ -573,3 +573,15 @@ func TestInitRefusesLinkedDirectories_H6(t *testing.T) {
 		})
 	}
 }
+
+// cert renew names a linked pki/ instead of reporting that it holds no
+// such certificate (H.6).
+func TestRenewRefusesALinkedPKIDirectory_H6(t *testing.T) {
+	t.Parallel()
+	dir := rotationTree(t)
+	elsewhere := linkDir(t, dir, "pki")
+	there := treeFiles(t, elsewhere)
+	_, err := ca.PlanRenew(dir, "apiserver", nil, time.Hour, time.Now)
+	refusedLink(t, "cert renew", err, dir, "pki", elsewhere)
+	sameTree(t, "cert renew through the link", elsewhere, there)
+}
