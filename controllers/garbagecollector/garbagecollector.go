@@ -11,10 +11,12 @@
 //   - background: an object whose owners are all gone is deleted, with
 //     its own finalizers deciding the propagation (orphan, foreground,
 //     else background). An owner counts as gone only when a live GET by
-//     its name finds nothing or an object with another UID; an owner that
-//     is itself being deleted in the foreground keeps no dependent alive,
-//     and a dependent that has dependents of its own is then deleted in
-//     the foreground too;
+//     the kind and name its reference gives (in the dependent's namespace
+//     for a namespaced kind) finds nothing or an object with another UID,
+//     and is remembered as gone by those coordinates only, never by its
+//     UID alone; an owner that is itself being deleted in the foreground
+//     keeps no dependent alive, and a dependent that has dependents of
+//     its own is then deleted in the foreground too;
 //   - foreground: an owner being deleted with the foregroundDeletion
 //     finalizer has its dependents deleted, and the finalizer removed once
 //     none of the dependents whose reference has blockOwnerDeletion is

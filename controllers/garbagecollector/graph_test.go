@@ -41,3 +41,49 @@ func TestDependentSeenAfterItsForegroundOwnerIsLookedAt_G8(t *testing.T) {
 		t.Errorf("a dependent of a living owner: looked at %v, want none", ch.toDelete)
 	}
 }
+
+// A reference that carries a seen owner's UID with other coordinates
+// (name, kind, apiVersion, or a namespaced owner's UID from another
+// namespace) has its object looked at, as kube's addDependentToOwner; an
+// owner seen deleted is gone for the references that name it by its own
+// coordinates only (G.8).
+func TestReferenceCoordinatesDecideWhatTheGraphTrusts_G8(t *testing.T) {
+	g := newGraph()
+	owner := configMapRef("owner")
+	g.upsert(owner, &metav1.ObjectMeta{Name: "owner", Namespace: "default", UID: owner.uid})
+	right := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: owner.uid}
+	for _, tc := range []struct {
+		name      string
+		namespace string
+		ref       metav1.OwnerReference
+		lookedAt  bool
+	}{
+		{"its own coordinates", "default", right, false},
+		{"another name", "default", metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: owner.uid}, true},
+		{"a cluster-scoped kind", "default", metav1.OwnerReference{APIVersion: "v1", Kind: "Node", Name: "owner", UID: owner.uid}, true},
+		{"another apiVersion", "default", metav1.OwnerReference{APIVersion: "v2", Kind: "ConfigMap", Name: "owner", UID: owner.uid}, true},
+		{"another namespace", "elsewhere", right, true},
+	} {
+		dep := objectRef{gvr: owner.gvr, kind: "ConfigMap", namespaced: true, namespace: tc.namespace, name: "dep", uid: types.UID("dep-" + tc.name)}
+		ch := g.upsert(dep, &metav1.ObjectMeta{Name: "dep", Namespace: tc.namespace, UID: dep.uid, OwnerReferences: []metav1.OwnerReference{tc.ref}})
+		if got := slices.Contains(ch.toDelete, dep.uid); got != tc.lookedAt {
+			t.Errorf("%s: looked at %v, want %v", tc.name, got, tc.lookedAt)
+		}
+	}
+
+	g.remove(owner.uid)
+	if !g.isAbsent(right, "default") {
+		t.Errorf("the owner seen deleted is not gone for a reference with its coordinates")
+	}
+	for _, ref := range []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: owner.uid},
+		{APIVersion: "v1", Kind: "Node", Name: "owner", UID: owner.uid},
+	} {
+		if g.isAbsent(ref, "default") {
+			t.Errorf("%s %q with the owner's UID taken for gone from the owner's deletion", ref.Kind, ref.Name)
+		}
+	}
+	if g.isAbsent(right, "elsewhere") {
+		t.Errorf("the owner's coordinates from another namespace taken for gone")
+	}
+}
