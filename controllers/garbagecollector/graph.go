@@ -182,12 +182,14 @@ func (g *graph) upsert(ref objectRef, obj metav1.Object) change {
 		}
 		g.dependents[o.UID][ref.uid] = true
 		// An owner the graph has not seen may be gone, as may the owner
-		// a reference names with coordinates other than those of the
-		// object of its UID (kube's addDependentToOwner), and one seen
-		// already waiting for its dependents wants this one gone too (it
-		// can be seen before its dependents, as in an informer's first
-		// list): the object is checked against the API server.
-		if owner, seen := g.nodes[o.UID]; !seen || owner.foreground || !owner.ref.namedBy(o, ref.namespace) || g.absentLocked(o, ref.namespace) {
+		// a new reference names with coordinates other than those of
+		// the object of its UID (kube's addDependentToOwner), and one
+		// seen already waiting for its dependents wants this one gone
+		// too (it can be seen before its dependents, as in an
+		// informer's first list): the object is checked against the API
+		// server.
+		added := !found || !slices.ContainsFunc(old.owners, func(was metav1.OwnerReference) bool { return sameCoordinates(was, o) })
+		if owner, seen := g.nodes[o.UID]; !seen || owner.foreground || added && !owner.ref.namedBy(o, ref.namespace) || g.absentLocked(o, ref.namespace) {
 			ch.toDelete = append(ch.toDelete, ref.uid)
 		}
 	}
@@ -236,6 +238,11 @@ func (g *graph) remove(uid types.UID) change {
 		}
 	}
 	return ch
+}
+
+// sameCoordinates reports whether a and b name the same owner.
+func sameCoordinates(a, b metav1.OwnerReference) bool {
+	return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion
 }
 
 func blocks(o metav1.OwnerReference) bool {

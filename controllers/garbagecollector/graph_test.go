@@ -87,3 +87,22 @@ func TestReferenceCoordinatesDecideWhatTheGraphTrusts_G8(t *testing.T) {
 		t.Errorf("the owner's coordinates from another namespace taken for gone")
 	}
 }
+
+// A reference with other coordinates is looked at when it is new, not
+// again on every later update of its object, as kube looks at the
+// references an update adds (G.8).
+func TestReferenceWithOtherCoordinatesIsLookedAtOnce_G8(t *testing.T) {
+	g := newGraph()
+	owner := configMapRef("owner")
+	g.upsert(owner, &metav1.ObjectMeta{Name: "owner", Namespace: "default", UID: owner.uid})
+	dep := configMapRef("dep")
+	meta := &metav1.ObjectMeta{Name: "dep", Namespace: "default", UID: dep.uid,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v2", Kind: "ConfigMap", Name: "owner", UID: owner.uid}}}
+	if ch := g.upsert(dep, meta); !slices.Contains(ch.toDelete, dep.uid) {
+		t.Errorf("new: looked at %v, want the dependent among them", ch.toDelete)
+	}
+	meta.Labels = map[string]string{"touched": "yes"}
+	if ch := g.upsert(dep, meta); len(ch.toDelete) != 0 {
+		t.Errorf("updated: looked at %v, want none", ch.toDelete)
+	}
+}
