@@ -97,6 +97,7 @@ func controllerScenarios() []controllerScenario {
 		{name: "delete-background", kinds: []string{"ReplicaSet", "Pod"}, run: deletion("Background")},
 		{name: "delete-foreground", kinds: []string{"ReplicaSet", "Pod"}, run: deletion("Foreground")},
 		{name: "delete-orphan", kinds: []string{"ReplicaSet", "Pod"}, run: deletion("Orphan")},
+		{name: "gc-owner-coordinates", kinds: []string{"Deployment", "ReplicaSet", "Pod", "ConfigMap"}, run: ownerCoordinates},
 		{name: "endpointslices", kinds: []string{"Pod", "Endpoints", "EndpointSlice"}, run: func(r *scenarioRun) error {
 			for _, name := range []string{"web-a", "web-b"} {
 				r.create(podYAML(name, "web"))
