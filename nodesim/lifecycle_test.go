@@ -185,3 +185,32 @@ func TestPodsOfAGoneNodeStayAsTheyAre_G13(t *testing.T) {
 		t.Errorf("the gone node's pod is %s, want still Running", p.Status.Phase)
 	}
 }
+
+// A pod's containers exit again before the simulator's watch has shown it
+// their last restart: the exit is the second, not the first once more.
+func TestRestartSeenLateByTheWatch_G13(t *testing.T) {
+	t.Parallel()
+	c := newFakeCluster()
+	s, clk := start(t, c, Options{Count: 1})
+	createPod(t, c, "always", corev1.RestartPolicyAlways, map[string]string{AnnotationCompleteAfter: "10s"})
+	waitWoken(t, s, "always", epoch.Add(10*time.Second))
+	release := c.holdPodEvents()
+	defer release()
+	clk.Step(10 * time.Second)
+	restartedAt := clk.Now()
+	waitPod(t, c, "always", "restarted", func(p *corev1.Pod) bool { return p.Status.ContainerStatuses[0].RestartCount == 1 })
+	waitWoken(t, s, "always", epoch.Add(20*time.Second))
+	clk.Step(10 * time.Second)
+	// The simulator has worked out the second exit, on the pod as its
+	// watch still shows it, from before the first.
+	waitWoken(t, s, "always", epoch.Add(30*time.Second))
+	release()
+	p := waitPod(t, c, "always", "restarted twice", func(p *corev1.Pod) bool { return p.Status.ContainerStatuses[0].RestartCount == 2 })
+	for _, cs := range p.Status.ContainerStatuses {
+		last := cs.LastTerminationState.Terminated
+		if cs.RestartCount != 2 || cs.State.Running == nil || !cs.State.Running.StartedAt.Time.Equal(clk.Now()) ||
+			last == nil || !last.StartedAt.Time.Equal(restartedAt) || !last.FinishedAt.Time.Equal(clk.Now()) {
+			t.Errorf("container %s: %+v; want restarted twice, running since %v, last run from %v to then", cs.Name, cs, clk.Now(), restartedAt)
+		}
+	}
+}

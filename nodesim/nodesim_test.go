@@ -2,8 +2,10 @@ package nodesim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,29 +29,148 @@ import (
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeCluster is a fake clientset that sets UIDs on create and whose pod
-// watch signals when it is open, so that tests create pods only once the
-// simulator can see them.
+// fakeCluster is a fake clientset that, as the API server does, sets UIDs
+// on create, gives every object it writes a new resourceVersion and refuses
+// an update made on an older one; and whose pod watch signals when it is
+// open, so that tests create pods only once the simulator can see them.
+// Its pod watch can be made to lag (holdPodEvents), as an informer lags
+// behind a busy API server.
 type fakeCluster struct {
 	*fake.Clientset
 	watching chan struct{}
+
+	mu      sync.Mutex
+	version int64         // the last resourceVersion handed out
+	held    chan struct{} // while not nil, pod watch events wait until it is closed
 }
 
 func newFakeCluster(objs ...runtime.Object) *fakeCluster {
 	c := &fakeCluster{Clientset: fake.NewClientset(objs...), watching: make(chan struct{})}
 	c.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if acc, err := meta.Accessor(a.(clienttesting.CreateAction).GetObject()); err == nil && acc.GetUID() == "" {
-			acc.SetUID(types.UID("uid-" + acc.GetName())) // as the API server does
+		if acc, err := meta.Accessor(a.(clienttesting.CreateAction).GetObject()); err == nil {
+			if acc.GetUID() == "" {
+				acc.SetUID(types.UID("uid-" + acc.GetName()))
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			acc.SetResourceVersion(c.nextVersion())
 		}
 		return false, nil, nil
 	})
+	c.PrependReactor("update", "*", c.update)
 	var once sync.Once
 	c.PrependWatchReactor("pods", func(a clienttesting.Action) (bool, watch.Interface, error) {
 		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), a.(clienttesting.WatchActionImpl).ListOptions)
 		once.Do(func() { close(c.watching) })
-		return true, w, err
+		if err != nil {
+			return true, nil, err
+		}
+		return true, c.lagging(w), nil
 	})
 	return c
+}
+
+func (c *fakeCluster) nextVersion() string {
+	c.version++
+	return strconv.FormatInt(c.version, 10)
+}
+
+// update writes an object, or its status, with a new resourceVersion, if
+// the update names none or the one stored; otherwise it is a conflict.
+func (c *fakeCluster) update(a clienttesting.Action) (bool, runtime.Object, error) {
+	obj := a.(clienttesting.UpdateAction).GetObject().DeepCopyObject()
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return false, nil, nil
+	}
+	gvr, ns, name := a.GetResource(), a.GetNamespace(), acc.GetName()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur, err := c.Tracker().Get(gvr, ns, name)
+	if err != nil {
+		return true, nil, err
+	}
+	if curAcc, err := meta.Accessor(cur); err == nil && acc.GetResourceVersion() != "" && acc.GetResourceVersion() != curAcc.GetResourceVersion() {
+		return true, nil, apierrors.NewConflict(gvr.GroupResource(), name,
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	acc.SetResourceVersion(c.nextVersion())
+	if err := c.Tracker().Update(gvr, obj, ns); err != nil {
+		return true, nil, err
+	}
+	return true, obj, nil
+}
+
+// holdPodEvents keeps the pod watch's events back until release is
+// called: the simulator's informer then shows pods as they were.
+func (c *fakeCluster) holdPodEvents() (release func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	held := make(chan struct{})
+	c.held = held
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.held == held {
+			c.held = nil
+		}
+		close(held)
+	})
+}
+
+func (c *fakeCluster) holding() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
+// laggingWatch passes on the events of the watch it wraps, in order, but
+// none while its cluster holds pod events back.
+type laggingWatch struct {
+	watch.Interface
+	events chan watch.Event
+	stop   chan struct{}
+	once   sync.Once
+}
+
+func (c *fakeCluster) lagging(w watch.Interface) watch.Interface {
+	lw := &laggingWatch{Interface: w, events: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(lw.events)
+		var queue []watch.Event
+		in := w.ResultChan()
+		for in != nil || len(queue) > 0 {
+			var out chan watch.Event
+			var next watch.Event
+			held := c.holding()
+			if held == nil && len(queue) > 0 {
+				out, next = lw.events, queue[0]
+			}
+			select {
+			case ev, ok := <-in:
+				if !ok {
+					in = nil
+					continue
+				}
+				queue = append(queue, ev)
+			case out <- next:
+				queue = queue[1:]
+			case <-held:
+			case <-lw.stop:
+				return
+			}
+		}
+	}()
+	return lw
+}
+
+func (w *laggingWatch) ResultChan() <-chan watch.Event { return w.events }
+
+func (w *laggingWatch) Stop() {
+	w.once.Do(func() {
+		close(w.stop)
+		w.Interface.Stop()
+	})
 }
 
 // start runs a simulator on c with a fake clock until the test ends, and
@@ -58,6 +179,13 @@ func start(t *testing.T, c *fakeCluster, o Options) (*Simulator, *testingclock.F
 	t.Helper()
 	clk := testingclock.NewFakeClock(epoch)
 	o.Clock = clk
+	return run(t, c, o), clk
+}
+
+// run runs a simulator on c with the clock in o until the test ends, and
+// waits until it watches pods.
+func run(t *testing.T, c *fakeCluster, o Options) *Simulator {
+	t.Helper()
 	o.Logger = slog.New(slog.DiscardHandler)
 	s, err := New(c, o)
 	if err != nil {
@@ -79,7 +207,7 @@ func start(t *testing.T, c *fakeCluster, o Options) (*Simulator, *testingclock.F
 	case <-time.After(10 * time.Second):
 		t.Fatal("no pod watch after 10 s")
 	}
-	return s, clk
+	return s
 }
 
 func getPod(t *testing.T, c *fakeCluster, name string) *corev1.Pod {
