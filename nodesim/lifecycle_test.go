@@ -3,11 +3,15 @@ package nodesim
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -212,5 +216,74 @@ func TestRestartSeenLateByTheWatch_G13(t *testing.T) {
 			last == nil || !last.StartedAt.Time.Equal(restartedAt) || !last.FinishedAt.Time.Equal(clk.Now()) {
 			t.Errorf("container %s: %+v; want restarted twice, running since %v, last run from %v to then", cs.Name, cs, clk.Now(), restartedAt)
 		}
+	}
+}
+
+// pausingClock is a fake clock one reading of which can be made to wait
+// for the test, so that the test moves the clock between the simulator
+// reading the time and acting on it.
+type pausingClock struct {
+	*testingclock.FakeClock
+	mu    sync.Mutex
+	pause *clockPause
+}
+
+// clockPause is one paused reading: read is closed once it is taken,
+// and the reader waits until resume is closed.
+type clockPause struct {
+	caller       string // the function whose reading is paused
+	read, resume chan struct{}
+}
+
+// pauseRead pauses the next reading that caller (a function name, such as
+// "(*podSync).progress") makes.
+func (c *pausingClock) pauseRead(caller string) *clockPause {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pause = &clockPause{caller: caller, read: make(chan struct{}), resume: make(chan struct{})}
+	return c.pause
+}
+
+func (c *pausingClock) Now() time.Time {
+	now := c.FakeClock.Now()
+	c.mu.Lock()
+	p := c.pause
+	if p != nil {
+		pc, _, _, _ := runtime.Caller(1)
+		if fn := runtime.FuncForPC(pc); fn == nil || !strings.HasSuffix(fn.Name(), "."+p.caller) {
+			p = nil
+		}
+	}
+	if p != nil {
+		c.pause = nil
+	}
+	c.mu.Unlock()
+	if p != nil {
+		close(p.read)
+		<-p.resume
+	}
+	return now
+}
+
+// The clock moves on while the simulator works out when a pod that has
+// just started running is next due: the wake-up is for the time the pod is
+// due, not as long after the move.
+func TestStepWhileTheNextWakeIsWorkedOut_G13(t *testing.T) {
+	t.Parallel()
+	c := newFakeCluster()
+	clk := &pausingClock{FakeClock: testingclock.NewFakeClock(epoch)}
+	run(t, c, Options{Count: 1, Clock: clk})
+	pause := clk.pauseRead("(*podSync).progress")
+	createPod(t, c, "job", corev1.RestartPolicyNever, map[string]string{AnnotationCompleteAfter: "10s"})
+	select {
+	case <-pause.read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the simulator did not read the clock for the running pod within 10 s")
+	}
+	clk.Step(10 * time.Second)
+	close(pause.resume)
+	p := waitPod(t, c, "job", "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if tm := p.Status.ContainerStatuses[0].State.Terminated; tm == nil || !tm.FinishedAt.Time.Equal(clk.Now()) {
+		t.Errorf("container app: %+v, want terminated at %v", p.Status.ContainerStatuses[0].State, clk.Now())
 	}
 }

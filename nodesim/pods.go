@@ -193,8 +193,8 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 	if !seen {
 		due = now.Add(p.s.opts.RunningDelay)
 		p.due[pod.UID] = due
-		if d := p.s.opts.RunningDelay; d > 0 {
-			p.s.clock.AfterFunc(d, func() { p.queue.Add(key) })
+		if p.s.opts.RunningDelay > 0 {
+			p.syncAt(key, due)
 		}
 	}
 	p.mu.Unlock()
@@ -254,7 +254,7 @@ func (p *podSync) progress(ctx context.Context, n *node, pod *corev1.Pod) error 
 	if end := start.Add(lc.runFor(pod)); lc.complete && (next.IsZero() || end.Before(next)) {
 		next = end
 	}
-	p.wakeAt(pod, next, now)
+	p.wakeAt(pod, next)
 	if st == nil {
 		return nil
 	}
@@ -317,9 +317,9 @@ func (p *podSync) runStart(pod *corev1.Pod, now time.Time) time.Time {
 	return t
 }
 
-// wakeAt has pod synced again at t (after now), unless that is already
-// arranged; a zero t asks for nothing.
-func (p *podSync) wakeAt(pod *corev1.Pod, t, now time.Time) {
+// wakeAt has pod synced again at t, unless that is already arranged; a
+// zero t asks for nothing.
+func (p *podSync) wakeAt(pod *corev1.Pod, t time.Time) {
 	if t.IsZero() {
 		return
 	}
@@ -329,8 +329,19 @@ func (p *podSync) wakeAt(pod *corev1.Pod, t, now time.Time) {
 		return
 	}
 	p.wake[pod.UID] = t
-	key := pod.Namespace + "/" + pod.Name
-	p.s.clock.AfterFunc(max(t.Sub(now), 0), func() { p.queue.Add(key) })
+	p.syncAt(pod.Namespace+"/"+pod.Name, t)
+}
+
+// syncAt has key synced at t. The wait is measured from the clock as it
+// reads now, not as it read when t was worked out, so that a clock moved
+// meanwhile neither delays the sync nor loses it; a t already reached is
+// synced at once (a fake clock fires a timer only when it is next moved).
+func (p *podSync) syncAt(key string, t time.Time) {
+	if d := t.Sub(p.s.clock.Now()); d > 0 {
+		p.s.clock.AfterFunc(d, func() { p.queue.Add(key) })
+		return
+	}
+	p.queue.Add(key)
 }
 
 // podReady reports whether pod's Ready condition is True.
