@@ -532,3 +532,46 @@ func TestControllerServiceAccountsMayDoTheirWorkOnly_C4(t *testing.T) {
 		t.Error("default/replicaset-controller may create pods; only kube-system's is bound")
 	}
 }
+
+// view reads events and edit writes them in both event groups, "" and
+// events.k8s.io, from a rule of their own, as kube-apiserver 1.37's
+// system:aggregate-to-view and system:aggregate-to-edit give them
+// (docs/kubernetes-behaviour.md C.4, G.18).
+func TestViewAndEditCoverBothEventGroups_G18(t *testing.T) {
+	t.Parallel()
+	c := newCluster()
+	for _, role := range []string{"view", "edit"} {
+		c.mem.SetRoleBinding(&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "jane-" + role},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "jane-" + role}},
+		})
+	}
+	viewer := authn.User{Name: "jane-view", Groups: []string{authn.AllAuthenticated}}
+	editor := authn.User{Name: "jane-edit", Groups: []string{authn.AllAuthenticated}}
+	for _, tc := range []struct {
+		user         authn.User
+		method, path string
+		want         bool
+	}{
+		{viewer, "GET", "/api/v1/namespaces/default/events", true},
+		{viewer, "GET", "/apis/events.k8s.io/v1/namespaces/default/events", true},
+		{viewer, "POST", "/apis/events.k8s.io/v1/namespaces/default/events", false},
+		{editor, "POST", "/api/v1/namespaces/default/events", true},
+		{editor, "DELETE", "/apis/events.k8s.io/v1/namespaces/default/events/e", true},
+	} {
+		if got, msg := c.can(t, tc.user, tc.method, tc.path); got != tc.want {
+			t.Errorf("%s %s %s: allowed = %v, want %v (%s)", tc.user.Name, tc.method, tc.path, got, tc.want, msg)
+		}
+	}
+	for _, r := range bootstrap.ClusterRoles() {
+		if r.Name != "system:aggregate-to-view" && r.Name != "system:aggregate-to-edit" {
+			continue
+		}
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "events") && !slices.Equal(rule.APIGroups, []string{"", "events.k8s.io"}) {
+				t.Errorf("%s grants events in %q alone; kube's rule covers both event groups", r.Name, rule.APIGroups)
+			}
+		}
+	}
+}
