@@ -355,6 +355,7 @@ func operations() []op {
 	add(endpointsOps()...)
 	add(kubernetesEndpointsOps()...)
 	add(controllerRoleOps()...)
+	add(rbacOrderOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
