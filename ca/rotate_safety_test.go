@@ -585,3 +585,31 @@ func TestRenewRefusesALinkedPKIDirectory_H6(t *testing.T) {
 	refusedLink(t, "cert renew", err, dir, "pki", elsewhere)
 	sameTree(t, "cert renew through the link", elsewhere, there)
 }
+
+// TestScanRefusesLinkedSubdirectories_H6: a directory under pki/ that is
+// a symbolic link (pki/etcd/, pki/users/) is named by everything that
+// scans the tree (cert renew, cert check, cert check-expiration), rather
+// than left out: cert renew all would renew every certificate but those
+// behind the link, cert renew etcd/server would say there is no such
+// certificate, and an expiry check would pass without looking at them.
+func TestScanRefusesLinkedSubdirectories_H6(t *testing.T) {
+	t.Parallel()
+	for _, rel := range []string{"pki/etcd", "pki/users"} {
+		t.Run(rel, func(t *testing.T) {
+			t.Parallel()
+			dir := rotationTree(t)
+			elsewhere := linkDir(t, dir, rel)
+			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			_, err := ca.Scan(dir, nil)
+			refusedLink(t, "scan", err, dir, rel, elsewhere)
+			_, err = ca.Check(dir, nil, ca.CheckOptions{})
+			refusedLink(t, "cert check", err, dir, rel, elsewhere)
+			for _, target := range []string{"all", "etcd/server", "apiserver"} {
+				_, err = ca.PlanRenew(dir, target, nil, time.Hour, time.Now)
+				refusedLink(t, "cert renew "+target, err, dir, rel, elsewhere)
+			}
+			sameTree(t, "the scans in "+dir, dir, tree)
+			sameTree(t, "the scans through the link", elsewhere, there)
+		})
+	}
+}

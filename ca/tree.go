@@ -3,12 +3,15 @@ package ca
 import (
 	"crypto"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kubegate/kubegate/internal/fsutil"
 )
 
 // Embedded is a client certificate (and key) embedded in a kubeconfig.
@@ -41,13 +44,24 @@ type Found struct {
 
 // Scan reads every *.crt under DIR/pki and every embedded cert, in name
 // order, and finds each one's issuer among the tree's CAs. A corrupt file
-// is an error naming it.
+// is an error naming it. A directory of the tree that is a symbolic link
+// (pki/ itself, pki/etcd/, …) is an error naming it, rather than a
+// directory whose certificates are left out (fsutil.NoLinkedDirs).
 func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 	var found []*Found
 	root := filepath.Join(dir, PKIDir)
+	var linked error
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		// The walk does not follow a linked directory: what it holds
+		// would be missing from the tree without a word.
+		if d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				linked = fsutil.LinkedDirError(dir, path)
+				return linked
+			}
 		}
 		if d.IsDir() || !strings.HasSuffix(path, ".crt") {
 			return nil
@@ -77,6 +91,9 @@ func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 		return nil
 	})
 	if err != nil {
+		if linked != nil && errors.Is(err, linked) {
+			return nil, linked
+		}
 		return nil, fmt.Errorf("scan %s: %w", root, err)
 	}
 	for _, e := range embedded {
