@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/big"
 	"os"
@@ -168,6 +169,10 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	// ours to replace.
 	if err := fsutil.CreateFile(newKeyFile, keyPEM, fsutil.ModeKey); err != nil {
 		if errors.Is(err, fs.ErrExist) {
+			if keyOf(newKeyFile, certFile) {
+				return fmt.Errorf("%s exists and holds the key of %s: a cert request for %s was stopped before it moved the key into place; move it to %s",
+					newKeyFile, certFile, o.out, keyFile)
+			}
 			return fmt.Errorf("%s exists: another kubegate cert request for %s is running, or one was stopped; remove the file once none runs", newKeyFile, o.out)
 		}
 		return err
@@ -251,6 +256,39 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	fmt.Fprintf(s.out, "wrote %s, %s and %s for %s (valid until %s)\n", keyFile, certFile, confFile,
 		ca.SubjectString(cert.RawSubject), cert.NotAfter.UTC().Format(time.RFC3339))
 	return nil
+}
+
+// keyOf reports whether keyFile, a regular file (a link is not
+// followed), holds the private key of the certificate in certFile: what a
+// request stopped between replacing PREFIX.crt and moving PREFIX.key.new
+// into place leaves.
+func keyOf(keyFile, certFile string) bool {
+	fi, err := os.Lstat(keyFile)
+	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(keyFile)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(fi, opened) {
+		return false
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 1<<20))
+	if err != nil {
+		return false
+	}
+	key, err := ca.ParseKeyPEM(keyFile, data)
+	if err != nil {
+		return false
+	}
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return false
+	}
+	cert, err := ca.ParseCertPEM(certFile, certPEM)
+	return err == nil && ca.KeyMatches(key, cert.PublicKey)
 }
 
 // currentCluster returns the cluster of the kubeconfig's current context,

@@ -571,3 +571,39 @@ func TestCertRequestSaysWhichFilesAreNew_H3(t *testing.T) {
 	}
 	credentials(t, prefix)
 }
+
+// A request killed after it replaced PREFIX.crt but before it moved the
+// key into place leaves PREFIX.key.new holding the key of PREFIX.crt; the
+// next request says so, and to move the key, rather than to remove it
+// (which would leave PREFIX.crt without its key), and changes nothing
+// (H.3).
+func TestCertRequestNamesAStoppedRequestsKey_H3(t *testing.T) {
+	e := startRequestEnv(t)
+	prefix := filepath.Join(e.dir, "out", "jane")
+	e.existingSet(t, prefix)
+	// PREFIX.crt is the new certificate, PREFIX.key.new its key, and
+	// PREFIX.key still the earlier one.
+	if err := os.Rename(prefix+".key", prefix+".key.new"); err != nil {
+		t.Fatal(err)
+	}
+	_, oldKey, err := ca.GenerateKey(ca.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prefix+".key", oldKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	set := map[string][]byte{"jane.key": oldKey, "jane.key.new": mustRead(t, prefix+".key.new"),
+		"jane.crt": mustRead(t, prefix+".crt"), "jane.conf": mustRead(t, prefix+".conf")}
+	code, _, errOut := runCLI(t, "", "cert", "request", "--kubeconfig", e.kubeconfig, "--name", "jane-5", "--cn", "jane",
+		"--force", "--wait", "2s", "--out", prefix)
+	want := "kubegate: " + prefix + ".key.new exists and holds the key of " + prefix + ".crt: a cert request for " + prefix +
+		" was stopped before it moved the key into place; move it to " + prefix + ".key"
+	if code != 1 || errOut != want+"\n" {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	}
+	sameFiles(t, prefix, set)
+	if _, err := e.s.Client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "jane-5", metav1.GetOptions{}); err == nil {
+		t.Error("the request was sent")
+	}
+}
