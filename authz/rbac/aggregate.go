@@ -2,10 +2,10 @@ package rbac
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -54,6 +54,14 @@ func Aggregate(roles []*rbacv1.ClusterRole) []*rbacv1.ClusterRole {
 	return out
 }
 
+// RuleKey returns a key that two rules share exactly when they are
+// semantically equal (equality.Semantic: field by field, a nil list equal
+// to an empty one), so that gathering many rules costs a map lookup per
+// rule rather than a comparison with every rule gathered before it.
+func RuleKey(r rbacv1.PolicyRule) string {
+	return fmt.Sprintf("%q|%q|%q|%q|%q", r.Verbs, r.APIGroups, r.Resources, r.ResourceNames, r.NonResourceURLs)
+}
+
 type aggregator struct {
 	sorted []*rbacv1.ClusterRole
 	done   map[string][]rbacv1.PolicyRule
@@ -71,6 +79,7 @@ func (g *aggregator) rules(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
 	}
 	g.busy[r.Name] = true
 	var rules []rbacv1.PolicyRule
+	seen := map[string]bool{}
 	for i := range r.AggregationRule.ClusterRoleSelectors {
 		sel, err := metav1.LabelSelectorAsSelector(&r.AggregationRule.ClusterRoleSelectors[i])
 		if err != nil {
@@ -81,7 +90,8 @@ func (g *aggregator) rules(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
 				continue
 			}
 			for _, rule := range g.rules(other) {
-				if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+				if k := RuleKey(rule); !seen[k] {
+					seen[k] = true
 					rules = append(rules, rule)
 				}
 			}
