@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/kubegate/kubegate/authz/rbac"
 	"github.com/kubegate/kubegate/controllers"
 )
 
@@ -148,6 +149,7 @@ func Rules(role *rbacv1.ClusterRole, roles []*rbacv1.ClusterRole) ([]rbacv1.Poli
 	if role.AggregationRule == nil {
 		return rules, nil
 	}
+	seen := map[string]bool{}
 	sorted := slices.Clone(roles)
 	slices.SortStableFunc(sorted, func(a, b *rbacv1.ClusterRole) int { return cmp.Compare(a.Name, b.Name) })
 	for i := range role.AggregationRule.ClusterRoleSelectors {
@@ -160,7 +162,8 @@ func Rules(role *rbacv1.ClusterRole, roles []*rbacv1.ClusterRole) ([]rbacv1.Poli
 				continue
 			}
 			for _, rule := range other.Rules {
-				if !slices.ContainsFunc(rules, func(have rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(have, rule) }) {
+				if k := rbac.RuleKey(rule); !seen[k] {
+					seen[k] = true
 					rules = append(rules, rule)
 				}
 			}
