@@ -355,7 +355,14 @@ func runScenario(ctx context.Context, c *cluster, sc controllerScenario, ns stri
 	}
 	// Pods are admitted once the namespace's default service account
 	// exists; a controller makes it.
-	err = r.settle("namespace created", exists("ServiceAccount", "default"), "ServiceAccount")
+	cond := exists("ServiceAccount", "default")
+	if slices.Contains(sc.kinds, "ConfigMap") {
+		// The root CA publisher's config map comes with the namespace
+		// too; waiting for it keeps a slow publisher from moving it into
+		// the scenario's first step.
+		cond = all(cond, exists("ConfigMap", "kube-root-ca.crt"))
+	}
+	err = r.settle("namespace created", cond, "ServiceAccount")
 	if err == nil {
 		err = sc.run(r)
 	}
