@@ -4,30 +4,16 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 )
 
-// tolerates reports whether one of tolerations tolerates taint. The Lt and
-// Gt operators (behind a feature gate that is off by default in
-// kube-scheduler) tolerate nothing.
+// tolerates reports whether one of tolerations tolerates taint, by
+// component-helpers' rule, the one kube-scheduler applies. The Lt and Gt
+// operators, behind a feature gate that is off by default in
+// kube-scheduler, tolerate nothing.
 func tolerates(tolerations []v1.Toleration, taint *v1.Taint) bool {
-	for i := range tolerations {
-		t := &tolerations[i]
-		if t.Effect != "" && t.Effect != taint.Effect {
-			continue
-		}
-		if t.Key != "" && t.Key != taint.Key {
-			continue
-		}
-		switch t.Operator {
-		case "", v1.TolerationOpEqual:
-			if t.Value == taint.Value {
-				return true
-			}
-		case v1.TolerationOpExists:
-			return true
-		}
-	}
-	return false
+	return corev1helpers.TolerationsTolerateTaint(klog.Background(), tolerations, taint, false)
 }
 
 // nodeSelector is a compiled v1.NodeSelector: its terms are ORed, each
