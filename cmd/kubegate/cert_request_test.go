@@ -475,7 +475,7 @@ func TestCertRequestLeavesAStaleNewKey_H3(t *testing.T) {
 // Two requests with --force for the same PREFIX: the second is refused
 // while the first runs, so the key, certificate and kubeconfig that
 // remain belong together (H.3).
-func TestCertRequestForceOneAtATime_H3(t *testing.T) {
+func TestCertRequestRefusesASecondRequestForTheSamePrefix_H3(t *testing.T) {
 	e := startRequestEnv(t)
 	prefix := filepath.Join(e.dir, "out", "jane")
 	e.existingSet(t, prefix)
