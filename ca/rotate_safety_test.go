@@ -428,35 +428,11 @@ func refusedLink(t *testing.T, what string, err error, dir, rel, target string) 
 	}
 }
 
-// treeFiles reads every file under dir; a symbolic link stands for its
-// target's name, and is not followed.
-func treeFiles(t *testing.T, dir string) map[string][]byte {
-	t.Helper()
-	files := map[string][]byte{}
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		switch {
-		case err != nil || d.IsDir():
-			return err
-		case d.Type()&fs.ModeSymlink != 0:
-			target, err := os.Readlink(path)
-			files[path] = []byte("-> " + target)
-			return err
-		}
-		data, err := os.ReadFile(path)
-		files[path] = data
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 // sameTree fails t unless the files under dir (links not followed) are
 // those of before.
 func sameTree(t *testing.T, what, dir string, before map[string][]byte) {
 	t.Helper()
-	after := treeFiles(t, dir)
+	after := snapshot(t, dir)
 	for path, data := range after {
 		if old, ok := before[path]; !ok {
 			t.Errorf("%s wrote %s", what, path)
@@ -510,7 +486,7 @@ func TestRotateRefusesLinkedDirectories_H6(t *testing.T) {
 				rotate(t, dir, nil, p)
 			}
 			elsewhere := linkDir(t, dir, tt.rel)
-			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			tree, there := snapshot(t, dir), snapshot(t, elsewhere)
 			r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, Force: true}
 			refusedLink(t, string(tt.phase), run(r, tt.phase), dir, tt.rel, elsewhere)
 			unlock, err := ca.LockRotation(dir)
@@ -552,7 +528,7 @@ func TestInitRefusesLinkedDirectories_H6(t *testing.T) {
 				}
 			}
 			elsewhere := linkDir(t, dir, rel)
-			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			tree, there := snapshot(t, dir), snapshot(t, elsewhere)
 			p, err := ca.NewPlan(dir, ca.Spec{Nodes: []string{"n1"}}, true)
 			if err == nil {
 				var out *ca.Output
@@ -580,7 +556,7 @@ func TestRenewRefusesALinkedPKIDirectory_H6(t *testing.T) {
 	t.Parallel()
 	dir := rotationTree(t)
 	elsewhere := linkDir(t, dir, "pki")
-	there := treeFiles(t, elsewhere)
+	there := snapshot(t, elsewhere)
 	_, err := ca.PlanRenew(dir, "apiserver", nil, time.Hour, time.Now)
 	refusedLink(t, "cert renew", err, dir, "pki", elsewhere)
 	sameTree(t, "cert renew through the link", elsewhere, there)
@@ -599,7 +575,7 @@ func TestScanRefusesLinkedSubdirectories_H6(t *testing.T) {
 			t.Parallel()
 			dir := rotationTree(t)
 			elsewhere := linkDir(t, dir, rel)
-			tree, there := treeFiles(t, dir), treeFiles(t, elsewhere)
+			tree, there := snapshot(t, dir), snapshot(t, elsewhere)
 			_, err := ca.Scan(dir, nil)
 			refusedLink(t, "scan", err, dir, rel, elsewhere)
 			_, err = ca.Check(dir, nil, ca.CheckOptions{})
