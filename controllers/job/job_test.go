@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/controllers"
@@ -353,21 +354,14 @@ func TestSuspendAndResume_G6(t *testing.T) {
 	if n := len(podsOf(t, c, j)); n != 0 || got.Status.StartTime != nil {
 		t.Errorf("suspended: %d pods, startTime %v; want none", n, got.Status.StartTime)
 	}
-	got.Spec.Suspend = ptr.To(false)
-	if _, err := c.BatchV1().Jobs("default").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setSuspend(t, c, "later", false)
 	activePods(t, c, j, 2)
 	testwait.For(t, wait, "Suspended False, startTime", func() (bool, string) {
 		got, _ := c.BatchV1().Jobs("default").Get(context.Background(), "later", metav1.GetOptions{})
 		return conditions(got) == "Suspended=False/JobResumed" && got.Status.StartTime != nil, conditions(got)
 	})
 	// Suspended again: its pods go, uncounted.
-	got, _ = c.BatchV1().Jobs("default").Get(context.Background(), "later", metav1.GetOptions{})
-	got.Spec.Suspend = ptr.To(true)
-	if _, err := c.BatchV1().Jobs("default").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setSuspend(t, c, "later", true)
 	testwait.For(t, wait, "pods deleted on suspension", func() (bool, string) {
 		n := len(podsOf(t, c, j))
 		return n == 0, fmt.Sprintf("%d pods", n)
@@ -380,6 +374,24 @@ func TestSuspendAndResume_G6(t *testing.T) {
 	}
 	if got.Status.Failed != 0 {
 		t.Errorf("failed %d after suspension, want 0", got.Status.Failed)
+	}
+}
+
+// setSuspend sets the Job's spec.suspend as a client does: read, change,
+// write, and again when the controller's status write came in between.
+func setSuspend(t *testing.T, c kubernetes.Interface, name string, suspend bool) {
+	t.Helper()
+	jobs := c.BatchV1().Jobs("default")
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := jobs.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got.Spec.Suspend = ptr.To(suspend)
+		_, err = jobs.Update(context.Background(), got, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("set suspend=%v on job %s: %v", suspend, name, err)
 	}
 }
 
