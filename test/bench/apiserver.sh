@@ -6,6 +6,9 @@
 #                  with kubeadm's flags on a `kubegate pki init` tree
 #   kubegate-up    `kubegate up` (bbolt), clients on its gateway port with admin.conf
 #   kubegate-etcd  `kubegate apiserver` on its own etcd, the same flags as kube
+#   kubegate-up-base  `kubegate up` as kubegate-up, with the binary at
+#                  KUBEGATE_BASE_BIN (built from another commit, say): before
+#                  and after in one run
 # Every run starts the system afresh (new PKI tree, new store), creates
 # BENCH_PODS pods, waits for the machine to be quiet again, times LISTs of them in
 # JSON and in protobuf (the first apart: a server may keep what it encoded
@@ -41,6 +44,8 @@
 #   KUBE_BIN_DIR                 directory with kube-apiserver and etcd
 #                                (default: what test/conformance/kube/build.sh prints)
 #   KUBEGATE_BIN                 kubegate binary (default: built from ./cmd/kubegate)
+#   KUBEGATE_BASE_BIN            the binary kubegate-up-base runs
+#   BENCH_REF [kube, or kubegate-up-base when kube is not run]  the system the ratios divide by
 #
 # Exits non-zero if a system fails to start, a request fails or a watcher
 # misses an event.
@@ -69,6 +74,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
 read -ra SYSTEM_LIST <<<"$SYSTEMS"
+REF=kube
+[[ " $SYSTEMS " != *" kube "* && " $SYSTEMS " == *" kubegate-up-base "* ]] && REF=kubegate-up-base
+REF=${BENCH_REF:-$REF}
 for n in "$ROUNDS" "$PODS" "$FILL_CLIENTS" "$CREATE_SECONDS" "$CREATE_MAX" "$LISTS" "$WATCHERS" "$WATCH_EVENTS" "$WATCH_INTERVAL_MS" \
 	"$BUSY_MAX" "$QUIET_WAIT" "$STEAL_MAX" "$STEAL_RETRIES"; do
 	[[ $n =~ ^[0-9]+$ ]] || { echo "apiserver.sh: BENCH_* numbers must be whole numbers, got '$n'" >&2; exit 2; }
@@ -76,8 +84,13 @@ done
 [[ $CLIENTS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "apiserver.sh: BENCH_CLIENTS: want numbers separated by commas, got '$CLIENTS'" >&2; exit 2; }
 [[ $LIST_GZIP == [01] && $SHARE_CONN == [01] ]] || { echo "apiserver.sh: BENCH_LIST_GZIP and BENCH_SHARE_CONN are 0 or 1" >&2; exit 2; }
 for sys in "${SYSTEM_LIST[@]}"; do
-	case $sys in kube | kubegate-up | kubegate-etcd) ;; *)
-		echo "apiserver.sh: unknown system '$sys' in BENCH_SYSTEMS (want kube, kubegate-up, kubegate-etcd)" >&2
+	case $sys in
+	kube | kubegate-up | kubegate-etcd) ;;
+	kubegate-up-base)
+		[[ -x ${KUBEGATE_BASE_BIN:-} ]] || { echo "apiserver.sh: kubegate-up-base needs KUBEGATE_BASE_BIN, the path of a kubegate binary" >&2; exit 2; }
+		;;
+	*)
+		echo "apiserver.sh: unknown system '$sys' in BENCH_SYSTEMS (want kube, kubegate-up, kubegate-etcd, kubegate-up-base)" >&2
 		exit 2
 		;;
 	esac
@@ -157,8 +170,10 @@ launch() {
 		KUBECONFIG_FILE=$dir/admin.conf
 		BOOTSTRAP=$dir/super-admin.conf
 		;;
-	kubegate-up)
-		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
+	kubegate-up | kubegate-up-base)
+		local kg=$KG
+		[[ $sys == kubegate-up-base ]] && kg=$KUBEGATE_BASE_BIN
+		start "$dir/kubegate.log" "$kg" up --dir "$dir/cluster" --secure-port "$port"
 		MEASURED=$LAST_PID
 		KUBECONFIG_FILE=$dir/cluster/admin.conf
 		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1
@@ -240,7 +255,7 @@ if [[ -n ${KUBE_BIN_DIR:-} ]]; then
 	echo "$("$KUBE_BIN_DIR/kube-apiserver" --version)  etcd $("$KUBE_BIN_DIR/etcd" --version | sed -n 's/^etcd Version: //p')  $("$KG" version 2>/dev/null | head -n1)  $(go version | cut -d' ' -f3)"
 fi
 report_rc=0
-"$BIN/apiload" -report "$RESULTS" -ref kube -steal-max "$STEAL_MAX" || report_rc=$?
+"$BIN/apiload" -report "$RESULTS" -ref "$REF" -steal-max "$STEAL_MAX" || report_rc=$?
 ((report_rc < 2)) || FAILED+=("apiload -report failed")
 echo "results: $RESULTS"
 if ((${#FAILED[@]} > 0)); then
