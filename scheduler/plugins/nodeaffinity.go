@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/kubegate/kubegate/scheduler/framework"
 )
@@ -16,6 +17,7 @@ var statusNodeAffinity = framework.NewStatus(framework.UnschedulableAndUnresolva
 // NodeAffinity rejects nodes that do not match the pod's spec.nodeSelector
 // or required node affinity, and scores nodes by the summed weights of the
 // preferred node affinity terms they match, normalised to the highest.
+// Both are component-helpers' nodeaffinity rules, as in kube-scheduler.
 type NodeAffinity struct{}
 
 var (
@@ -39,61 +41,76 @@ func (NodeAffinity) Name() string { return NameNodeAffinity }
 // PreFilter implements framework.PreFilterPlugin: pods with neither a node
 // selector nor required node affinity skip the filter.
 func (NodeAffinity) PreFilter(_ context.Context, state *framework.CycleState, pod *v1.Pod) *framework.Status {
-	r := newRequiredNodeAffinity(pod)
-	if r == nil {
+	if len(pod.Spec.NodeSelector) == 0 && !hasRequiredNodeAffinity(pod) {
 		return statusSkip
 	}
-	state.Write(nodeAffinityPreFilterKey, r)
+	r := nodeaffinity.GetRequiredNodeAffinity(pod)
+	state.Write(nodeAffinityPreFilterKey, &r)
 	return nil
 }
 
-// Filter implements framework.FilterPlugin.
+func hasRequiredNodeAffinity(pod *v1.Pod) bool {
+	a := pod.Spec.Affinity
+	return a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+}
+
+// Filter implements framework.FilterPlugin. A required term that does not
+// parse matches no node; the parse error, which kube-scheduler drops too,
+// is not reported.
 func (NodeAffinity) Filter(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	r, ok := state.Read(nodeAffinityPreFilterKey).(*requiredNodeAffinity)
+	r, ok := state.Read(nodeAffinityPreFilterKey).(*nodeaffinity.RequiredNodeAffinity)
 	if !ok {
-		r = newRequiredNodeAffinity(pod)
+		a := nodeaffinity.GetRequiredNodeAffinity(pod)
+		r = &a
 	}
-	if r.matches(node.Node) {
+	if match, _ := r.Match(node.Node); match {
 		return nil
 	}
 	return statusNodeAffinity
 }
 
 // PreScore implements framework.PreScorePlugin: pods without preferred
-// node affinity skip scoring.
+// node affinity terms that count skip scoring.
 func (NodeAffinity) PreScore(_ context.Context, state *framework.CycleState, pod *v1.Pod, _ []*framework.NodeInfo) *framework.Status {
 	terms := preferredNodeTerms(pod)
-	if len(terms) == 0 {
+	if terms == nil {
 		return statusSkip
 	}
 	state.Write(nodeAffinityPreScoreKey, terms)
 	return nil
 }
 
-// preferredNodeTerms compiles the preferred terms, dropping those with
-// weight 0 or no requirements.
-func preferredNodeTerms(pod *v1.Pod) []nodeSelectorTerm {
+// preferredNodeTerms parses the preferred terms that count: not of weight
+// 0, not empty, and parsing. It is nil when none does.
+//
+// kube-scheduler fails the scheduling attempt on a term that does not
+// parse; kube-apiserver refuses such a pod, but kubegate's API server
+// stores affinity as sent, so its scheduler leaves the term out and
+// scores by the others.
+func preferredNodeTerms(pod *v1.Pod) *nodeaffinity.PreferredSchedulingTerms {
 	a := pod.Spec.Affinity
 	if a == nil || a.NodeAffinity == nil {
 		return nil
 	}
-	var out []nodeSelectorTerm
-	for i := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-		p := &a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-		if p.Weight == 0 {
+	var counted []v1.PreferredSchedulingTerm
+	for _, p := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		if p.Weight == 0 || len(p.Preference.MatchExpressions)+len(p.Preference.MatchFields) == 0 {
 			continue
 		}
-		t, ok := compileTerm(&p.Preference)
-		if !ok {
+		if _, err := nodeaffinity.NewPreferredSchedulingTerms([]v1.PreferredSchedulingTerm{p}); err != nil {
 			continue
 		}
-		t.weight = p.Weight
-		out = append(out, t)
+		counted = append(counted, p)
 	}
-	return out
+	if len(counted) == 0 {
+		return nil
+	}
+	terms, _ := nodeaffinity.NewPreferredSchedulingTerms(counted)
+	return terms
 }
 
-// Score implements framework.ScorePlugin.
+// Score implements framework.ScorePlugin: the summed weights of the
+// preferred terms node matches.
 func (NodeAffinity) Score(_ context.Context, state *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) (int64, *framework.Status) {
 	return preferredWeight(preScoredNodeTerms(state, pod), node), nil
 }
@@ -107,22 +124,18 @@ func (NodeAffinity) ScoreNodes(_ context.Context, state *framework.CycleState, p
 	return nil
 }
 
-func preScoredNodeTerms(state *framework.CycleState, pod *v1.Pod) []nodeSelectorTerm {
-	if terms, ok := state.Read(nodeAffinityPreScoreKey).([]nodeSelectorTerm); ok {
+func preScoredNodeTerms(state *framework.CycleState, pod *v1.Pod) *nodeaffinity.PreferredSchedulingTerms {
+	if terms, ok := state.Read(nodeAffinityPreScoreKey).(*nodeaffinity.PreferredSchedulingTerms); ok {
 		return terms
 	}
 	return preferredNodeTerms(pod)
 }
 
-// preferredWeight sums the weights of the terms node matches.
-func preferredWeight(terms []nodeSelectorTerm, node *framework.NodeInfo) int64 {
-	var sum int64
-	for i := range terms {
-		if terms[i].matches(node.Node) {
-			sum += int64(terms[i].weight)
-		}
+func preferredWeight(terms *nodeaffinity.PreferredSchedulingTerms, node *framework.NodeInfo) int64 {
+	if terms == nil {
+		return 0
 	}
-	return sum
+	return terms.Score(node.Node)
 }
 
 // NormalizeScore implements framework.ScoreNormalizer.

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/kubegate/kubegate/scheduler/framework"
 )
@@ -184,9 +185,13 @@ func hasKeys(node *v1.Node, cs []spreadConstraint) bool {
 
 // included reports whether node counts for c under its node inclusion
 // policies.
-func (c *spreadConstraint) included(pod *v1.Pod, node *v1.Node, aff *requiredNodeAffinity) bool {
-	if c.honorAffinity && !aff.matches(node) {
-		return false
+func (c *spreadConstraint) included(pod *v1.Pod, node *v1.Node, aff nodeaffinity.RequiredNodeAffinity) bool {
+	if c.honorAffinity {
+		// A required term that does not parse matches no node, as in
+		// kube-scheduler, which drops the error too.
+		if match, _ := aff.Match(node); !match {
+			return false
+		}
 	}
 	if c.honorTaints {
 		for i := range node.Spec.Taints {
@@ -230,7 +235,7 @@ func (p *PodTopologySpread) PreFilter(_ context.Context, state *framework.CycleS
 	for i := range cs {
 		s.counts[i] = map[string]int64{}
 	}
-	aff := newRequiredNodeAffinity(pod)
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for _, ni := range state.Snapshot.Nodes() {
 		if !hasKeys(ni.Node, cs) {
 			continue
@@ -326,7 +331,7 @@ func (p *PodTopologySpread) PreScore(_ context.Context, state *framework.CycleSt
 		}
 		s.weights[i] = math.Log(float64(size + 2))
 	}
-	aff := newRequiredNodeAffinity(pod)
+	aff := nodeaffinity.GetRequiredNodeAffinity(pod)
 	for _, ni := range state.Snapshot.Nodes() {
 		if requireAll && !hasKeys(ni.Node, cs) {
 			continue
