@@ -13,3 +13,12 @@ import (
 func tolerates(tolerations []v1.Toleration, taint *v1.Taint) bool {
 	return corev1helpers.TolerationsTolerateTaint(klog.Background(), tolerations, taint, false)
 }
+
+// untoleratedTaint returns the first NoSchedule or NoExecute taint that
+// tolerations do not tolerate, found by component-helpers'
+// FindMatchingUntoleratedTaint as kube-scheduler finds it.
+func untoleratedTaint(taints []v1.Taint, tolerations []v1.Toleration) (v1.Taint, bool) {
+	return corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), taints, tolerations, func(t *v1.Taint) bool {
+		return t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute
+	}, false)
+}

@@ -194,11 +194,8 @@ func (c *spreadConstraint) included(pod *v1.Pod, node *v1.Node, aff nodeaffinity
 		}
 	}
 	if c.honorTaints {
-		for i := range node.Spec.Taints {
-			t := &node.Spec.Taints[i]
-			if (t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute) && !tolerates(pod.Spec.Tolerations, t) {
-				return false
-			}
+		if _, ok := untoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations); ok {
+			return false
 		}
 	}
 	return true

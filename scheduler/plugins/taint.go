@@ -31,15 +31,9 @@ func (TaintToleration) Name() string { return NameTaintToleration }
 // Filter implements framework.FilterPlugin. The reason names the first
 // untolerated taint, as "node(s) had untolerated taint {key: value}".
 func (TaintToleration) Filter(_ context.Context, _ *framework.CycleState, pod *v1.Pod, node *framework.NodeInfo) *framework.Status {
-	for i := range node.Taints {
-		t := &node.Taints[i]
-		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
-			continue
-		}
-		if !tolerates(pod.Spec.Tolerations, t) {
-			return framework.NewStatus(framework.UnschedulableAndUnresolvable,
-				fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value))
-		}
+	if t, ok := untoleratedTaint(node.Taints, pod.Spec.Tolerations); ok {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable,
+			fmt.Sprintf("node(s) had untolerated taint {%s: %s}", t.Key, t.Value))
 	}
 	return nil
 }

@@ -34,3 +34,30 @@ func TestTolerates_E2(t *testing.T) {
 		t.Error("no tolerations tolerate a taint")
 	}
 }
+
+// The TaintToleration filter and spreading's taint policy name the first
+// NoSchedule or NoExecute taint not tolerated, PreferNoSchedule ones left
+// to scoring (E.2).
+func TestUntoleratedTaint_E2(t *testing.T) {
+	taints := []v1.Taint{
+		{Key: "soft", Effect: v1.TaintEffectPreferNoSchedule},
+		{Key: "gpu", Value: "yes", Effect: v1.TaintEffectNoSchedule},
+		{Key: "down", Effect: v1.TaintEffectNoExecute},
+	}
+	gpu := v1.Toleration{Key: "gpu", Operator: v1.TolerationOpExists}
+	down := v1.Toleration{Key: "down", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}
+	for _, tt := range []struct {
+		name string
+		tols []v1.Toleration
+		want string // key of the taint found, "" for none
+	}{
+		{"none tolerated: the first in order", nil, "gpu"},
+		{"first tolerated", []v1.Toleration{gpu}, "down"},
+		{"both tolerated, PreferNoSchedule ignored", []v1.Toleration{down, gpu}, ""},
+	} {
+		got, ok := untoleratedTaint(taints, tt.tols)
+		if ok != (tt.want != "") || got.Key != tt.want {
+			t.Errorf("%s: got %q, %v; want %q", tt.name, got.Key, ok, tt.want)
+		}
+	}
+}
