@@ -62,6 +62,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
+	pdbhelper "k8s.io/component-helpers/apps/poddisruptionbudget"
 
 	"github.com/kubegate/kubegate/controllers"
 )
@@ -516,42 +517,30 @@ func (dc *Controller) writeStatus(ctx context.Context, pdb *policyv1.PodDisrupti
 	}
 	st := &pdb.Status
 	if st.CurrentHealthy == healthy && st.DesiredHealthy == desired && st.ExpectedPods == expected && st.DisruptionsAllowed == allowed &&
-		apiequality.Semantic.DeepEqual(st.DisruptedPods, disrupted) && st.ObservedGeneration == pdb.Generation && conditionUpToDate(pdb) {
+		apiequality.Semantic.DeepEqual(st.DisruptedPods, disrupted) && st.ObservedGeneration == pdb.Generation && pdbhelper.ConditionsAreUpToDate(pdb) {
 		return nil
 	}
 	p := pdb.DeepCopy()
 	p.Status = policyv1.PodDisruptionBudgetStatus{CurrentHealthy: healthy, DesiredHealthy: desired, ExpectedPods: expected,
 		DisruptionsAllowed: allowed, DisruptedPods: disrupted, ObservedGeneration: pdb.Generation, Conditions: p.Status.Conditions}
-	setDisruptionAllowed(p, metav1.NewTime(dc.now()))
+	setDisruptionAllowed(p, dc.now())
 	_, err := dc.client.PolicyV1().PodDisruptionBudgets(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
 	return err
 }
 
 // setDisruptionAllowed sets the DisruptionAllowed condition from
-// status.disruptionsAllowed.
-func setDisruptionAllowed(pdb *policyv1.PodDisruptionBudget, now metav1.Time) {
-	c := metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
-		Reason: policyv1.InsufficientPodsReason, ObservedGeneration: pdb.Status.ObservedGeneration, LastTransitionTime: now}
-	if pdb.Status.DisruptionsAllowed > 0 {
-		c.Status, c.Reason = metav1.ConditionTrue, policyv1.SufficientPodsReason
+// status.disruptionsAllowed by component-helpers' rule, kube's. The helper
+// dates a transition by the wall clock; the controller's clock dates it
+// instead, so that a controller run on an injected clock writes that time.
+func setDisruptionAllowed(pdb *policyv1.PodDisruptionBudget, now time.Time) {
+	var was metav1.ConditionStatus
+	if c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition); c != nil {
+		was = c.Status
 	}
-	if pdb.Status.Conditions == nil {
-		pdb.Status.Conditions = []metav1.Condition{}
+	pdbhelper.UpdateDisruptionAllowedCondition(pdb)
+	if c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition); c.Status != was {
+		c.LastTransitionTime = metav1.NewTime(now)
 	}
-	apimeta.SetStatusCondition(&pdb.Status.Conditions, c)
-}
-
-// conditionUpToDate reports whether the budget's condition matches its
-// disruptionsAllowed and its status its generation.
-func conditionUpToDate(pdb *policyv1.PodDisruptionBudget) bool {
-	c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
-	if c == nil || pdb.Status.ObservedGeneration != pdb.Generation {
-		return false
-	}
-	if pdb.Status.DisruptionsAllowed > 0 {
-		return c.Status == metav1.ConditionTrue && c.Reason == policyv1.SufficientPodsReason
-	}
-	return c.Status == metav1.ConditionFalse && c.Reason == policyv1.InsufficientPodsReason
 }
 
 // staleDisruption reports whether a pod not being deleted carries a
