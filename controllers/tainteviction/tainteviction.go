@@ -362,7 +362,13 @@ func hasCondition(pod *corev1.Pod, want corev1.PodCondition) bool {
 }
 
 // matching returns, for every taint, the first toleration that tolerates
-// it, and whether every taint has one.
+// it, and whether every taint has one. It is kube's controller's rule,
+// from a helper of kube's own tree that component-helpers does not
+// publish: component-helpers' TolerationsTolerateTaint and
+// FindMatchingUntoleratedTaint say whether a taint is tolerated, not by
+// which toleration, whose tolerationSeconds count here. Each toleration is
+// judged by Toleration.ToleratesTaint, as those helpers judge it, with the
+// Lt and Gt operators off as kube has them by default.
 func matching(taints []corev1.Taint, tolerations []corev1.Toleration) ([]corev1.Toleration, bool) {
 	used := make([]corev1.Toleration, 0, len(taints))
 	logger := klog.Background()
@@ -384,7 +390,8 @@ func matching(taints []corev1.Taint, tolerations []corev1.Toleration) ([]corev1.
 
 // minToleration is the shortest tolerationSeconds of used: 0 when one is
 // zero or negative, or there are none, and -1 (for ever) when none sets
-// a limit.
+// a limit. kube's controller keeps this rule to itself; component-helpers
+// does not publish it.
 func minToleration(used []corev1.Toleration) time.Duration {
 	if len(used) == 0 {
 		return 0
