@@ -1,9 +1,10 @@
 package rbac
 
 import (
-	"strings"
+	"iter"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/component-helpers/auth/rbac/validation"
 )
 
 // maxMissing bounds how many uncovered permissions Covers lists; a rule
@@ -14,45 +15,68 @@ const maxMissing = 1000
 // kube-apiserver decides it for escalation checks: each servant rule is
 // broken down into single permissions (one verb on one group and resource,
 // with at most one name; or one verb on one path), and each must be
-// covered by one owner rule. Wildcards cover in the owner only: owner
-// "*/status" covers "pods/status", but servant "*" needs owner "*". An
-// owner rule with resourceNames covers only those names. missing lists up
-// to 1,000 uncovered permissions.
+// covered by one owner rule, judged by component-helpers'
+// validation.Covers. Wildcards cover in the owner only: owner "*/status"
+// covers "pods/status", but servant "*" needs owner "*". An owner rule
+// with resourceNames covers only those names. missing lists the uncovered
+// permissions in kube's order, nil when there are none.
+//
+// Two things differ from calling validation.Covers on the whole sets, and
+// neither changes the answer: a servant rule is broken down one
+// permission at a time and Covers stops at 1,000 uncovered ones, so that
+// a rule of many verbs, resources and names costs neither the memory of
+// its whole breakdown nor a list of everything it lacks; and a servant
+// rule that one owner rule covers whole (as cluster-admin's do) is not
+// broken down at all.
 func Covers(owner, servant []rbacv1.PolicyRule) (ok bool, missing []rbacv1.PolicyRule) {
 	for i := range servant {
 		r := &servant[i]
 		if wholeRuleCovered(owner, r) {
 			continue
 		}
-		for _, verb := range r.Verbs {
-			for _, group := range r.APIGroups {
-				for _, res := range r.Resources {
-					if len(r.ResourceNames) == 0 {
-						if !anyCovers(owner, verb, group, res, "", false) {
-							missing = append(missing, rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{group}, Resources: []string{res}})
-						}
-					}
-					for _, name := range r.ResourceNames {
-						if !anyCovers(owner, verb, group, res, name, true) {
-							missing = append(missing, rbacv1.PolicyRule{Verbs: []string{verb}, APIGroups: []string{group}, Resources: []string{res}, ResourceNames: []string{name}})
-						}
-					}
-					if len(missing) >= maxMissing {
-						return false, missing
-					}
-				}
+		for p := range permissions(r) {
+			if covered, _ := validation.Covers(owner, []rbacv1.PolicyRule{p}); covered {
+				continue
 			}
-			for _, url := range r.NonResourceURLs {
-				if !anyCoversURL(owner, verb, url) {
-					missing = append(missing, rbacv1.PolicyRule{Verbs: []string{verb}, NonResourceURLs: []string{url}})
-					if len(missing) >= maxMissing {
-						return false, missing
-					}
-				}
+			missing = append(missing, p)
+			if len(missing) >= maxMissing {
+				return false, missing
 			}
 		}
 	}
 	return len(missing) == 0, missing
+}
+
+// permissions yields r's single permissions in the order of
+// validation.BreakdownRule, without building the whole list: for each
+// group, resource and verb, the resource unnamed or once per name; then
+// each path with each verb.
+func permissions(r *rbacv1.PolicyRule) iter.Seq[rbacv1.PolicyRule] {
+	return func(yield func(rbacv1.PolicyRule) bool) {
+		for _, group := range r.APIGroups {
+			for _, res := range r.Resources {
+				for _, verb := range r.Verbs {
+					p := rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{res}, Verbs: []string{verb}}
+					if len(r.ResourceNames) == 0 && !yield(p) {
+						return
+					}
+					for _, name := range r.ResourceNames {
+						p.ResourceNames = []string{name}
+						if !yield(p) {
+							return
+						}
+					}
+				}
+			}
+		}
+		for _, url := range r.NonResourceURLs {
+			for _, verb := range r.Verbs {
+				if !yield(rbacv1.PolicyRule{NonResourceURLs: []string{url}, Verbs: []string{verb}}) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // wholeRuleCovered is a fast path: one owner rule that covers every verb,
@@ -73,49 +97,6 @@ func wholeRuleCovered(owner []rbacv1.PolicyRule, r *rbacv1.PolicyRule) bool {
 			continue
 		}
 		return true
-	}
-	return false
-}
-
-// anyCovers reports whether some owner rule covers one verb on one
-// group/resource, named when named is set.
-func anyCovers(owner []rbacv1.PolicyRule, verb, group, res, name string, named bool) bool {
-	for i := range owner {
-		o := &owner[i]
-		if !has(o.Verbs, verb) || !has(o.APIGroups, group) || !resourceCovers(o.Resources, res) {
-			continue
-		}
-		if len(o.ResourceNames) == 0 || named && contains(o.ResourceNames, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// resourceCovers reports whether owner resources cover res: "*", res
-// itself, or "*/sub" when res is "resource/sub".
-func resourceCovers(owner []string, res string) bool {
-	if contains(owner, rbacv1.ResourceAll) || contains(owner, res) {
-		return true
-	}
-	_, sub, ok := strings.Cut(res, "/")
-	return ok && contains(owner, "*/"+sub)
-}
-
-// anyCoversURL reports whether some owner rule covers one verb on path
-// url: the same path, or an owner entry ending in "*" whose stem prefixes
-// it (so "/healthz/*" covers "/healthz/x" and "/healthz/*").
-func anyCoversURL(owner []rbacv1.PolicyRule, verb, url string) bool {
-	for i := range owner {
-		o := &owner[i]
-		if !has(o.Verbs, verb) || len(o.ResourceNames) > 0 {
-			continue
-		}
-		for _, u := range o.NonResourceURLs {
-			if u == url || strings.HasSuffix(u, "*") && strings.HasPrefix(url, strings.TrimRight(u, "*")) {
-				return true
-			}
-		}
 	}
 	return false
 }
