@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -21,17 +22,28 @@ import (
 
 const ns = "default"
 
+// defaultNode is the node of the pods the tests place on none.
+const defaultNode = "n0"
+
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
 	return controllertest.Start(t, endpointslice.Descriptor).Client
 }
 
 // createPod creates a pod labelled app=web with a container port named
-// http (8080) on node, and, with an ip, gives it that IP and the ready
-// state.
+// http (8080) on node (defaultNode when empty, made if missing: the
+// reconciler leaves out a pod whose node it does not know), and, with an
+// ip, gives it that IP and the ready state.
 func createPod(t *testing.T, c kubernetes.Interface, name, node, ip string, ready bool) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
+	if node == "" {
+		node = defaultNode
+		_, err := c.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 			Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}}}}}}
@@ -211,5 +223,27 @@ func TestHeadlessServiceSlices_G10(t *testing.T) {
 		}
 		_, headless := s[0].Labels[corev1.IsHeadlessService]
 		return headless && describe(s) == "10.3.0.1:true/true/false", fmt.Sprintf("%v %s", s[0].Labels, describe(s))
+	})
+}
+
+// TestPodOnUnknownNodeIsLeftOut_G10: a pod whose node the node cache does
+// not hold gets no endpoint, as kube's reconciler decides, and the Service
+// is retried until the node is there.
+func TestPodOnUnknownNodeIsLeftOut_G10(t *testing.T) {
+	c := start(t)
+	createPod(t, c, "a", "", "10.4.0.1", true)
+	createPod(t, c, "lost", "n-later", "10.4.0.2", true)
+	createService(t, c, "web", map[string]string{"app": "web"}, "")
+	testwait.For(t, 30*time.Second, "the slice without the pod on an unknown node", func() (bool, string) {
+		got := describe(slicesOf(t, c, "web"))
+		return got == "10.4.0.1:true/true/false", got
+	})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n-later"}}
+	if _, err := c.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the pod's endpoint once its node is known", func() (bool, string) {
+		got := describe(slicesOf(t, c, "web"))
+		return got == "10.4.0.1:true/true/false 10.4.0.2:true/true/false", got
 	})
 }

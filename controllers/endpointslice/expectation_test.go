@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -19,29 +21,33 @@ func TestWaitForOwnWritesEnds_G10(t *testing.T) {
 	c := New(client, informers.NewSharedInformerFactory(client, 0), slog.New(slog.DiscardHandler))
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
-	const key = "default/web"
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}
+	slice := func(name, uid string) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + uid),
+			Generation: 1, Labels: map[string]string{discoveryv1.LabelManagedBy: ControllerName, discoveryv1.LabelServiceName: "web"}}}
+	}
 
-	c.wrote(key, "web-never-seen", "uid-1", 1)
-	if !c.stale(key, "default") {
+	// The reconciler records its writes in the tracker.
+	c.tracker.Update(slice("web-never-seen", "1"))
+	if !c.stale(svc, nil) {
 		t.Fatal("a write the cache does not show yet: not stale")
 	}
 	now = now.Add(staleTimeout - time.Second)
-	if !c.stale(key, "default") {
+	if !c.stale(svc, nil) {
 		t.Fatal("a write the cache does not show, before the timeout: not stale")
 	}
 	now = now.Add(2 * time.Second)
-	if c.stale(key, "default") {
+	if c.stale(svc, nil) {
 		t.Fatal("a write the cache has not shown for longer than the timeout: still stale")
 	}
-	if len(c.written) != 0 {
-		t.Errorf("expectations left after the timeout: %v", c.written)
+	if c.tracker.Has(slice("web-never-seen", "1")) || len(c.staleSince) != 0 {
+		t.Errorf("expectations left after the timeout: tracked %v, stale since %v", c.tracker.Has(slice("web-never-seen", "1")), c.staleSince)
 	}
 
-	deleted := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-deleted", UID: "uid-2",
-		Labels: map[string]string{discoveryv1.LabelManagedBy: ControllerName, discoveryv1.LabelServiceName: "web"}}}
+	deleted := slice("web-deleted", "2")
 	c.sliceChanged(deleted, true)
-	c.wrote(key, "web-deleted", "uid-2", 1)
-	if c.stale(key, "default") {
+	c.tracker.Update(deleted)
+	if c.stale(svc, nil) {
 		t.Error("a write answered after its slice's delete event: stale")
 	}
 }
