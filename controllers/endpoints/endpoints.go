@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/endpointslice"
+	endpointsliceutil "k8s.io/endpointslice/util"
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/endpointutil"
@@ -72,7 +74,7 @@ type Controller struct {
 	endpoints corelisters.EndpointsLister
 	synced    []cache.InformerSynced
 	queue     workqueue.TypedRateLimitingInterface[string]
-	triggers  endpointutil.TriggerTimes
+	triggers  *endpointsliceutil.TriggerTimeTracker
 	log       *slog.Logger
 }
 
@@ -83,7 +85,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, l
 	epInf := factory.Core().V1().Endpoints()
 	c := &Controller{client: client, services: svcInf.Lister(), pods: podInf.Lister(), endpoints: epInf.Lister(),
 		synced: []cache.InformerSynced{svcInf.Informer().HasSynced, podInf.Informer().HasSynced, epInf.Informer().HasSynced},
-		queue:  controllers.NewQueue("endpoint"), log: log}
+		queue:  controllers.NewQueue("endpoint"), triggers: endpointsliceutil.NewTriggerTimeTracker(), log: log}
 	enqueue := func(obj any) { controllers.Enqueue(c.queue, obj) }
 	_, _ = svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, cur any) { enqueue(cur) }, DeleteFunc: enqueue})
@@ -106,7 +108,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	svc, err := c.services.Services(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		// The Service is gone: so are its Endpoints.
-		c.triggers.Forget(key)
+		c.triggers.DeleteService(ns, name)
 		err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -120,7 +122,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	trigger := c.triggers.Compute(svc, pods)
+	trigger := c.triggers.ComputeEndpointLastChangeTriggerTime(ns, svc, pods)
 	subsets := repack(subsetsFor(svc, pods))
 
 	cur, err := c.endpoints.Endpoints(ns).Get(name)
@@ -179,7 +181,7 @@ func subsetsFor(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset
 	tolerate := svc.Spec.PublishNotReadyAddresses
 	var subsets []corev1.EndpointSubset
 	for _, pod := range pods {
-		if !endpointutil.Serves(pod, tolerate) {
+		if !endpointsliceutil.ShouldPodBeInEndpoints(pod, tolerate) {
 			continue
 		}
 		ip := podIP(svc, pod)
@@ -191,7 +193,7 @@ func subsetsFor(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset
 		if pod.Spec.NodeName != "" {
 			addr.NodeName = &pod.Spec.NodeName
 		}
-		if endpointutil.SetsHostname(pod, svc) {
+		if endpointsliceutil.ShouldSetHostname(pod, svc) {
 			addr.Hostname = pod.Spec.Hostname
 		}
 		ready := tolerate || controllers.PodReady(pod)
@@ -213,11 +215,11 @@ func subsetsFor(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset
 		}
 		for i := range svc.Spec.Ports {
 			sp := &svc.Spec.Ports[i]
-			n, err := endpointutil.FindPort(pod, sp)
+			n, err := endpointslice.FindPort(pod, sp)
 			if err != nil {
 				continue
 			}
-			add([]corev1.EndpointPort{{Name: sp.Name, Port: n, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}})
+			add([]corev1.EndpointPort{{Name: sp.Name, Port: int32(n), Protocol: sp.Protocol, AppProtocol: sp.AppProtocol}})
 		}
 	}
 	return subsets

@@ -1,75 +1,22 @@
 // Package endpointutil holds what the endpoints and endpointslice
-// controllers share, as kube's do (docs/kubernetes-behaviour.md G.10):
-// which pods a Service's endpoints hold, the port a Service port reaches
-// on a pod, the services that select a pod, and the time to report as a
-// change's trigger.
+// controllers share beside the k8s.io/endpointslice module (which pods a
+// Service's endpoints hold, the port a Service port reaches on a pod, the
+// trigger time tracker): which Services they keep endpoints for, the
+// Services a pod change concerns, and the trigger time annotation's
+// format (docs/kubernetes-behaviour.md G.10).
 package endpointutil
 
 import (
-	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/kubegate/kubegate/controllers"
 )
-
-// Serves reports whether a Service's endpoints hold pod: a pod not
-// finished (Succeeded or Failed) that has an IP, and, unless
-// includeTerminating, is not being deleted.
-func Serves(pod *corev1.Pod, includeTerminating bool) bool {
-	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	if pod.Status.PodIP == "" && len(pod.Status.PodIPs) == 0 {
-		return false
-	}
-	return includeTerminating || pod.DeletionTimestamp == nil
-}
-
-// FindPort returns the port number svcPort's target port is on pod: a
-// number as it is; a name, the container port of that name and the
-// Service port's protocol, among the containers and the restartable
-// (sidecar) init containers.
-func FindPort(pod *corev1.Pod, svcPort *corev1.ServicePort) (int32, error) {
-	tp := svcPort.TargetPort
-	if tp.Type == intstr.Int {
-		return int32(tp.IntValue()), nil
-	}
-	find := func(cs []corev1.Container, sidecarsOnly bool) (int32, bool) {
-		for _, c := range cs {
-			if sidecarsOnly && (c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways) {
-				continue
-			}
-			for _, p := range c.Ports {
-				if p.Name == tp.StrVal && p.Protocol == svcPort.Protocol {
-					return p.ContainerPort, true
-				}
-			}
-		}
-		return 0, false
-	}
-	if n, ok := find(pod.Spec.Containers, false); ok {
-		return n, nil
-	}
-	if n, ok := find(pod.Spec.InitContainers, true); ok {
-		return n, nil
-	}
-	return 0, fmt.Errorf("no container port named %q for %s", tp.StrVal, svcPort.Protocol)
-}
-
-// SetsHostname reports whether pod's hostname belongs in svc's
-// endpoints: the pod has one and its subdomain is the Service, in the
-// Service's namespace.
-func SetsHostname(pod *corev1.Pod, svc *corev1.Service) bool {
-	return pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name && pod.Namespace == svc.Namespace
-}
 
 // ManagedService reports whether a controller keeps svc's endpoints: it
 // has a selector and is not of type ExternalName.
@@ -148,65 +95,6 @@ func PodChanged(old, cur *corev1.Pod) (changed, labelsChanged bool) {
 		}
 	}
 	return changed, labelsChanged
-}
-
-// TriggerTimes computes the endpoints.kubernetes.io/last-change-trigger-
-// time of a Service's endpoints, as kube's trigger time tracker does: the
-// creation time of a Service seen for the first time; after that the
-// earliest of the trigger times that moved since the last sync (a pod's
-// Ready transition, the Service's creation), or zero when none did.
-type TriggerTimes struct {
-	mu    sync.Mutex
-	state map[string]triggerState
-}
-
-type triggerState struct {
-	pods    map[string]time.Time
-	service time.Time
-}
-
-// Compute returns the trigger time for svc with pods and remembers them.
-func (t *TriggerTimes) Compute(svc *corev1.Service, pods []*corev1.Pod) time.Time {
-	key := svc.Namespace + "/" + svc.Name
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.state == nil {
-		t.state = map[string]triggerState{}
-	}
-	old, known := t.state[key]
-	var earliest time.Time
-	take := func(at time.Time) {
-		if earliest.IsZero() || at.Before(earliest) {
-			earliest = at
-		}
-	}
-	cur := triggerState{pods: map[string]time.Time{}, service: svc.CreationTimestamp.Time}
-	for _, pod := range pods {
-		c := controllers.PodReadyCondition(pod)
-		if c == nil || c.LastTransitionTime.IsZero() {
-			continue
-		}
-		at := c.LastTransitionTime.Time
-		cur.pods[pod.Name] = at
-		if at.After(old.pods[pod.Name]) {
-			take(at)
-		}
-	}
-	if cur.service.After(old.service) {
-		take(cur.service)
-	}
-	t.state[key] = cur
-	if !known {
-		return svc.CreationTimestamp.Time
-	}
-	return earliest
-}
-
-// Forget drops what is remembered of a deleted Service.
-func (t *TriggerTimes) Forget(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.state, key)
 }
 
 // FormatTriggerTime is the annotation's format, RFC 3339 with nanoseconds
