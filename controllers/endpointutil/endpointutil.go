@@ -80,6 +80,13 @@ func PodHandler(services corelisters.ServiceLister, queue workqueue.TypedInterfa
 
 // PodChanged reports whether a pod update can change endpoints: its IPs,
 // readiness, labels, deletion, node, hostname, subdomain or phase.
+//
+// kube's controllers decide this with k8s.io/endpointslice/util's
+// GetPodUpdateProjectionKey, which kubegate does not use: it ignores a
+// change of phase, node or status.podIP alone, and a pod that finishes
+// without ever having been ready changes neither its readiness nor its
+// IPs, so kube keeps its endpoint until something else syncs the
+// Service. Every update kube's function acts on, this one acts on too.
 func PodChanged(old, cur *corev1.Pod) (changed, labelsChanged bool) {
 	labelsChanged = !labels.Equals(old.Labels, cur.Labels)
 	readyOld, readyCur := controllers.PodReady(old), controllers.PodReady(cur)
