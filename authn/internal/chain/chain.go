@@ -20,7 +20,6 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/binary"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/kubegate/kubegate/authn/internal/ttlmap"
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 // DefaultCacheSize is the number of chains remembered per CA bundle when
@@ -119,30 +119,11 @@ func (v *Verifier[T]) Load(caPEM []byte) error {
 	return nil
 }
 
-// ParseCerts returns every CERTIFICATE block in data. Blocks of other types
-// are skipped; a CERTIFICATE block that does not parse is an error, and so
-// is data without any certificate.
+// ParseCerts returns every CERTIFICATE block in data (pemutil.Certificates).
+// Blocks of other types are skipped; a CERTIFICATE block that does not
+// parse is an error, and so is data without any certificate.
 func ParseCerts(data []byte) ([]*x509.Certificate, error) {
-	var certs []*x509.Certificate
-	for n := 1; ; n++ {
-		var block *pem.Block
-		block, data = pem.Decode(data)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("PEM block %d: %w", n, err)
-		}
-		certs = append(certs, c)
-	}
-	if len(certs) == 0 {
-		return nil, errors.New("no PEM certificates found")
-	}
-	return certs, nil
+	return pemutil.Certificates(data)
 }
 
 // FailureTTL bounds how long a failed verification is remembered. A
