@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
+	"k8s.io/client-go/util/keyutil"
 )
 
 // FuzzAuthenticateToken feeds arbitrary tokens to an authenticator with
@@ -59,7 +60,9 @@ func FuzzAuthenticateToken(f *testing.F) {
 }
 
 // FuzzParsePublicKeysPEM checks that any key file either yields usable
-// keys or ErrNoKeys, without panicking.
+// keys or ErrNoKeys, without panicking, and that it yields, in order, every
+// usable key client-go's keyutil.ParsePublicKeysPEM (kube-apiserver's
+// reader of --service-account-key-file) finds in it (A.3).
 func FuzzParsePublicKeysPEM(f *testing.F) {
 	k := testKeys()
 	ec, _ := x509.MarshalECPrivateKey(k.p256)
@@ -71,6 +74,16 @@ func FuzzParsePublicKeysPEM(f *testing.F) {
 	f.Add([]byte("garbage"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		keys, err := ParsePublicKeysPEM(data)
+		kube, _ := keyutil.ParsePublicKeysPEM(data)
+		want, i := usable(kube), 0
+		for _, k := range keys {
+			if i < len(want) && sameKeys([]crypto.PublicKey{k}, want[i:i+1]) {
+				i++
+			}
+		}
+		if i != len(want) {
+			t.Fatalf("got %d keys, missing some of keyutil's %d usable ones", len(keys), len(want))
+		}
 		if err != nil {
 			if err != ErrNoKeys || keys != nil {
 				t.Fatalf("got %d keys, error %v; want nil, ErrNoKeys", len(keys), err)

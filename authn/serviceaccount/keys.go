@@ -8,10 +8,11 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 // ErrNoKeys is returned when PEM data holds no usable RSA or ECDSA key.
@@ -36,14 +37,18 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 // (SEC 1 or PKCS #8). Blocks that are none of these (EC PARAMETERS, say),
 // and keys other than RSA or ECDSA on P-256, P-384 or P-521, are skipped.
 // Data with no usable key is an error wrapping ErrNoKeys.
+//
+// It reads every key client-go's keyutil.ParsePublicKeysPEM (what
+// kube-apiserver reads the flag with) reads, and differs from it on
+// purpose in two ways: it also reads an EC private key in PKCS #8, the
+// form openssl genpkey writes and --service-account-signing-key-file
+// accepts, so that the signing key's own file verifies its tokens; and it
+// leaves out keys on P-224, which keyutil reads but no JWS algorithm
+// verifies with, so that a file of only such keys is refused when it is
+// loaded instead of verifying nothing.
 func ParsePublicKeysPEM(data []byte) ([]crypto.PublicKey, error) {
 	var keys []crypto.PublicKey
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
+	for _, block := range pemutil.Blocks(data) {
 		if pub := publicKeyFromDER(block.Bytes); pub != nil {
 			keys = append(keys, pub)
 		}
@@ -77,13 +82,14 @@ func ReadPublicKeysFiles(paths ...string) ([]crypto.PublicKey, error) {
 
 // ParsePrivateKeyPEM returns the first RSA or ECDSA private key in data
 // (PKCS #1, SEC 1 or PKCS #8), for signing tokens.
+//
+// Where client-go's keyutil.ParsePrivateKeyPEM (what kube-apiserver reads
+// --service-account-signing-key-file with) reads a block only as the key
+// its type names, this tries every form on every block; and it skips a key
+// no JWS algorithm signs with (Ed25519, P-224) and reads on, where keyutil
+// returns it and kube-apiserver then refuses to start.
 func ParsePrivateKeyPEM(data []byte) (crypto.Signer, error) {
-	for rest := data; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			return nil, errors.New("no RSA or ECDSA private key found")
-		}
+	for _, block := range pemutil.Blocks(data) {
 		if k, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
 			return k, nil
 		}
@@ -104,6 +110,7 @@ func ParsePrivateKeyPEM(data []byte) (crypto.Signer, error) {
 			}
 		}
 	}
+	return nil, errors.New("no RSA or ECDSA private key found")
 }
 
 func publicKeyFromDER(der []byte) crypto.PublicKey {
