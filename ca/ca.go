@@ -6,9 +6,10 @@
 // Keys, CA creation and signing policy come from cfssl. The final
 // certificate is signed with crypto/x509 so that its subject is exactly the
 // one requested: every O its own RDN in the order given, or a CSR's subject
-// byte for byte. No CN or O that fails ValidateName is ever signed. The
-// package imports nothing of kubegate's except internal packages, and
-// nothing from client-go or apimachinery.
+// byte for byte. No CN or O that fails ValidateName is ever signed. PEM
+// input is read through internal/pemutil. The package imports nothing of
+// kubegate's except internal packages, and nothing from client-go or
+// apimachinery (TestImportsStayLean).
 package ca
 
 import (
@@ -29,6 +30,8 @@ import (
 	"github.com/cloudflare/cfssl/helpers"
 	"github.com/cloudflare/cfssl/initca"
 	"github.com/cloudflare/cfssl/signer"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 func init() {
@@ -111,7 +114,9 @@ func GenerateKey(a KeyAlgorithm) (crypto.Signer, []byte, error) {
 	return key, keyPEM, nil
 }
 
-// EncodeKey returns the PEM encoding of an ECDSA or RSA private key.
+// EncodeKey returns the PEM encoding of an ECDSA or RSA private key: the
+// bytes client-go's keyutil.MarshalPrivateKeyToPEM writes (a test holds it
+// to that), written here because the package does not import client-go.
 func EncodeKey(key crypto.Signer) ([]byte, error) {
 	switch k := key.(type) {
 	case *ecdsa.PrivateKey:
@@ -147,7 +152,7 @@ func ParseCertPEM(name string, data []byte) (*x509.Certificate, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: file is empty", name)
 	}
-	block, _ := pem.Decode(data)
+	block := pemutil.First(data)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, fmt.Errorf("%s: no PEM certificate found", name)
 	}
@@ -164,7 +169,7 @@ func ParseKeyPEM(name string, data []byte) (crypto.Signer, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("%s: file is empty", name)
 	}
-	if block, _ := pem.Decode(data); block == nil {
+	if pemutil.First(data) == nil {
 		return nil, fmt.Errorf("%s: no PEM private key found", name)
 	}
 	key, err := helpers.ParsePrivateKeyPEM(data)
@@ -176,7 +181,7 @@ func ParseKeyPEM(name string, data []byte) (crypto.Signer, error) {
 
 // ParsePublicKeyPEM parses a PKIX "PUBLIC KEY" block.
 func ParsePublicKeyPEM(name string, data []byte) (crypto.PublicKey, error) {
-	block, _ := pem.Decode(data)
+	block := pemutil.First(data)
 	if block == nil || block.Type != "PUBLIC KEY" {
 		return nil, fmt.Errorf("%s: no PEM public key found", name)
 	}
@@ -254,11 +259,7 @@ func ParseAuthority(name, certPath string, certPEM []byte, keyPath string, keyPE
 	// During a CA rotation the file is a bundle of the old and the new
 	// CA (H.6); the one the key belongs to signs.
 	if !KeyMatches(key, cert.PublicKey) {
-		for rest := certPEM; ; {
-			var b *pem.Block
-			if b, rest = pem.Decode(rest); b == nil {
-				break
-			}
+		for _, b := range pemutil.Blocks(certPEM) {
 			if c, err := x509.ParseCertificate(b.Bytes); err == nil && b.Type == "CERTIFICATE" && KeyMatches(key, c.PublicKey) {
 				cert = c
 				break

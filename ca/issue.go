@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -18,6 +17,8 @@ import (
 	"github.com/cloudflare/cfssl/config"
 	"github.com/cloudflare/cfssl/csr"
 	"github.com/cloudflare/cfssl/helpers"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 var (
@@ -233,7 +234,7 @@ func ParseCSR(name string, data []byte) (*x509.CertificateRequest, error) {
 		return nil, fmt.Errorf("CSR %s is empty", name)
 	}
 	der := data
-	if block, _ := pem.Decode(bytes.TrimSpace(data)); block != nil {
+	if block := pemutil.First(bytes.TrimSpace(data)); block != nil {
 		if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
 			return nil, fmt.Errorf("CSR %s holds a %s PEM block, not a CERTIFICATE REQUEST", name, block.Type)
 		}
