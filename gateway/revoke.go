@@ -6,12 +6,13 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
 	"strings"
 	"sync/atomic"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 // Revocation refuses listed client certificates, which kube-apiserver
@@ -75,7 +76,7 @@ func (r *Revocation) Check(cert *x509.Certificate) error {
 
 func parseRevocations(data []byte) (*revocationList, error) {
 	l := &revocationList{serials: map[string]struct{}{}, fingerprints: map[[32]byte]struct{}{}}
-	if block, _ := pem.Decode(data); block != nil {
+	if block := pemutil.First(data); block != nil {
 		if block.Type != "X509 CRL" {
 			return nil, fmt.Errorf("revocation list: PEM block %q is not an X509 CRL", block.Type)
 		}

@@ -3,7 +3,6 @@ package inspect
 import (
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 type kubeconfigAPI = clientcmdapi.Config
@@ -250,7 +251,7 @@ func (u *KubeUser) describeCertAndKey(certPEM, keyPEM []byte, now time.Time) {
 		u.Problems = append(u.Problems, "no client key: the certificate cannot be used")
 		return
 	}
-	block, _ := pem.Decode(keyPEM)
+	block := pemutil.First(keyPEM)
 	if block == nil || pemKinds[block.Type] != KindPrivateKey {
 		u.Problems = append(u.Problems, "client-key-data: no PEM private key found")
 		return

@@ -27,7 +27,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"log/slog"
 	"slices"
@@ -43,6 +42,7 @@ import (
 
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 // Name is the controller's name in kube-controller-manager's
@@ -186,9 +186,12 @@ func olderThan(t metav1.Time, d time.Duration, now time.Time) bool {
 }
 
 // expired reports whether the first certificate of the PEM data has
-// expired at now; data that does not hold one has not.
+// expired at now; data that does not hold one has not. Like
+// kube-controller-manager's cleaner, it reads the first PEM block whatever
+// its type, where client-go's cert.ParseCertsPEM would look for a
+// CERTIFICATE block further on: status.certificate holds nothing else.
 func expired(data []byte, now time.Time) bool {
-	block, _ := pem.Decode(data)
+	block := pemutil.First(data)
 	if block == nil {
 		return false
 	}

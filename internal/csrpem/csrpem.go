@@ -5,15 +5,16 @@ package csrpem
 
 import (
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
+
+	"github.com/kubegate/kubegate/internal/pemutil"
 )
 
 // Parse decodes the first PEM block of data, which must be a CERTIFICATE
 // REQUEST; its error for anything else is kube-apiserver's. It does not
 // check the request's signature.
 func Parse(data []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(data)
+	block := pemutil.First(data)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
 		return nil, errors.New("PEM block type must be CERTIFICATE REQUEST")
 	}
