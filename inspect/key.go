@@ -177,8 +177,10 @@ func ParseCAs(data []byte) ([]*x509.Certificate, error) {
 }
 
 // ParseVerifyKeys returns the public keys in PEM data, for Options.Keys:
-// public keys, certificates' keys and the public half of private keys, as
-// kube-apiserver's --service-account-key-file accepts them.
+// public keys, certificates' keys and the public half of private keys, the
+// kinds kube-apiserver's --service-account-key-file holds. Unlike
+// kube-apiserver, which skips them, a block it cannot read or of a type
+// it does not know is an error.
 func ParseVerifyKeys(data []byte) ([]crypto.PublicKey, error) {
 	blocks, err := decodePEM(data)
 	if err != nil {
