@@ -35,7 +35,7 @@ func Blocks(data []byte) iter.Seq2[int, *pem.Block] {
 
 // First returns the first PEM block of data, or nil when there is none.
 // The rules that use it look at that block only, whatever follows: where
-// client-go's helpers skip a block of another type and read on, First
+// client-go's keyutil and cert skip a block of another type and read on, First
 // leaves the caller to name the type it found.
 func First(data []byte) *pem.Block {
 	b, _ := pem.Decode(data)
