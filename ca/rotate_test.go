@@ -305,115 +305,43 @@ func kubeconfigCAs(t *testing.T, dir, conf string) []string {
 	return out
 }
 
+// preRotation is what TestRotateThreePhases_H6 records of the tree before a
+// rotation, to compare each phase's result with.
+type preRotation struct {
+	dir, oldFP, oldSA string
+	oldCA, oldAdmin   *x509.Certificate
+	oldLeaves         map[string]*x509.Certificate
+	oldCAKey, other   []byte
+}
+
+func (b *preRotation) pki(n string) string { return filepath.Join(b.dir, "pki", n) }
+
 func TestRotateThreePhases_H6(t *testing.T) {
 	t.Parallel()
 	dir := rotationTree(t)
-	pki := func(n string) string { return filepath.Join(dir, "pki", n) }
+	b := &preRotation{dir: dir}
 	checkReaders(t, dir)
-	oldCA, oldFP, oldSA := readCert(t, pki("ca.crt")), fingerprints(t, pki("front-proxy-ca.crt"))[0], fingerprints(t, pki("sa.pub"))[0]
-	oldAdmin := embeddedCert(t, dir, "admin.conf")
-	oldLeaves := map[string]*x509.Certificate{}
+	b.oldCA, b.oldFP, b.oldSA = readCert(t, b.pki("ca.crt")), fingerprints(t, b.pki("front-proxy-ca.crt"))[0], fingerprints(t, b.pki("sa.pub"))[0]
+	b.oldAdmin = embeddedCert(t, dir, "admin.conf")
+	b.oldLeaves = map[string]*x509.Certificate{}
 	for _, n := range []string{"apiserver.crt", "apiserver-kubelet-client.crt", "front-proxy-client.crt", "users/jane.crt", "etcd/server.crt"} {
-		oldLeaves[n] = readCert(t, pki(n))
+		b.oldLeaves[n] = readCert(t, b.pki(n))
 	}
-	oldCAKey, _ := os.ReadFile(pki("ca.key"))
-	otherConf, _ := os.ReadFile(filepath.Join(dir, "other.conf"))
+	b.oldCAKey, _ = os.ReadFile(b.pki("ca.key"))
+	b.other, _ = os.ReadFile(filepath.Join(dir, "other.conf"))
 
-	// trust-both
 	rotate(t, dir, nil, "")
-	st, err := ca.ReadRotationState(dir)
-	if err != nil || st.Done != ca.PhaseTrustBoth || !slices.Equal(st.CAs, ca.RotateTargets) {
-		t.Fatalf("state after trust-both: %+v (%v)", st, err)
-	}
-	newCA := st.Keys[ca.RotateCluster].New
-	for file, want := range map[string][]string{
-		"ca.crt":             {ca.Fingerprint(oldCA.Raw), newCA},
-		"front-proxy-ca.crt": {oldFP, st.Keys[ca.RotateFrontProxy].New},
-		"sa.pub":             {oldSA, st.Keys[ca.RotateSA].New},
-	} {
-		if got := fingerprints(t, pki(file)); !slices.Equal(got, want) {
-			t.Errorf("after trust-both %s holds %v, want old then new %v", file, got, want)
-		}
-	}
-	for _, conf := range []string{"admin.conf", "kubelet-n1.conf", "scheduler.conf"} {
-		if got := kubeconfigCAs(t, dir, conf); !slices.Equal(got, []string{ca.Fingerprint(oldCA.Raw), newCA}) {
-			t.Errorf("after trust-both %s trusts %v, want old and new", conf, got)
-		}
-	}
-	if key, _ := os.ReadFile(pki("ca.key")); !bytes.Equal(key, oldCAKey) {
-		t.Error("trust-both replaced ca.key; the old CA must sign until reissue")
-	}
-	if c := readCert(t, pki("apiserver.crt")); !c.Equal(oldLeaves["apiserver.crt"]) {
-		t.Error("trust-both re-issued apiserver.crt")
-	}
-	if a := loadCA(t, dir, "ca"); !a.Cert.Equal(oldCA) {
-		t.Error("after trust-both, LoadAuthority of pki/ca.crt is not the old CA")
-	}
+	st := checkTrustBoth(t, b)
 	checkReaders(t, dir)
 	checkRerunChangesNothing(t, dir, ca.PhaseTrustBoth)
 
-	// reissue
 	rotate(t, dir, nil, "")
-	newCACert := loadCA(t, dir, "ca").Cert
-	if ca.Fingerprint(newCACert.Raw) != newCA || newCACert.Subject.CommonName != oldCA.Subject.CommonName ||
-		newCACert.SerialNumber.Cmp(oldCA.SerialNumber) == 0 || bytes.Equal(newCACert.RawSubjectPublicKeyInfo, oldCA.RawSubjectPublicKeyInfo) {
-		t.Errorf("after reissue pki/ca.key does not sign as the new CA with the old CN, a new serial and a new key")
-	}
-	if got := fingerprints(t, pki("ca.crt")); !slices.Equal(got, []string{newCA, ca.Fingerprint(oldCA.Raw)}) {
-		t.Errorf("after reissue ca.crt holds %v, want new then old", got)
-	}
-	if got := fingerprints(t, pki("sa.pub")); !slices.Equal(got, []string{st.Keys[ca.RotateSA].New, oldSA}) {
-		t.Errorf("after reissue sa.pub holds %v, want new then old", got)
-	}
-	newFP := loadCA(t, dir, "front-proxy-ca").Cert
-	for n, old := range oldLeaves {
-		c := readCert(t, pki(n))
-		switch {
-		case n == "etcd/server.crt":
-			if !c.Equal(old) {
-				t.Errorf("reissue changed %s, whose CA is not rotated", n)
-			}
-			continue
-		case n == "front-proxy-client.crt":
-			if c.CheckSignatureFrom(newFP) != nil {
-				t.Errorf("%s is not signed by the new front-proxy CA", n)
-			}
-		case c.CheckSignatureFrom(newCACert) != nil:
-			t.Errorf("%s is not signed by the new cluster CA", n)
-		}
-		if !bytes.Equal(c.RawSubject, old.RawSubject) || !slices.Equal(c.DNSNames, old.DNSNames) || len(c.IPAddresses) != len(old.IPAddresses) ||
-			!slices.Equal(c.ExtKeyUsage, old.ExtKeyUsage) || c.KeyUsage != old.KeyUsage || !bytes.Equal(c.RawSubjectPublicKeyInfo, old.RawSubjectPublicKeyInfo) {
-			t.Errorf("re-signed %s changed its subject, SANs, usages or key", n)
-		}
-	}
-	if c := embeddedCert(t, dir, "admin.conf"); c.CheckSignatureFrom(newCACert) != nil || !bytes.Equal(c.RawSubject, oldAdmin.RawSubject) {
-		t.Error("admin.conf's client certificate is not re-signed by the new CA with the same subject")
-	}
+	newFP := checkReissue(t, b, st)
 	checkReaders(t, dir)
 	checkRerunChangesNothing(t, dir, ca.PhaseReissue)
 
-	// drop-old
 	rotate(t, dir, nil, "")
-	for file, want := range map[string]string{"ca.crt": newCA, "front-proxy-ca.crt": ca.Fingerprint(newFP.Raw), "sa.pub": st.Keys[ca.RotateSA].New} {
-		if got := fingerprints(t, pki(file)); !slices.Equal(got, []string{want}) {
-			t.Errorf("after drop-old %s holds %v, want the new one only", file, got)
-		}
-	}
-	if got := kubeconfigCAs(t, dir, "admin.conf"); !slices.Equal(got, []string{newCA}) {
-		t.Errorf("after drop-old admin.conf trusts %v, want the new CA only", got)
-	}
-	if now, _ := os.ReadFile(filepath.Join(dir, "other.conf")); !bytes.Equal(now, otherConf) {
-		t.Error("the rotation changed other.conf, a kubeconfig of another cluster")
-	}
-	if _, err := os.Stat(filepath.Join(dir, ca.RotationDir)); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("%s is still there after drop-old (%v)", ca.RotationDir, err)
-	}
-	clusterCA, _ := os.ReadFile(pki("ca.crt"))
-	for _, old := range []*x509.Certificate{oldAdmin, oldLeaves["users/jane.crt"]} {
-		if _, err := old.Verify(x509.VerifyOptions{Roots: poolOf(t, clusterCA), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
-			t.Errorf("%s, signed by the old CA, still verifies after drop-old", old.Subject.CommonName)
-		}
-	}
+	checkDropOld(t, b, st, newFP)
 	checkReaders(t, dir)
 	checkRerunChangesNothing(t, dir, ca.PhaseDropOld)
 	emb, err := kubeconfig.ScanDir(dir)
@@ -423,6 +351,117 @@ func TestRotateThreePhases_H6(t *testing.T) {
 	rep, err := ca.Check(dir, emb, ca.CheckOptions{})
 	if err != nil || len(rep.Findings)+len(rep.Warnings) > 0 {
 		t.Errorf("pki check after the rotation: %+v (%v)", rep, err)
+	}
+}
+
+// checkTrustBoth checks the tree after trust-both and returns the
+// recorded state.
+func checkTrustBoth(t *testing.T, b *preRotation) *ca.RotationState {
+	t.Helper()
+	st, err := ca.ReadRotationState(b.dir)
+	if err != nil || st.Done != ca.PhaseTrustBoth || !slices.Equal(st.CAs, ca.RotateTargets) {
+		t.Fatalf("state after trust-both: %+v (%v)", st, err)
+	}
+	newCA := st.Keys[ca.RotateCluster].New
+	for file, want := range map[string][]string{
+		"ca.crt":             {ca.Fingerprint(b.oldCA.Raw), newCA},
+		"front-proxy-ca.crt": {b.oldFP, st.Keys[ca.RotateFrontProxy].New},
+		"sa.pub":             {b.oldSA, st.Keys[ca.RotateSA].New},
+	} {
+		if got := fingerprints(t, b.pki(file)); !slices.Equal(got, want) {
+			t.Errorf("after trust-both %s holds %v, want old then new %v", file, got, want)
+		}
+	}
+	for _, conf := range []string{"admin.conf", "kubelet-n1.conf", "scheduler.conf"} {
+		if got := kubeconfigCAs(t, b.dir, conf); !slices.Equal(got, []string{ca.Fingerprint(b.oldCA.Raw), newCA}) {
+			t.Errorf("after trust-both %s trusts %v, want old and new", conf, got)
+		}
+	}
+	if key, _ := os.ReadFile(b.pki("ca.key")); !bytes.Equal(key, b.oldCAKey) {
+		t.Error("trust-both replaced ca.key; the old CA must sign until reissue")
+	}
+	if c := readCert(t, b.pki("apiserver.crt")); !c.Equal(b.oldLeaves["apiserver.crt"]) {
+		t.Error("trust-both re-issued apiserver.crt")
+	}
+	if a := loadCA(t, b.dir, "ca"); !a.Cert.Equal(b.oldCA) {
+		t.Error("after trust-both, LoadAuthority of pki/ca.crt is not the old CA")
+	}
+	return st
+}
+
+// checkReissue checks the tree after reissue and returns the new
+// front-proxy CA.
+func checkReissue(t *testing.T, b *preRotation, st *ca.RotationState) *x509.Certificate {
+	t.Helper()
+	newCA := st.Keys[ca.RotateCluster].New
+	newCACert := loadCA(t, b.dir, "ca").Cert
+	if ca.Fingerprint(newCACert.Raw) != newCA || newCACert.Subject.CommonName != b.oldCA.Subject.CommonName ||
+		newCACert.SerialNumber.Cmp(b.oldCA.SerialNumber) == 0 || bytes.Equal(newCACert.RawSubjectPublicKeyInfo, b.oldCA.RawSubjectPublicKeyInfo) {
+		t.Errorf("after reissue pki/ca.key does not sign as the new CA with the old CN, a new serial and a new key")
+	}
+	if got := fingerprints(t, b.pki("ca.crt")); !slices.Equal(got, []string{newCA, ca.Fingerprint(b.oldCA.Raw)}) {
+		t.Errorf("after reissue ca.crt holds %v, want new then old", got)
+	}
+	if got := fingerprints(t, b.pki("sa.pub")); !slices.Equal(got, []string{st.Keys[ca.RotateSA].New, b.oldSA}) {
+		t.Errorf("after reissue sa.pub holds %v, want new then old", got)
+	}
+	newFP := loadCA(t, b.dir, "front-proxy-ca").Cert
+	for n, old := range b.oldLeaves {
+		checkResigned(t, n, readCert(t, b.pki(n)), old, newCACert, newFP)
+	}
+	if c := embeddedCert(t, b.dir, "admin.conf"); c.CheckSignatureFrom(newCACert) != nil || !bytes.Equal(c.RawSubject, b.oldAdmin.RawSubject) {
+		t.Error("admin.conf's client certificate is not re-signed by the new CA with the same subject")
+	}
+	return newFP
+}
+
+// checkResigned checks the leaf n after reissue: signed by the new CA of
+// its authority with its subject, SANs, usages and key kept, or, under
+// etcd/, whose CA is not rotated, unchanged.
+func checkResigned(t *testing.T, n string, c, old, newCA, newFP *x509.Certificate) {
+	t.Helper()
+	switch {
+	case n == "etcd/server.crt":
+		if !c.Equal(old) {
+			t.Errorf("reissue changed %s, whose CA is not rotated", n)
+		}
+		return
+	case n == "front-proxy-client.crt":
+		if c.CheckSignatureFrom(newFP) != nil {
+			t.Errorf("%s is not signed by the new front-proxy CA", n)
+		}
+	case c.CheckSignatureFrom(newCA) != nil:
+		t.Errorf("%s is not signed by the new cluster CA", n)
+	}
+	if !bytes.Equal(c.RawSubject, old.RawSubject) || !slices.Equal(c.DNSNames, old.DNSNames) || len(c.IPAddresses) != len(old.IPAddresses) ||
+		!slices.Equal(c.ExtKeyUsage, old.ExtKeyUsage) || c.KeyUsage != old.KeyUsage || !bytes.Equal(c.RawSubjectPublicKeyInfo, old.RawSubjectPublicKeyInfo) {
+		t.Errorf("re-signed %s changed its subject, SANs, usages or key", n)
+	}
+}
+
+// checkDropOld checks the tree after drop-old.
+func checkDropOld(t *testing.T, b *preRotation, st *ca.RotationState, newFP *x509.Certificate) {
+	t.Helper()
+	newCA := st.Keys[ca.RotateCluster].New
+	for file, want := range map[string]string{"ca.crt": newCA, "front-proxy-ca.crt": ca.Fingerprint(newFP.Raw), "sa.pub": st.Keys[ca.RotateSA].New} {
+		if got := fingerprints(t, b.pki(file)); !slices.Equal(got, []string{want}) {
+			t.Errorf("after drop-old %s holds %v, want the new one only", file, got)
+		}
+	}
+	if got := kubeconfigCAs(t, b.dir, "admin.conf"); !slices.Equal(got, []string{newCA}) {
+		t.Errorf("after drop-old admin.conf trusts %v, want the new CA only", got)
+	}
+	if now, _ := os.ReadFile(filepath.Join(b.dir, "other.conf")); !bytes.Equal(now, b.other) {
+		t.Error("the rotation changed other.conf, a kubeconfig of another cluster")
+	}
+	if _, err := os.Stat(filepath.Join(b.dir, ca.RotationDir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s is still there after drop-old (%v)", ca.RotationDir, err)
+	}
+	clusterCA, _ := os.ReadFile(b.pki("ca.crt"))
+	for _, old := range []*x509.Certificate{b.oldAdmin, b.oldLeaves["users/jane.crt"]} {
+		if _, err := old.Verify(x509.VerifyOptions{Roots: poolOf(t, clusterCA), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err == nil {
+			t.Errorf("%s, signed by the old CA, still verifies after drop-old", old.Subject.CommonName)
+		}
 	}
 }
 
