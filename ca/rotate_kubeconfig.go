@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/kubegate/kubegate/internal/fsutil"
 )
@@ -49,8 +50,6 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 	}
 	sort.Strings(paths)
 	now := r.now()
-	isOld := func(d []byte) bool { return Fingerprint(d) == m.oldFP }
-	isNew := func(d []byte) bool { return Fingerprint(d) == m.newFP }
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -61,46 +60,11 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		newClusters, newUsers := map[string][]byte{}, map[string][]byte{}
-		for name, caPEM := range clusters {
-			ders, err := m.blocks(caPEM, rel+" cluster "+name+" certificate-authority-data")
-			if err != nil || !(slices.ContainsFunc(ders, isOld) || slices.ContainsFunc(ders, isNew)) {
-				continue
-			}
-			switch step {
-			case kubeconfigTrust:
-				if !slices.ContainsFunc(ders, isNew) {
-					ders = append(ders, m.new)
-				}
-			case kubeconfigDrop:
-				ders = slices.DeleteFunc(ders, isOld)
-			}
-			if want := m.join(ders...); !bytes.Equal(want, caPEM) {
-				newClusters[name] = want
-			}
-		}
-		for _, name := range slices.Sorted(maps.Keys(users)) {
-			if step == kubeconfigTrust {
-				break
-			}
-			cert, err := ParseCertPEM(rel+" user "+name, users[name])
-			if err != nil {
+		newClusters, newUsers := m.caData(rel, clusters, step), map[string][]byte{}
+		if step != kubeconfigTrust {
+			if newUsers, err = r.resignUsers(m, path, users, step, now); err != nil {
 				return err
 			}
-			if !signedBy(cert, m.oldCert) || expired(cert, now) {
-				continue
-			}
-			if step == kubeconfigDrop {
-				return fmt.Errorf("%s user %s is still signed by the old %s; run kubegate ca rotate --dir %s --phase reissue again",
-					path, name, m.label(), r.Dir)
-			}
-			iss, err := m.newCA.resign(cert)
-			if err != nil {
-				return fmt.Errorf("%s user %s: %w", path, name, err)
-			}
-			newUsers[name] = iss.CertPEM
-		}
-		if step != kubeconfigTrust {
 			if err := r.checkCertificateFiles(p, m, path, data, step); err != nil {
 				return err
 			}
@@ -117,6 +81,62 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 		p.Changes = append(p.Changes, Change{Path: rel, Why: why, data: out, mode: fsutil.ModeKey})
 	}
 	return nil
+}
+
+// caData returns, by cluster name, the certificate-authority-data of the
+// kubeconfig rel that step changes: that of the clusters holding the old
+// or the new CA of m, with the new one added (trust) or the old one
+// removed (drop).
+func (m *material) caData(rel string, clusters map[string][]byte, step kubeconfigStep) map[string][]byte {
+	isOld := func(d []byte) bool { return Fingerprint(d) == m.oldFP }
+	isNew := func(d []byte) bool { return Fingerprint(d) == m.newFP }
+	out := map[string][]byte{}
+	for name, caPEM := range clusters {
+		ders, err := m.blocks(caPEM, rel+" cluster "+name+" certificate-authority-data")
+		if err != nil || !(slices.ContainsFunc(ders, isOld) || slices.ContainsFunc(ders, isNew)) {
+			continue
+		}
+		switch step {
+		case kubeconfigTrust:
+			if !slices.ContainsFunc(ders, isNew) {
+				ders = append(ders, m.new)
+			}
+		case kubeconfigDrop:
+			ders = slices.DeleteFunc(ders, isOld)
+		}
+		if want := m.join(ders...); !bytes.Equal(want, caPEM) {
+			out[name] = want
+		}
+	}
+	return out
+}
+
+// resignUsers returns, by user name, the client-certificate-data of the
+// kubeconfig at path re-signed by the new CA of m, for every unexpired
+// one the old CA signed. drop-old re-signs nothing: it refuses while one
+// is left.
+func (r *Rotator) resignUsers(m *material, path string, users map[string][]byte, step kubeconfigStep, now time.Time) (map[string][]byte, error) {
+	rel := filepath.Base(path)
+	out := map[string][]byte{}
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		cert, err := ParseCertPEM(rel+" user "+name, users[name])
+		if err != nil {
+			return nil, err
+		}
+		if !signedBy(cert, m.oldCert) || expired(cert, now) {
+			continue
+		}
+		if step == kubeconfigDrop {
+			return nil, fmt.Errorf("%s user %s is still signed by the old %s; run kubegate ca rotate --dir %s --phase reissue again",
+				path, name, m.label(), r.Dir)
+		}
+		iss, err := m.newCA.resign(cert)
+		if err != nil {
+			return nil, fmt.Errorf("%s user %s: %w", path, name, err)
+		}
+		out[name] = iss.CertPEM
+	}
+	return out, nil
 }
 
 // checkCertificateFiles looks at the client certificates the kubeconfig

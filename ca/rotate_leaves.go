@@ -75,21 +75,15 @@ func (r *Rotator) signedByOld(m *material) ([]leaf, error) {
 			}
 		}
 		isPEM := strings.HasSuffix(path, ".pem")
-		if !isPEM && !strings.HasSuffix(path, ".crt") {
+		if !certFile(path) {
 			return nil
 		}
 		l := leaf{}
 		if d.Type()&fs.ModeSymlink != 0 {
-			fi, err := os.Stat(path)
-			if err != nil || !fi.Mode().IsRegular() {
-				return nil // a dangling link, or one to a directory
-			}
-			if l.link, err = filepath.EvalSymlinks(path); err != nil {
+			var ok bool
+			if l, ok, err = linkLeaf(path, realRoot, realAside); !ok {
 				return err
 			}
-			inside, _ := filepath.Rel(realRoot, l.link)
-			l.linkWalked = filepath.IsLocal(inside) && !strings.HasPrefix(l.link, realAside+string(filepath.Separator)) &&
-				(strings.HasSuffix(l.link, ".crt") || strings.HasSuffix(l.link, ".pem"))
 		} else if !d.Type().IsRegular() {
 			return nil
 		}
@@ -113,6 +107,29 @@ func (r *Rotator) signedByOld(m *material) ([]leaf, error) {
 		return nil
 	})
 	return out, err
+}
+
+// certFile reports whether the scan reads the file at path: a .crt or
+// a .pem.
+func certFile(path string) bool {
+	return strings.HasSuffix(path, ".crt") || strings.HasSuffix(path, ".pem")
+}
+
+// linkLeaf starts the leaf of the symbolic link at path: its target, and
+// whether the scan reads that target itself (a .crt or .pem file under
+// realRoot, not under realAside). ok is false, with no error, for a
+// dangling link or one to a directory, which the scan passes over.
+func linkLeaf(path, realRoot, realAside string) (l leaf, ok bool, err error) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return leaf{}, false, nil
+	}
+	if l.link, err = filepath.EvalSymlinks(path); err != nil {
+		return leaf{}, false, err
+	}
+	inside, _ := filepath.Rel(realRoot, l.link)
+	l.linkWalked = filepath.IsLocal(inside) && !strings.HasPrefix(l.link, realAside+string(filepath.Separator)) && certFile(l.link)
+	return l, true, nil
 }
 
 // firstCert parses the first CERTIFICATE block of data and says where
