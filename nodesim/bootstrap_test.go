@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/ca"
@@ -25,7 +26,6 @@ import (
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/internal/csrpem"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/nodesim"
 )
@@ -71,7 +71,7 @@ func TestNodesBootstrapAuthenticateAndRenew_H5(t *testing.T) {
 	}
 	users := map[string]authn.User{"abcdef.0123456789abcdef": {Name: bootstrapUser,
 		Groups: []string{"system:bootstrappers", "system:bootstrappers:kubeadm:default-node-token", authn.AllAuthenticated}}}
-	s := testapi.Start(t, testapi.WithUsers(users, kubeadmPolicy), testapi.WithClientCA(authority.CertPEM))
+	s := apiservertest.Start(t, apiservertest.WithUsers(users, kubeadmPolicy), apiservertest.WithClientCA(authority.CertPEM))
 	controllertest.Run(t, s, manager.Options{Logger: slog.New(slog.DiscardHandler),
 		Descriptors:     []controllers.Descriptor{csrapproving.Descriptor, csrsigning.Descriptor},
 		SigningCertFile: certFile, SigningKeyFile: keyFile, SigningDuration: 3 * time.Minute,
@@ -84,7 +84,7 @@ func TestNodesBootstrapAuthenticateAndRenew_H5(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testapi.Run(t, sim.Run)
+	apiservertest.Run(t, sim.Run)
 	select {
 	case <-sim.Registered():
 	case <-time.After(60 * time.Second):

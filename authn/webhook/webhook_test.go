@@ -27,11 +27,11 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authn/tokenfile"
 	"github.com/kubegate/kubegate/authn/webhook"
-	"github.com/kubegate/kubegate/internal/testapi"
 )
 
 const tokenReviewPath = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -39,14 +39,14 @@ const tokenReviewPath = "/apis/authentication.k8s.io/v1/tokenreviews"
 // reviewServer is kubegate's API server answering TokenReviews, behind a
 // proxy that counts the reviews it passes on.
 type reviewServer struct {
-	api     *testapi.Server
+	api     *apiservertest.Server
 	url     string // of the proxy, with the TokenReview path
 	reviews atomic.Int64
 }
 
 func startReviewServer(t *testing.T) *reviewServer {
 	t.Helper()
-	rs := &reviewServer{api: testapi.Start(t, testapi.WithTokenReviews())}
+	rs := &reviewServer{api: apiservertest.Start(t, apiservertest.WithTokenReviews())}
 	target, err := url.Parse(rs.api.Config.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func forgedToken(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iss, err := serviceaccount.NewIssuer(key, serviceaccount.IssuerOptions{Issuer: testapi.TokenIssuer})
+	iss, err := serviceaccount.NewIssuer(key, serviceaccount.IssuerOptions{Issuer: apiservertest.TokenIssuer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestGoodTokenAuthenticatesAsTheReviewSays_A9(t *testing.T) {
 	if !want.Authenticated {
 		t.Fatalf("the API server does not authenticate its own token: %+v", want)
 	}
-	a, err := webhook.New(webhook.Options{ConfigFile: writeKubeconfig(t, rs.url), Version: webhook.VersionV1, APIAudiences: []string{testapi.TokenIssuer}})
+	a, err := webhook.New(webhook.Options{ConfigFile: writeKubeconfig(t, rs.url), Version: webhook.VersionV1, APIAudiences: []string{apiservertest.TokenIssuer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,13 +171,13 @@ func TestGoodTokenAuthenticatesAsTheReviewSays_A9(t *testing.T) {
 	})
 
 	t.Run("with the API audience", func(t *testing.T) {
-		ctx := authn.WithAudiences(t.Context(), []string{"other", testapi.TokenIssuer})
+		ctx := authn.WithAudiences(t.Context(), []string{"other", apiservertest.TokenIssuer})
 		resp, ok, err := a.AuthenticateToken(ctx, tok)
 		if !ok || err != nil {
 			t.Fatalf("got (%v, %v), want success", ok, err)
 		}
-		if !slices.Equal(resp.Audiences, []string{testapi.TokenIssuer}) {
-			t.Errorf("audiences %q, want the answer's [%q]", resp.Audiences, testapi.TokenIssuer)
+		if !slices.Equal(resp.Audiences, []string{apiservertest.TokenIssuer}) {
+			t.Errorf("audiences %q, want the answer's [%q]", resp.Audiences, apiservertest.TokenIssuer)
 		}
 	})
 

@@ -20,11 +20,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
@@ -32,7 +32,7 @@ import (
 // requestEnv is an API server with the CSR signer, and a kubeconfig
 // that reaches it.
 type requestEnv struct {
-	s          *testapi.Server
+	s          *apiservertest.Server
 	authority  *ca.Authority
 	kubeconfig string
 	dir        string
@@ -52,8 +52,8 @@ func startRequestEnv(t *testing.T) *requestEnv {
 	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := testapi.Start(t)
-	testapi.Run(t, func(ctx context.Context) error {
+	s := apiservertest.Start(t)
+	apiservertest.Run(t, func(ctx context.Context) error {
 		return manager.Run(ctx, manager.Options{Config: s.Config, Logger: slog.New(slog.DiscardHandler),
 			Descriptors:     []controllers.Descriptor{csrsigning.Descriptor},
 			SigningCertFile: certFile, SigningKeyFile: keyFile})

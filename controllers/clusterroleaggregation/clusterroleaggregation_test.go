@@ -10,19 +10,19 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/authz/bootstrap"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/clusterroleaggregation"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 // settled waits until every aggregated ClusterRole the server holds is
 // stored with the rules its aggregationRule gathers from the others, and
 // returns the roles by name.
-func settled(t *testing.T, s *testapi.Server, what string) map[string]*rbacv1.ClusterRole {
+func settled(t *testing.T, s *apiservertest.Server, what string) map[string]*rbacv1.ClusterRole {
 	t.Helper()
 	var byName map[string]*rbacv1.ClusterRole
 	testwait.For(t, 30*time.Second, what, func() (bool, string) {
@@ -66,7 +66,7 @@ func contains(have []rbacv1.PolicyRule, want rbacv1.PolicyRule) bool {
 // changes them; a hand edit of an aggregated role is put back
 // (docs/kubernetes-behaviour.md G.18).
 func TestAggregatedRolesFollowTheirSources_G18(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	ctx := context.Background()
 	roles := s.Client.RbacV1().ClusterRoles()
 	for _, r := range bootstrap.ClusterRoles() {

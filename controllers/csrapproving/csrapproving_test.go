@@ -14,13 +14,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/csrapproving"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -61,7 +61,7 @@ var policy = authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (a
 	return authz.NoOpinion, "", nil
 })
 
-func clientAs(t *testing.T, s *testapi.Server, token string) kubernetes.Interface {
+func clientAs(t *testing.T, s *apiservertest.Server, token string) kubernetes.Interface {
 	t.Helper()
 	cfg := rest.CopyConfig(s.Config)
 	cfg.BearerToken = token
@@ -99,7 +99,7 @@ func createRaw(t *testing.T, client kubernetes.Interface, name, signer string, s
 // kubelet client rules or hide a subject attribute are left for a person (docs/kubernetes-behaviour.md
 // H.4).
 func TestNodeClientRequestsAreAutoApproved_H4(t *testing.T) {
-	s := testapi.Start(t, testapi.WithUsers(users, policy))
+	s := apiservertest.Start(t, apiservertest.WithUsers(users, policy))
 	controllertest.Run(t, s, manager.Options{Logger: slog.New(slog.DiscardHandler),
 		Descriptors: []controllers.Descriptor{csrapproving.Descriptor}})
 	kubelet := certificatesv1.KubeAPIServerClientKubeletSignerName

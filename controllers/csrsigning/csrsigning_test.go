@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -50,12 +50,12 @@ func writeCA(t *testing.T, dir string, validity time.Duration, more ...*ca.Autho
 
 // startSigner writes a CA valid for validity and runs the signer with it
 // against a test API server.
-func startSigner(t *testing.T, validity time.Duration) (*testapi.Server, *ca.Authority) {
+func startSigner(t *testing.T, validity time.Duration) (*apiservertest.Server, *ca.Authority) {
 	s, authority, _ := startSignerIn(t, validity)
 	return s, authority
 }
 
-func startSignerIn(t *testing.T, validity time.Duration) (*testapi.Server, *ca.Authority, string) {
+func startSignerIn(t *testing.T, validity time.Duration) (*apiservertest.Server, *ca.Authority, string) {
 	t.Helper()
 	dir := t.TempDir()
 	authority := writeCA(t, dir, validity)

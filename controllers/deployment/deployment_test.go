@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/deployment"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -40,7 +40,7 @@ type cluster struct {
 func start(t *testing.T, healthy func(rs *appsv1.ReplicaSet) bool) *cluster {
 	t.Helper()
 	s := controllertest.Start(t, deployment.Descriptor)
-	testapi.Run(t, func(ctx context.Context) error { simReplicaSets(ctx, s.Client, healthy); return nil })
+	apiservertest.Run(t, func(ctx context.Context) error { simReplicaSets(ctx, s.Client, healthy); return nil })
 	return &cluster{t: t, client: s.Client, ns: "default"}
 }
 

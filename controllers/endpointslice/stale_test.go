@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/endpointslice"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -33,7 +33,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // to the create reaches it (the delete event comes first) is not waited
 // for: the controller makes the Service a new slice at once (G.10).
 func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	admin := s.Client
 	factory := informers.NewSharedInformerFactory(admin, 0)
 	deletes := make(chan string, 16)
@@ -99,7 +99,7 @@ func TestSliceDeletedBeforeItsCreateIsAnsweredIsRemade_G10(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := endpointslice.New(client, factory, slog.New(slog.DiscardHandler))
-	testapi.Run(t, func(ctx context.Context) error {
+	apiservertest.Run(t, func(ctx context.Context) error {
 		factory.Start(ctx.Done())
 		defer factory.Shutdown()
 		return c.Run(ctx)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/garbagecollector"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -60,7 +60,7 @@ func getOnly(gv, resource, kind string) *metav1.APIResourceList {
 // discovery read again every few milliseconds.
 func startWithDiscovery(t *testing.T, extra ...*metav1.APIResourceList) (kubernetes.Interface, *extraDiscovery) {
 	t.Helper()
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	real, err := discovery.NewDiscoveryClientForConfig(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func startWithDiscovery(t *testing.T, extra ...*metav1.APIResourceList) (kuberne
 	}
 	c := garbagecollector.New(mc, d, metadatainformer.NewSharedInformerFactory(mc, 0),
 		garbagecollector.Options{Workers: 2, ResyncPeriod: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-	testapi.Run(t, c.Run)
+	apiservertest.Run(t, c.Run)
 	return s.Client, d
 }
 

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/replicaset"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -105,13 +105,13 @@ func (f *tokenFront) seen(match func(request) bool) []request {
 }
 
 func TestControllersWriteAsTheirServiceAccounts_G15(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	front := &tokenFront{issued: map[string]int{}, revoked: map[string]bool{}}
 	hs := httptest.NewServer(front.handler(t, s.Config.Host))
 	t.Cleanup(hs.Close)
 	// The manager's own identity, which the controllers must not use.
 	cfg := &rest.Config{Host: hs.URL, QPS: -1, BearerToken: "manager-token"}
-	testapi.Run(t, func(ctx context.Context) error {
+	apiservertest.Run(t, func(ctx context.Context) error {
 		return Run(ctx, Options{Config: cfg, UseServiceAccountCredentials: true,
 			Descriptors: []controllers.Descriptor{replicaset.Descriptor}})
 	})
@@ -184,12 +184,12 @@ func TestControllersWriteAsTheirServiceAccounts_G15(t *testing.T) {
 }
 
 func TestControllersUseTheManagersIdentityByDefault_G15(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	front := &tokenFront{issued: map[string]int{}, revoked: map[string]bool{}}
 	hs := httptest.NewServer(front.handler(t, s.Config.Host))
 	t.Cleanup(hs.Close)
 	cfg := &rest.Config{Host: hs.URL, QPS: -1, BearerToken: "manager-token"}
-	testapi.Run(t, func(ctx context.Context) error {
+	apiservertest.Run(t, func(ctx context.Context) error {
 		return Run(ctx, Options{Config: cfg, Descriptors: []controllers.Descriptor{replicaset.Descriptor}})
 	})
 	ctx := context.Background()
@@ -224,7 +224,7 @@ func TestControllersUseTheManagersIdentityByDefault_G15(t *testing.T) {
 func TestStoppingEndsPendingTokenRequests_G15(t *testing.T) {
 	defer func(d time.Duration) { tokenRetryDelay = d }(tokenRetryDelay)
 	tokenRetryDelay = time.Hour // retries that would outlast the test
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	front := &tokenFront{issued: map[string]int{}, revoked: map[string]bool{}, refuseTokens: true}
 	hs := httptest.NewServer(front.handler(t, s.Config.Host))
 	t.Cleanup(hs.Close)

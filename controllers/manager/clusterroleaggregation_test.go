@@ -10,8 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -22,7 +22,7 @@ import (
 // clusterrole-aggregation-controller; a hand edit of those rules is put
 // back (docs/kubernetes-behaviour.md G.18).
 func TestManagerRunsTheClusterRoleAggregator_G18(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	ctx := context.Background()
 	roles := s.Client.RbacV1().ClusterRoles()
 	const label = "example.com/aggregate-to-team"
@@ -39,7 +39,7 @@ func TestManagerRunsTheClusterRoleAggregator_G18(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testapi.Run(t, func(ctx context.Context) error {
+	apiservertest.Run(t, func(ctx context.Context) error {
 		return manager.Run(ctx, manager.Options{Config: s.Config, Controllers: []string{"clusterrole-aggregation"},
 			Logger: slog.New(slog.DiscardHandler)})
 	})

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -58,7 +58,7 @@ func (l *passLog) String() string {
 // are deleted, the fresh ones and the pending ones of less than a day are
 // kept (docs/kubernetes-behaviour.md G.17).
 func TestManagerRunsTheCSRCleaner_G17(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	ctx := context.Background()
 	csrs := s.Client.CertificatesV1().CertificateSigningRequests()
 	// The cleaner's clock runs 23 hours ahead of the API server's, so
@@ -133,7 +133,7 @@ func TestManagerRunsTheCSRCleaner_G17(t *testing.T) {
 	}
 
 	log := &passLog{}
-	testapi.Run(t, func(ctx context.Context) error {
+	apiservertest.Run(t, func(ctx context.Context) error {
 		return manager.Run(ctx, manager.Options{Config: s.Config, Controllers: []string{"csrcleaner"},
 			Now: func() time.Time { return now }, Logger: slog.New(log)})
 	})

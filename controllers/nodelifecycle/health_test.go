@@ -13,12 +13,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -95,7 +95,7 @@ func runningPod(t *testing.T, client kubernetes.Interface, name, node string, to
 // Ready and untainted. A pod that does not tolerate a NoExecute taint of
 // another key is deleted at once, after being marked DisruptionTarget.
 func TestUnreachableNodeIsTaintedAndItsPodsEvicted_G13(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	client := s.Client
 	ctx := context.Background()
 	readyNode(t, client, "healthy")

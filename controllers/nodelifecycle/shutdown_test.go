@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
-	"github.com/kubegate/kubegate/internal/testapi"
 )
 
 // roundTripFunc is an http.RoundTripper.
@@ -29,7 +29,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // has stopped: a taint write still under way when the controller is
 // stopped ends before Run returns (G.13).
 func TestRunWaitsForTheTaintPass_G13(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	admin := s.Client
 	readyNode(t, admin, "healthy")
 	keepRenewing(t, admin, "healthy")

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/ownership"
-	"github.com/kubegate/kubegate/internal/testapi"
 )
 
 var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
@@ -21,7 +21,7 @@ var rsKind = appsv1.SchemeGroupVersion.WithKind("ReplicaSet")
 // owned pod it no longer matches is released, a pod another controller
 // owns is left alone, and the owner being stale stops adoption.
 func TestClaimAdoptsAndReleases_G1(t *testing.T) {
-	s := testapi.Start(t)
+	s := apiservertest.Start(t)
 	ctx := context.Background()
 	owner := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs", Namespace: "default", UID: "owner-uid"}}
 	other := ownership.ControllerRef(&metav1.ObjectMeta{Name: "x", UID: "other-uid"}, rsKind)

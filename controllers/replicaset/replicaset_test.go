@@ -14,17 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/replicaset"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 const wait = 30 * time.Second
 
 // start runs an API server and the given controllers against it.
-func start(t *testing.T, ds ...controllers.Descriptor) *testapi.Server {
+func start(t *testing.T, ds ...controllers.Descriptor) *apiservertest.Server {
 	t.Helper()
 	return controllertest.Start(t, ds...)
 }

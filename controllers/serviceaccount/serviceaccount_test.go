@@ -10,11 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/controllertest"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
-	"github.com/kubegate/kubegate/internal/testapi"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -34,7 +34,7 @@ func waitForDefault(t *testing.T, c kubernetes.Interface, ns string) *corev1.Ser
 // namespaces there are and each new one a "default" ServiceAccount, and
 // makes it again when it is deleted.
 func TestEveryNamespaceGetsTheDefaultServiceAccount_G11(t *testing.T) {
-	s := testapi.Start(t, testapi.WithoutDefaultServiceAccounts())
+	s := apiservertest.Start(t, apiservertest.WithoutDefaultServiceAccounts())
 	c := s.Client
 	ctx := context.Background()
 	if _, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {

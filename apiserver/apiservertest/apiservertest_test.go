@@ -1,4 +1,4 @@
-package testapi
+package apiservertest
 
 import (
 	"context"

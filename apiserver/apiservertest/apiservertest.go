@@ -1,9 +1,9 @@
-// Package testapi runs kubegate's API server in process for the tests of
+// Package apiservertest runs kubegate's API server in process for the tests of
 // its API clients (controllers, nodes, the scheduler): on a bolt store in
 // a temporary directory, with the server's admission chain and default
 // service accounts (unless WithoutDefaultServiceAccounts), admitting every
 // request as a cluster admin.
-package testapi
+package apiservertest
 
 import (
 	"context"
