@@ -1,8 +1,9 @@
-// Package apiservertest runs kubegate's API server in process for the tests of
-// its API clients (controllers, nodes, the scheduler): on a bolt store in
-// a temporary directory, with the server's admission chain and default
-// service accounts (unless WithoutDefaultServiceAccounts), admitting every
-// request as a cluster admin.
+// Package apiservertest runs kubegate's API server in process for the
+// tests of its API clients (controllers, nodes, the scheduler): on a bolt
+// store in a temporary directory, with the server's admission chain
+// (unless WithAdmission) and default service accounts (unless
+// WithoutDefaultServiceAccounts), admitting every request as a cluster
+// admin.
 package apiservertest
 
 import (
@@ -51,6 +52,9 @@ type options struct {
 	users                     map[string]authn.User
 	clientCA                  []byte
 	authorizer                authz.Authorizer
+	// admission replaces the server's chain when admissionSet.
+	admission    []apiserver.Admission
+	admissionSet bool
 }
 
 // WithUsers authenticates a request whose bearer token is a key of users
@@ -76,6 +80,13 @@ func WithClientCA(caPEM []byte) Option {
 // serviceaccount controller) makes it.
 func WithoutDefaultServiceAccounts() Option {
 	return func(o *options) { o.noServiceAccounts = true }
+}
+
+// WithAdmission admits requests with plugins, in order, in place of the
+// server's admission chain (admission.Chain); with none, a request is
+// stored as it comes, as by an API server run without admission plugins.
+func WithAdmission(plugins ...apiserver.Admission) Option {
+	return func(o *options) { o.admission, o.admissionSet = plugins, true }
 }
 
 // WithTokenReviews serves serviceaccounts/token (TokenRequest, signed
@@ -125,6 +136,10 @@ func Start(t testing.TB, opts ...Option) *Server {
 			t.Fatal(err)
 		}
 	}
+	chain := admission.Chain(st)
+	if o.admissionSet {
+		chain = o.admission
+	}
 	srv, err := apiserver.New(apiserver.Config{
 		Store:    st,
 		Creators: creators,
@@ -142,7 +157,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", authn.AllAuthenticated}}}, true, nil
 		}),
 		Authorizer: authorizer,
-		Admission:  admission.Chain(st),
+		Admission:  chain,
 		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
