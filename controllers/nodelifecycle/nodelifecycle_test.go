@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/rest"
 
-	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
-	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/internal/testwait"
-	"github.com/kubegate/kubegate/store/bolt"
 )
 
 // taints writes taints as key=value:Effect, comma separated.
@@ -105,36 +98,7 @@ func TestTaints_D8(t *testing.T) {
 // TaintNodesByCondition admission, on a bolt store, admitting everyone as an admin, and returns a clientset for it.
 func serve(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{
-		Store: st,
-		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
-			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", authn.AllAuthenticated}}}, true, nil
-		}),
-		Authorizer: authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
-			return authz.Allow, "", nil
-		}),
-		Admission: []apiserver.Admission{admission.TaintNodesByCondition()},
-		Logger:    slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		srv.Close()
-		st.Close()
-	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
+	return apiservertest.Start(t, apiservertest.WithAdmission(admission.TaintNodesByCondition()), apiservertest.WithoutDefaultServiceAccounts()).Client
 }
 
 func run(t *testing.T, client kubernetes.Interface) {
