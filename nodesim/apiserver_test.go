@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,43 +13,19 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubegate/kubegate/apiserver"
-	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/nodesim"
-	"github.com/kubegate/kubegate/store/bolt"
 )
 
-// serve runs kubegate's apiserver on a bolt store, admitting everyone as
-// an admin, and returns a client-go clientset for it.
+// serve runs kubegate's apiserver on a bolt store, without admission
+// plugins, admitting everyone as an admin, and returns a client-go
+// clientset for it that sends contentType.
 func serve(t *testing.T, contentType string) kubernetes.Interface {
 	t.Helper()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{
-		Store: st,
-		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
-			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}}, true, nil
-		}),
-		Authorizer: authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
-			return authz.Allow, "", nil
-		}),
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.CloseClientConnections()
-		hs.Close()
-		srv.Close()
-		st.Close()
-	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: contentType}})
+	cfg := rest.CopyConfig(apiservertest.Start(t, apiservertest.WithAdmission(), apiservertest.WithoutDefaultServiceAccounts()).Config)
+	cfg.ContentType = contentType
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
