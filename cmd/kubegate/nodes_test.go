@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,12 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubegate/kubegate/apiserver"
-	"github.com/kubegate/kubegate/authn"
-	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/internal/testwait"
 	"github.com/kubegate/kubegate/kubeconfig"
-	"github.com/kubegate/kubegate/store/bolt"
 )
 
 func TestNodesSimulateRefusesBadFlags(t *testing.T) {
@@ -57,25 +51,9 @@ func TestNodesSimulateRefusesBadFlags(t *testing.T) {
 // flags' capacity, labels and taints.
 func TestNodesSimulate(t *testing.T) {
 	t.Parallel()
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Config{Store: st, Logger: slog.New(slog.DiscardHandler),
-		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
-			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters"}}}, true, nil
-		}),
-		Authorizer: authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
-			return authz.Allow, "", nil
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	defer func() { hs.CloseClientConnections(); hs.Close(); srv.Close(); st.Close() }()
+	s := apiservertest.Start(t, apiservertest.WithAdmission(), apiservertest.WithoutDefaultServiceAccounts())
 	kc := filepath.Join(t.TempDir(), "admin.conf")
-	cfg, err := kubeconfig.Build(kubeconfig.Options{Server: hs.URL, UserName: "admin", Token: "unused"})
+	cfg, err := kubeconfig.Build(kubeconfig.Options{Server: s.Config.Host, UserName: "admin", Token: "unused"})
 	if err != nil {
 		t.Fatal(err)
 	}
