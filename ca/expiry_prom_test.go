@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/kubegate/kubegate/internal/testgolden"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
 
@@ -90,7 +91,7 @@ func TestExpiryPrometheusGolden_H7(t *testing.T) {
 	if err := WriteExpiryPrometheus(&b, entries); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "expiry.prom.golden", b.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "expiry.prom.golden"), b.Bytes())
 }
 
 // TestExpiryPrometheusParses_H7 reads the report back with the Prometheus text

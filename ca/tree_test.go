@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,28 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegate/kubegate/internal/testgolden"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-// golden compares got with testdata/name, rewriting it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./ca -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update if intended)\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
-}
 
 var (
 	treeStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -126,7 +106,7 @@ func TestCheckCleanKubeadmTree(t *testing.T) {
 	}
 	var b bytes.Buffer
 	rep.WriteText(&b)
-	golden(t, "check-clean.golden", b.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "check-clean.golden"), b.Bytes())
 	if len(rep.Findings) != 0 {
 		t.Errorf("findings on a clean tree: %v", rep.Findings)
 	}
@@ -258,7 +238,7 @@ func TestCheckBrokenTrees(t *testing.T) {
 		}
 		var out bytes.Buffer
 		rep.WriteText(&out)
-		golden(t, "check-broken.golden", out.Bytes())
+		testgolden.Check(t, filepath.Join("testdata", "check-broken.golden"), out.Bytes())
 	})
 }
 
@@ -281,7 +261,7 @@ func TestExpiryTable(t *testing.T) {
 	if err := WriteExpiryTable(&b, entries); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "expiry.golden", b.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "expiry.golden"), b.Bytes())
 	soon := ExpiringWithin(entries, 30*24*time.Hour)
 	var names []string
 	for _, e := range soon {

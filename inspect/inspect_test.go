@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+	"github.com/kubegate/kubegate/internal/testgolden"
+)
 
 func fixtureOptions(t *testing.T, ca, key string) Options {
 	t.Helper()
@@ -80,19 +78,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", tt.name+ext)
-			if *update {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got.Bytes(), want) {
-				t.Errorf("output differs from %s (run with -update to accept):\n%s", golden, got.String())
-			}
+			testgolden.Check(t, filepath.Join("testdata", "golden", tt.name+ext), got.Bytes())
 		})
 	}
 }

@@ -3,9 +3,7 @@ package explain
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -17,28 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubegate/kubegate/internal/testgolden"
 	"github.com/kubegate/kubegate/scheduler/framework"
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (rerun with -update if intended)\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 func mkNode(name string, cpu, mem string, taints ...v1.Taint) *v1.Node {
 	return &v1.Node{
@@ -93,7 +73,7 @@ func TestTableGolden(t *testing.T) {
 	if err := Table(&buf, FromResult(res, err, -1)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden", buf.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "table.golden"), buf.Bytes())
 
 	res, err = schedule(t, nodes, pods, mkPod("big", "", "1000", "1Gi"))
 	if !framework.IsFitError(err) {
@@ -103,7 +83,7 @@ func TestTableGolden(t *testing.T) {
 	if err := Table(&buf, FromResult(res, err, -1)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table-unschedulable.golden", buf.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "table-unschedulable.golden"), buf.Bytes())
 }
 
 func TestAnnotationRoundTrip(t *testing.T) {
@@ -183,7 +163,7 @@ func TestLogLines(t *testing.T) {
 	if err := LogLines(&buf, now, 10, res, nil); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "v10.golden", buf.Bytes())
+	testgolden.Check(t, filepath.Join("testdata", "v10.golden"), buf.Bytes())
 	buf.Reset()
 	_ = LogLines(&buf, now, 2, res, nil)
 	if n := strings.Count(buf.String(), "\n"); n != 1 || !strings.Contains(buf.String(), `"Successfully bound pod to node" pod="default/app"`) {

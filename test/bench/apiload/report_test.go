@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/report.golden")
+	"github.com/kubegate/kubegate/internal/testgolden"
+)
 
 // fakeRun returns a result of system in round whose figures are scaled by f.
 func fakeRun(system string, round int, f, steal float64) result {
@@ -57,19 +55,7 @@ func TestSummaryGolden(t *testing.T) {
 	t.Parallel()
 	var b bytes.Buffer
 	summary(&b, fakeResults(), "kube", 10)
-	golden := filepath.Join("testdata", "report.golden")
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("summary: got\n%s\nwant\n%s", got, want)
-	}
+	testgolden.Check(t, filepath.Join("testdata", "report.golden"), b.Bytes())
 }
 
 func TestGroup(t *testing.T) {
