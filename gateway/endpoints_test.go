@@ -105,7 +105,7 @@ func TestSubjectAccessReviewerNonResource(t *testing.T) {
 		{RequestHeaderIdentity, "bob", false, LookupUser},
 		{ImpersonateIdentity, "alice", true, ""},
 	} {
-		s := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: tt.identity}
+		s := newReviewer(t, up, rt, tt.identity)
 		u := &authn.User{Name: tt.user, Groups: []string{"devs"}}
 		d, _, err := s.Authorize(context.Background(), authz.Attributes{User: *u, Verb: "get", Path: "/metrics"})
 		if allowed := d == authz.Allow; err != nil || allowed != tt.want {

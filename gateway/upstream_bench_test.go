@@ -43,7 +43,7 @@ func BenchmarkUpstreamRequests(b *testing.B) {
 	up, _ := url.Parse("https://upstream.example")
 	ctx := context.Background()
 	lookup := func(b *testing.B, ttl time.Duration) {
-		g := newBenchGetter(b, up, cannedUpstream(http.StatusOK, benchServiceAccount), ttl)
+		g := newGetter(b, up, cannedUpstream(http.StatusOK, benchServiceAccount), RequestHeaderIdentity, ttl)
 		runOps(b, func() error {
 			_, err := g.GetServiceAccount(ctx, "default", "default")
 			return err
@@ -53,7 +53,7 @@ func BenchmarkUpstreamRequests(b *testing.B) {
 	// A TTL of a nanosecond has run out by the next call.
 	b.Run("op=lookup-miss", func(b *testing.B) { lookup(b, time.Nanosecond) })
 	b.Run("op=review", func(b *testing.B) {
-		s := newBenchReviewer(b, up, cannedUpstream(http.StatusCreated, benchReview))
+		s := newReviewer(b, up, cannedUpstream(http.StatusCreated, benchReview), RequestHeaderIdentity)
 		a := authz.Attributes{User: authn.User{Name: "alice", Groups: []string{"devs"}}, Verb: "get", Path: "/metrics"}
 		runOps(b, func() error {
 			d, _, err := s.Authorize(ctx, a)
@@ -76,12 +76,4 @@ func runOps(b *testing.B, op func() error) {
 	}
 	b.StopTimer()
 	cpu.Report(b)
-}
-
-func newBenchGetter(_ *testing.B, up *url.URL, rt http.RoundTripper, ttl time.Duration) *UpstreamGetter {
-	return &UpstreamGetter{Upstream: up, Transport: rt, Identity: RequestHeaderIdentity, TTL: ttl}
-}
-
-func newBenchReviewer(_ *testing.B, up *url.URL, rt http.RoundTripper) *SubjectAccessReviewer {
-	return &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: RequestHeaderIdentity}
 }
