@@ -3,8 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,9 +10,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/rest"
 
-	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/bootstrap"
 )
 
@@ -30,15 +26,11 @@ type BootstrapSecrets struct {
 var _ bootstrap.Getter = (*BootstrapSecrets)(nil)
 
 // NewBootstrapSecrets starts watching the upstream's kube-system Secrets
-// until ctx is done. The gateway's identity needs list and watch on
-// Secrets in kube-system.
-func NewBootstrapSecrets(ctx context.Context, upstream *url.URL, rt http.RoundTripper, identity UpstreamIdentity) (*BootstrapSecrets, error) {
-	cfg := &rest.Config{Host: upstream.String(), Transport: lookupTransport{rt: rt, identity: identity}}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(metav1.NamespaceSystem),
+// through client, the gateway's clientset (NewUpstreamClient), until ctx
+// is done. The gateway's identity needs list and watch on Secrets in
+// kube-system.
+func NewBootstrapSecrets(ctx context.Context, client kubernetes.Interface) *BootstrapSecrets {
+	f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(metav1.NamespaceSystem),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.FieldSelector = "type=" + string(corev1.SecretTypeBootstrapToken)
 		}))
@@ -46,7 +38,7 @@ func NewBootstrapSecrets(ctx context.Context, upstream *url.URL, rt http.RoundTr
 	b := &BootstrapSecrets{lister: secrets.Lister().Secrets(metav1.NamespaceSystem)}
 	secrets.Informer() // registered before Start
 	f.Start(ctx.Done())
-	return b, nil
+	return b
 }
 
 // GetSecretData returns a bootstrap token Secret of kube-system from the
@@ -67,20 +59,4 @@ func (b *BootstrapSecrets) GetSecretData(_ context.Context, ns, name string) (bo
 		out.DeletionTimestamp = s.DeletionTimestamp.Time
 	}
 	return out, nil
-}
-
-// lookupTransport sends the gateway's own requests to the upstream under
-// its lookup identity: X-Remote-User over the front-proxy certificate, or
-// the transport's own credential in impersonate mode.
-type lookupTransport struct {
-	rt       http.RoundTripper
-	identity UpstreamIdentity
-}
-
-func (t lookupTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if t.identity != ImpersonateIdentity {
-		r = r.Clone(r.Context())
-		r.Header.Set(authn.RemoteUserHeader, LookupUser)
-	}
-	return t.rt.RoundTrip(r)
 }

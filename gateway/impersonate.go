@@ -1,16 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
@@ -18,16 +13,12 @@ import (
 
 // SubjectAccessReviewer authorizes impersonation and non-resource
 // requests by posting a SubjectAccessReview to the upstream API server
-// with the gateway's own credential (which therefore needs create on
-// subjectaccessreviews).
+// through the gateway's clientset, as the gateway (which therefore needs
+// create on subjectaccessreviews).
 type SubjectAccessReviewer struct {
-	Upstream  *url.URL
-	Transport http.RoundTripper
-	// Identity is how the gateway names itself; RequestHeaderIdentity
-	// sends X-Remote-User: LookupUser over the front-proxy certificate,
-	// ImpersonateIdentity (and zero) sends no identity header, so that the
-	// transport's own credential speaks.
-	Identity UpstreamIdentity
+	// Client posts the reviews, as the gateway (NewUpstreamClient).
+	// Required.
+	Client kubernetes.Interface
 }
 
 var _ authz.Authorizer = (*SubjectAccessReviewer)(nil)
@@ -50,48 +41,26 @@ func (s *SubjectAccessReviewer) Authorize(ctx context.Context, a authz.Attribute
 	return authz.Allow, reason, nil
 }
 
-// review completes spec with user and posts it.
+// review completes spec with user and posts it, with a single request:
+// the review is made for a client's request, and answers with the
+// upstream's first answer rather than wait out a Retry-After.
 func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, spec authorizationv1.SubjectAccessReviewSpec) (bool, string, error) {
 	spec.User, spec.UID, spec.Groups = user.Name, user.UID, user.Groups
-	sar := authorizationv1.SubjectAccessReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "authorization.k8s.io/v1", Kind: "SubjectAccessReview"},
-		Spec:     spec,
-	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: spec}
 	if len(user.Extra) > 0 {
 		sar.Spec.Extra = make(map[string]authorizationv1.ExtraValue, len(user.Extra))
 		for k, v := range user.Extra {
 			sar.Spec.Extra[k] = v
 		}
 	}
-	body, err := json.Marshal(sar)
-	if err != nil {
-		return false, "", err
-	}
-	u := s.Upstream.JoinPath("/apis/authorization.k8s.io/v1/subjectaccessreviews").String()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return false, "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if s.Identity == RequestHeaderIdentity {
-		req.Header.Set(authn.RemoteUserHeader, LookupUser)
-	}
-	resp, err := s.Transport.RoundTrip(req)
-	if err != nil {
-		return false, "", fmt.Errorf("subject access review: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return false, "", fmt.Errorf("subject access review: %w", err)
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return false, "", fmt.Errorf("subject access review: upstream answered %d", resp.StatusCode)
-	}
 	var out authorizationv1.SubjectAccessReview
-	if err := json.Unmarshal(data, &out); err != nil {
-		return false, "", fmt.Errorf("subject access review: decode response: %w", err)
+	err := s.Client.AuthorizationV1().RESTClient().Post().Resource("subjectaccessreviews").
+		Body(sar).MaxRetries(0).Do(ctx).Into(&out)
+	if code := upstreamStatus(err); code != 0 {
+		return false, "", fmt.Errorf("subject access review: upstream answered %d", code)
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("subject access review: %w", err)
 	}
 	return out.Status.Allowed, out.Status.Reason, nil
 }

@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -12,8 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
-	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	"github.com/kubegate/kubegate/authz/bootstrap"
 )
@@ -24,15 +24,20 @@ import (
 // secrets, pods and nodes, and list and watch secrets in kube-system.
 const LookupUser = bootstrap.GatewayUser
 
-// UpstreamGetter implements serviceaccount.Getter by
-// reading objects from the upstream API server with the gateway's own
-// credential, caching each answer (found or not) for TTL.
+// UpstreamGetter implements serviceaccount.Getter by reading objects
+// from the upstream API server through the gateway's clientset, caching
+// each answer (found, not found or failed) for TTL.
+//
+// kube-apiserver answers these lookups from informers over every
+// ServiceAccount, Secret, Pod and Node, reading live only what they
+// miss. The gateway reads only the objects tokens name, one GET each:
+// it may get those objects, not list or watch them across the cluster,
+// and a watch of every Secret would hold the cluster's secrets in its
+// memory.
 type UpstreamGetter struct {
-	Upstream  *url.URL
-	Transport http.RoundTripper
-	// Identity is how the gateway names itself; RequestHeaderIdentity
-	// sends X-Remote-User: LookupUser over the front-proxy certificate.
-	Identity UpstreamIdentity
+	// Client reads the objects, as the gateway (NewUpstreamClient).
+	// Required.
+	Client kubernetes.Interface
 	// TTL is how long an answer is reused; zero means 10 s, the lifetime
 	// of kube-apiserver's token cache.
 	TTL time.Duration
@@ -54,25 +59,37 @@ var _ serviceaccount.Getter = (*UpstreamGetter)(nil)
 
 // GetServiceAccount reads a ServiceAccount.
 func (g *UpstreamGetter) GetServiceAccount(ctx context.Context, ns, name string) (serviceaccount.Object, error) {
-	e := g.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/serviceaccounts/"+url.PathEscape(name), false)
+	e := g.get(ctx, "serviceaccounts", ns, name, func() (runtime.Object, *metav1.ObjectMeta) {
+		sa := &corev1.ServiceAccount{}
+		return sa, &sa.ObjectMeta
+	})
 	return object(e.meta), e.err
 }
 
 // GetPod reads a Pod.
 func (g *UpstreamGetter) GetPod(ctx context.Context, ns, name string) (serviceaccount.Object, error) {
-	e := g.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/pods/"+url.PathEscape(name), false)
+	e := g.get(ctx, "pods", ns, name, func() (runtime.Object, *metav1.ObjectMeta) {
+		p := &corev1.Pod{}
+		return p, &p.ObjectMeta
+	})
 	return object(e.meta), e.err
 }
 
 // GetNode reads a Node.
 func (g *UpstreamGetter) GetNode(ctx context.Context, name string) (serviceaccount.Object, error) {
-	e := g.get(ctx, "/api/v1/nodes/"+url.PathEscape(name), false)
+	e := g.get(ctx, "nodes", "", name, func() (runtime.Object, *metav1.ObjectMeta) {
+		n := &corev1.Node{}
+		return n, &n.ObjectMeta
+	})
 	return object(e.meta), e.err
 }
 
 // GetSecret reads a Secret.
 func (g *UpstreamGetter) GetSecret(ctx context.Context, ns, name string) (serviceaccount.Secret, error) {
-	e := g.get(ctx, "/api/v1/namespaces/"+url.PathEscape(ns)+"/secrets/"+url.PathEscape(name), true)
+	e := g.get(ctx, "secrets", ns, name, func() (runtime.Object, *metav1.ObjectMeta) {
+		s := &corev1.Secret{}
+		return s, &s.ObjectMeta
+	})
 	return serviceaccount.Secret{Object: object(e.meta), Token: e.token, Labels: e.meta.Labels}, e.err
 }
 
@@ -84,7 +101,15 @@ func object(m metav1.ObjectMeta) serviceaccount.Object {
 	return o
 }
 
-func (g *UpstreamGetter) get(ctx context.Context, path string, secret bool) lookupEntry {
+// get returns the answer for an object of resource, in namespace ns
+// unless ns is "" (Nodes): the cached one, or else read's, which it
+// caches under the object's path. newObject returns an empty object of
+// the resource and its metadata; it is called on a miss only.
+func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
+	path := "/api/v1/" + resource + "/" + url.PathEscape(name)
+	if resource != "nodes" {
+		path = "/api/v1/namespaces/" + url.PathEscape(ns) + "/" + resource + "/" + url.PathEscape(name)
+	}
 	now := time.Now()
 	g.mu.Lock()
 	if e, ok := g.cache[path]; ok && now.Before(e.expires) {
@@ -93,7 +118,7 @@ func (g *UpstreamGetter) get(ctx context.Context, path string, secret bool) look
 	}
 	g.mu.Unlock()
 
-	e := g.fetch(ctx, path, secret)
+	e := g.read(ctx, path, resource, ns, name, newObject)
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = 10 * time.Second
@@ -108,41 +133,38 @@ func (g *UpstreamGetter) get(ctx context.Context, path string, secret bool) look
 	return e
 }
 
-func (g *UpstreamGetter) fetch(ctx context.Context, path string, secret bool) lookupEntry {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.Upstream.JoinPath(path).String(), nil)
-	if err != nil {
-		return lookupEntry{err: err}
-	}
-	req.Header.Set("Accept", "application/json")
-	if g.Identity != ImpersonateIdentity {
-		req.Header.Set(authn.RemoteUserHeader, LookupUser)
-	}
-	resp, err := g.Transport.RoundTrip(req)
-	if err != nil {
-		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusNotFound:
+// read GETs the object at path with a single request: a lookup is made
+// for a client's request, and answers with the upstream's first answer
+// rather than wait out a Retry-After. An empty name or namespace, or
+// one that cannot be a path segment, names no object, and is not asked
+// for.
+func (g *UpstreamGetter) read(ctx context.Context, path, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
+	namespaced := resource != "nodes"
+	if !pathSegment(name) || namespaced && !pathSegment(ns) {
 		return lookupEntry{err: fmt.Errorf("%s: %w", path, serviceaccount.ErrNotFound)}
+	}
+	obj, meta := newObject()
+	err := g.Client.CoreV1().RESTClient().Get().
+		NamespaceIfScoped(ns, namespaced).Resource(resource).Name(name).
+		MaxRetries(0).Do(ctx).Into(obj)
+	switch code := upstreamStatus(err); {
+	case err == nil:
+	case code == http.StatusNotFound:
+		return lookupEntry{err: fmt.Errorf("%s: %w", path, serviceaccount.ErrNotFound)}
+	case code != 0:
+		return lookupEntry{err: fmt.Errorf("look up %s: upstream answered %d", path, code)}
 	default:
-		return lookupEntry{err: fmt.Errorf("look up %s: upstream answered %d", path, resp.StatusCode)}
-	}
-	if secret {
-		var s corev1.Secret
-		if err := json.Unmarshal(data, &s); err != nil {
-			return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
-		}
-		return lookupEntry{meta: s.ObjectMeta, token: s.Data["token"]}
-	}
-	var o metav1.PartialObjectMetadata
-	if err := json.Unmarshal(data, &o); err != nil {
 		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
 	}
-	return lookupEntry{meta: o.ObjectMeta}
+	e := lookupEntry{meta: *meta}
+	if s, ok := obj.(*corev1.Secret); ok {
+		e.token = s.Data["token"]
+	}
+	return e
+}
+
+// pathSegment reports whether s can name an object in a path: it is not
+// empty, ".", "..", and has no "/" or "%".
+func pathSegment(s string) bool {
+	return s != "" && len(rest.IsValidPathSegmentName(s)) == 0
 }

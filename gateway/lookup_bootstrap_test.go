@@ -83,10 +83,7 @@ func TestBootstrapSecretsComeFromAWatch_A10(t *testing.T) {
 	u, _ := url.Parse(upstream.URL)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b, err := NewBootstrapSecrets(ctx, u, http.DefaultTransport, RequestHeaderIdentity)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := NewBootstrapSecrets(ctx, newUpstreamClient(t, u, http.DefaultTransport, RequestHeaderIdentity))
 	secret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-abcdef", Namespace: "kube-system", ResourceVersion: "2"},
 		Type: corev1.SecretTypeBootstrapToken, Data: map[string][]byte{"token-id": []byte("abcdef")}}
 	f.events <- secretEvent(t, "ADDED", secret)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 )
 
@@ -209,10 +211,23 @@ func TestUpstreamGetterImpersonateModeSendsNoUserHeader_A6(t *testing.T) {
 	}
 }
 
-func newGetter(_ testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity, ttl time.Duration) *UpstreamGetter {
-	return &UpstreamGetter{Upstream: up, Transport: rt, Identity: identity, TTL: ttl}
+// newUpstreamClient returns the gateway's clientset for the upstream up
+// reached over rt.
+func newUpstreamClient(t testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity) kubernetes.Interface {
+	t.Helper()
+	c, err := NewUpstreamClient(up, rt, identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-func newReviewer(_ testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity) *SubjectAccessReviewer {
-	return &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: identity}
+func newGetter(t testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity, ttl time.Duration) *UpstreamGetter {
+	t.Helper()
+	return &UpstreamGetter{Client: newUpstreamClient(t, up, rt, identity), TTL: ttl}
+}
+
+func newReviewer(t testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity) *SubjectAccessReviewer {
+	t.Helper()
+	return &SubjectAccessReviewer{Client: newUpstreamClient(t, up, rt, identity)}
 }

@@ -166,15 +166,19 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		}
 	}
 
+	// The gateway's own requests to the upstream (lookups, reviews and
+	// the bootstrap token watch) go through one clientset on the
+	// transport of client requests.
+	client, err := NewUpstreamClient(up, rt, o.UpstreamIdentity)
+	if err != nil {
+		return nil, fmt.Errorf("--upstream: %w", err)
+	}
 	fo := fileconfig.Options{Flags: o.Flags, ReloadInterval: o.ReloadInterval}
-	lookup := &UpstreamGetter{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
 	if o.SALookup {
-		fo.SAGetter = lookup
+		fo.SAGetter = &UpstreamGetter{Client: client}
 	}
 	if o.EnableBootstrapTokenAuth {
-		if fo.BootstrapGetter, err = NewBootstrapSecrets(ctx, up, rt, o.UpstreamIdentity); err != nil {
-			return nil, fmt.Errorf("--enable-bootstrap-token-auth: %w", err)
-		}
+		fo.BootstrapGetter = NewBootstrapSecrets(ctx, client)
 	}
 	ac, err := fileconfig.Load(ctx, fo, logger)
 	if err != nil {
@@ -217,7 +221,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		Logger:       logger,
 		MaxBodyBytes: o.MaxBodyBytes,
 	}
-	sar := &SubjectAccessReviewer{Upstream: up, Transport: rt, Identity: o.UpstreamIdentity}
+	sar := &SubjectAccessReviewer{Client: client}
 	cfg.MetricsAuthorization = sar
 	if o.UpstreamIdentity == ImpersonateIdentity {
 		cfg.Impersonation = sar
