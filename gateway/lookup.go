@@ -106,8 +106,10 @@ func object(m metav1.ObjectMeta) serviceaccount.Object {
 // caches under the object's path. newObject returns an empty object of
 // the resource and its metadata; it is called on a miss only.
 func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
-	path := "/api/v1/" + resource + "/" + url.PathEscape(name)
-	if resource != "nodes" {
+	var path string
+	if resource == "nodes" {
+		path = "/api/v1/nodes/" + url.PathEscape(name)
+	} else {
 		path = "/api/v1/namespaces/" + url.PathEscape(ns) + "/" + resource + "/" + url.PathEscape(name)
 	}
 	now := time.Now()

@@ -26,13 +26,9 @@ import (
 // lookups and reviews are made for client requests, which client-go's
 // default of 5 a second would queue.
 func NewUpstreamClient(upstream *url.URL, rt http.RoundTripper, identity UpstreamIdentity) (kubernetes.Interface, error) {
-	cfg := &rest.Config{Host: upstream.String(), QPS: -1, UserAgent: rest.DefaultKubernetesUserAgent()}
-	wrapped, err := rest.HTTPWrappersForConfig(cfg, lookupTransport{rt: rt, identity: identity})
-	if err != nil {
-		return nil, err
-	}
+	cfg := &rest.Config{Host: upstream.String(), QPS: -1}
 	hc := &http.Client{
-		Transport:     wrapped,
+		Transport:     lookupTransport{rt: rt, identity: identity, userAgent: rest.DefaultKubernetesUserAgent()},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return kubernetes.NewForConfigAndClient(cfg, hc)
@@ -40,15 +36,21 @@ func NewUpstreamClient(upstream *url.URL, rt http.RoundTripper, identity Upstrea
 
 // lookupTransport sends the gateway's own requests to the upstream under
 // its lookup identity: X-Remote-User over the front-proxy certificate, or
-// the transport's own credential in impersonate mode.
+// the transport's own credential in impersonate mode. It also names the
+// client, as client-go's own wrapper would, in the same copy of the
+// request.
 type lookupTransport struct {
-	rt       http.RoundTripper
-	identity UpstreamIdentity
+	rt        http.RoundTripper
+	identity  UpstreamIdentity
+	userAgent string
 }
 
 func (t lookupTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if r.Header.Get("User-Agent") == "" {
+		r.Header.Set("User-Agent", t.userAgent)
+	}
 	if t.identity != ImpersonateIdentity {
-		r = r.Clone(r.Context())
 		r.Header.Set(authn.RemoteUserHeader, LookupUser)
 	}
 	return t.rt.RoundTrip(r)
