@@ -101,9 +101,9 @@ func object(m metav1.ObjectMeta) serviceaccount.Object {
 	return o
 }
 
-// get returns the answer for an object of resource, in namespace ns
-// unless ns is "" (Nodes): the cached one, or else read's, which it
-// caches under the object's path. newObject returns an empty object of
+// get returns the answer for the object name of resource, in namespace
+// ns (Nodes have none): the cached one, or else read's, which it caches
+// under the object's path. newObject returns an empty object of
 // the resource and its metadata; it is called on a miss only.
 func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
 	var path string
