@@ -90,9 +90,9 @@ func (q *request) delete() error {
 // answer with the object (namespaces, services) as it was.
 func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 	acc, _ := meta.Accessor(obj)
-	if !q.res.returnDeleted {
+	if !q.res.ReturnDeleted {
 		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.gvr.Group, Kind: q.res.gvr.Resource, UID: acc.GetUID()}}
+			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.GVR.Group, Kind: q.res.GVR.Resource, UID: acc.GetUID()}}
 	}
 	if o, ok := obj.(*corev1.Pod); ok {
 		now := metav1.NewTime(q.s.now().Truncate(time.Second))
@@ -116,10 +116,10 @@ func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 // deleteOne deletes the object name, or marks it deleting when finalizers
 // or a graceful pod shutdown are pending (deleted false).
 func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if q.res.undeletable != nil {
+	if q.res.Undeletable != nil {
 		// refused here, so that no path (delete, deletecollection,
 		// eviction) removes a system object
-		if err := q.res.undeletable(name); err != nil {
+		if err := q.res.Undeletable(name); err != nil {
 			return nil, false, apierrors.NewForbidden(q.gr(), name, err)
 		}
 	}
@@ -135,7 +135,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			return nil, false, err
 		}
 		acc, _ := meta.Accessor(old)
-		if p := opts.Preconditions; p != nil && q.res.gvr == namespacesGVR {
+		if p := opts.Preconditions; p != nil && q.res.GVR == namespacesGVR {
 			// The namespace registry checks its preconditions itself,
 			// naming the resource (G.9).
 			if p.UID != nil && *p.UID != acc.GetUID() {
@@ -146,7 +146,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			}
 		} else if p := opts.Preconditions; p != nil {
 			// kube names the kind, not the resource, in these conflicts.
-			kind := schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.kind}
+			kind := schema.GroupResource{Group: q.res.GVR.Group, Resource: q.res.Kind}
 			if p.UID != nil && *p.UID != acc.GetUID() {
 				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
 			}
@@ -154,7 +154,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
 			}
 		}
-		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Kind: q.res.gvk(), Namespace: q.ns,
+		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.GVR, Kind: q.res.gvk(), Namespace: q.ns,
 			Name: name, User: q.user(), OldObject: old, DryRun: dry}
 		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, false, err
@@ -233,7 +233,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 // leaves their pods (G.8).
 func (q *request) warnJobDelete(opts *metav1.DeleteOptions) {
 	//lint:ignore SA1019 kube still reads the deprecated field
-	if q.res.gvr == JobsGVR && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
+	if q.res.GVR == JobsGVR && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
 		warning.AddWarning(q.ctx(), "", jobDeleteWarning)
 	}
 }
@@ -260,7 +260,7 @@ func (s *Server) markDeleting(q *request, old runtime.Object, opts *metav1.Delet
 			return old, true // already stopping, and no shorter grace asked
 		}
 	}
-	finalizers, changed := gcFinalizers(q.res.gc, acc.GetFinalizers(), opts)
+	finalizers, changed := gcFinalizers(q.res.GC, acc.GetFinalizers(), opts)
 	if grace == 0 && len(finalizers) == 0 {
 		return nil, false
 	}
@@ -308,7 +308,7 @@ func (s *Server) podGrace(q *request, obj runtime.Object, opts *metav1.DeleteOpt
 
 // gracefulPending reports whether obj is a pod whose grace period the node
 // agent has yet to end.
-func (s *Server) gracefulPending(res *resource, obj runtime.Object) bool {
+func (s *Server) gracefulPending(res *Resource, obj runtime.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
 	return ok && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds > 0
 }
@@ -361,11 +361,23 @@ func (q *request) deleteCollection() error {
 // bindingsGVR is the legacy POST /api/v1/namespaces/NS/bindings.
 var bindingsGVR = schema.GroupVersionResource{Version: "v1", Resource: "bindings"}
 
-// serveBinding serves the legacy POST /api/v1/namespaces/NS/bindings.
-func (q *request) serveBinding() {
-	if err := q.bind(""); err != nil {
-		q.s.writeErr(q.w, q.r, err)
-	}
+// bindingSubresource is pods/binding: a POST assigns the pod to a node.
+func bindingSubresource() *subresource {
+	return &subresource{name: "binding", verbs: []string{"create"}, kind: schema.GroupVersionKind{Kind: "Binding"},
+		serve: func(q *request) error { return q.bind(q.name) }}
+}
+
+// bindingsResource is the legacy POST /api/v1/namespaces/NS/bindings, a
+// virtual resource: the Binding names the pod. Any other verb is refused
+// with 405 whatever the path; a name or subresource under it is not served.
+func bindingsResource() *Resource {
+	return &Resource{GVR: bindingsGVR, Kind: "Binding", Singular: "binding", Namespaced: true,
+		Subresources: subresources(&subresource{verbs: []string{"create"}, anyPath: true, serve: func(q *request) error {
+			if q.name != "" {
+				return errNotServed
+			}
+			return q.bind("")
+		}})}
 }
 
 // bind serves POST pods/NAME/binding (and the legacy bindings resource, name
@@ -475,7 +487,7 @@ func preconditionErr(field string, want, got any) error {
 }
 
 // released gives back what obj, just deleted, held (D.6).
-func (s *Server) released(ctx context.Context, res *resource, obj runtime.Object) {
+func (s *Server) released(ctx context.Context, res *Resource, obj runtime.Object) {
 	if res.release != nil {
 		res.release(s, context.WithoutCancel(ctx), obj)
 	}

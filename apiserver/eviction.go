@@ -359,7 +359,7 @@ func budgetForbidden(name, reason, detail string) error {
 // then follows that write.
 func (q *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 	if len(opts.DryRun) == 0 {
-		pq := q.as(q.res.gvr, q.name, "status")
+		pq := q.as(q.res.GVR, q.name, "status")
 		kind := schema.GroupResource{Resource: "Pod"}
 		obj, err := pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
 			pod := old.(*corev1.Pod)

@@ -28,11 +28,11 @@ import (
 // JobsGVR is where Jobs are served.
 var JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
 
-func jobResource() *resource {
-	return &resource{gvr: JobsGVR, kind: "Job", singular: "job", namespaced: true, categories: []string{"all"},
-		status: true, nameFn: apivalidation.NameIsDNSSubdomain, generation: true, gc: gcOrphan,
-		fields: jobFields, defaults: defaultJob, prepare: prepareJob, validate: validateJob, validateUpdate: validateJobUpdate,
-		warnings: jobWarnings, validateStatus: validateJobStatus, resetStatus: resetJobStatus, table: jobTable}
+func jobResource() *Resource {
+	return &Resource{GVR: JobsGVR, Kind: "Job", Singular: "job", Namespaced: true, Categories: []string{"all"},
+		Subresources: subresources(statusSubresource()), ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GC: GCOrphan,
+		Fields: jobFields, Defaults: defaultJob, Prepare: prepareJob, Validate: validateJob, ValidateUpdate: validateJobUpdate,
+		Warnings: jobWarnings, ValidateStatus: validateJobStatus, ResetStatus: resetJobStatus, Table: jobTable}
 }
 
 // defaultJob fills SetDefaults_Job: one completion and one pod at a time
@@ -378,14 +378,14 @@ func dnsLabelNameWarning(name string) []string {
 
 // jobTable has kube's columns for Jobs: the status from the conditions,
 // the completions, how long the Job ran.
-var jobTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var jobTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Status", Type: "string", Description: "Status of the job."},
 		{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
 		{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
 		ageColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		j := obj.(*batchv1.Job)
 		names, images := containerCells(j.Spec.Template.Spec.Containers)
 		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), age(j.CreationTimestamp, now),

@@ -17,10 +17,10 @@ import (
 // limitRangeResource is served as kube-apiserver serves it: namespaced,
 // short name "limits", no status, and kube's default Table of NAME and
 // CREATED AT (kube has no printer for it).
-func limitRangeResource() *resource {
-	return &resource{gvr: limitRangesGVR, kind: "LimitRange", singular: "limitrange", namespaced: true,
-		shortNames: []string{"limits"}, nameFn: apivalidation.NameIsDNSSubdomain,
-		defaults: defaultLimitRange, prepare: prepareLimitRange, validate: validateLimitRange}
+func limitRangeResource() *Resource {
+	return &Resource{GVR: limitRangesGVR, Kind: "LimitRange", Singular: "limitrange", Namespaced: true,
+		ShortNames: []string{"limits"}, ValidateName: apivalidation.NameIsDNSSubdomain,
+		Defaults: defaultLimitRange, Prepare: prepareLimitRange, Validate: validateLimitRange}
 }
 
 // defaultLimitRange fills a Container item's defaults as kube's decoding

@@ -53,19 +53,19 @@ func (q *request) selectors() (selector, error) {
 }
 
 // fieldSet returns the selectable fields of obj.
-func fieldSet(res *resource, obj runtime.Object) fields.Set {
+func fieldSet(res *Resource, obj runtime.Object) fields.Set {
 	acc, _ := meta.Accessor(obj)
 	set := fields.Set{"metadata.name": acc.GetName()}
-	if res.namespaced {
+	if res.Namespaced {
 		set["metadata.namespace"] = acc.GetNamespace()
 	}
-	if res.fields != nil {
-		res.fields(obj, set)
+	if res.Fields != nil {
+		res.Fields(obj, set)
 	}
 	return set
 }
 
-func (sel selector) matches(res *resource, obj runtime.Object) bool {
+func (sel selector) matches(res *Resource, obj runtime.Object) bool {
 	if !sel.label.Empty() {
 		acc, _ := meta.Accessor(obj)
 		if !sel.label.Matches(labels.Set(acc.GetLabels())) {
@@ -77,8 +77,8 @@ func (sel selector) matches(res *resource, obj runtime.Object) bool {
 
 // listPrefix is the store prefix of the request's collection.
 func (q *request) listPrefix() string {
-	if q.res.namespaced && q.ns != "" {
-		return Key(q.res.gvr, q.ns, "")
+	if q.res.Namespaced && q.ns != "" {
+		return Key(q.res.GVR, q.ns, "")
 	}
 	return q.res.prefix
 }
@@ -241,7 +241,7 @@ func (pg *listPage) add(kv store.KV, obj runtime.Object) {
 }
 
 // objects returns the page's objects, decoding those not decoded yet.
-func (pg *listPage) objects(s *Server, res *resource) ([]runtime.Object, error) {
+func (pg *listPage) objects(s *Server, res *Resource) ([]runtime.Object, error) {
 	for i, obj := range pg.objs {
 		if obj != nil {
 			continue
@@ -260,7 +260,7 @@ func (pg *listPage) objects(s *Server, res *resource) ([]runtime.Object, error) 
 func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
 	st := q.s.cfg.Store
 	// metadata.name=X in one namespace is a single read.
-	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.namespaced) {
+	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.Namespaced) {
 		rev, err := st.CurrentRevision(q.ctx())
 		if err != nil {
 			return nil, storeErr(err, q.gr(), "")
@@ -342,8 +342,8 @@ func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
 }
 
 // newList builds the resource's List kind holding items.
-func (s *Server) newList(res *resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
-	gvk := res.gvr.GroupVersion().WithKind(res.kind + "List")
+func (s *Server) newList(res *Resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
+	gvk := res.GVR.GroupVersion().WithKind(res.Kind + "List")
 	list, err := s.scheme.New(gvk)
 	if err != nil {
 		return nil, err

@@ -15,15 +15,15 @@ import (
 // options name no propagation policy (G.8). The zero value is background:
 // the object goes at once and the garbage collector deletes its
 // dependents.
-type gcPolicy uint8
+type GCPolicy uint8
 
 const (
 	// gcOrphan keeps the dependents: ReplicationControllers and batch/v1
 	// Jobs, as before the garbage collector existed.
-	gcOrphan gcPolicy = iota + 1
+	GCOrphan GCPolicy = iota + 1
 	// gcUnsupported: the kind takes no part in garbage collection (Events);
 	// a delete neither orphans nor waits for dependents, whatever it asks.
-	gcUnsupported
+	GCUnsupported
 )
 
 // jobDeleteWarning is kube's warning on a delete of Jobs that names no
@@ -34,8 +34,8 @@ const jobDeleteWarning = "child pods are preserved by default when jobs are dele
 // shouldOrphan reports whether a delete with opts of an object with
 // finalizers leaves its dependents: an explicit option decides, then a
 // finalizer the object already has, then the kind's default.
-func shouldOrphan(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
-	if policy == gcUnsupported {
+func shouldOrphan(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
+	if policy == GCUnsupported {
 		return false
 	}
 	//lint:ignore SA1019 kube still reads the deprecated field
@@ -58,13 +58,13 @@ func shouldOrphan(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptio
 			return false
 		}
 	}
-	return policy == gcOrphan
+	return policy == GCOrphan
 }
 
 // shouldDeleteDependents reports whether a delete with opts waits for the
 // dependents to go first (foreground).
-func shouldDeleteDependents(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
-	if policy == gcUnsupported {
+func shouldDeleteDependents(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
+	if policy == GCUnsupported {
 		return false
 	}
 	//lint:ignore SA1019 kube still reads the deprecated field
@@ -94,7 +94,7 @@ func shouldDeleteDependents(policy gcPolicy, finalizers []string, opts *metav1.D
 // object that has finalizers: the same without orphan and
 // foregroundDeletion, then whichever of the two the delete asks for; and
 // whether that changes the set.
-func gcFinalizers(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) ([]string, bool) {
+func gcFinalizers(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) ([]string, bool) {
 	var out []string
 	for _, f := range finalizers {
 		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {

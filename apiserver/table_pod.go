@@ -15,8 +15,8 @@ var (
 	podStatusDoc = corev1.PodStatus{}.SwaggerDoc()
 )
 
-var podTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var podTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
 		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
 		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
@@ -26,8 +26,8 @@ var podTable = &tableDef{
 		{Name: "Nominated Node", Type: "string", Priority: 1, Description: podStatusDoc["nominatedNodeName"]},
 		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: podSpecDoc["readinessGates"]},
 	},
-	cells:      podCells,
-	conditions: podConditions,
+	Cells:      podCells,
+	Conditions: podConditions,
 }
 
 // podConditions marks the row of a pod that has finished as Completed, so

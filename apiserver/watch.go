@@ -31,7 +31,7 @@ const defaultWatchTimeout = 30 * time.Minute
 // kube-apiserver does, so a burst of events goes out in a few writes.
 type watchStream struct {
 	s        *Server
-	res      *resource
+	res      *Resource
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	out      output
