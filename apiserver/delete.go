@@ -489,6 +489,6 @@ func preconditionErr(field string, want, got any) error {
 // released gives back what obj, just deleted, held (D.6).
 func (s *Server) released(ctx context.Context, res *Resource, obj runtime.Object) {
 	if res.release != nil {
-		res.release(s, context.WithoutCancel(ctx), obj)
+		res.release(s.svcAlloc, context.WithoutCancel(ctx), obj)
 	}
 }

@@ -127,12 +127,13 @@ type Resource struct {
 	// for a deprecated resource; empty for none.
 	Deprecation string
 	// allocate reserves what a written object holds besides its key (a
-	// Service's cluster IP and node ports), old nil on create; the writer
+	// Service's cluster IP and node ports) from the server's allocator,
+	// old nil on create; the writer
 	// finishes the allocation once the write is done or has failed. nil:
 	// nothing to reserve.
-	allocate func(s *Server, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
+	allocate func(al *serviceAllocator, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
 	// release gives back what a deleted object held; nil: nothing.
-	release func(s *Server, ctx context.Context, obj runtime.Object)
+	release func(al *serviceAllocator, ctx context.Context, obj runtime.Object)
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
 	// prefix is the store key prefix of the whole resource.
@@ -194,7 +195,7 @@ func builtinResources() []*Resource {
 		// topology spreading reads pods' owners and services.
 		{GVR: servicesGVR, Kind: "Service", Singular: "service", Namespaced: true,
 			ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ReturnDeleted: true, ValidateName: label, Defaults: defaultService, Validate: validateService,
-			ResetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService, Table: serviceTable},
+			ResetStatus: resetServiceStatus, allocate: (*serviceAllocator).allocateService, release: (*serviceAllocator).releaseService, Table: serviceTable},
 		// Stored with their defaults and validated (D.5); no controller
 		// acts on them yet.
 		{GVR: coreGV.WithResource("replicationcontrollers"), Kind: "ReplicationController", Singular: "replicationcontroller",

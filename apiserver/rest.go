@@ -313,7 +313,7 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 		// alloc must not shadow err: the deferred call reads the
 		// function's result.
 		var alloc *allocation
-		alloc, err = res.allocate(s, ctx, obj, nil, dry)
+		alloc, err = res.allocate(s.svcAlloc, ctx, obj, nil, dry)
 		if err != nil {
 			return nil, err
 		}
@@ -575,7 +575,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 			q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
 		}
 		if q.res.allocate != nil && q.sub == "" {
-			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
+			if alloc, err = q.res.allocate(q.s.svcAlloc, q.ctx(), obj, old, dry); err != nil {
 				return nil, err
 			}
 		}

@@ -112,7 +112,7 @@ func needsHealthCheckPort(svc *corev1.Service) bool {
 // being created (old nil) or updated, after filling in from old what the
 // client left out, and returns the allocation to finish once the write is
 // done or has failed.
-func (s *Server) allocateService(ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error) {
+func (al *serviceAllocator) allocateService(ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error) {
 	svc := obj.(*corev1.Service)
 	var oldSvc *corev1.Service
 	if old != nil {
@@ -120,15 +120,15 @@ func (s *Server) allocateService(ctx context.Context, obj, old runtime.Object, d
 		keepAllocated(svc, oldSvc)
 	}
 	syncClusterIPs(svc, oldSvc)
-	if err := s.svcAlloc.initIPFamilies(svc, oldSvc); err != nil {
+	if err := al.initIPFamilies(svc, oldSvc); err != nil {
 		return nil, err
 	}
-	a := s.svcAlloc.begin(ctx, dry)
-	if err := s.allocateClusterIPs(a, svc, oldSvc); err != nil {
+	a := al.begin(ctx, dry)
+	if err := allocateClusterIPs(a, svc, oldSvc); err != nil {
 		a.finish(false)
 		return nil, err
 	}
-	if err := s.allocateNodePorts(a, svc, oldSvc); err != nil {
+	if err := allocateNodePorts(a, svc, oldSvc); err != nil {
 		a.finish(false)
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func sameStrings(a, b []string) bool {
 // allocateClusterIPs gives a Service that needs one a cluster IP, the one
 // it asks for or a free one, and on an update to ExternalName releases the
 // old one.
-func (s *Server) allocateClusterIPs(a *allocation, svc, old *corev1.Service) error {
+func allocateClusterIPs(a *allocation, svc, old *corev1.Service) error {
 	if old != nil {
 		switch {
 		case !needsClusterIP(old) && needsClusterIP(svc):
@@ -256,7 +256,7 @@ func (s *Server) allocateClusterIPs(a *allocation, svc, old *corev1.Service) err
 // allocateNodePorts reserves the node ports a NodePort or LoadBalancer
 // Service asks for and picks free ones for the ports without, and
 // releases on an update those the Service no longer holds.
-func (s *Server) allocateNodePorts(a *allocation, svc, old *corev1.Service) error {
+func allocateNodePorts(a *allocation, svc, old *corev1.Service) error {
 	var held []int32
 	if old != nil {
 		held = nodePorts(old)
@@ -414,9 +414,9 @@ func policyOf(svc *corev1.Service) corev1.IPFamilyPolicy {
 }
 
 // releaseService gives back what a deleted Service held.
-func (s *Server) releaseService(ctx context.Context, obj runtime.Object) {
+func (al *serviceAllocator) releaseService(ctx context.Context, obj runtime.Object) {
 	svc := obj.(*corev1.Service)
-	a := s.svcAlloc.begin(ctx, false)
+	a := al.begin(ctx, false)
 	if needsClusterIP(svc) && !isHeadless(svc) {
 		for _, ip := range svc.Spec.ClusterIPs {
 			a.releaseIP(ip)
