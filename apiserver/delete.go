@@ -14,7 +14,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kubegate/kubegate/store"
@@ -356,128 +355,6 @@ func (q *request) deleteCollection() error {
 		return err
 	}
 	return q.respond(http.StatusOK, list)
-}
-
-// bindingsGVR is the legacy POST /api/v1/namespaces/NS/bindings.
-var bindingsGVR = schema.GroupVersionResource{Version: "v1", Resource: "bindings"}
-
-// bindingSubresource is pods/binding: a POST assigns the pod to a node.
-func bindingSubresource() *subresource {
-	return &subresource{name: "binding", verbs: []string{"create"}, kind: schema.GroupVersionKind{Kind: "Binding"},
-		serve: func(q *request) error { return q.bind(q.name) }}
-}
-
-// bindingsResource is the legacy POST /api/v1/namespaces/NS/bindings, a
-// virtual resource: the Binding names the pod. Any other verb is refused
-// with 405 whatever the path; a name or subresource under it is not served.
-func bindingsResource() *Resource {
-	return &Resource{GVR: bindingsGVR, Kind: "Binding", Singular: "binding", Namespaced: true,
-		Subresources: subresources(&subresource{verbs: []string{"create"}, anyPath: true, serve: func(q *request) error {
-			if q.name != "" {
-				return errNotServed
-			}
-			return q.bind("")
-		}})}
-}
-
-// bind serves POST pods/NAME/binding (and the legacy bindings resource, name
-// ""): it assigns the pod to the target node.
-func (q *request) bind(name string) error {
-	info, data, err := q.subresourceBody()
-	if err != nil {
-		return err
-	}
-	d, err := q.s.decode(info, data, coreGV.WithKind("Binding"), &corev1.Binding{})
-	if err != nil {
-		return err
-	}
-	b := d.obj.(*corev1.Binding)
-	gr := schema.GroupResource{Resource: "pods"}
-	if name == "" {
-		name, gr = b.Name, bindingsGVR.GroupResource()
-	}
-	if err := q.s.checkNamespaceActive(q.ctx(), gr, q.ns, name); err != nil {
-		return err
-	}
-	if b.Name != name {
-		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
-	}
-	if b.Namespace != "" && b.Namespace != q.ns {
-		return errNamespaceMismatch()
-	}
-	if b.Target.Name == "" {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
-	}
-	pods, _ := q.s.reg.get(coreGV.WithResource("pods"))
-	pq := *q
-	pq.res, pq.name, pq.sub = pods, name, "binding"
-	bindingGR := schema.GroupResource{Resource: "pods/binding"}
-	_, err = pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
-		pod := old.(*corev1.Pod)
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("UID", b.UID, pod.UID))
-		}
-		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("ResourceVersion", b.ResourceVersion, pod.ResourceVersion))
-		}
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		setPodScheduled(pod, metav1.NewTime(q.s.now().Truncate(time.Second)))
-		pod.ResourceVersion = ""
-		return pod, nil
-	}, "")
-	if err != nil {
-		return err
-	}
-	q.writeCreated()
-	return nil
-}
-
-// subresourceBody checks that the answer can be encoded, then reads the
-// body of a POST to a subresource (a Binding, an Eviction) and the
-// serializer of its Content-Type.
-func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
-		return runtime.SerializerInfo{}, nil, err
-	}
-	info, err := q.s.bodyInfo(q.r)
-	if err != nil {
-		return runtime.SerializerInfo{}, nil, err
-	}
-	data, err := readBody(q.r)
-	return info, data, err
-}
-
-// writeCreated answers a POST to a subresource that made nothing to show:
-// 201 with a success Status.
-func (q *request) writeCreated() {
-	out, _ := q.s.negotiate(q.r, acceptOptions{})
-	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status: metav1.StatusSuccess, Code: http.StatusCreated})
-}
-
-func setPodScheduled(pod *corev1.Pod, now metav1.Time) {
-	for i := range pod.Status.Conditions {
-		c := &pod.Status.Conditions[i]
-		if c.Type == corev1.PodScheduled {
-			if c.Status != corev1.ConditionTrue {
-				c.Status, c.LastTransitionTime, c.Reason, c.Message = corev1.ConditionTrue, now, "", ""
-			}
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
 }
 
 // preconditionErr is kube's message for a failed delete or binding

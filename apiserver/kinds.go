@@ -53,13 +53,6 @@ func coreEventFields(obj runtime.Object, set fields.Set) {
 	set["type"] = e.Type
 }
 
-// finalizeSubresource is namespaces/finalize: a PUT is the one way to
-// change a namespace's spec.finalizers (its status stays); a namespace
-// being deleted that is left with no finalizers of either kind goes (G.9).
-func finalizeSubresource() *subresource {
-	return &subresource{name: "finalize", verbs: []string{"update"}, serve: (*request).update}
-}
-
 func defaultNamespace(obj runtime.Object) {
 	ns := obj.(*corev1.Namespace)
 	if ns.Labels == nil {

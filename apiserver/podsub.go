@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/authz"
@@ -157,13 +156,6 @@ func podSubresources() map[string]Subresource {
 		&subresource{name: "log", verbs: []string{"get"}, kind: schema.GroupVersionKind{Kind: "Pod"}, anyAccept: true, serve: (*request).podLog},
 		connect("exec", "PodExecOptions"), connect("attach", "PodAttachOptions"), connect("portforward", "PodPortForwardOptions"),
 		&subresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), anyAccept: true, serve: (*request).evict})
-}
-
-// methodNotAllowed is kube-apiserver's 405 for a verb a path does not take.
-func methodNotAllowed() error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
-		Reason: metav1.StatusReasonMethodNotAllowed, Message: "the server does not allow this method on the requested resource",
-		Details: &metav1.StatusDetails{}}}
 }
 
 // authorizeAs checks that the user may do the request's action with verb

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/authn"
@@ -161,4 +164,34 @@ func (q *request) acceptsAny() bool {
 	}
 	a, ok := q.res.Subresources[q.sub].(rawAccepter)
 	return ok && a.acceptsAny()
+}
+
+// subresourceBody checks that the answer can be encoded, then reads the
+// body of a POST to a subresource (a Binding, an Eviction) and the
+// serializer of its Content-Type.
+func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	info, err := q.s.bodyInfo(q.r)
+	if err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	data, err := readBody(q.r)
+	return info, data, err
+}
+
+// writeCreated answers a POST to a subresource that made nothing to show:
+// 201 with a success Status.
+func (q *request) writeCreated() {
+	out, _ := q.s.negotiate(q.r, acceptOptions{})
+	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// methodNotAllowed is kube-apiserver's 405 for a verb a path does not take.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
+		Reason: metav1.StatusReasonMethodNotAllowed, Message: "the server does not allow this method on the requested resource",
+		Details: &metav1.StatusDetails{}}}
 }
