@@ -133,25 +133,8 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		if err != nil {
 			return nil, false, err
 		}
-		acc, _ := meta.Accessor(old)
-		if p := opts.Preconditions; p != nil && q.res.GVR == namespacesGVR {
-			// The namespace registry checks its preconditions itself,
-			// naming the resource (G.9).
-			if p.UID != nil && *p.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
-			}
-		} else if p := opts.Preconditions; p != nil {
-			// kube names the kind, not the resource, in these conflicts.
-			kind := schema.GroupResource{Group: q.res.GVR.Group, Resource: q.res.Kind}
-			if p.UID != nil && *p.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
-			}
+		if err := q.checkDeletePreconditions(name, opts.Preconditions, old); err != nil {
+			return nil, false, err
 		}
 		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.GVR, Kind: q.res.gvk(), Namespace: q.ns,
 			Name: name, User: q.user(), OldObject: old, DryRun: dry}
@@ -163,55 +146,22 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		}
 		if ns, ok := old.(*corev1.Namespace); ok {
 			if ns.DeletionTimestamp == nil {
-				// The first delete of a namespace starts its termination
-				// (G.9); the namespace controller empties it.
-				marked := ns.DeepCopy()
-				now := metav1.NewTime(q.s.now().Truncate(time.Second))
-				marked.DeletionTimestamp = &now
-				marked.Status.Phase = corev1.NamespaceTerminating
-				marked.Finalizers = namespaceFinalizers(ns.Finalizers, opts)
-				if dry {
-					return marked, false, nil
-				}
-				data, err := q.s.encodeStored(q.res, marked)
-				if err != nil {
-					return nil, false, err
-				}
-				rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-				if errors.Is(err, store.ErrConflict) {
+				marked, retry, err := q.startNamespaceTermination(name, kv, ns, opts, dry)
+				if retry {
 					continue
 				}
-				if err != nil {
-					return nil, false, storeErr(err, q.gr(), name)
-				}
-				q.s.terminating.Store(name, struct{}{})
-				setResourceVersion(marked, rev)
-				return marked, false, nil
+				return marked, false, err
 			}
 			if len(ns.Spec.Finalizers) > 0 {
 				return old, false, nil // still being emptied
 			}
 		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {
-			if dry {
-				return marked, false, nil
-			}
-			if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
-				return old, false, err
-			}
-			data, err := q.s.encodeStored(q.res, marked)
-			if err != nil {
-				return nil, false, err
-			}
-			rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-			if errors.Is(err, store.ErrConflict) {
+			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
+			if retry {
 				continue
 			}
-			if err != nil {
-				return nil, false, storeErr(err, q.gr(), name)
-			}
-			setResourceVersion(marked, rev)
-			return marked, false, nil
+			return out, false, err
 		}
 		if dry {
 			return old, true, nil
@@ -226,6 +176,88 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		q.s.released(q.ctx(), q.res, old)
 		return old, true, nil
 	}
+}
+
+// checkDeletePreconditions refuses a delete whose preconditions old does
+// not meet, with kube's Conflict.
+func (q *request) checkDeletePreconditions(name string, p *metav1.Preconditions, old runtime.Object) error {
+	if p == nil {
+		return nil
+	}
+	acc, _ := meta.Accessor(old)
+	if q.res.GVR == namespacesGVR {
+		// The namespace registry checks its preconditions itself, naming
+		// the resource (G.9).
+		if p.UID != nil && *p.UID != acc.GetUID() {
+			return apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+			return apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+		}
+		return nil
+	}
+	// kube names the kind, not the resource, in these conflicts.
+	kind := schema.GroupResource{Group: q.res.GVR.Group, Resource: q.res.Kind}
+	if p.UID != nil && *p.UID != acc.GetUID() {
+		return apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+		return apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
+	}
+	return nil
+}
+
+// startNamespaceTermination serves the first delete of a namespace: it
+// is marked Terminating with its deletion time (G.9), and the namespace
+// controller empties it. retry: written meanwhile.
+func (q *request) startNamespaceTermination(name string, kv store.KV, ns *corev1.Namespace, opts *metav1.DeleteOptions, dry bool) (_ runtime.Object, retry bool, _ error) {
+	marked := ns.DeepCopy()
+	now := metav1.NewTime(q.s.now().Truncate(time.Second))
+	marked.DeletionTimestamp = &now
+	marked.Status.Phase = corev1.NamespaceTerminating
+	marked.Finalizers = namespaceFinalizers(ns.Finalizers, opts)
+	if dry {
+		return marked, false, nil
+	}
+	data, err := q.s.encodeStored(q.res, marked)
+	if err != nil {
+		return nil, false, err
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), name)
+	}
+	q.s.terminating.Store(name, struct{}{})
+	setResourceVersion(marked, rev)
+	return marked, false, nil
+}
+
+// storeMarked stores an object marked for deletion in place of old,
+// stored as kv; one that was marked already is answered as stored.
+// retry: written meanwhile.
+func (q *request) storeMarked(name string, kv store.KV, marked, old runtime.Object, dry bool) (_ runtime.Object, retry bool, _ error) {
+	if dry {
+		return marked, false, nil
+	}
+	if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
+		return old, false, err
+	}
+	data, err := q.s.encodeStored(q.res, marked)
+	if err != nil {
+		return nil, false, err
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), name)
+	}
+	setResourceVersion(marked, rev)
+	return marked, false, nil
 }
 
 // warnJobDelete warns that a delete of Jobs naming no propagation policy

@@ -248,41 +248,14 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 	if err != nil {
 		return nil, err
 	}
-	if res.Namespaced {
-		ok, err := s.namespaceExists(ctx, acc.GetNamespace())
-		if err != nil {
-			return nil, storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
-		}
-		if !ok {
-			return nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
-		}
-		name := acc.GetName()
-		if name == "" {
-			name = acc.GetGenerateName()
-		}
-		if err := s.checkNamespaceActive(ctx, res.groupResource(), acc.GetNamespace(), name); err != nil {
-			return nil, err
-		}
+	if err := s.checkCreateNamespace(ctx, res, acc); err != nil {
+		return nil, err
 	}
 	generate := acc.GetName() == "" && acc.GetGenerateName() != ""
 	if generate {
 		acc.SetName(generatedName(acc.GetGenerateName()))
 	}
-	acc.SetUID(types.UID(uuid.NewString()))
-	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
-	acc.SetResourceVersion("")
-	acc.SetDeletionTimestamp(nil)
-	acc.SetDeletionGracePeriodSeconds(nil)
-	acc.SetGeneration(0)
-	if res.Generation {
-		acc.SetGeneration(1)
-	}
-	if res.ResetStatus != nil {
-		res.ResetStatus(obj, nil)
-	}
-	if res.Defaults != nil {
-		res.Defaults(obj)
-	}
+	s.initSystemFields(res, obj, acc)
 	if manager != "" {
 		obj = s.trackFields(res, "", s.newObject(res), obj, manager)
 		acc, _ = meta.Accessor(obj)
@@ -330,13 +303,63 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 			return nil, err
 		}
 	}
+	if dry {
+		if _, err := s.encodeStored(res, obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	return s.storeCreated(ctx, res, obj, acc, generate)
+}
+
+// checkCreateNamespace refuses a create of a namespaced object in a
+// namespace that does not exist or is being deleted (G.9).
+func (s *Server) checkCreateNamespace(ctx context.Context, res *Resource, acc metav1.Object) error {
+	if !res.Namespaced {
+		return nil
+	}
+	ok, err := s.namespaceExists(ctx, acc.GetNamespace())
+	if err != nil {
+		return storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
+	}
+	if !ok {
+		return apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
+	}
+	name := acc.GetName()
+	if name == "" {
+		name = acc.GetGenerateName()
+	}
+	return s.checkNamespaceActive(ctx, res.groupResource(), acc.GetNamespace(), name)
+}
+
+// initSystemFields sets what the server sets on a create before anyone
+// sees the object (UID, creation time, generation, no deletion), clears
+// its status, and fills the kind's defaults.
+func (s *Server) initSystemFields(res *Resource, obj runtime.Object, acc metav1.Object) {
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetGeneration(0)
+	if res.Generation {
+		acc.SetGeneration(1)
+	}
+	if res.ResetStatus != nil {
+		res.ResetStatus(obj, nil)
+	}
+	if res.Defaults != nil {
+		res.Defaults(obj)
+	}
+}
+
+// storeCreated writes a new object, picking another generated name after
+// a clash (generate), and sets its resourceVersion.
+func (s *Server) storeCreated(ctx context.Context, res *Resource, obj runtime.Object, acc metav1.Object, generate bool) (runtime.Object, error) {
 	for attempt := 1; ; attempt++ {
 		data, err := s.encodeStored(res, obj)
 		if err != nil {
 			return nil, err
-		}
-		if dry {
-			return obj, nil
 		}
 		rev, err := s.cfg.Store.Create(ctx, Key(res.GVR, acc.GetNamespace(), acc.GetName()), data)
 		if err == nil {
@@ -529,98 +552,122 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if err != nil {
 			return nil, err
 		}
-		obj, err := mutate(old.DeepCopyObject())
-		if err != nil {
+		var obj runtime.Object
+		if obj, alloc, err = q.updatedObject(mutate, manager, kv, old, dry); err != nil {
 			return nil, err
 		}
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, err
-		}
-		precondition := acc.GetResourceVersion()
-		// As in kube-apiserver, an update of a role or binding that
-		// changes nothing but what the garbage collector changes (owner
-		// references and finalizers) is not checked for escalation; the
-		// object is compared as the request made it, before the server
-		// sets its system fields.
-		gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
-		obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
-		if err != nil {
-			return nil, err
-		}
-		if manager != "" {
-			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
-		}
-		acc, _ = meta.Accessor(obj)
-		// The same order as a create's (D.8): admission, the escalation
-		// check (C.2), then what the server sets, then the allocations,
-		// then validation.
-		attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
-			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
-		if err := q.s.admit(q.ctx(), attrs); err != nil {
-			return nil, err
-		}
-		if !gcOnly {
-			if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
-				return nil, err
-			}
-		}
-		// kube-apiserver compares the resourceVersion once admission and
-		// the escalation check have seen the object.
-		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
-			return nil, conflictErr(q.gr(), q.name)
-		}
-		finishUpdate(q.res, q.sub, obj, old)
-		if q.res.PrepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
-			q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
-		}
-		if q.res.allocate != nil && q.sub == "" {
-			if alloc, err = q.res.allocate(q.s.svcAlloc, q.ctx(), obj, old, dry); err != nil {
-				return nil, err
-			}
-		}
-		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
-			return nil, err
-		}
-		warn(q.ctx(), q.res, q.sub, obj, old)
-		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
-			return nil, err
-		}
-		data, err := q.s.encodeStored(q.res, obj)
-		if err != nil {
-			return nil, err
-		}
-		if string(data) == string(kv.Value) || dry {
-			if dry {
-				return obj, nil
-			}
-			return old, nil // nothing changed: no write, same resourceVersion
-		}
-		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) && !namespaceFinalizing(obj) {
-			// The last finalizer is gone: the object goes now.
-			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					continue
-				}
-				return nil, storeErr(err, q.gr(), q.name)
-			}
-			q.s.released(q.ctx(), q.res, obj)
-			return obj, nil
-		}
-		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-		if errors.Is(err, store.ErrConflict) {
+		out, retry, err := q.writeUpdate(key, kv, obj, old, dry)
+		if retry {
 			// Written meanwhile: start again from the new state, which
 			// checks a precondition afresh. A patch names the version it
 			// was applied to, so it is applied again to the new one, as
 			// kube-apiserver reapplies it.
 			continue
 		}
-		if err != nil {
-			return nil, storeErr(err, q.gr(), q.name)
-		}
-		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, nil
+		return out, err
 	}
+}
+
+// updatedObject computes what an update of old, stored as kv, stores:
+// mutate's result with what the server keeps and sets, admitted, checked
+// for escalation and validated. alloc is what it reserved, returned also
+// with an error so that the caller finishes it.
+func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object, error), manager string, kv store.KV, old runtime.Object, dry bool) (_ runtime.Object, alloc *allocation, err error) {
+	obj, err := mutate(old.DeepCopyObject())
+	if err != nil {
+		return nil, nil, err
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	precondition := acc.GetResourceVersion()
+	// As in kube-apiserver, an update of a role or binding that changes
+	// nothing but what the garbage collector changes (owner references
+	// and finalizers) is not checked for escalation; the object is
+	// compared as the request made it, before the server sets its system
+	// fields.
+	gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
+	obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	if manager != "" {
+		obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
+	}
+	// The same order as a create's (D.8): admission, the escalation check
+	// (C.2), then what the server sets, then the allocations, then
+	// validation.
+	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
+		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
+	if err := q.s.admit(q.ctx(), attrs); err != nil {
+		return nil, nil, err
+	}
+	if !gcOnly {
+		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	// kube-apiserver compares the resourceVersion once admission and the
+	// escalation check have seen the object.
+	if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
+		return nil, nil, conflictErr(q.gr(), q.name)
+	}
+	finishUpdate(q.res, q.sub, obj, old)
+	if q.res.PrepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
+		q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
+	}
+	if q.res.allocate != nil && q.sub == "" {
+		if alloc, err = q.res.allocate(q.s.svcAlloc, q.ctx(), obj, old, dry); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
+		return nil, alloc, err
+	}
+	warn(q.ctx(), q.res, q.sub, obj, old)
+	if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
+		return nil, alloc, err
+	}
+	return obj, alloc, nil
+}
+
+// writeUpdate stores obj in place of old, stored as kv under key, and
+// returns what the update answers: obj with its new resourceVersion, old
+// when nothing changed, obj on a dry run. An object whose last finalizer
+// went is deleted instead. retry: written meanwhile.
+func (q *request) writeUpdate(key string, kv store.KV, obj, old runtime.Object, dry bool) (_ runtime.Object, retry bool, _ error) {
+	data, err := q.s.encodeStored(q.res, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	if dry {
+		return obj, false, nil
+	}
+	if string(data) == string(kv.Value) {
+		return old, false, nil // nothing changed: no write, same resourceVersion
+	}
+	acc, _ := meta.Accessor(obj)
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) && !namespaceFinalizing(obj) {
+		// The last finalizer is gone: the object goes now.
+		if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return nil, true, nil
+			}
+			return nil, false, storeErr(err, q.gr(), q.name)
+		}
+		q.s.released(q.ctx(), q.res, obj)
+		return obj, false, nil
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), q.name)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, false, nil
 }
 
 // prepareUpdate keeps what an update may not change: the system fields, and

@@ -89,44 +89,19 @@ func New(c Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	var err error
-	if s.scheme, err = newScheme(); err != nil {
-		return nil, err
-	}
-	// Lists are encoded one item at a time, as kube-apiserver 1.37 encodes
-	// them (B.1): the answer goes out while it is encoded.
-	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict,
-		serializer.WithStreamingCollectionEncodingToJSON(),
-		serializer.WithStreamingCollectionEncodingToProtobuf())
-	for _, info := range s.codecs.SupportedMediaTypes() {
-		switch info.MediaType {
-		case mediaJSON:
-			s.json = info
-		case mediaYAML:
-			s.yaml = info
-		case mediaProtobuf:
-			s.protobuf = info
-		}
-	}
-	if s.json.Serializer == nil || s.yaml.Serializer == nil || s.protobuf.Serializer == nil {
-		return nil, errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
-	}
-	s.reg = newRegistry(builtinResources())
-	for _, res := range s.reg.byGVR {
-		if !res.virtual() {
-			res.storedList = metadataFirst(s.newObject(res))
-		}
-	}
-	if err := s.addCreators(c.Creators); err != nil {
-		return nil, err
-	}
-	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
 	if c.ServiceClusterIPRange == (netip.Prefix{}) {
 		c.ServiceClusterIPRange = DefaultServiceClusterIPRange
 	}
 	if c.ServiceNodePortRange == (PortRange{}) {
 		c.ServiceNodePortRange = DefaultServiceNodePortRange
 	}
+	if err := s.initCodecs(); err != nil {
+		return nil, err
+	}
+	if err := s.initResources(c); err != nil {
+		return nil, err
+	}
+	var err error
 	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
@@ -150,24 +125,70 @@ func New(c Config) (*Server, error) {
 			w.SetAuthorizer(c.Authorizer)
 		}
 	}
-	if err := s.ensureNamespaces(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensurePriorityClasses(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort); err != nil {
+	if err := s.ensureSystemObjects(ctx, c); err != nil {
 		cancel()
 		return nil, err
 	}
 	s.handler = s.buildHandler()
 	return s, nil
+}
+
+// initCodecs builds the scheme and the codecs of the three media types.
+func (s *Server) initCodecs() error {
+	var err error
+	if s.scheme, err = newScheme(); err != nil {
+		return err
+	}
+	// Lists are encoded one item at a time, as kube-apiserver 1.37 encodes
+	// them (B.1): the answer goes out while it is encoded.
+	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict,
+		serializer.WithStreamingCollectionEncodingToJSON(),
+		serializer.WithStreamingCollectionEncodingToProtobuf())
+	for _, info := range s.codecs.SupportedMediaTypes() {
+		switch info.MediaType {
+		case mediaJSON:
+			s.json = info
+		case mediaYAML:
+			s.yaml = info
+		case mediaProtobuf:
+			s.protobuf = info
+		}
+	}
+	if s.json.Serializer == nil || s.yaml.Serializer == nil || s.protobuf.Serializer == nil {
+		return errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
+	}
+	return nil
+}
+
+// initResources registers the built-in resources and c's Creators.
+func (s *Server) initResources(c Config) error {
+	s.reg = newRegistry(builtinResources())
+	for _, res := range s.reg.byGVR {
+		if !res.virtual() {
+			res.storedList = metadataFirst(s.newObject(res))
+		}
+	}
+	if err := s.addCreators(c.Creators); err != nil {
+		return err
+	}
+	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
+	return nil
+}
+
+// ensureSystemObjects creates what every cluster has from the start when
+// it is missing: the system namespaces, priority classes, and the
+// kubernetes Service with its Endpoints.
+func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
+	if err := s.ensureNamespaces(ctx); err != nil {
+		return err
+	}
+	if err := s.ensurePriorityClasses(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
+		return err
+	}
+	return s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort)
 }
 
 // Close stops following the store. Requests in flight are not interrupted.
