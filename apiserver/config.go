@@ -158,7 +158,9 @@ func (f AdmissionFunc) Admit(ctx context.Context, a *AdmissionAttributes) error 
 // "GROUP/VERSION/RESOURCE/SUBRESOURCE" for subresources (e.g.
 // "/v1/serviceaccounts/token").
 //
-// The server decodes the body (JSON, YAML or protobuf, by Content-Type) into
+// New makes each a Subresource: the entry "" of a virtual Resource, or the
+// named entry of a stored one. The server decodes the body (JSON, YAML or
+// protobuf, by Content-Type) into
 // New(), authorizes the request (verb create on that resource/subresource),
 // calls Create, and encodes the result in the negotiated format with status
 // 201. Top-level virtual resources are listed in discovery with verbs

@@ -19,10 +19,10 @@ import (
 // generation, no status. The data must be a JSON object on create and
 // never changes afterwards; the revision is not negative.
 
-func controllerRevisionResource() *resource {
-	return &resource{gvr: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), kind: "ControllerRevision",
-		singular: "controllerrevision", namespaced: true, nameFn: apivalidation.NameIsDNSSubdomain,
-		validate: validateControllerRevision, table: controllerRevisionTable}
+func controllerRevisionResource() *Resource {
+	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), Kind: "ControllerRevision",
+		Singular: "controllerrevision", Namespaced: true, ValidateName: apivalidation.NameIsDNSSubdomain,
+		Validate: validateControllerRevision, Table: controllerRevisionTable}
 }
 
 // validateControllerRevision is kube's ValidateControllerRevisionCreate
@@ -54,13 +54,13 @@ func validateControllerRevision(obj, old runtime.Object) field.ErrorList {
 
 // controllerRevisionTable has kube's columns: the controller as
 // kind.group/name, and the revision.
-var controllerRevisionTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var controllerRevisionTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Controller", Type: "string", Description: "Controller of the object"},
 		{Name: "Revision", Type: "string", Description: appsv1.ControllerRevision{}.SwaggerDoc()["revision"]},
 		ageColumn,
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		cr := obj.(*appsv1.ControllerRevision)
 		controller := "<none>"
 		if ref := metav1.GetControllerOfNoCopy(cr); ref != nil {

@@ -15,7 +15,7 @@ import (
 // convert turns obj (an object or a list of res) into the form out asks
 // for: a Table, PartialObjectMetadata or PartialObjectMetadataList (D.7). A
 // Status, and anything when out asks for no conversion, is left alone.
-func (s *Server) convert(r *http.Request, res *resource, out output, obj runtime.Object) (runtime.Object, error) {
+func (s *Server) convert(r *http.Request, res *Resource, out output, obj runtime.Object) (runtime.Object, error) {
 	if _, ok := obj.(*metav1.Status); ok || out.convert == nil {
 		return obj, nil
 	}
@@ -67,8 +67,8 @@ func partialMetadata(obj runtime.Object, gvk schema.GroupVersionKind) *metav1.Pa
 // answers: the Go type of its internal form, such as *core.ConfigMapList.
 // Those live in a package named after the group's first label, except that
 // the core group's is "core" and events.k8s.io's Event is core's.
-func internalTypeName(res *resource, obj runtime.Object) string {
-	pkg := res.gvr.Group
+func internalTypeName(res *Resource, obj runtime.Object) string {
+	pkg := res.GVR.Group
 	for i := 0; i < len(pkg); i++ {
 		if pkg[i] == '.' {
 			pkg = pkg[:i]
@@ -78,7 +78,7 @@ func internalTypeName(res *resource, obj runtime.Object) string {
 	if pkg == "" || pkg == "events" {
 		pkg = "core"
 	}
-	kind := res.kind
+	kind := res.Kind
 	if meta.IsListType(obj) {
 		kind += "List"
 	}

@@ -22,12 +22,12 @@ import (
 // CronJobsGVR is where CronJobs are served.
 var CronJobsGVR = batchv1.SchemeGroupVersion.WithResource("cronjobs")
 
-func cronJobResource() *resource {
-	return &resource{gvr: CronJobsGVR, kind: "CronJob", singular: "cronjob", namespaced: true, shortNames: []string{"cj"},
-		categories: []string{"all"}, status: true, nameFn: apivalidation.NameIsDNSSubdomain, generation: true,
-		defaults: defaultCronJob, validate: validateCronJob, warnings: cronJobWarnings,
-		validateStatus: func(runtime.Object, runtime.Object) field.ErrorList { return nil },
-		resetStatus:    resetCronJobStatus, table: cronJobTable}
+func cronJobResource() *Resource {
+	return &Resource{GVR: CronJobsGVR, Kind: "CronJob", Singular: "cronjob", Namespaced: true, ShortNames: []string{"cj"},
+		Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+		Defaults: defaultCronJob, Validate: validateCronJob, Warnings: cronJobWarnings,
+		ValidateStatus: func(runtime.Object, runtime.Object) field.ErrorList { return nil },
+		ResetStatus:    resetCronJobStatus, Table: cronJobTable}
 }
 
 // defaultCronJob fills SetDefaults_CronJob: concurrent runs allowed, not
@@ -186,8 +186,8 @@ func cronJobWarnings(obj, old runtime.Object) []string {
 	return w
 }
 
-var cronJobTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var cronJobTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Schedule", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]},
 		{Name: "Timezone", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]},
 		{Name: "Suspend", Type: "boolean", Description: batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]},
@@ -195,7 +195,7 @@ var cronJobTable = &tableDef{
 		{Name: "Last Schedule", Type: "string", Description: batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]},
 		ageColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		cj := obj.(*batchv1.CronJob)
 		last := "<none>"
 		if t := cj.Status.LastScheduleTime; t != nil {

@@ -42,14 +42,14 @@ import (
 // served.
 var CertificateSigningRequestsGVR = certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
 
-func certificateSigningRequestResource() *resource {
-	return &resource{gvr: CertificateSigningRequestsGVR, kind: "CertificateSigningRequest", singular: "certificatesigningrequest",
-		shortNames: []string{"csr"}, status: true, approval: true, nameFn: anyName,
-		fields: csrFields, prepareCreate: prepareCSRCreate, prepare: prepareCSR, prepareSubresource: prepareCSRSubresource,
-		validate: validateCSRObject, validateStatus: validateCSRStatus, validateApproval: validateCSRApproval,
-		resetStatus: resetCSRStatus, resetApproval: resetCSRApproval, table: csrTable,
+func certificateSigningRequestResource() *Resource {
+	return &Resource{GVR: CertificateSigningRequestsGVR, Kind: "CertificateSigningRequest", Singular: "certificatesigningrequest",
+		ShortNames: []string{"csr"}, Subresources: subresources(statusSubresource(), approvalSubresource()), ValidateName: anyName,
+		Fields: csrFields, PrepareCreate: prepareCSRCreate, Prepare: prepareCSR, PrepareSubresource: prepareCSRSubresource,
+		Validate: validateCSRObject, ValidateStatus: validateCSRStatus, ValidateApproval: validateCSRApproval,
+		ResetStatus: resetCSRStatus, ResetApproval: resetCSRApproval, Table: csrTable,
 		// What each write resets is nobody's in managedFields.
-		untracked: map[string]*fieldpath.Set{
+		Untracked: map[string]*fieldpath.Set{
 			"":         fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status")),
 			"status":   fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "conditions")),
 			"approval": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate")),
@@ -60,6 +60,12 @@ func certificateSigningRequestResource() *resource {
 // does; whether the name can be a path segment is checked after the
 // kind's rules (H.1).
 func anyName(string, bool) []string { return nil }
+
+// approvalSubresource is RESOURCE/approval: get, update and patch of what
+// ResetApproval copies, the Approved and Denied conditions (H.1).
+func approvalSubresource() *subresource {
+	return &subresource{name: "approval", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
+}
 
 func csrFields(obj runtime.Object, set fields.Set) {
 	set["spec.signerName"] = obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName
@@ -470,14 +476,14 @@ func findCSRConditions(csr *certificatesv1.CertificateSigningRequest, t certific
 
 // csrTable has the columns of kubectl get csr, described (as kube
 // describes them) by certificates.k8s.io/v1beta1's field docs.
-var csrTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn, ageColumn,
+var csrTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn, ageColumn,
 		{Name: "SignerName", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]},
 		{Name: "Requestor", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["request"]},
 		{Name: "RequestedDuration", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]},
 		{Name: "Condition", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestStatus{}.SwaggerDoc()["conditions"]},
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		csr := obj.(*certificatesv1.CertificateSigningRequest)
 		signer := "<none>"
 		if csr.Spec.SignerName != "" {

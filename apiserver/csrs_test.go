@@ -305,7 +305,7 @@ func TestCSRTable_H1(t *testing.T) {
 	csr.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
 	csr.Spec.Username = "alice"
 	csr.Spec.ExpirationSeconds = ptr32(3600)
-	got := csrTable.cells(csr, now)
+	got := csrTable.Cells(csr, now)
 	want := []any{"x", "90s", "kubernetes.io/kube-apiserver-client", "alice", "60m", "Pending"}
 	if len(got) != len(want) {
 		t.Fatalf("cells = %v, want %v", got, want)
@@ -317,7 +317,7 @@ func TestCSRTable_H1(t *testing.T) {
 	}
 	csr.Spec.ExpirationSeconds = nil
 	deny(csr)
-	if got := csrTable.cells(csr, now); got[4] != "<none>" || got[5] != "Denied" {
+	if got := csrTable.Cells(csr, now); got[4] != "<none>" || got[5] != "Denied" {
 		t.Errorf("cells = %v, want <none> and Denied", got)
 	}
 }

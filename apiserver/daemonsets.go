@@ -21,12 +21,12 @@ import (
 // the generation; a change of the template also moves
 // spec.templateGeneration, as kube's daemonset strategy does.
 
-func daemonSetResource() *resource {
-	return &resource{gvr: appsv1.SchemeGroupVersion.WithResource("daemonsets"), kind: "DaemonSet", singular: "daemonset",
-		namespaced: true, shortNames: []string{"ds"}, categories: []string{"all"}, status: true,
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true,
-		defaults: defaultDaemonSet, prepare: prepareDaemonSet, validate: validateDaemonSet, validateUpdate: validateDaemonSetUpdate,
-		warnings: daemonSetWarnings, validateStatus: validateDaemonSetStatus, resetStatus: resetDaemonSetStatus, table: daemonSetTable}
+func daemonSetResource() *Resource {
+	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("daemonsets"), Kind: "DaemonSet", Singular: "daemonset",
+		Namespaced: true, ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()),
+		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+		Defaults: defaultDaemonSet, Prepare: prepareDaemonSet, Validate: validateDaemonSet, ValidateUpdate: validateDaemonSetUpdate,
+		Warnings: daemonSetWarnings, ValidateStatus: validateDaemonSetStatus, ResetStatus: resetDaemonSetStatus, Table: daemonSetTable}
 }
 
 // defaultDaemonSet is kube's SetDefaults_DaemonSet: a rolling update with
@@ -218,8 +218,8 @@ func validateDaemonSetStatus(obj, old runtime.Object) field.ErrorList {
 }
 
 // daemonSetTable has the columns of kubectl get ds -o wide.
-var daemonSetTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var daemonSetTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Desired", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]},
 		{Name: "Current", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]},
 		{Name: "Ready", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]},
@@ -229,7 +229,7 @@ var daemonSetTable = &tableDef{
 		ageColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]},
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.DaemonSet)
 		st := &d.Status
 		names, images := containerCells(d.Spec.Template.Spec.Containers)
@@ -237,5 +237,5 @@ var daemonSetTable = &tableDef{
 			int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
 			age(d.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 	},
-	hiddenAnnotations: []string{appsv1.DeprecatedTemplateGeneration},
+	HiddenAnnotations: []string{appsv1.DeprecatedTemplateGeneration},
 }

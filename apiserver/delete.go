@@ -14,7 +14,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/kubegate/kubegate/store"
@@ -90,9 +89,9 @@ func (q *request) delete() error {
 // answer with the object (namespaces, services) as it was.
 func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 	acc, _ := meta.Accessor(obj)
-	if !q.res.returnDeleted {
+	if !q.res.ReturnDeleted {
 		return &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess,
-			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.gvr.Group, Kind: q.res.gvr.Resource, UID: acc.GetUID()}}
+			Details: &metav1.StatusDetails{Name: acc.GetName(), Group: q.res.GVR.Group, Kind: q.res.GVR.Resource, UID: acc.GetUID()}}
 	}
 	if o, ok := obj.(*corev1.Pod); ok {
 		now := metav1.NewTime(q.s.now().Truncate(time.Second))
@@ -116,10 +115,10 @@ func (q *request) deletedAnswer(obj runtime.Object) runtime.Object {
 // deleteOne deletes the object name, or marks it deleting when finalizers
 // or a graceful pod shutdown are pending (deleted false).
 func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	if q.res.undeletable != nil {
+	if q.res.Undeletable != nil {
 		// refused here, so that no path (delete, deletecollection,
 		// eviction) removes a system object
-		if err := q.res.undeletable(name); err != nil {
+		if err := q.res.Undeletable(name); err != nil {
 			return nil, false, apierrors.NewForbidden(q.gr(), name, err)
 		}
 	}
@@ -134,27 +133,10 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		if err != nil {
 			return nil, false, err
 		}
-		acc, _ := meta.Accessor(old)
-		if p := opts.Preconditions; p != nil && q.res.gvr == namespacesGVR {
-			// The namespace registry checks its preconditions itself,
-			// naming the resource (G.9).
-			if p.UID != nil && *p.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
-			}
-		} else if p := opts.Preconditions; p != nil {
-			// kube names the kind, not the resource, in these conflicts.
-			kind := schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.kind}
-			if p.UID != nil && *p.UID != acc.GetUID() {
-				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
-			}
-			if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
-				return nil, false, apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
-			}
+		if err := q.checkDeletePreconditions(name, opts.Preconditions, old); err != nil {
+			return nil, false, err
 		}
-		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.gvr, Kind: q.res.gvk(), Namespace: q.ns,
+		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.GVR, Kind: q.res.gvk(), Namespace: q.ns,
 			Name: name, User: q.user(), OldObject: old, DryRun: dry}
 		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, false, err
@@ -164,55 +146,22 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 		}
 		if ns, ok := old.(*corev1.Namespace); ok {
 			if ns.DeletionTimestamp == nil {
-				// The first delete of a namespace starts its termination
-				// (G.9); the namespace controller empties it.
-				marked := ns.DeepCopy()
-				now := metav1.NewTime(q.s.now().Truncate(time.Second))
-				marked.DeletionTimestamp = &now
-				marked.Status.Phase = corev1.NamespaceTerminating
-				marked.Finalizers = namespaceFinalizers(ns.Finalizers, opts)
-				if dry {
-					return marked, false, nil
-				}
-				data, err := q.s.encodeStored(q.res, marked)
-				if err != nil {
-					return nil, false, err
-				}
-				rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-				if errors.Is(err, store.ErrConflict) {
+				marked, retry, err := q.startNamespaceTermination(name, kv, ns, opts, dry)
+				if retry {
 					continue
 				}
-				if err != nil {
-					return nil, false, storeErr(err, q.gr(), name)
-				}
-				q.s.terminating.Store(name, struct{}{})
-				setResourceVersion(marked, rev)
-				return marked, false, nil
+				return marked, false, err
 			}
 			if len(ns.Spec.Finalizers) > 0 {
 				return old, false, nil // still being emptied
 			}
 		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {
-			if dry {
-				return marked, false, nil
-			}
-			if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
-				return old, false, err
-			}
-			data, err := q.s.encodeStored(q.res, marked)
-			if err != nil {
-				return nil, false, err
-			}
-			rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-			if errors.Is(err, store.ErrConflict) {
+			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
+			if retry {
 				continue
 			}
-			if err != nil {
-				return nil, false, storeErr(err, q.gr(), name)
-			}
-			setResourceVersion(marked, rev)
-			return marked, false, nil
+			return out, false, err
 		}
 		if dry {
 			return old, true, nil
@@ -229,11 +178,93 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 	}
 }
 
+// checkDeletePreconditions refuses a delete whose preconditions old does
+// not meet, with kube's Conflict.
+func (q *request) checkDeletePreconditions(name string, p *metav1.Preconditions, old runtime.Object) error {
+	if p == nil {
+		return nil
+	}
+	acc, _ := meta.Accessor(old)
+	if q.res.GVR == namespacesGVR {
+		// The namespace registry checks its preconditions itself, naming
+		// the resource (G.9).
+		if p.UID != nil && *p.UID != acc.GetUID() {
+			return apierrors.NewConflict(q.gr(), name, preconditionErr("UID", *p.UID, acc.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+			return apierrors.NewConflict(q.gr(), name, preconditionErr("ResourceVersion", *p.ResourceVersion, acc.GetResourceVersion()))
+		}
+		return nil
+	}
+	// kube names the kind, not the resource, in these conflicts.
+	kind := schema.GroupResource{Group: q.res.GVR.Group, Resource: q.res.Kind}
+	if p.UID != nil && *p.UID != acc.GetUID() {
+		return apierrors.NewConflict(kind, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, acc.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != acc.GetResourceVersion() {
+		return apierrors.NewConflict(kind, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, acc.GetResourceVersion()))
+	}
+	return nil
+}
+
+// startNamespaceTermination serves the first delete of a namespace: it
+// is marked Terminating with its deletion time (G.9), and the namespace
+// controller empties it. retry: written meanwhile.
+func (q *request) startNamespaceTermination(name string, kv store.KV, ns *corev1.Namespace, opts *metav1.DeleteOptions, dry bool) (_ runtime.Object, retry bool, _ error) {
+	marked := ns.DeepCopy()
+	now := metav1.NewTime(q.s.now().Truncate(time.Second))
+	marked.DeletionTimestamp = &now
+	marked.Status.Phase = corev1.NamespaceTerminating
+	marked.Finalizers = namespaceFinalizers(ns.Finalizers, opts)
+	if dry {
+		return marked, false, nil
+	}
+	data, err := q.s.encodeStored(q.res, marked)
+	if err != nil {
+		return nil, false, err
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), name)
+	}
+	q.s.terminating.Store(name, struct{}{})
+	setResourceVersion(marked, rev)
+	return marked, false, nil
+}
+
+// storeMarked stores an object marked for deletion in place of old,
+// stored as kv; one that was marked already is answered as stored.
+// retry: written meanwhile.
+func (q *request) storeMarked(name string, kv store.KV, marked, old runtime.Object, dry bool) (_ runtime.Object, retry bool, _ error) {
+	if dry {
+		return marked, false, nil
+	}
+	if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
+		return old, false, err
+	}
+	data, err := q.s.encodeStored(q.res, marked)
+	if err != nil {
+		return nil, false, err
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), name)
+	}
+	setResourceVersion(marked, rev)
+	return marked, false, nil
+}
+
 // warnJobDelete warns that a delete of Jobs naming no propagation policy
 // leaves their pods (G.8).
 func (q *request) warnJobDelete(opts *metav1.DeleteOptions) {
 	//lint:ignore SA1019 kube still reads the deprecated field
-	if q.res.gvr == JobsGVR && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
+	if q.res.GVR == JobsGVR && opts.PropagationPolicy == nil && opts.OrphanDependents == nil {
 		warning.AddWarning(q.ctx(), "", jobDeleteWarning)
 	}
 }
@@ -260,7 +291,7 @@ func (s *Server) markDeleting(q *request, old runtime.Object, opts *metav1.Delet
 			return old, true // already stopping, and no shorter grace asked
 		}
 	}
-	finalizers, changed := gcFinalizers(q.res.gc, acc.GetFinalizers(), opts)
+	finalizers, changed := gcFinalizers(q.res.GC, acc.GetFinalizers(), opts)
 	if grace == 0 && len(finalizers) == 0 {
 		return nil, false
 	}
@@ -308,7 +339,7 @@ func (s *Server) podGrace(q *request, obj runtime.Object, opts *metav1.DeleteOpt
 
 // gracefulPending reports whether obj is a pod whose grace period the node
 // agent has yet to end.
-func (s *Server) gracefulPending(res *resource, obj runtime.Object) bool {
+func (s *Server) gracefulPending(res *Resource, obj runtime.Object) bool {
 	pod, ok := obj.(*corev1.Pod)
 	return ok && pod.DeletionGracePeriodSeconds != nil && *pod.DeletionGracePeriodSeconds > 0
 }
@@ -358,116 +389,6 @@ func (q *request) deleteCollection() error {
 	return q.respond(http.StatusOK, list)
 }
 
-// bindingsGVR is the legacy POST /api/v1/namespaces/NS/bindings.
-var bindingsGVR = schema.GroupVersionResource{Version: "v1", Resource: "bindings"}
-
-// serveBinding serves the legacy POST /api/v1/namespaces/NS/bindings.
-func (q *request) serveBinding() {
-	if err := q.bind(""); err != nil {
-		q.s.writeErr(q.w, q.r, err)
-	}
-}
-
-// bind serves POST pods/NAME/binding (and the legacy bindings resource, name
-// ""): it assigns the pod to the target node.
-func (q *request) bind(name string) error {
-	info, data, err := q.subresourceBody()
-	if err != nil {
-		return err
-	}
-	d, err := q.s.decode(info, data, coreGV.WithKind("Binding"), &corev1.Binding{})
-	if err != nil {
-		return err
-	}
-	b := d.obj.(*corev1.Binding)
-	gr := schema.GroupResource{Resource: "pods"}
-	if name == "" {
-		name, gr = b.Name, bindingsGVR.GroupResource()
-	}
-	if err := q.s.checkNamespaceActive(q.ctx(), gr, q.ns, name); err != nil {
-		return err
-	}
-	if b.Name != name {
-		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
-	}
-	if b.Namespace != "" && b.Namespace != q.ns {
-		return errNamespaceMismatch()
-	}
-	if b.Target.Name == "" {
-		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
-	}
-	pods, _ := q.s.reg.get(coreGV.WithResource("pods"))
-	pq := *q
-	pq.res, pq.name, pq.sub = pods, name, "binding"
-	bindingGR := schema.GroupResource{Resource: "pods/binding"}
-	_, err = pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
-		pod := old.(*corev1.Pod)
-		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("UID", b.UID, pod.UID))
-		}
-		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("ResourceVersion", b.ResourceVersion, pod.ResourceVersion))
-		}
-		if pod.DeletionTimestamp != nil {
-			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
-		}
-		if pod.Spec.NodeName != "" {
-			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is already assigned to node %q", name, pod.Spec.NodeName))
-		}
-		pod.Spec.NodeName = b.Target.Name
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		setPodScheduled(pod, metav1.NewTime(q.s.now().Truncate(time.Second)))
-		pod.ResourceVersion = ""
-		return pod, nil
-	}, "")
-	if err != nil {
-		return err
-	}
-	q.writeCreated()
-	return nil
-}
-
-// subresourceBody checks that the answer can be encoded, then reads the
-// body of a POST to a subresource (a Binding, an Eviction) and the
-// serializer of its Content-Type.
-func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
-		return runtime.SerializerInfo{}, nil, err
-	}
-	info, err := q.s.bodyInfo(q.r)
-	if err != nil {
-		return runtime.SerializerInfo{}, nil, err
-	}
-	data, err := readBody(q.r)
-	return info, data, err
-}
-
-// writeCreated answers a POST to a subresource that made nothing to show:
-// 201 with a success Status.
-func (q *request) writeCreated() {
-	out, _ := q.s.negotiate(q.r, acceptOptions{})
-	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
-		Status: metav1.StatusSuccess, Code: http.StatusCreated})
-}
-
-func setPodScheduled(pod *corev1.Pod, now metav1.Time) {
-	for i := range pod.Status.Conditions {
-		c := &pod.Status.Conditions[i]
-		if c.Type == corev1.PodScheduled {
-			if c.Status != corev1.ConditionTrue {
-				c.Status, c.LastTransitionTime, c.Reason, c.Message = corev1.ConditionTrue, now, "", ""
-			}
-			return
-		}
-	}
-	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
-}
-
 // preconditionErr is kube's message for a failed delete or binding
 // precondition.
 func preconditionErr(field string, want, got any) error {
@@ -475,8 +396,8 @@ func preconditionErr(field string, want, got any) error {
 }
 
 // released gives back what obj, just deleted, held (D.6).
-func (s *Server) released(ctx context.Context, res *resource, obj runtime.Object) {
+func (s *Server) released(ctx context.Context, res *Resource, obj runtime.Object) {
 	if res.release != nil {
-		res.release(s, context.WithoutCancel(ctx), obj)
+		res.release(s.svcAlloc, context.WithoutCancel(ctx), obj)
 	}
 }

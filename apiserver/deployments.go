@@ -18,12 +18,12 @@ import (
 // with no controller acting on them (D.5). Their generation also counts
 // changed annotations, as kube's deployment strategy does.
 
-func deploymentResource() *resource {
-	return &resource{gvr: appsv1.SchemeGroupVersion.WithResource("deployments"), kind: "Deployment", singular: "deployment",
-		namespaced: true, shortNames: []string{"deploy"}, categories: []string{"all"}, status: true,
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, generationCountsAnnotations: true,
-		defaults: defaultDeployment, validate: validateDeployment, validateUpdate: validateDeploymentUpdate, warnings: deploymentWarnings,
-		validateStatus: validateDeploymentStatus, resetStatus: resetDeploymentStatus, table: deploymentTable}
+func deploymentResource() *Resource {
+	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Singular: "deployment",
+		Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()),
+		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GenerationCountsAnnotations: true,
+		Defaults: defaultDeployment, Validate: validateDeployment, ValidateUpdate: validateDeploymentUpdate, Warnings: deploymentWarnings,
+		ValidateStatus: validateDeploymentStatus, ResetStatus: resetDeploymentStatus, Table: deploymentTable}
 }
 
 // defaultDeployment is kube's SetDefaults_Deployment: one replica; a
@@ -215,15 +215,15 @@ func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 }
 
 // deploymentTable has the columns of kubectl get deploy -o wide.
-var deploymentTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var deploymentTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
 		{Name: "Up-to-date", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]},
 		{Name: "Available", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]},
 		ageColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]},
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.Deployment)
 		names, images := containerCells(d.Spec.Template.Spec.Containers)
 		selector := "<invalid>"

@@ -83,9 +83,6 @@ func (s *Server) groupVersions() map[string][]string {
 	for gvr := range s.reg.byGVR {
 		add(gvr.Group, gvr.Version)
 	}
-	for _, c := range s.creators {
-		add(c.gvr.Group, c.gvr.Version)
-	}
 	out := map[string][]string{}
 	for g, vs := range gv {
 		for v := range vs {
@@ -183,8 +180,8 @@ func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
 
 // verbs are the verbs discovery lists for the resource itself, sorted as
 // kube-apiserver sorts them.
-func (r *resource) verbs() metav1.Verbs {
-	if r.noDeleteCollection {
+func (r *Resource) verbs() metav1.Verbs {
+	if r.NoDeleteCollection {
 		return metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
 	}
 	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -194,8 +191,8 @@ func (r *resource) verbs() metav1.Verbs {
 // resource, by which clients (the storage version migrator) tell when its
 // storage version changed: the first 8 bytes of the SHA-256 of
 // "GROUP/VERSION/KIND" of the stored kind, in standard base64 (B.6).
-func (r *resource) storageVersionHash() string {
-	gvk := r.storedAs
+func (r *Resource) storageVersionHash() string {
+	gvk := r.StoredAs
 	if gvk.Empty() {
 		gvk = r.gvk()
 	}
@@ -211,47 +208,17 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 		if gvr.GroupVersion() != gv {
 			continue
 		}
-		rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.singular, Namespaced: res.namespaced,
-			Kind: res.kind, Verbs: res.verbs(), ShortNames: res.shortNames, Categories: res.categories,
-			StorageVersionHash: res.storageVersionHash()})
-		if res.status {
-			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/status", Namespaced: res.namespaced, Kind: res.kind,
-				Verbs: metav1.Verbs{"get", "patch", "update"}})
-		}
-		if res.approval {
-			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/approval", Namespaced: res.namespaced, Kind: res.kind,
-				Verbs: metav1.Verbs{"get", "patch", "update"}})
-		}
-		if res.scale {
-			rs = append(rs, scaleDiscovery(gvr.Resource, res.namespaced))
-		}
-		if res.binding {
-			rs = append(rs, metav1.APIResource{Name: gvr.Resource + "/binding", Namespaced: res.namespaced, Kind: "Binding",
-				Verbs: metav1.Verbs{"create"}})
-		}
-		if gvr == coreGV.WithResource("pods") {
-			rs = append(rs, podSubresources...)
-		}
-		if gvr == namespacesGVR {
-			rs = append(rs, metav1.APIResource{Name: "namespaces/finalize", Kind: "Namespace", Verbs: metav1.Verbs{"update"}})
-		}
-	}
-	if gv == coreGV && len(rs) > 0 {
-		rs = append(rs, metav1.APIResource{Name: bindingsGVR.Resource, SingularName: "binding", Namespaced: true, Kind: "Binding",
-			Verbs: metav1.Verbs{"create"}})
-	}
-	for _, c := range s.creators {
-		if c.gvr.GroupVersion() != gv {
+		if e, ok := res.Subresources[""]; ok {
+			rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.Singular, Namespaced: res.Namespaced,
+				Kind: res.Kind, Verbs: e.Verbs()})
 			continue
 		}
-		ar := metav1.APIResource{Name: c.gvr.Resource, Namespaced: c.Namespaced(), Kind: c.Kind(), Verbs: metav1.Verbs{"create"}}
-		if c.subresource != "" {
-			ar.Name += "/" + c.subresource
-			ar.Group, ar.Version = c.gvk.Group, c.gvk.Version
-		} else {
-			ar.SingularName = strings.ToLower(c.Kind())
+		rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.Singular, Namespaced: res.Namespaced,
+			Kind: res.Kind, Verbs: res.verbs(), ShortNames: res.ShortNames, Categories: res.Categories,
+			StorageVersionHash: res.storageVersionHash()})
+		for _, sub := range res.Subresources {
+			rs = append(rs, subresourceDiscovery(res, sub))
 		}
-		rs = append(rs, ar)
 	}
 	if len(rs) == 0 {
 		return nil
@@ -266,12 +233,12 @@ func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 	return list
 }
 
-// podSubresources are the pod subresources served in podsub.go (D.9), as
-// kube-apiserver lists them.
-var podSubresources = []metav1.APIResource{
-	{Name: "pods/attach", Namespaced: true, Kind: "PodAttachOptions", Verbs: metav1.Verbs{"create", "get"}},
-	{Name: "pods/eviction", Namespaced: true, Group: "policy", Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"}},
-	{Name: "pods/exec", Namespaced: true, Kind: "PodExecOptions", Verbs: metav1.Verbs{"create", "get"}},
-	{Name: "pods/log", Namespaced: true, Kind: "Pod", Verbs: metav1.Verbs{"get"}},
-	{Name: "pods/portforward", Namespaced: true, Kind: "PodPortForwardOptions", Verbs: metav1.Verbs{"create", "get"}},
+// subresourceDiscovery is the discovery entry of a subresource of res.
+func subresourceDiscovery(res *Resource, sub Subresource) metav1.APIResource {
+	k := sub.Kind()
+	if k.Kind == "" {
+		k.Kind = res.Kind
+	}
+	return metav1.APIResource{Name: res.GVR.Resource + "/" + sub.Name(), Namespaced: res.Namespaced, Group: k.Group, Version: k.Version,
+		Kind: k.Kind, Verbs: sub.Verbs()}
 }

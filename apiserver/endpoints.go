@@ -42,16 +42,16 @@ var (
 // EndpointSlices.
 const endpointsDeprecation = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
 
-func endpointsResource() *resource {
-	return &resource{gvr: EndpointsGVR, kind: "Endpoints", singular: "endpoints", namespaced: true, shortNames: []string{"ep"},
-		nameFn: apivalidation.NameIsDNSSubdomain, deprecation: endpointsDeprecation,
-		defaults: defaultEndpoints, validate: validateEndpoints, table: endpointsTable}
+func endpointsResource() *Resource {
+	return &Resource{GVR: EndpointsGVR, Kind: "Endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
+		ValidateName: apivalidation.NameIsDNSSubdomain, Deprecation: endpointsDeprecation,
+		Defaults: defaultEndpoints, Validate: validateEndpoints, Table: endpointsTable}
 }
 
-func endpointSliceResource() *resource {
-	return &resource{gvr: EndpointSlicesGVR, kind: "EndpointSlice", singular: "endpointslice", namespaced: true,
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, generationChanged: endpointSliceChanged,
-		defaults: defaultEndpointSlice, prepare: prepareEndpointSlice, validate: validateEndpointSlice, warnings: endpointSliceWarnings, table: endpointSliceTable}
+func endpointSliceResource() *Resource {
+	return &Resource{GVR: EndpointSlicesGVR, Kind: "EndpointSlice", Singular: "endpointslice", Namespaced: true,
+		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GenerationChanged: endpointSliceChanged,
+		Defaults: defaultEndpointSlice, Prepare: prepareEndpointSlice, Validate: validateEndpointSlice, Warnings: endpointSliceWarnings, Table: endpointSliceTable}
 }
 
 // defaultEndpoints gives each port kube's protocol, TCP.
@@ -137,11 +137,11 @@ func validateEndpointPort(p *corev1.EndpointPort, requireName bool, path *field.
 // endpointsTable is kube's: NAME, ENDPOINTS (the first three ip:port
 // pairs of ready addresses, "+ N more..." after them, <none> without
 // subsets) and AGE.
-var endpointsTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var endpointsTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
 		ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		e := obj.(*corev1.Endpoints)
 		return []any{e.Name, formatEndpoints(e), age(e.CreationTimestamp, now)}
 	},
@@ -351,13 +351,13 @@ var endpointSliceDoc = discoveryv1.EndpointSlice{}.SwaggerDoc()
 // endpointSliceTable is kube's: NAME, ADDRESSTYPE, PORTS and ENDPOINTS
 // (the first three of each, "+ N more..." after them, <unset> for none)
 // and AGE.
-var endpointSliceTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var endpointSliceTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "AddressType", Type: "string", Description: endpointSliceDoc["addressType"]},
 		{Name: "Ports", Type: "string", Description: endpointSliceDoc["ports"]},
 		{Name: "Endpoints", Type: "string", Description: endpointSliceDoc["endpoints"]},
 		ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		es := obj.(*discoveryv1.EndpointSlice)
 		var ports, addrs []string
 		for _, p := range es.Ports {
@@ -427,7 +427,7 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptrTo(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptrTo("https"), Port: ptrTo(int32(port)), Protocol: ptrTo(corev1.ProtocolTCP)}}}
 	for _, w := range []struct {
-		res  *resource
+		res  *Resource
 		obj  runtime.Object
 		same func(stored []byte) bool
 	}{
@@ -441,8 +441,8 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 				apiequality.Semantic.DeepEqual(old.Ports, slice.Ports) && old.AddressType == slice.AddressType
 		}},
 	} {
-		res, _ := s.reg.get(w.res.gvr)
-		key := Key(res.gvr, metav1.NamespaceDefault, "kubernetes")
+		res, _ := s.reg.get(w.res.GVR)
+		key := Key(res.GVR, metav1.NamespaceDefault, "kubernetes")
 		kv, err := s.cfg.Store.Get(ctx, key)
 		switch {
 		case err == nil && w.same(kv.Value):
@@ -450,13 +450,13 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 		case err == nil:
 			// A stale address: start again from the current one.
 			if _, _, err := s.cfg.Store.Delete(ctx, key, kv.ModRevision); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("replace the kubernetes %s: %w", res.gvr.Resource, err)
+				return fmt.Errorf("replace the kubernetes %s: %w", res.GVR.Resource, err)
 			}
 		case !errors.Is(err, store.ErrNotFound):
-			return fmt.Errorf("check the kubernetes %s: %w", res.gvr.Resource, err)
+			return fmt.Errorf("check the kubernetes %s: %w", res.GVR.Resource, err)
 		}
 		if _, err := s.createStored(ctx, res, w.obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create the kubernetes %s: %w", res.gvr.Resource, err)
+			return fmt.Errorf("create the kubernetes %s: %w", res.GVR.Resource, err)
 		}
 	}
 	return nil

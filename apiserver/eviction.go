@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	pdbhelpers "k8s.io/component-helpers/apps/poddisruptionbudget"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -301,19 +302,20 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 }
 
 // setDisruptionAllowedCondition sets a budget's DisruptionAllowed
-// condition from its status.disruptionsAllowed (G.12): True with reason
-// SufficientPods when it allows one, else False with InsufficientPods.
-// now is the transition time when the status changes.
+// condition from its status.disruptionsAllowed (G.12) as kube's eviction
+// does, by component-helpers' rule: True with reason SufficientPods when
+// it allows one, else False with InsufficientPods. The helper takes the
+// transition time from the wall clock; kubegate takes now, the server's
+// clock, so that a server run on an injected clock writes its time.
 func setDisruptionAllowedCondition(pdb *policyv1.PodDisruptionBudget, now metav1.Time) {
-	c := metav1.Condition{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionFalse,
-		Reason: policyv1.InsufficientPodsReason, ObservedGeneration: pdb.Status.ObservedGeneration, LastTransitionTime: now}
-	if pdb.Status.DisruptionsAllowed > 0 {
-		c.Status, c.Reason = metav1.ConditionTrue, policyv1.SufficientPodsReason
+	var before metav1.ConditionStatus
+	if c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition); c != nil {
+		before = c.Status
 	}
-	if pdb.Status.Conditions == nil {
-		pdb.Status.Conditions = []metav1.Condition{}
+	pdbhelpers.UpdateDisruptionAllowedCondition(pdb)
+	if c := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition); c.Status != before {
+		c.LastTransitionTime = now
 	}
-	apimeta.SetStatusCondition(&pdb.Status.Conditions, c)
 }
 
 // stillProcessing is the refusal while the budget's status does not yet
@@ -359,7 +361,7 @@ func budgetForbidden(name, reason, detail string) error {
 // then follows that write.
 func (q *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 	if len(opts.DryRun) == 0 {
-		pq := q.as(q.res.gvr, q.name, "status")
+		pq := q.as(q.res.GVR, q.name, "status")
 		kind := schema.GroupResource{Resource: "Pod"}
 		obj, err := pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
 			pod := old.(*corev1.Pod)

@@ -11,14 +11,14 @@ import (
 // out of every writer's set, so that an object whose writers set only
 // those has no managedFields at all, and, as kube-apiserver does for an
 // object without them, its later updates start none (H.1).
-func (s *Server) fieldManager(res *resource, sub string) (*managedfields.FieldManager, error) {
-	key := res.gvr.String() + "/" + sub
+func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldManager, error) {
+	key := res.GVR.String() + "/" + sub
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
 	gvk := res.gvk()
 	var untracked map[fieldpath.APIVersion]fieldpath.Filter
-	if set := res.untracked[sub]; set != nil {
+	if set := res.Untracked[sub]; set != nil {
 		untracked = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gvk.GroupVersion().String()): set})
 	}
 	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
@@ -32,10 +32,10 @@ func (s *Server) fieldManager(res *resource, sub string) (*managedfields.FieldMa
 // trackFields records in obj's managedFields what manager set, relative to
 // live (an empty object on create). Tracking never fails a write: on error
 // obj is returned unchanged.
-func (s *Server) trackFields(res *resource, sub string, live, obj runtime.Object, manager string) runtime.Object {
+func (s *Server) trackFields(res *Resource, sub string, live, obj runtime.Object, manager string) runtime.Object {
 	fm, err := s.fieldManager(res, sub)
 	if err != nil {
-		s.log.Warn("field manager", "kind", res.kind, "err", err)
+		s.log.Warn("field manager", "kind", res.Kind, "err", err)
 		return obj
 	}
 	out := fm.UpdateNoErrors(live, obj, manager)
@@ -56,7 +56,7 @@ func (s *Server) creatorFieldManager(c *creatorEntry) (*managedfields.FieldManag
 		return fm.(*managedfields.FieldManager), nil
 	}
 	tc := s.typeConverter
-	if _, err := tc.ObjectToTyped(c.New()); err != nil {
+	if _, err := tc.ObjectToTyped(c.c.New()); err != nil {
 		tc = managedfields.NewDeducedTypeConverter()
 	}
 	fm, err := managedfields.NewDefaultFieldManager(tc, s.scheme, s.scheme, s.scheme, c.gvk, c.gvk.GroupVersion(), c.subresource, nil)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
@@ -97,6 +98,15 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 		t.Errorf("/api = %s", body)
 	}
 	cs := ts.clientset(t, false)
+	checkDiscoveredResources(t, cs)
+	checkServerVersion(t, ts, cs)
+	checkOpenAPIPodPatch(t, ts)
+}
+
+// checkDiscoveredResources: discovery lists resources and subresources of
+// every group.
+func checkDiscoveredResources(t *testing.T, cs *kubernetes.Clientset) {
+	t.Helper()
 	groups, resources, err := cs.Discovery().ServerGroupsAndResources()
 	if err != nil {
 		t.Fatalf("discovery: %v", err)
@@ -113,6 +123,12 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 			t.Errorf("discovery lacks %s (have %d groups)", want, len(groups))
 		}
 	}
+}
+
+// checkServerVersion: /version answers kube-apiserver v1.37.2's fields,
+// indented as it writes them.
+func checkServerVersion(t *testing.T, ts *testServer, cs *kubernetes.Clientset) {
+	t.Helper()
 	// kube-apiserver v1.37.2's fields (D.7).
 	v, err := cs.Discovery().ServerVersion()
 	if err != nil || v.Major != "1" || v.Minor != "37" || v.GitVersion != "v1.37.2" || v.EmulationMajor != "1" || v.EmulationMinor != "37" ||
@@ -122,7 +138,12 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 	if _, _, body := get(t, ts.http.URL+"/version", ""); !strings.HasPrefix(string(body), "{\n  \"major\": \"1\",\n  \"minor\": \"37\",\n  \"emulationMajor\": \"1\",") {
 		t.Errorf("/version = %s, want it indented as kube-apiserver writes it", body)
 	}
+}
 
+// checkOpenAPIPodPatch: the OpenAPI v3 document of api/v1 describes a
+// pod's PATCH with its kind and a fieldValidation parameter.
+func checkOpenAPIPodPatch(t *testing.T, ts *testServer) {
+	t.Helper()
 	code, header, body := get(t, ts.http.URL+"/openapi/v3", "")
 	if ct := header.Get("Content-Type"); ct != "text/plain; charset=utf-8" {
 		t.Errorf("/openapi/v3 Content-Type = %q, want kube's text/plain; charset=utf-8", ct)

@@ -28,11 +28,11 @@ import (
 // JobsGVR is where Jobs are served.
 var JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
 
-func jobResource() *resource {
-	return &resource{gvr: JobsGVR, kind: "Job", singular: "job", namespaced: true, categories: []string{"all"},
-		status: true, nameFn: apivalidation.NameIsDNSSubdomain, generation: true, gc: gcOrphan,
-		fields: jobFields, defaults: defaultJob, prepare: prepareJob, validate: validateJob, validateUpdate: validateJobUpdate,
-		warnings: jobWarnings, validateStatus: validateJobStatus, resetStatus: resetJobStatus, table: jobTable}
+func jobResource() *Resource {
+	return &Resource{GVR: JobsGVR, Kind: "Job", Singular: "job", Namespaced: true, Categories: []string{"all"},
+		Subresources: subresources(statusSubresource()), ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GC: GCOrphan,
+		Fields: jobFields, Defaults: defaultJob, Prepare: prepareJob, Validate: validateJob, ValidateUpdate: validateJobUpdate,
+		Warnings: jobWarnings, ValidateStatus: validateJobStatus, ResetStatus: resetJobStatus, Table: jobTable}
 }
 
 // defaultJob fills SetDefaults_Job: one completion and one pod at a time
@@ -191,6 +191,47 @@ func validateJobSpec(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	return errs
 }
 
+// jobCompletionModeChecks checks a Job's completionMode and what it
+// requires of the other fields.
+func jobCompletionModeChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if m := s.CompletionMode; m != nil {
+		if *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
+			errs = append(errs, field.NotSupported(path.Child("completionMode"), m,
+				[]batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
+		}
+		if *m == batchv1.IndexedCompletion && s.Completions == nil {
+			errs = append(errs, field.Required(path.Child("completions"), "when completion mode is Indexed"))
+		}
+	}
+	if s.CompletionMode == nil || *s.CompletionMode == batchv1.NonIndexedCompletion {
+		if s.BackoffLimitPerIndex != nil {
+			errs = append(errs, field.Invalid(path.Child("backoffLimitPerIndex"), *s.BackoffLimitPerIndex, "requires indexed completion mode"))
+		}
+		if s.MaxFailedIndexes != nil {
+			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *s.MaxFailedIndexes, "requires indexed completion mode"))
+		}
+	}
+	return errs
+}
+
+// jobPodReplacementChecks checks a Job's podReplacementPolicy: Failed
+// only under a podFailurePolicy.
+func jobPodReplacementChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if p := s.PodReplacementPolicy; p != nil {
+		if s.PodFailurePolicy != nil {
+			if *p != batchv1.Failed {
+				errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *p, []batchv1.PodReplacementPolicy{batchv1.Failed}))
+			}
+		} else if *p != batchv1.Failed && *p != batchv1.TerminatingOrFailed {
+			errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *p,
+				[]batchv1.PodReplacementPolicy{batchv1.Failed, batchv1.TerminatingOrFailed}))
+		}
+	}
+	return errs
+}
+
 // jobSpecChecks are the checks of a Job's spec a CronJob's job template
 // gets too (kube's validateJobSpec).
 func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
@@ -218,33 +259,8 @@ func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	if s.MaxFailedIndexes != nil && s.BackoffLimitPerIndex == nil {
 		errs = append(errs, field.Required(path.Child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"))
 	}
-	if m := s.CompletionMode; m != nil {
-		if *m != batchv1.NonIndexedCompletion && *m != batchv1.IndexedCompletion {
-			errs = append(errs, field.NotSupported(path.Child("completionMode"), m,
-				[]batchv1.CompletionMode{batchv1.NonIndexedCompletion, batchv1.IndexedCompletion}))
-		}
-		if *m == batchv1.IndexedCompletion && s.Completions == nil {
-			errs = append(errs, field.Required(path.Child("completions"), "when completion mode is Indexed"))
-		}
-	}
-	if s.CompletionMode == nil || *s.CompletionMode == batchv1.NonIndexedCompletion {
-		if s.BackoffLimitPerIndex != nil {
-			errs = append(errs, field.Invalid(path.Child("backoffLimitPerIndex"), *s.BackoffLimitPerIndex, "requires indexed completion mode"))
-		}
-		if s.MaxFailedIndexes != nil {
-			errs = append(errs, field.Invalid(path.Child("maxFailedIndexes"), *s.MaxFailedIndexes, "requires indexed completion mode"))
-		}
-	}
-	if p := s.PodReplacementPolicy; p != nil {
-		if s.PodFailurePolicy != nil {
-			if *p != batchv1.Failed {
-				errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *p, []batchv1.PodReplacementPolicy{batchv1.Failed}))
-			}
-		} else if *p != batchv1.Failed && *p != batchv1.TerminatingOrFailed {
-			errs = append(errs, field.NotSupported(path.Child("podReplacementPolicy"), *p,
-				[]batchv1.PodReplacementPolicy{batchv1.Failed, batchv1.TerminatingOrFailed}))
-		}
-	}
+	errs = append(errs, jobCompletionModeChecks(s, path)...)
+	errs = append(errs, jobPodReplacementChecks(s, path)...)
 	tp := path.Child("template")
 	errs = append(errs, validatePodTemplate(&s.Template, tp)...)
 	rp := tp.Child("spec", "restartPolicy")
@@ -378,14 +394,14 @@ func dnsLabelNameWarning(name string) []string {
 
 // jobTable has kube's columns for Jobs: the status from the conditions,
 // the completions, how long the Job ran.
-var jobTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var jobTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Status", Type: "string", Description: "Status of the job."},
 		{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
 		{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
 		ageColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		j := obj.(*batchv1.Job)
 		names, images := containerCells(j.Spec.Template.Spec.Containers)
 		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), age(j.CreationTimestamp, now),

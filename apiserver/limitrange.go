@@ -17,10 +17,10 @@ import (
 // limitRangeResource is served as kube-apiserver serves it: namespaced,
 // short name "limits", no status, and kube's default Table of NAME and
 // CREATED AT (kube has no printer for it).
-func limitRangeResource() *resource {
-	return &resource{gvr: limitRangesGVR, kind: "LimitRange", singular: "limitrange", namespaced: true,
-		shortNames: []string{"limits"}, nameFn: apivalidation.NameIsDNSSubdomain,
-		defaults: defaultLimitRange, prepare: prepareLimitRange, validate: validateLimitRange}
+func limitRangeResource() *Resource {
+	return &Resource{GVR: limitRangesGVR, Kind: "LimitRange", Singular: "limitrange", Namespaced: true,
+		ShortNames: []string{"limits"}, ValidateName: apivalidation.NameIsDNSSubdomain,
+		Defaults: defaultLimitRange, Prepare: prepareLimitRange, Validate: validateLimitRange}
 }
 
 // defaultLimitRange fills a Container item's defaults as kube's decoding
@@ -130,7 +130,6 @@ func validateLimitBounds(name corev1.ResourceName, item *corev1.LimitRangeItem, 
 	max, hasMax := item.Max[name]
 	def, hasDef := defaults[name]
 	defReq, hasDefReq := defaultRequests[name]
-	ratio, hasRatio := item.MaxLimitRequestRatio[name]
 	if hasMin && hasMax && min.Cmp(max) > 0 {
 		errs = append(errs, field.Invalid(path.Child("min").Key(key), min, fmt.Sprintf("min value %s is greater than max value %s", min.String(), max.String())))
 	}
@@ -149,10 +148,28 @@ func validateLimitBounds(name corev1.ResourceName, item *corev1.LimitRangeItem, 
 	if hasDef && hasMax && def.Cmp(max) > 0 {
 		errs = append(errs, field.Invalid(path.Child("default").Key(key), max, fmt.Sprintf("default value %s is greater than max value %s", def.String(), max.String())))
 	}
-	if hasRatio && ratio.Cmp(*apiresource.NewQuantity(1, apiresource.DecimalSI)) < 0 {
+	errs = append(errs, validateLimitRatio(item, name, path)...)
+	if !overcommitAllowed(name) && hasDef && hasDefReq && def.Cmp(defReq) != 0 {
+		errs = append(errs, field.Invalid(path.Child("defaultRequest").Key(key), defReq, fmt.Sprintf("default value %s must equal to defaultRequest value %s in %s", def.String(), defReq.String(), key)))
+	}
+	return errs
+}
+
+// validateLimitRatio checks an item's maxLimitRequestRatio for one
+// resource: at least 1, and no more than its max over its min.
+func validateLimitRatio(item *corev1.LimitRangeItem, name corev1.ResourceName, path *field.Path) field.ErrorList {
+	ratio, hasRatio := item.MaxLimitRequestRatio[name]
+	if !hasRatio {
+		return nil
+	}
+	var errs field.ErrorList
+	key := string(name)
+	min, hasMin := item.Min[name]
+	max, hasMax := item.Max[name]
+	if ratio.Cmp(*apiresource.NewQuantity(1, apiresource.DecimalSI)) < 0 {
 		errs = append(errs, field.Invalid(path.Child("maxLimitRequestRatio").Key(key), ratio, fmt.Sprintf("ratio %s is less than 1", ratio.String())))
 	}
-	if hasRatio && hasMin && hasMax {
+	if hasMin && hasMax {
 		ratioValue, minValue, maxValue := float64(ratio.Value()), min.Value(), max.Value()
 		if ratio.Value() < apiresource.MaxMilliValue && minValue < apiresource.MaxMilliValue && maxValue < apiresource.MaxMilliValue {
 			ratioValue, minValue, maxValue = float64(ratio.MilliValue())/1000, min.MilliValue(), max.MilliValue()
@@ -160,9 +177,6 @@ func validateLimitBounds(name corev1.ResourceName, item *corev1.LimitRangeItem, 
 		if bound := float64(maxValue) / float64(minValue); ratioValue > bound {
 			errs = append(errs, field.Invalid(path.Child("maxLimitRequestRatio").Key(key), ratio, fmt.Sprintf("ratio %s is greater than max/min = %f", ratio.String(), bound)))
 		}
-	}
-	if !overcommitAllowed(name) && hasDef && hasDefReq && def.Cmp(defReq) != 0 {
-		errs = append(errs, field.Invalid(path.Child("defaultRequest").Key(key), defReq, fmt.Sprintf("default value %s must equal to defaultRequest value %s in %s", def.String(), defReq.String(), key)))
 	}
 	return errs
 }

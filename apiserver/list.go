@@ -53,19 +53,19 @@ func (q *request) selectors() (selector, error) {
 }
 
 // fieldSet returns the selectable fields of obj.
-func fieldSet(res *resource, obj runtime.Object) fields.Set {
+func fieldSet(res *Resource, obj runtime.Object) fields.Set {
 	acc, _ := meta.Accessor(obj)
 	set := fields.Set{"metadata.name": acc.GetName()}
-	if res.namespaced {
+	if res.Namespaced {
 		set["metadata.namespace"] = acc.GetNamespace()
 	}
-	if res.fields != nil {
-		res.fields(obj, set)
+	if res.Fields != nil {
+		res.Fields(obj, set)
 	}
 	return set
 }
 
-func (sel selector) matches(res *resource, obj runtime.Object) bool {
+func (sel selector) matches(res *Resource, obj runtime.Object) bool {
 	if !sel.label.Empty() {
 		acc, _ := meta.Accessor(obj)
 		if !sel.label.Matches(labels.Set(acc.GetLabels())) {
@@ -77,8 +77,8 @@ func (sel selector) matches(res *resource, obj runtime.Object) bool {
 
 // listPrefix is the store prefix of the request's collection.
 func (q *request) listPrefix() string {
-	if q.res.namespaced && q.ns != "" {
-		return Key(q.res.gvr, q.ns, "")
+	if q.res.Namespaced && q.ns != "" {
+		return Key(q.res.GVR, q.ns, "")
 	}
 	return q.res.prefix
 }
@@ -241,7 +241,7 @@ func (pg *listPage) add(kv store.KV, obj runtime.Object) {
 }
 
 // objects returns the page's objects, decoding those not decoded yet.
-func (pg *listPage) objects(s *Server, res *resource) ([]runtime.Object, error) {
+func (pg *listPage) objects(s *Server, res *Resource) ([]runtime.Object, error) {
 	for i, obj := range pg.objs {
 		if obj != nil {
 			continue
@@ -258,31 +258,44 @@ func (pg *listPage) objects(s *Server, res *resource) ([]runtime.Object, error) 
 // collect reads the matching objects of a list page; only a selector
 // makes it decode them.
 func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
-	st := q.s.cfg.Store
 	// metadata.name=X in one namespace is a single read.
-	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.namespaced) {
-		rev, err := st.CurrentRevision(q.ctx())
-		if err != nil {
-			return nil, storeErr(err, q.gr(), "")
-		}
-		pg := &listPage{rev: rev}
-		kv, err := st.Get(q.ctx(), q.key(name))
-		if errors.Is(err, store.ErrNotFound) {
-			return pg, nil
-		}
-		if err != nil {
-			return nil, storeErr(err, q.gr(), name)
-		}
-		obj, err := q.s.decodeKV(q.res, kv)
-		if err != nil {
-			return nil, err
-		}
-		if sel.matches(q.res, obj) {
-			pg.add(kv, obj)
-			pg.rev = max(rev, kv.ModRevision)
-		}
+	if name, ok := sel.field.RequiresExactMatch("metadata.name"); ok && o.cont == nil && o.revision == 0 && (q.ns != "" || !q.res.Namespaced) {
+		return q.collectOne(sel, name)
+	}
+	return q.collectPages(sel, o)
+}
+
+// collectOne reads the one object a metadata.name selector names, if it
+// exists and matches the rest of the selector.
+func (q *request) collectOne(sel selector, name string) (*listPage, error) {
+	st := q.s.cfg.Store
+	rev, err := st.CurrentRevision(q.ctx())
+	if err != nil {
+		return nil, storeErr(err, q.gr(), "")
+	}
+	pg := &listPage{rev: rev}
+	kv, err := st.Get(q.ctx(), q.key(name))
+	if errors.Is(err, store.ErrNotFound) {
 		return pg, nil
 	}
+	if err != nil {
+		return nil, storeErr(err, q.gr(), name)
+	}
+	obj, err := q.s.decodeKV(q.res, kv)
+	if err != nil {
+		return nil, err
+	}
+	if sel.matches(q.res, obj) {
+		pg.add(kv, obj)
+		pg.rev = max(rev, kv.ModRevision)
+	}
+	return pg, nil
+}
+
+// collectPages reads store pages until the list page is full or the
+// resource ends.
+func (q *request) collectPages(sel selector, o listOptions) (*listPage, error) {
+	st := q.s.cfg.Store
 	// Counting what comes after the page costs a walk over it; only an
 	// unfiltered list shows the count (its first store page is the page).
 	opts := store.ListOptions{Revision: o.revision, Limit: o.limit, Count: sel.empty()}
@@ -292,36 +305,16 @@ func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
 	pg := &listPage{}
 	for {
 		page, err := st.List(q.ctx(), q.listPrefix(), opts)
-		if errors.Is(err, store.ErrCompacted) && o.cont != nil {
-			// The answer carries a token that goes on at the current
-			// revision, for clients content with an inconsistent list.
-			se := apierrors.NewResourceExpired(continueTooOld)
-			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, o.cont.Start)
-			return nil, se
-		}
-		if errors.Is(err, store.ErrCompacted) {
-			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
-		}
 		if err != nil {
-			return nil, storeErr(err, q.gr(), "")
+			return nil, q.listErr(err, o)
 		}
 		if page.Revision < o.minRev {
 			return nil, tooLargeErr(&store.RevisionError{Requested: o.minRev, Bound: page.Revision, Err: store.ErrFutureRevision})
 		}
 		opts.Revision = page.Revision
 		pg.rev = page.Revision
-		for _, kv := range page.KVs {
-			if sel.empty() {
-				pg.add(kv, nil)
-				continue
-			}
-			obj, err := q.s.decodeKV(q.res, kv)
-			if err != nil {
-				return nil, err
-			}
-			if sel.matches(q.res, obj) {
-				pg.add(kv, obj)
-			}
+		if err := q.addMatching(pg, sel, page.KVs); err != nil {
+			return nil, err
 		}
 		if !page.More {
 			return pg, nil
@@ -341,9 +334,45 @@ func (q *request) collect(sel selector, o listOptions) (*listPage, error) {
 	}
 }
 
+// listErr is the answer to a failed read of a list page: 410 Expired for
+// a compacted revision, with a token that goes on at the current revision
+// when the list was continued.
+func (q *request) listErr(err error, o listOptions) error {
+	if errors.Is(err, store.ErrCompacted) && o.cont != nil {
+		// The answer carries a token that goes on at the current
+		// revision, for clients content with an inconsistent list.
+		se := apierrors.NewResourceExpired(continueTooOld)
+		se.ErrStatus.ListMeta.Continue = encodeContinue(-1, o.cont.Start)
+		return se
+	}
+	if errors.Is(err, store.ErrCompacted) {
+		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	}
+	return storeErr(err, q.gr(), "")
+}
+
+// addMatching adds to pg the values of kvs that sel matches, decoding
+// them only when sel must look inside.
+func (q *request) addMatching(pg *listPage, sel selector, kvs []store.KV) error {
+	for _, kv := range kvs {
+		if sel.empty() {
+			pg.add(kv, nil)
+			continue
+		}
+		obj, err := q.s.decodeKV(q.res, kv)
+		if err != nil {
+			return err
+		}
+		if sel.matches(q.res, obj) {
+			pg.add(kv, obj)
+		}
+	}
+	return nil
+}
+
 // newList builds the resource's List kind holding items.
-func (s *Server) newList(res *resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
-	gvk := res.gvr.GroupVersion().WithKind(res.kind + "List")
+func (s *Server) newList(res *Resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
+	gvk := res.GVR.GroupVersion().WithKind(res.Kind + "List")
 	list, err := s.scheme.New(gvk)
 	if err != nil {
 		return nil, err

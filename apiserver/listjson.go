@@ -24,7 +24,7 @@ import (
 // fails to decode is the answer's error while nothing is sent (the first
 // 128 KiB are held); after that the response is aborted, so that no client
 // takes a cut list for a whole one.
-func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource, pg *listPage) error {
+func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *Resource, pg *listPage) error {
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(pg.rev, 10), Continue: pg.cont}
 	if pg.remaining > 0 {
 		lm.RemainingItemCount = &pg.remaining
@@ -36,7 +36,7 @@ func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource,
 	w.Header().Set("Content-Type", out.info.MediaType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
-	head := `{"kind":"` + res.kind + `List","apiVersion":"` + res.gvr.GroupVersion().String() + `","metadata":` + string(meta) + `,"items":[`
+	head := `{"kind":"` + res.Kind + `List","apiVersion":"` + res.GVR.GroupVersion().String() + `","metadata":` + string(meta) + `,"items":[`
 	_, _ = dw.Write([]byte(head))
 	if err := s.encodeJSONRuns(res, pg, dw.Write); err != nil {
 		if errors.Is(err, errClientGone) {
@@ -49,7 +49,7 @@ func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *resource,
 		}
 		// The client has part of a 200: end the response as broken, so
 		// that it cannot take the part for the whole.
-		s.log.Error("list: encode", "kind", res.kind+"List", "err", err)
+		s.log.Error("list: encode", "kind", res.Kind+"List", "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	_, _ = dw.Write([]byte("]}\n"))
@@ -91,7 +91,7 @@ func (r *jsonRun) encode(enc *jsonItemEncoder, pg *listPage, i int) {
 // to write in order. At most two runs per goroutine are encoded and not
 // yet written, which bounds the memory a list holds. It stops at the
 // first run that fails, or when write fails (errClientGone).
-func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) (int, error)) error {
+func (s *Server) encodeJSONRuns(res *Resource, pg *listPage, write func([]byte) (int, error)) error {
 	n := (len(pg.kvs) + listRun - 1) / listRun
 	if n == 0 {
 		return nil
@@ -147,7 +147,7 @@ func (s *Server) encodeJSONRuns(res *resource, pg *listPage, write func([]byte) 
 // items of a typed list carry none.
 type jsonItemEncoder struct {
 	s   *Server
-	res *resource
+	res *Resource
 	buf bytes.Buffer
 	enc *json.Encoder
 }
@@ -163,7 +163,7 @@ func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) 
 			out.WriteByte(',')
 		}
 		kv := pg.kvs[i]
-		k := itemKey{gvr: e.res.gvr, key: kv.Key, rev: kv.ModRevision}
+		k := itemKey{gvr: e.res.GVR, key: kv.Key, rev: kv.ModRevision}
 		if b := e.s.items.get(k); b != nil {
 			out.Write(b)
 			pg.objs[i] = nil

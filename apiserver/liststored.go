@@ -35,15 +35,15 @@ const (
 // etcd) go out where decoding would drop them, and a value whose field
 // has the wrong wire type reaches the client, whose decoding fails,
 // where the decoding path answers 500.
-func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resource, pg *listPage) bool {
+func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *Resource, pg *listPage) bool {
 	if !res.storedList {
 		return false
 	}
-	gv := res.gvr.GroupVersion().String()
+	gv := res.GVR.GroupVersion().String()
 	items := make([]protometa.Item, len(pg.kvs))
 	size := 0
 	for i, kv := range pg.kvs {
-		raw, ok := storedRaw(kv.Value, gv, res.kind)
+		raw, ok := storedRaw(kv.Value, gv, res.Kind)
 		if !ok {
 			return false
 		}
@@ -71,7 +71,7 @@ func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resourc
 	if _, err := dw.Write(protobufPrefix); err != nil {
 		return true
 	}
-	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gv, Kind: res.kind + "List"}}
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gv, Kind: res.Kind + "List"}}
 	_, err = unk.MarshalToWriter(dw, size, func(w io.Writer) (int, error) {
 		buf := protowire.AppendBytes(protowire.AppendTag(nil, listMetaField, protowire.BytesType), meta)
 		n, err := w.Write(buf)
@@ -88,7 +88,7 @@ func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *resourc
 		return n, err
 	})
 	if err != nil {
-		s.log.Warn("encode response", "kind", res.kind+"List", "err", err)
+		s.log.Warn("encode response", "kind", res.Kind+"List", "err", err)
 	}
 	return true
 }

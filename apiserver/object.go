@@ -25,7 +25,7 @@ import (
 // Helpers that move objects between their typed form and the store.
 
 // newObject returns an empty object of res's kind.
-func (s *Server) newObject(res *resource) runtime.Object {
+func (s *Server) newObject(res *Resource) runtime.Object {
 	obj, err := s.scheme.New(res.gvk())
 	if err != nil {
 		panic(fmt.Sprintf("apiserver: kind %s is not in the scheme", res.gvk()))
@@ -35,11 +35,11 @@ func (s *Server) newObject(res *resource) runtime.Object {
 
 // decodeKV decodes a stored value of res and sets its resourceVersion to the
 // KV's ModRevision.
-func (s *Server) decodeKV(res *resource, kv store.KV) (runtime.Object, error) {
+func (s *Server) decodeKV(res *Resource, kv store.KV) (runtime.Object, error) {
 	return s.decodeValue(res, kv.Value, kv.ModRevision)
 }
 
-func (s *Server) decodeValue(res *resource, data []byte, rev int64) (runtime.Object, error) {
+func (s *Server) decodeValue(res *Resource, data []byte, rev int64) (runtime.Object, error) {
 	into := s.newObject(res)
 	gvk := res.gvk()
 	dec := s.json.Serializer
@@ -48,7 +48,7 @@ func (s *Server) decodeValue(res *resource, data []byte, rev int64) (runtime.Obj
 	}
 	obj, _, err := dec.Decode(data, &gvk, into)
 	if err != nil {
-		return nil, fmt.Errorf("decode stored %s: %w", res.kind, err)
+		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	if err := setResourceVersion(obj, rev); err != nil {
@@ -71,7 +71,7 @@ var protobufPrefix = []byte("k8s\x00")
 
 // encodeStored returns the stored form of obj: its protobuf envelope with
 // apiVersion and kind and without resourceVersion.
-func (s *Server) encodeStored(res *resource, obj runtime.Object) ([]byte, error) {
+func (s *Server) encodeStored(res *Resource, obj runtime.Object) ([]byte, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func (s *Server) encodeStored(res *resource, obj runtime.Object) ([]byte, error)
 	data := bytes.Clone(buf.Bytes())
 	bufPool.Put(buf)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", res.kind, err)
+		return nil, fmt.Errorf("encode %s: %w", res.Kind, err)
 	}
 	return data, nil
 }

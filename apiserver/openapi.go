@@ -97,17 +97,17 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 	gvkExt := func(kind string) obj { return obj{"group": gv.Group, "version": gv.Version, "kind": kind} }
 	refOf := func(o runtime.Object) obj { return g.kind(o, s.scheme) }
 	for gvr, res := range s.reg.byGVR {
-		if gvr.GroupVersion() != gv {
+		if gvr.GroupVersion() != gv || res.virtual() {
 			continue
 		}
 		item := refOf(s.newObject(res))
-		listObj, _ := s.scheme.New(gv.WithKind(res.kind + "List"))
+		listObj, _ := s.scheme.New(gv.WithKind(res.Kind + "List"))
 		list := refOf(listObj)
-		ext := gvkExt(res.kind)
+		ext := gvkExt(res.Kind)
 		coll, one := prefix+"/"+gvr.Resource, prefix+"/"+gvr.Resource+"/{name}"
 		params := []any{pathParam("name")}
 		collParams := []any{}
-		if res.namespaced {
+		if res.Namespaced {
 			paths[coll] = obj{"get": op("list", ext, list, listParams())}
 			coll = prefix + "/namespaces/{namespace}/" + gvr.Resource
 			one = prefix + "/namespaces/{namespace}/" + gvr.Resource + "/{name}"
@@ -119,7 +119,7 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 			"post":       withBody(op("post", ext, item, writeParams()), item),
 			"parameters": collParams,
 		}
-		if !res.noDeleteCollection {
+		if !res.NoDeleteCollection {
 			collOps["delete"] = op("deletecollection", ext, g.ref(reflect.TypeOf(metav1.Status{})), listParams())
 		}
 		paths[coll] = collOps
@@ -130,39 +130,36 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 			"delete":     op("delete", ext, item, []any{queryParam("gracePeriodSeconds", "integer"), queryParam("propagationPolicy", "string"), queryParam("dryRun", "string")}),
 			"parameters": params,
 		}
-		for _, sub := range []struct {
-			name   string
-			served bool
-		}{{"status", res.status}, {"approval", res.approval}} {
-			if !sub.served {
-				continue
+		for name, sub := range res.Subresources {
+			shape := openAPINone
+			if b, ok := sub.(*subresource); ok {
+				shape = b.openAPI
 			}
-			paths[one+"/"+sub.name] = obj{
-				"get":        op("get", ext, item, nil),
-				"put":        withBody(op("put", ext, item, writeParams()), item),
-				"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),
-				"parameters": params,
-			}
-		}
-		if res.scale {
-			scale := refOf(&autoscalingv1.Scale{})
-			scaleExt := obj{"group": scaleGVK.Group, "version": scaleGVK.Version, "kind": scaleGVK.Kind}
-			paths[one+"/scale"] = obj{
-				"get":        op("get", scaleExt, scale, nil),
-				"put":        withBody(op("put", scaleExt, scale, writeParams()), scale),
-				"patch":      patchBody(op("patch", scaleExt, scale, append(writeParams(), queryParam("force", "boolean"))), g),
-				"parameters": params,
+			switch shape {
+			case openAPIObject:
+				paths[one+"/"+name] = obj{
+					"get":        op("get", ext, item, nil),
+					"put":        withBody(op("put", ext, item, writeParams()), item),
+					"patch":      patchBody(op("patch", ext, item, append(writeParams(), queryParam("force", "boolean"))), g),
+					"parameters": params,
+				}
+			case openAPIScale:
+				scale := refOf(&autoscalingv1.Scale{})
+				scaleExt := obj{"group": scaleGVK.Group, "version": scaleGVK.Version, "kind": scaleGVK.Kind}
+				paths[one+"/"+name] = obj{
+					"get":        op("get", scaleExt, scale, nil),
+					"put":        withBody(op("put", scaleExt, scale, writeParams()), scale),
+					"patch":      patchBody(op("patch", scaleExt, scale, append(writeParams(), queryParam("force", "boolean"))), g),
+					"parameters": params,
+				}
 			}
 		}
 	}
-	for _, c := range s.creators {
-		if c.gvr.GroupVersion() != gv {
-			continue
-		}
-		item := refOf(c.New())
+	for _, c := range s.creatorEntries(gv) {
+		item := refOf(c.c.New())
 		p := prefix + "/" + c.gvr.Resource
 		var params []any
-		if c.Namespaced() {
+		if c.c.Namespaced() {
 			p = prefix + "/namespaces/{namespace}/" + c.gvr.Resource
 			params = append(params, pathParam("namespace"))
 		}
@@ -179,6 +176,22 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 		"paths":      paths,
 		"components": obj{"schemas": g.schemas},
 	}
+}
+
+// creatorEntries are the Creators' entries under group version gv.
+func (s *Server) creatorEntries(gv schema.GroupVersion) []*creatorEntry {
+	var out []*creatorEntry
+	for gvr, res := range s.reg.byGVR {
+		if gvr.GroupVersion() != gv {
+			continue
+		}
+		for _, sub := range res.Subresources {
+			if c, ok := sub.(*creatorEntry); ok {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
 }
 
 func op(action string, gvk obj, resp obj, params []any) obj {

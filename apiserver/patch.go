@@ -94,7 +94,7 @@ func (q *request) applyPatch(pt types.PatchType, directive string, old runtime.O
 	}
 	d, err := q.s.decode(q.s.json, patched, q.res.gvk(), q.s.newObject(q.res))
 	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch did not produce a valid %s: %v", q.res.kind, err))
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch did not produce a valid %s: %v", q.res.Kind, err))
 	}
 	if err := checkFields(q.w, directive, q.res.gvk(), d.strictErr); err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	if applied.GetName() != "" && applied.GetName() != q.name {
 		return nil, 0, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", applied.GetName(), q.name))
 	}
-	if ns := applied.GetNamespace(); q.res.namespaced && ns != "" && ns != q.ns {
+	if ns := applied.GetNamespace(); q.res.Namespaced && ns != "" && ns != q.ns {
 		return nil, 0, errNamespaceMismatch()
 	}
 	fm, err := q.s.fieldManager(q.res, q.sub)

@@ -18,12 +18,12 @@ import (
 // validation (G.12). The disruption controller writes their status and
 // the eviction subresource consults them (D.9).
 
-func podDisruptionBudgetResource() *resource {
-	return &resource{gvr: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), kind: "PodDisruptionBudget",
-		singular: "poddisruptionbudget", namespaced: true, shortNames: []string{"pdb"}, status: true,
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true,
-		prepare: preparePodDisruptionBudget, validate: validatePodDisruptionBudget,
-		validateStatus: validatePodDisruptionBudgetStatus, resetStatus: resetPodDisruptionBudgetStatus, table: podDisruptionBudgetTable}
+func podDisruptionBudgetResource() *Resource {
+	return &Resource{GVR: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), Kind: "PodDisruptionBudget",
+		Singular: "poddisruptionbudget", Namespaced: true, ShortNames: []string{"pdb"}, Subresources: subresources(statusSubresource()),
+		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+		Prepare: preparePodDisruptionBudget, Validate: validatePodDisruptionBudget,
+		ValidateStatus: validatePodDisruptionBudgetStatus, ResetStatus: resetPodDisruptionBudgetStatus, Table: podDisruptionBudgetTable}
 }
 
 // pdbV1beta1Label is the label key kube reserves for the selectors that
@@ -121,14 +121,14 @@ func validatePodDisruptionBudgetStatus(obj, _ runtime.Object) field.ErrorList {
 }
 
 // podDisruptionBudgetTable has the columns of kubectl get pdb.
-var podDisruptionBudgetTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var podDisruptionBudgetTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Min Available", Type: "string", Description: "The minimum number of pods that must be available."},
 		{Name: "Max Unavailable", Type: "string", Description: "The maximum number of pods that may be unavailable."},
 		{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time."},
 		ageColumn,
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		p := obj.(*policyv1.PodDisruptionBudget)
 		return []any{p.Name, intOrStringCell(p.Spec.MinAvailable), intOrStringCell(p.Spec.MaxUnavailable),
 			int64(p.Status.DisruptionsAllowed), age(p.CreationTimestamp, now)}

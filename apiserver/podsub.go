@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubegate/kubegate/authz"
@@ -23,10 +23,6 @@ import (
 // same errors; its nodes are simulated and run no containers, so a log
 // is a short synthetic one and exec, attach and port-forward are refused
 // with an internal error that says why.
-
-// connectSubresources are the subresources kube serves by upgrading the
-// connection to a stream to the kubelet.
-var connectSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true}
 
 // podForNode reads the pod of the request and finds the container the
 // request names (none for portforward), as kube-apiserver does before it
@@ -129,6 +125,13 @@ func simulatedLog(pod *corev1.Pod, container string, now time.Time) string {
 // checks the pod and the container first, then wants a connection
 // upgrade; with one, it refuses, as no simulated node runs a container.
 func (q *request) podConnect() error {
+	if q.verb == "get" {
+		// A WebSocket upgrade comes as a GET; like kube-apiserver, also
+		// require the create a POST would need.
+		if err := q.authorizeAs("create"); err != nil {
+			return err
+		}
+	}
 	pod, _, err := q.podForNode()
 	if errors.Is(err, errNoHost) {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
@@ -143,37 +146,16 @@ func (q *request) podConnect() error {
 		pod.Namespace, pod.Name, pod.Spec.NodeName, q.sub))
 }
 
-// podSubresource reports whether sub is a pod subresource served here.
-func podSubresource(gvr schema.GroupVersionResource, sub string) bool {
-	return gvr == coreGV.WithResource("pods") && (sub == "log" || sub == "eviction" || connectSubresources[sub])
-}
-
-// podSubresource serves a pod subresource, or refuses a verb it does not
-// take as kube-apiserver does.
-func (q *request) podSubresource() error {
-	switch {
-	case q.sub == "log" && q.verb == "get":
-		return q.podLog()
-	case connectSubresources[q.sub] && (q.verb == "get" || q.verb == "create"):
-		if q.verb == "get" {
-			// A WebSocket upgrade comes as a GET; like kube-apiserver,
-			// also require the create a POST would need.
-			if err := q.authorizeAs("create"); err != nil {
-				return err
-			}
-		}
-		return q.podConnect()
-	case q.sub == "eviction" && q.verb == "create":
-		return q.evict()
+// podSubresources are the pods' subresources: status, binding, and those
+// that reach a kubelet (D.9), with eviction.
+func podSubresources() map[string]Subresource {
+	connect := func(name, kind string) *subresource {
+		return &subresource{name: name, verbs: []string{"create", "get"}, kind: schema.GroupVersionKind{Kind: kind}, anyAccept: true, serve: (*request).podConnect}
 	}
-	return methodNotAllowed()
-}
-
-// methodNotAllowed is kube-apiserver's 405 for a verb a path does not take.
-func methodNotAllowed() error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
-		Reason: metav1.StatusReasonMethodNotAllowed, Message: "the server does not allow this method on the requested resource",
-		Details: &metav1.StatusDetails{}}}
+	return subresources(statusSubresource(), bindingSubresource(),
+		&subresource{name: "log", verbs: []string{"get"}, kind: schema.GroupVersionKind{Kind: "Pod"}, anyAccept: true, serve: (*request).podLog},
+		connect("exec", "PodExecOptions"), connect("attach", "PodAttachOptions"), connect("portforward", "PodPortForwardOptions"),
+		&subresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), anyAccept: true, serve: (*request).evict})
 }
 
 // authorizeAs checks that the user may do the request's action with verb

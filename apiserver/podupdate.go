@@ -28,6 +28,43 @@ var podUpdatableFields = strings.Join([]string{
 	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
 }, ",")
 
+// withUpdatableFrom returns a copy of spec p with what an update may
+// change put back from the stored spec o, and refuses a change of the
+// node selector that does not only add labels.
+func withUpdatableFrom(p, o *corev1.PodSpec, specPath *field.Path) (*corev1.PodSpec, field.ErrorList) {
+	m := p.DeepCopy()
+	var errs field.ErrorList
+	// kube rebuilds the container lists, so an empty one becomes nil.
+	if len(m.Containers) == 0 {
+		m.Containers = nil
+	}
+	if len(m.InitContainers) == 0 {
+		m.InitContainers = nil
+	}
+	for i := range m.Containers {
+		m.Containers[i].Image = o.Containers[i].Image
+	}
+	for i := range m.InitContainers {
+		m.InitContainers[i].Image = o.InitContainers[i].Image
+	}
+	m.ActiveDeadlineSeconds = o.ActiveDeadlineSeconds
+	m.SchedulingGates = o.SchedulingGates
+	m.Tolerations = o.Tolerations
+	if g := o.TerminationGracePeriodSeconds; g != nil && *g < 0 && m.TerminationGracePeriodSeconds != nil && *m.TerminationGracePeriodSeconds == 1 {
+		m.TerminationGracePeriodSeconds = g
+	}
+	if len(o.SchedulingGates) > 0 && !apiequality.Semantic.DeepEqual(m.NodeSelector, o.NodeSelector) {
+		for k, v := range o.NodeSelector {
+			if nv, ok := m.NodeSelector[k]; !ok || nv != v {
+				errs = append(errs, field.Invalid(specPath.Child("nodeSelector"), m.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
+				break
+			}
+		}
+		m.NodeSelector = o.NodeSelector
+	}
+	return m, errs
+}
+
 // validatePodUpdate allows a pod's spec to change only in container images,
 // a shorter or new activeDeadlineSeconds, added tolerations (or changed
 // tolerationSeconds), removed scheduling gates, a negative grace period
@@ -74,35 +111,8 @@ func validatePodUpdate(obj, old runtime.Object) field.ErrorList {
 		return errs
 	}
 	// Put back what may change, then compare what is left.
-	m := p.DeepCopy()
-	// kube rebuilds the container lists, so an empty one becomes nil.
-	if len(m.Containers) == 0 {
-		m.Containers = nil
-	}
-	if len(m.InitContainers) == 0 {
-		m.InitContainers = nil
-	}
-	for i := range m.Containers {
-		m.Containers[i].Image = o.Containers[i].Image
-	}
-	for i := range m.InitContainers {
-		m.InitContainers[i].Image = o.InitContainers[i].Image
-	}
-	m.ActiveDeadlineSeconds = o.ActiveDeadlineSeconds
-	m.SchedulingGates = o.SchedulingGates
-	m.Tolerations = o.Tolerations
-	if g := o.TerminationGracePeriodSeconds; g != nil && *g < 0 && m.TerminationGracePeriodSeconds != nil && *m.TerminationGracePeriodSeconds == 1 {
-		m.TerminationGracePeriodSeconds = g
-	}
-	if len(o.SchedulingGates) > 0 && !apiequality.Semantic.DeepEqual(m.NodeSelector, o.NodeSelector) {
-		for k, v := range o.NodeSelector {
-			if nv, ok := m.NodeSelector[k]; !ok || nv != v {
-				errs = append(errs, field.Invalid(specPath.Child("nodeSelector"), m.NodeSelector, "only additions to spec.nodeSelector are allowed (no mutations or deletions)"))
-				break
-			}
-		}
-		m.NodeSelector = o.NodeSelector
-	}
+	m, nsErrs := withUpdatableFrom(p, o, specPath)
+	errs = append(errs, nsErrs...)
 	if !apiequality.Semantic.DeepEqual(m, o) {
 		errs = append(errs, field.Forbidden(specPath, fmt.Sprintf("pod updates may not change fields other than %s\n%v", podUpdatableFields, podSpecDiff(o, m))))
 	}

@@ -58,10 +58,10 @@ func systemPriorityClass(name string) error {
 	return nil
 }
 
-func priorityClassResource() *resource {
-	return &resource{gvr: PriorityClassesGVR, kind: "PriorityClass", singular: "priorityclass", shortNames: []string{"pc"},
-		nameFn: apivalidation.NameIsDNSSubdomain, generation: true, undeletable: systemPriorityClass, defaults: defaultPriorityClass,
-		validate: validatePriorityClass, validateUpdate: validatePriorityClassUpdate, table: priorityClassTable}
+func priorityClassResource() *Resource {
+	return &Resource{GVR: PriorityClassesGVR, Kind: "PriorityClass", Singular: "priorityclass", ShortNames: []string{"pc"},
+		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, Undeletable: systemPriorityClass, Defaults: defaultPriorityClass,
+		Validate: validatePriorityClass, ValidateUpdate: validatePriorityClassUpdate, Table: priorityClassTable}
 }
 
 func defaultPriorityClass(obj runtime.Object) {
@@ -135,14 +135,14 @@ func (s *Server) ensurePriorityClasses(ctx context.Context) error {
 	return nil
 }
 
-var priorityClassTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var priorityClassTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Value", Type: "integer", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["value"]},
 		{Name: "Global-Default", Type: "boolean", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["globalDefault"]},
 		ageColumn,
 		{Name: "PreemptionPolicy", Type: "string", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["preemptionPolicy"]},
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		pc := obj.(*schedulingv1.PriorityClass)
 		policy := ""
 		if pc.PreemptionPolicy != nil {

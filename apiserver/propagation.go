@@ -1,29 +1,24 @@
 package apiserver
 
 import (
-	"context"
-	"fmt"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // gcPolicy is what a delete does with an object's dependents when its
 // options name no propagation policy (G.8). The zero value is background:
 // the object goes at once and the garbage collector deletes its
 // dependents.
-type gcPolicy uint8
+type GCPolicy uint8
 
 const (
 	// gcOrphan keeps the dependents: ReplicationControllers and batch/v1
 	// Jobs, as before the garbage collector existed.
-	gcOrphan gcPolicy = iota + 1
+	GCOrphan GCPolicy = iota + 1
 	// gcUnsupported: the kind takes no part in garbage collection (Events);
 	// a delete neither orphans nor waits for dependents, whatever it asks.
-	gcUnsupported
+	GCUnsupported
 )
 
 // jobDeleteWarning is kube's warning on a delete of Jobs that names no
@@ -34,8 +29,8 @@ const jobDeleteWarning = "child pods are preserved by default when jobs are dele
 // shouldOrphan reports whether a delete with opts of an object with
 // finalizers leaves its dependents: an explicit option decides, then a
 // finalizer the object already has, then the kind's default.
-func shouldOrphan(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
-	if policy == gcUnsupported {
+func shouldOrphan(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
+	if policy == GCUnsupported {
 		return false
 	}
 	//lint:ignore SA1019 kube still reads the deprecated field
@@ -58,13 +53,13 @@ func shouldOrphan(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptio
 			return false
 		}
 	}
-	return policy == gcOrphan
+	return policy == GCOrphan
 }
 
 // shouldDeleteDependents reports whether a delete with opts waits for the
 // dependents to go first (foreground).
-func shouldDeleteDependents(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
-	if policy == gcUnsupported {
+func shouldDeleteDependents(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) bool {
+	if policy == GCUnsupported {
 		return false
 	}
 	//lint:ignore SA1019 kube still reads the deprecated field
@@ -94,7 +89,7 @@ func shouldDeleteDependents(policy gcPolicy, finalizers []string, opts *metav1.D
 // object that has finalizers: the same without orphan and
 // foregroundDeletion, then whichever of the two the delete asks for; and
 // whether that changes the set.
-func gcFinalizers(policy gcPolicy, finalizers []string, opts *metav1.DeleteOptions) ([]string, bool) {
+func gcFinalizers(policy GCPolicy, finalizers []string, opts *metav1.DeleteOptions) ([]string, bool) {
 	var out []string
 	for _, f := range finalizers {
 		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
@@ -155,49 +150,4 @@ func namespaceFinalizers(finalizers []string, opts *metav1.DeleteOptions) []stri
 		return finalizers
 	}
 	return out
-}
-
-// namespaceFinalizing reports whether obj is a namespace whose
-// spec.finalizers still hold it (G.9).
-func namespaceFinalizing(obj any) bool {
-	ns, ok := obj.(*corev1.Namespace)
-	return ok && len(ns.Spec.Finalizers) > 0
-}
-
-// checkNamespaceActive refuses new content in a namespace being
-// terminated, as kube-apiserver's NamespaceLifecycle plugin does (G.9):
-// 403 naming the object (its generateName when it has no name yet) with a
-// NamespaceTerminating cause. The cache of namespaces may lag a delete
-// this server has just made, so a namespace marked here is read from the
-// store until the cache shows it terminating.
-func (s *Server) checkNamespaceActive(ctx context.Context, gr schema.GroupResource, namespace, name string) error {
-	ns, err := s.ns.fetch(ctx, "", namespace)
-	if err != nil {
-		s.terminating.Delete(namespace)
-		return nil // a missing namespace is the caller's to refuse
-	}
-	terminating := ns.Status.Phase == corev1.NamespaceTerminating
-	if !terminating {
-		if _, marked := s.terminating.Load(namespace); marked {
-			if kv, err := s.cfg.Store.Get(ctx, Key(namespacesGVR, "", namespace)); err == nil {
-				live := &corev1.Namespace{}
-				if UnmarshalStored(kv.Value, live) == nil {
-					terminating = live.Status.Phase == corev1.NamespaceTerminating
-				}
-			}
-		}
-	} else {
-		s.terminating.Delete(namespace)
-	}
-	if !terminating {
-		return nil
-	}
-	if name == "" {
-		name = "Unknown"
-	}
-	err = apierrors.NewForbidden(gr, name, fmt.Errorf("unable to create new content in namespace %s because it is being terminated", namespace))
-	se := err.(*apierrors.StatusError)
-	se.ErrStatus.Details.Causes = append(se.ErrStatus.Details.Causes, metav1.StatusCause{Type: corev1.NamespaceTerminatingCause,
-		Message: fmt.Sprintf("namespace %s is being terminated", namespace), Field: "metadata.namespace"})
-	return err
 }

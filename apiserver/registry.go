@@ -32,119 +32,119 @@ import (
 	"github.com/kubegate/kubegate/authn"
 )
 
-// resource describes one stored resource: its names, scope, verbs and the
-// hooks that give it kind-specific behaviour.
-type resource struct {
-	gvr        schema.GroupVersionResource
-	kind       string
-	singular   string
-	namespaced bool
-	shortNames []string
-	categories []string
-	// subresources this resource serves besides the object itself.
-	status  bool // RESOURCE/status: get, update, patch of .status only
-	binding bool // pods/binding
-	scale   bool // RESOURCE/scale: get, update, patch of spec.replicas as an autoscaling/v1 Scale
-	// approval: RESOURCE/approval, get, update and patch of what
-	// resetApproval copies (certificate signing requests, H.1).
-	approval bool
-	// untracked lists, per subresource ("" for the object itself), the
+// Resource describes one resource the server serves: its names, scope,
+// subresources and the hooks that give a stored kind its behaviour. Zero
+// and nil fields mean the kind has none of what they describe.
+type Resource struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Singular   string
+	Namespaced bool
+	ShortNames []string
+	Categories []string
+	// Subresources are served by name, RESOURCE/NAME/SUB (status, scale,
+	// pods/log, ...), each with its verbs. An entry "" makes the resource
+	// virtual: nothing of it is stored, and that entry serves it (a
+	// review's create).
+	Subresources map[string]Subresource
+	// Untracked lists, per subresource ("" for the object itself), the
 	// fields an update there leaves as they were and so no writer owns in
 	// managedFields, as kube-apiserver's reset fields (H.1); nil: none
 	// beyond what the server resets before it tracks the fields.
-	untracked map[string]*fieldpath.Set
-	// noDeleteCollection: the collection cannot be deleted in one request
+	Untracked map[string]*fieldpath.Set
+	// NoDeleteCollection: the collection cannot be deleted in one request
 	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
 	// the request is refused with 405 (B.6).
-	noDeleteCollection bool
-	// storedAs is the kind kube-apiserver stores the resource as when it is
+	NoDeleteCollection bool
+	// StoredAs is the kind kube-apiserver stores the resource as when it is
 	// not the resource's own; discovery's storageVersionHash is its hash
 	// (B.6).
-	storedAs schema.GroupVersionKind
-	// returnDeleted: a delete that removes the object at once answers with
+	StoredAs schema.GroupVersionKind
+	// ReturnDeleted: a delete that removes the object at once answers with
 	// the object, not a success Status, as kube-apiserver does for pods,
 	// namespaces, services and service accounts (D.7).
-	returnDeleted bool
-	// gc is the dependents policy a delete that names none follows
+	ReturnDeleted bool
+	// GC is the dependents policy a delete that names none follows
 	// (G.8): background unless the kind's is orphan or unsupported.
-	gc gcPolicy
-	// undeletable refuses the deletion of a system object by name (403
+	GC GCPolicy
+	// Undeletable refuses the deletion of a system object by name (403
 	// with its error); nil: any may go.
-	undeletable func(name string) error
-	// nameFn validates metadata.name.
-	nameFn apivalidation.ValidateNameFunc
-	// fields returns the selectable fields besides metadata.name and
+	Undeletable func(name string) error
+	// ValidateName validates metadata.name.
+	ValidateName apivalidation.ValidateNameFunc
+	// Fields returns the selectable fields besides metadata.name and
 	// metadata.namespace; nil for none.
-	fields func(obj runtime.Object, set fields.Set)
-	// defaults fills the defaults kube-apiserver gives a decoded object,
+	Fields func(obj runtime.Object, set fields.Set)
+	// Defaults fills the defaults kube-apiserver gives a decoded object,
 	// on a create or an update; the writer owns them in managedFields.
-	defaults func(obj runtime.Object)
-	// prepareCreate sets, on a create, what the server takes from the
-	// requester (a CSR's spec.username, H.1), where prepare runs; nil:
+	Defaults func(obj runtime.Object)
+	// PrepareCreate sets, on a create, what the server takes from the
+	// requester (a CSR's spec.username, H.1), where Prepare runs; nil:
 	// nothing.
-	prepareCreate func(obj runtime.Object, user authn.User)
-	// prepareSubresource sets, after prepare, what the server sets on an
+	PrepareCreate func(obj runtime.Object, user authn.User)
+	// PrepareSubresource sets, after Prepare, what the server sets on an
 	// update of the status or approval subresource, with the server's
 	// clock; nil: nothing.
-	prepareSubresource func(sub string, obj, old runtime.Object, now time.Time)
-	// prepare sets what the server itself sets after that, on a create or
+	PrepareSubresource func(sub string, obj, old runtime.Object, now time.Time)
+	// Prepare sets what the server itself sets after that, on a create or
 	// an update (old nil on create); no writer owns it.
-	prepare func(obj, old runtime.Object)
-	// validate checks the kind-specific parts of an object, and on an
+	Prepare func(obj, old runtime.Object)
+	// Validate checks the kind-specific parts of an object, and on an
 	// update (old not nil) what may not change.
-	validate func(obj, old runtime.Object) field.ErrorList
-	// validateUpdate checks what an update of the object itself (not of a
-	// subresource) may change; nil when validate covers it.
-	validateUpdate func(obj, old runtime.Object) field.ErrorList
-	// validateStatus checks an update of the status subresource in place
-	// of validate; nil: validate checks it too.
-	validateStatus func(obj, old runtime.Object) field.ErrorList
-	// validateApproval checks an update of the approval subresource in
-	// place of validate.
-	validateApproval func(obj, old runtime.Object) field.ErrorList
+	Validate func(obj, old runtime.Object) field.ErrorList
+	// ValidateUpdate checks what an update of the object itself (not of a
+	// subresource) may change; nil when Validate covers it.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateStatus checks an update of the status subresource in place
+	// of Validate; nil: Validate checks it too.
+	ValidateStatus func(obj, old runtime.Object) field.ErrorList
+	// ValidateApproval checks an update of the approval subresource in
+	// place of Validate.
+	ValidateApproval func(obj, old runtime.Object) field.ErrorList
 	// storedList: the kind encodes its ObjectMeta as protobuf field 1, so
 	// a protobuf LIST can go out from the stored encodings (set by New).
 	storedList bool
-	// warnings returns kube's warnings about a valid object, on a create
+	// Warnings returns kube's warnings about a valid object, on a create
 	// (old nil) or an update of the object itself; nil for none.
-	warnings func(obj, old runtime.Object) []string
-	// resetStatus copies the status of old into obj on a main-resource
+	Warnings func(obj, old runtime.Object) []string
+	// ResetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
-	resetStatus func(obj, old runtime.Object)
-	// resetApproval copies into obj (a copy of the stored object) what
+	ResetStatus func(obj, old runtime.Object)
+	// ResetApproval copies into obj (a copy of the stored object) what
 	// an update of the approval subresource may change, from the body.
-	resetApproval func(obj, from runtime.Object)
-	// generation: metadata.generation counts the changes of .spec (from 1
+	ResetApproval func(obj, from runtime.Object)
+	// Generation: metadata.generation counts the changes of .spec (from 1
 	// on create, and once more when a graceful deletion starts); kinds
 	// without it have no generation at all (D.1).
-	generation bool
-	// generationCountsAnnotations: the generation also counts changed
+	Generation bool
+	// GenerationCountsAnnotations: the generation also counts changed
 	// annotations (Deployments, as kube's deployment strategy).
-	generationCountsAnnotations bool
-	// generationChanged, when set, decides whether an update moves the
+	GenerationCountsAnnotations bool
+	// GenerationChanged, when set, decides whether an update moves the
 	// generation in place of a changed .spec.
-	generationChanged func(obj, old runtime.Object) bool
-	// deprecation is the warning kube-apiserver gives on every request
+	GenerationChanged func(obj, old runtime.Object) bool
+	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
-	deprecation string
+	Deprecation string
 	// allocate reserves what a written object holds besides its key (a
-	// Service's cluster IP and node ports), old nil on create; the writer
+	// Service's cluster IP and node ports) from the server's allocator,
+	// old nil on create; the writer
 	// finishes the allocation once the write is done or has failed. nil:
 	// nothing to reserve.
-	allocate func(s *Server, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
+	allocate func(al *serviceAllocator, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
 	// release gives back what a deleted object held; nil: nothing.
-	release func(s *Server, ctx context.Context, obj runtime.Object)
-	// table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
-	table *tableDef
+	release func(al *serviceAllocator, ctx context.Context, obj runtime.Object)
+	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
+	Table *TableDef
 	// prefix is the store key prefix of the whole resource.
 	prefix string
 }
 
-func (r *resource) gvk() schema.GroupVersionKind { return r.gvr.GroupVersion().WithKind(r.kind) }
+func (r *Resource) gvk() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
 
 // groupResource is the "pods" or "roles.rbac.authorization.k8s.io" used in
 // error messages.
-func (r *resource) groupResource() schema.GroupResource { return r.gvr.GroupResource() }
+func (r *Resource) groupResource() schema.GroupResource { return r.GVR.GroupResource() }
 
 var coreGV = schema.GroupVersion{Version: "v1"}
 
@@ -169,83 +169,84 @@ func newScheme() (*runtime.Scheme, error) {
 }
 
 // builtinResources returns the stored resources the server serves.
-func builtinResources() []*resource {
+func builtinResources() []*Resource {
 	subdomain := apivalidation.NameIsDNSSubdomain
 	label := apivalidation.NameIsDNSLabel
 	segment := validatePathSegmentName
 	coord := coordinationv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
-	rs := []*resource{
-		{gvr: coreGV.WithResource("namespaces"), kind: "Namespace", singular: "namespace", shortNames: []string{"ns"}, returnDeleted: true, noDeleteCollection: true, undeletable: systemNamespace,
-			status: true, nameFn: label, defaults: defaultNamespace, validate: validateNamespace, prepare: prepareNamespace, resetStatus: resetNamespaceStatus, table: namespaceTable},
-		{gvr: coreGV.WithResource("nodes"), kind: "Node", singular: "node", shortNames: []string{"no"},
-			status: true, nameFn: subdomain, defaults: defaultNode, validate: validateNode, resetStatus: resetNodeStatus, fields: nodeFields, table: nodeTable},
-		{gvr: coreGV.WithResource("pods"), kind: "Pod", singular: "pod", namespaced: true, shortNames: []string{"po"},
-			categories: []string{"all"}, status: true, binding: true, returnDeleted: true, nameFn: subdomain, generation: true,
-			fields: podFields, defaults: defaultPod, prepare: preparePod, validate: validatePod, validateUpdate: validatePodUpdate, resetStatus: resetPodStatus, table: podTable},
-		{gvr: coreGV.WithResource("serviceaccounts"), kind: "ServiceAccount", singular: "serviceaccount", namespaced: true,
-			shortNames: []string{"sa"}, returnDeleted: true, nameFn: subdomain, table: serviceAccountTable},
-		{gvr: coreGV.WithResource("secrets"), kind: "Secret", singular: "secret", namespaced: true, nameFn: subdomain,
-			fields: secretFields, defaults: defaultSecret, validate: validateSecret, table: secretTable},
-		{gvr: coreGV.WithResource("configmaps"), kind: "ConfigMap", singular: "configmap", namespaced: true,
-			shortNames: []string{"cm"}, nameFn: subdomain, validate: validateConfigMap, table: configMapTable},
-		{gvr: coreGV.WithResource("events"), kind: "Event", singular: "event", namespaced: true, gc: gcUnsupported,
-			shortNames: []string{"ev"}, nameFn: subdomain, fields: coreEventFields, validate: validateCoreEvent, table: coreEventTable},
+	rs := []*Resource{
+		{GVR: coreGV.WithResource("namespaces"), Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"}, ReturnDeleted: true, NoDeleteCollection: true, Undeletable: systemNamespace,
+			Subresources: subresources(statusSubresource(), finalizeSubresource()), ValidateName: label, Defaults: defaultNamespace, Validate: validateNamespace, Prepare: prepareNamespace, ResetStatus: resetNamespaceStatus, Table: namespaceTable},
+		{GVR: coreGV.WithResource("nodes"), Kind: "Node", Singular: "node", ShortNames: []string{"no"},
+			Subresources: subresources(statusSubresource()), ValidateName: subdomain, Defaults: defaultNode, Validate: validateNode, ResetStatus: resetNodeStatus, Fields: nodeFields, Table: nodeTable},
+		{GVR: coreGV.WithResource("pods"), Kind: "Pod", Singular: "pod", Namespaced: true, ShortNames: []string{"po"},
+			Categories: []string{"all"}, Subresources: podSubresources(), ReturnDeleted: true, ValidateName: subdomain, Generation: true,
+			Fields: podFields, Defaults: defaultPod, Prepare: preparePod, Validate: validatePod, ValidateUpdate: validatePodUpdate, ResetStatus: resetPodStatus, Table: podTable},
+		{GVR: coreGV.WithResource("serviceaccounts"), Kind: "ServiceAccount", Singular: "serviceaccount", Namespaced: true,
+			ShortNames: []string{"sa"}, ReturnDeleted: true, ValidateName: subdomain, Table: serviceAccountTable},
+		{GVR: coreGV.WithResource("secrets"), Kind: "Secret", Singular: "secret", Namespaced: true, ValidateName: subdomain,
+			Fields: secretFields, Defaults: defaultSecret, Validate: validateSecret, Table: secretTable},
+		{GVR: coreGV.WithResource("configmaps"), Kind: "ConfigMap", Singular: "configmap", Namespaced: true,
+			ShortNames: []string{"cm"}, ValidateName: subdomain, Validate: validateConfigMap, Table: configMapTable},
+		{GVR: coreGV.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
+			ShortNames: []string{"ev"}, ValidateName: subdomain, Fields: coreEventFields, Validate: validateCoreEvent, Table: coreEventTable},
 		// With no controller acting on them: the scheduler's default
 		// topology spreading reads pods' owners and services.
-		{gvr: servicesGVR, kind: "Service", singular: "service", namespaced: true,
-			shortNames: []string{"svc"}, categories: []string{"all"}, status: true, returnDeleted: true, nameFn: label, defaults: defaultService, validate: validateService,
-			resetStatus: resetServiceStatus, allocate: (*Server).allocateService, release: (*Server).releaseService, table: serviceTable},
+		{GVR: servicesGVR, Kind: "Service", Singular: "service", Namespaced: true,
+			ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ReturnDeleted: true, ValidateName: label, Defaults: defaultService, Validate: validateService,
+			ResetStatus: resetServiceStatus, allocate: (*serviceAllocator).allocateService, release: (*serviceAllocator).releaseService, Table: serviceTable},
 		// Stored with their defaults and validated (D.5); no controller
 		// acts on them yet.
-		{gvr: coreGV.WithResource("replicationcontrollers"), kind: "ReplicationController", singular: "replicationcontroller",
-			namespaced: true, shortNames: []string{"rc"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true, gc: gcOrphan,
-			fields: replicationControllerFields, defaults: defaultReplicationController, validate: validateReplicationController, warnings: replicationControllerWarnings,
-			validateStatus: validateReplicationControllerStatus, resetStatus: resetReplicationControllerStatus, table: replicationControllerTable},
-		{gvr: appsv1.SchemeGroupVersion.WithResource("replicasets"), kind: "ReplicaSet", singular: "replicaset",
-			namespaced: true, shortNames: []string{"rs"}, categories: []string{"all"}, status: true, nameFn: subdomain, generation: true,
-			fields: replicaSetFields, defaults: defaultReplicaSet, validate: validateReplicaSet, validateUpdate: validateReplicaSetUpdate, warnings: replicaSetWarnings,
-			validateStatus: validateReplicaSetStatus, resetStatus: resetReplicaSetStatus, table: replicaSetTable},
-		{gvr: appsv1.SchemeGroupVersion.WithResource("statefulsets"), kind: "StatefulSet", singular: "statefulset",
-			namespaced: true, shortNames: []string{"sts"}, categories: []string{"all"}, status: true, nameFn: label, generation: true,
-			defaults: defaultStatefulSet, validate: validateStatefulSet, validateUpdate: validateStatefulSetUpdate, warnings: statefulSetWarnings,
-			validateStatus: validateStatefulSetStatus, resetStatus: resetStatefulSetStatus, table: statefulSetTable},
+		{GVR: coreGV.WithResource("replicationcontrollers"), Kind: "ReplicationController", Singular: "replicationcontroller",
+			Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true, GC: GCOrphan,
+			Fields: replicationControllerFields, Defaults: defaultReplicationController, Validate: validateReplicationController, Warnings: replicationControllerWarnings,
+			ValidateStatus: validateReplicationControllerStatus, ResetStatus: resetReplicationControllerStatus, Table: replicationControllerTable},
+		{GVR: appsv1.SchemeGroupVersion.WithResource("replicasets"), Kind: "ReplicaSet", Singular: "replicaset",
+			Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true,
+			Fields: replicaSetFields, Defaults: defaultReplicaSet, Validate: validateReplicaSet, ValidateUpdate: validateReplicaSetUpdate, Warnings: replicaSetWarnings,
+			ValidateStatus: validateReplicaSetStatus, ResetStatus: resetReplicaSetStatus, Table: replicaSetTable},
+		{GVR: appsv1.SchemeGroupVersion.WithResource("statefulsets"), Kind: "StatefulSet", Singular: "statefulset",
+			Namespaced: true, ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: label, Generation: true,
+			Defaults: defaultStatefulSet, Validate: validateStatefulSet, ValidateUpdate: validateStatefulSetUpdate, Warnings: statefulSetWarnings,
+			ValidateStatus: validateStatefulSetStatus, ResetStatus: resetStatefulSetStatus, Table: statefulSetTable},
 		// kube-apiserver stores both kinds of events as core v1 Events.
-		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), kind: "Event", singular: "event", namespaced: true, gc: gcUnsupported,
-			shortNames: []string{"ev"}, nameFn: subdomain, storedAs: coreGV.WithKind("Event"), validate: validateEventsV1Event, table: eventsTable},
-		{gvr: coord.WithResource("leases"), kind: "Lease", singular: "lease", namespaced: true, nameFn: subdomain, validate: validateLease, table: leaseTable},
-		{gvr: rbac.WithResource("roles"), kind: "Role", singular: "role", namespaced: true, nameFn: segment, validate: validateRole},
-		{gvr: rbac.WithResource("clusterroles"), kind: "ClusterRole", singular: "clusterrole", nameFn: segment, validate: validateClusterRole},
-		{gvr: rbac.WithResource("rolebindings"), kind: "RoleBinding", singular: "rolebinding", namespaced: true, nameFn: segment,
-			prepare: prepareBinding, validate: validateRoleBinding, table: roleBindingTable},
-		{gvr: rbac.WithResource("clusterrolebindings"), kind: "ClusterRoleBinding", singular: "clusterrolebinding", nameFn: segment,
-			prepare: prepareBinding, validate: validateClusterRoleBinding, table: clusterRoleBindingTable},
+		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
+			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
+		{GVR: coord.WithResource("leases"), Kind: "Lease", Singular: "lease", Namespaced: true, ValidateName: subdomain, Validate: validateLease, Table: leaseTable},
+		{GVR: rbac.WithResource("roles"), Kind: "Role", Singular: "role", Namespaced: true, ValidateName: segment, Validate: validateRole},
+		{GVR: rbac.WithResource("clusterroles"), Kind: "ClusterRole", Singular: "clusterrole", ValidateName: segment, Validate: validateClusterRole},
+		{GVR: rbac.WithResource("rolebindings"), Kind: "RoleBinding", Singular: "rolebinding", Namespaced: true, ValidateName: segment,
+			Prepare: prepareBinding, Validate: validateRoleBinding, Table: roleBindingTable},
+		{GVR: rbac.WithResource("clusterrolebindings"), Kind: "ClusterRoleBinding", Singular: "clusterrolebinding", ValidateName: segment,
+			Prepare: prepareBinding, Validate: validateClusterRoleBinding, Table: clusterRoleBindingTable},
 	}
 	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
-		endpointsResource(), endpointSliceResource(), certificateSigningRequestResource())
-	for _, r := range rs {
-		r.prefix = Key(r.gvr, "", "")
-		r.scale = scalable(r.gvr)
-	}
+		endpointsResource(), endpointSliceResource(), certificateSigningRequestResource(), bindingsResource())
 	return rs
 }
 
 // registry finds resources by group, version and plural name.
 type registry struct {
-	byGVR map[schema.GroupVersionResource]*resource
+	byGVR map[schema.GroupVersionResource]*Resource
 	// groups lists the API groups (without core) in discovery order.
 	groups []string
 }
 
-func newRegistry(rs []*resource) *registry {
-	reg := &registry{byGVR: map[schema.GroupVersionResource]*resource{}}
+func newRegistry(rs []*Resource) *registry {
+	reg := &registry{byGVR: map[schema.GroupVersionResource]*Resource{}}
 	for _, r := range rs {
-		reg.byGVR[r.gvr] = r
-		if g := r.gvr.Group; g != "" {
-			reg.addGroup(g)
-		}
+		reg.add(r)
 	}
 	return reg
+}
+
+func (reg *registry) add(r *Resource) {
+	r.prefix = Key(r.GVR, "", "")
+	reg.byGVR[r.GVR] = r
+	if g := r.GVR.Group; g != "" {
+		reg.addGroup(g)
+	}
 }
 
 func (reg *registry) addGroup(g string) {
@@ -258,7 +259,7 @@ func (reg *registry) addGroup(g string) {
 	sortGroups(reg.groups)
 }
 
-func (reg *registry) get(gvr schema.GroupVersionResource) (*resource, bool) {
+func (reg *registry) get(gvr schema.GroupVersionResource) (*Resource, bool) {
 	r, ok := reg.byGVR[gvr]
 	return r, ok
 }

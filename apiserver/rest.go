@@ -33,7 +33,7 @@ type request struct {
 	s         *Server
 	w         http.ResponseWriter
 	r         *http.Request
-	res       *resource
+	res       *Resource
 	ns, name  string
 	sub, verb string
 }
@@ -51,72 +51,80 @@ func (q *request) watchPath() bool {
 	return ri != nil && ri.Verb == "watch" && !q.r.URL.Query().Has("watch")
 }
 
-func (q *request) key(name string) string { return Key(q.res.gvr, q.ns, name) }
+func (q *request) key(name string) string { return Key(q.res.GVR, q.ns, name) }
 
 func (q *request) gr() schema.GroupResource { return q.res.groupResource() }
 
 func (q *request) serve() {
-	produces := routeMediaTypes
-	if q.r.Method == http.MethodGet && (q.name == "" || q.watchPath()) {
-		produces = routeListMediaTypes
-	}
-	var err error
-	if q.sub == "" && q.name == "" && q.verb == "deletecollection" && q.res.noDeleteCollection {
-		// kube-apiserver has no route for it: its router refuses the
-		// method before it looks at Accept (B.6).
-		err = apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
-	} else if !podSubresource(q.res.gvr, q.sub) {
-		// A pod's log is text and its streams take any Accept (D.9).
-		err = checkRouteAccept(q.r, produces)
-	}
-	switch {
-	case err != nil:
-	case q.sub == "" && q.name == "" && q.verb == "create":
-		err = q.create()
-	case q.sub == "" && q.name == "" && q.verb == "list":
-		err = q.list()
-	case q.sub == "" && q.name == "" && q.verb == "watch":
-		err = q.watch()
-	case q.sub == "" && q.name == "" && q.verb == "deletecollection" && (q.ns != "" || !q.res.namespaced):
-		err = q.deleteCollection()
-	case q.name != "" && q.res.namespaced && q.ns == "":
-		err = errNotServed // no route names an object of a namespaced kind without its namespace
-	case q.name == "":
-		err = methodNotAllowed()
-	case q.sub == "" && q.verb == "watch":
-		err = q.watch() // the old /watch/NAMESPACE/RESOURCE/NAME form
-	case q.objectOrStatus() && q.verb == "get":
-		err = q.get()
-	case q.objectOrStatus() && q.verb == "update":
-		err = q.update()
-	case q.objectOrStatus() && q.verb == "patch":
-		err = q.patch()
-	case q.sub == "" && q.verb == "delete":
-		err = q.delete()
-	case q.sub == "scale" && q.res.scale:
-		err = q.serveScale()
-	case q.sub == "finalize" && q.res.gvr == namespacesGVR && q.verb == "update":
-		err = q.finalizeNamespace()
-	case q.sub == "binding" && q.res.binding && q.verb == "create":
-		err = q.bind(q.name)
-	case podSubresource(q.res.gvr, q.sub):
-		err = q.podSubresource()
-	case q.sub != "" && !q.objectOrStatus() && !(q.sub == "binding" && q.res.binding) && !podSubresource(q.res.gvr, q.sub) &&
-		!(q.sub == "finalize" && q.res.gvr == namespacesGVR):
-		err = errNotServed
-	default:
-		err = methodNotAllowed()
+	err := q.checkRoute()
+	if err == nil {
+		err = q.route()
 	}
 	if err != nil {
 		q.s.writeErr(q.w, q.r, err)
 	}
 }
 
-// objectOrStatus reports whether the request is for the object itself or
-// for a subresource that reads and writes the whole object: status, or a
-// CSR's approval.
-func (q *request) objectOrStatus() bool {
-	return q.sub == "" || q.sub == "status" && q.res.status || q.sub == "approval" && q.res.approval
+// checkRoute refuses, as kube-apiserver's router does before any handler
+// runs, a deletecollection the resource has no route for (B.6) and an
+// Accept the route does not produce (D.7).
+func (q *request) checkRoute() error {
+	if q.sub == "" && q.name == "" && q.verb == "deletecollection" && q.res.NoDeleteCollection {
+		// the router refuses the method before it looks at Accept
+		return apierrors.NewGenericServerResponse(http.StatusMethodNotAllowed, "", schema.GroupResource{}, "", "", 0, false)
+	}
+	if q.acceptsAny() {
+		return nil
+	}
+	produces := routeMediaTypes
+	if q.r.Method == http.MethodGet && (q.name == "" || q.watchPath()) {
+		produces = routeListMediaTypes
+	}
+	return checkRouteAccept(q.r, produces)
+}
+
+// route serves the generic verbs on the collection and the object, and
+// gives a subresource to its entry.
+func (q *request) route() error {
+	switch {
+	case q.sub == "" && q.name == "":
+		return q.serveCollection()
+	case q.res.Namespaced && q.ns == "":
+		return errNotServed // no route names an object of a namespaced kind without its namespace
+	case q.name == "":
+		return methodNotAllowed()
+	case q.sub == "":
+		return q.serveObject()
+	}
+	return q.serveSubresource()
+}
+
+// serveCollection serves the verbs of RESOURCE.
+func (q *request) serveCollection() error {
+	switch {
+	case q.verb == "create":
+		return q.create()
+	case q.verb == "list":
+		return q.list()
+	case q.verb == "watch":
+		return q.watch()
+	case q.verb == "deletecollection" && (q.ns != "" || !q.res.Namespaced):
+		return q.deleteCollection()
+	}
+	return methodNotAllowed()
+}
+
+// serveObject serves the verbs of RESOURCE/NAME.
+func (q *request) serveObject() error {
+	switch q.verb {
+	case "watch":
+		return q.watch() // the old /watch/NAMESPACE/RESOURCE/NAME form
+	case "get", "update", "patch":
+		return serveWhole(q)
+	case "delete":
+		return q.delete()
+	}
+	return methodNotAllowed()
 }
 
 // respond writes obj, as a Table or its metadata when the client asked
@@ -179,7 +187,7 @@ func errNamespaceMismatch() error {
 // checkNamespace makes obj's namespace the request's, refusing a different
 // one in the body.
 func (q *request) checkNamespace(acc metav1.Object) error {
-	if !q.res.namespaced {
+	if !q.res.Namespaced {
 		acc.SetNamespace("")
 		return nil
 	}
@@ -222,12 +230,12 @@ const maxGenerateNameAttempts = 8
 // its resourceVersion.
 // manager, when not "", is recorded in managedFields as the owner of every
 // field the object sets, defaults included, as an Update (D.1).
-func (s *Server) insert(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry bool, manager string) (runtime.Object, error) {
+func (s *Server) insert(ctx context.Context, res *Resource, obj runtime.Object, user authn.User, dry bool, manager string) (runtime.Object, error) {
 	return s.insertObject(ctx, res, obj, user, dry, true, manager)
 }
 
 // createStored creates an object the server itself owns, without admission.
-func (s *Server) createStored(ctx context.Context, res *resource, obj runtime.Object) (runtime.Object, error) {
+func (s *Server) createStored(ctx context.Context, res *Resource, obj runtime.Object) (runtime.Object, error) {
 	return s.insertObject(ctx, res, obj, authn.User{Name: "system:apiserver", Groups: []string{"system:masters"}}, false, false, serverFieldManager)
 }
 
@@ -235,46 +243,19 @@ func (s *Server) createStored(ctx context.Context, res *resource, obj runtime.Ob
 // itself, as kube-apiserver's own client is named.
 const serverFieldManager = "kube-apiserver"
 
-func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Object, user authn.User, dry, admit bool, manager string) (_ runtime.Object, err error) {
+func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Object, user authn.User, dry, admit bool, manager string) (_ runtime.Object, err error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
-	if res.namespaced {
-		ok, err := s.namespaceExists(ctx, acc.GetNamespace())
-		if err != nil {
-			return nil, storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
-		}
-		if !ok {
-			return nil, apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
-		}
-		name := acc.GetName()
-		if name == "" {
-			name = acc.GetGenerateName()
-		}
-		if err := s.checkNamespaceActive(ctx, res.groupResource(), acc.GetNamespace(), name); err != nil {
-			return nil, err
-		}
+	if err := s.checkCreateNamespace(ctx, res, acc); err != nil {
+		return nil, err
 	}
 	generate := acc.GetName() == "" && acc.GetGenerateName() != ""
 	if generate {
 		acc.SetName(generatedName(acc.GetGenerateName()))
 	}
-	acc.SetUID(types.UID(uuid.NewString()))
-	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
-	acc.SetResourceVersion("")
-	acc.SetDeletionTimestamp(nil)
-	acc.SetDeletionGracePeriodSeconds(nil)
-	acc.SetGeneration(0)
-	if res.generation {
-		acc.SetGeneration(1)
-	}
-	if res.resetStatus != nil {
-		res.resetStatus(obj, nil)
-	}
-	if res.defaults != nil {
-		res.defaults(obj)
-	}
+	s.initSystemFields(res, obj, acc)
 	if manager != "" {
 		obj = s.trackFields(res, "", s.newObject(res), obj, manager)
 		acc, _ = meta.Accessor(obj)
@@ -283,7 +264,7 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 	// and before the server's own preparation and validation, so what a
 	// plugin sets is kept and validated (D.8); the escalation check of a
 	// role or binding follows it (C.2).
-	attrs := &AdmissionAttributes{Operation: Create, Resource: res.gvr, Kind: res.gvk(), Namespace: acc.GetNamespace(),
+	attrs := &AdmissionAttributes{Operation: Create, Resource: res.GVR, Kind: res.gvk(), Namespace: acc.GetNamespace(),
 		Name: acc.GetName(), User: user, Object: obj, DryRun: dry}
 	if admit {
 		if err := s.admit(ctx, attrs); err != nil {
@@ -293,11 +274,11 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 			return nil, err
 		}
 	}
-	if res.prepareCreate != nil {
-		res.prepareCreate(obj, user)
+	if res.PrepareCreate != nil {
+		res.PrepareCreate(obj, user)
 	}
-	if res.prepare != nil {
-		res.prepare(obj, nil)
+	if res.Prepare != nil {
+		res.Prepare(obj, nil)
 	}
 	if res.allocate != nil {
 		// As in kube, allocation comes before validation, and is given
@@ -305,7 +286,7 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 		// alloc must not shadow err: the deferred call reads the
 		// function's result.
 		var alloc *allocation
-		alloc, err = res.allocate(s, ctx, obj, nil, dry)
+		alloc, err = res.allocate(s.svcAlloc, ctx, obj, nil, dry)
 		if err != nil {
 			return nil, err
 		}
@@ -322,15 +303,65 @@ func (s *Server) insertObject(ctx context.Context, res *resource, obj runtime.Ob
 			return nil, err
 		}
 	}
+	if dry {
+		if _, err := s.encodeStored(res, obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	return s.storeCreated(ctx, res, obj, acc, generate)
+}
+
+// checkCreateNamespace refuses a create of a namespaced object in a
+// namespace that does not exist or is being deleted (G.9).
+func (s *Server) checkCreateNamespace(ctx context.Context, res *Resource, acc metav1.Object) error {
+	if !res.Namespaced {
+		return nil
+	}
+	ok, err := s.namespaceExists(ctx, acc.GetNamespace())
+	if err != nil {
+		return storeErr(err, namespacesGVR.GroupResource(), acc.GetNamespace())
+	}
+	if !ok {
+		return apierrors.NewNotFound(namespacesGVR.GroupResource(), acc.GetNamespace())
+	}
+	name := acc.GetName()
+	if name == "" {
+		name = acc.GetGenerateName()
+	}
+	return s.checkNamespaceActive(ctx, res.groupResource(), acc.GetNamespace(), name)
+}
+
+// initSystemFields sets what the server sets on a create before anyone
+// sees the object (UID, creation time, generation, no deletion), clears
+// its status, and fills the kind's defaults.
+func (s *Server) initSystemFields(res *Resource, obj runtime.Object, acc metav1.Object) {
+	acc.SetUID(types.UID(uuid.NewString()))
+	acc.SetCreationTimestamp(metav1.NewTime(s.now().Truncate(1e9)))
+	acc.SetResourceVersion("")
+	acc.SetDeletionTimestamp(nil)
+	acc.SetDeletionGracePeriodSeconds(nil)
+	acc.SetGeneration(0)
+	if res.Generation {
+		acc.SetGeneration(1)
+	}
+	if res.ResetStatus != nil {
+		res.ResetStatus(obj, nil)
+	}
+	if res.Defaults != nil {
+		res.Defaults(obj)
+	}
+}
+
+// storeCreated writes a new object, picking another generated name after
+// a clash (generate), and sets its resourceVersion.
+func (s *Server) storeCreated(ctx context.Context, res *Resource, obj runtime.Object, acc metav1.Object, generate bool) (runtime.Object, error) {
 	for attempt := 1; ; attempt++ {
 		data, err := s.encodeStored(res, obj)
 		if err != nil {
 			return nil, err
 		}
-		if dry {
-			return obj, nil
-		}
-		rev, err := s.cfg.Store.Create(ctx, Key(res.gvr, acc.GetNamespace(), acc.GetName()), data)
+		rev, err := s.cfg.Store.Create(ctx, Key(res.GVR, acc.GetNamespace(), acc.GetName()), data)
 		if err == nil {
 			acc.SetResourceVersion(strconv.FormatInt(rev, 10))
 			return obj, nil
@@ -356,31 +387,31 @@ func generatedName(prefix string) string {
 // validate checks obj's metadata (and against old on update) and the
 // kind-specific rules, with those of an update of subresource sub ("" for
 // the object itself); the error is a 422 Invalid.
-func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) error {
+func (s *Server) validate(res *Resource, sub string, obj, old runtime.Object) error {
 	acc, _ := meta.Accessor(obj)
-	errs := apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, res.nameFn, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMetaAccessor(acc, res.Namespaced, res.ValidateName, field.NewPath("metadata"))
 	if old != nil {
 		oldAcc, _ := meta.Accessor(old)
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(acc, oldAcc, field.NewPath("metadata"))...)
 	}
 	switch {
-	case sub == "status" && res.validateStatus != nil:
-		errs = append(errs, res.validateStatus(obj, old)...)
-	case sub == "approval" && res.validateApproval != nil:
-		errs = append(errs, res.validateApproval(obj, old)...)
-	case res.validate != nil:
-		errs = append(errs, res.validate(obj, old)...)
+	case sub == "status" && res.ValidateStatus != nil:
+		errs = append(errs, res.ValidateStatus(obj, old)...)
+	case sub == "approval" && res.ValidateApproval != nil:
+		errs = append(errs, res.ValidateApproval(obj, old)...)
+	case res.Validate != nil:
+		errs = append(errs, res.Validate(obj, old)...)
 	}
 	// On create, kube-apiserver checks that the name and generateName can
 	// be a path segment once the kind's own rules pass, and only then:
 	// a CSR, whose own rule takes any name, reports a name with "/" only
 	// when nothing else is wrong (H.1).
 	if old == nil && len(errs) == 0 {
-		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.namespaced, validatePathSegmentName, field.NewPath("metadata"))
+		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.Namespaced, validatePathSegmentName, field.NewPath("metadata"))
 	}
 	// A scale update is an update of the object itself (G.2).
-	if old != nil && (sub == "" || sub == "scale") && res.validateUpdate != nil {
-		errs = append(errs, res.validateUpdate(obj, old)...)
+	if old != nil && (sub == "" || sub == "scale") && res.ValidateUpdate != nil {
+		errs = append(errs, res.ValidateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(res.invalidKind(), acc.GetName(), errs)
@@ -391,22 +422,22 @@ func (s *Server) validate(res *resource, sub string, obj, old runtime.Object) er
 // warn adds kube's warnings about a valid object to the answer, as the
 // registry's strategies give them after validation: on a create, and on
 // an update of the object itself (D.5).
-func warn(ctx context.Context, res *resource, sub string, obj, old runtime.Object) {
-	if res.warnings == nil || sub != "" {
+func warn(ctx context.Context, res *Resource, sub string, obj, old runtime.Object) {
+	if res.Warnings == nil || sub != "" {
 		return
 	}
-	for _, text := range res.warnings(obj, old) {
+	for _, text := range res.Warnings(obj, old) {
 		warning.AddWarning(ctx, "", text)
 	}
 }
 
 // invalidKind is the kind a 422 names: kube stores events.k8s.io Events
 // as core Events, and its errors name that kind, without a group.
-func (r *resource) invalidKind() schema.GroupKind {
-	if r.gvr.Group == eventsv1.GroupName {
-		return schema.GroupKind{Kind: r.kind}
+func (r *Resource) invalidKind() schema.GroupKind {
+	if r.GVR.Group == eventsv1.GroupName {
+		return schema.GroupKind{Kind: r.Kind}
 	}
-	return schema.GroupKind{Group: r.gvr.Group, Kind: r.kind}
+	return schema.GroupKind{Group: r.GVR.Group, Kind: r.Kind}
 }
 
 // admit runs every plugin's Admit, in order: kube-apiserver's mutating
@@ -439,7 +470,7 @@ func (s *Server) validateAdmission(ctx context.Context, a *AdmissionAttributes) 
 // the write: preparing and validating the object, comparing its
 // resourceVersion, validating admission. So an invalid write that
 // escalates is a 403, and one that does not a 422 (C.2).
-func (s *Server) checkEscalation(ctx context.Context, res *resource, sub string, user authn.User, obj, old runtime.Object, ns string) error {
+func (s *Server) checkEscalation(ctx context.Context, res *Resource, sub string, user authn.User, obj, old runtime.Object, ns string) error {
 	if !s.escalationChecked(res, sub) {
 		return nil
 	}
@@ -448,8 +479,8 @@ func (s *Server) checkEscalation(ctx context.Context, res *resource, sub string,
 
 // escalationChecked reports whether writes of subresource sub of res are
 // checked for escalation: those of roles and bindings themselves.
-func (s *Server) escalationChecked(res *resource, sub string) bool {
-	return s.cfg.Escalation != nil && res.gvr.Group == rbacv1.GroupName && sub == ""
+func (s *Server) escalationChecked(res *Resource, sub string) bool {
+	return s.cfg.Escalation != nil && res.GVR.Group == rbacv1.GroupName && sub == ""
 }
 
 // onlyGCFieldsChange reports whether obj differs from old in nothing but
@@ -497,13 +528,6 @@ func (q *request) update() error {
 	return q.respond(http.StatusOK, obj)
 }
 
-// finalizeNamespace serves PUT namespaces/NAME/finalize, the one way to
-// change a namespace's spec.finalizers (its status stays); a namespace
-// being deleted that is left with no finalizers of either kind goes (G.9).
-func (q *request) finalizeNamespace() error {
-	return q.update()
-}
-
 // guaranteedUpdate reads the object, computes its new state with mutate and
 // writes it if nothing changed in between, retrying when it did unless the
 // new state names a resourceVersion (then that must be the current one).
@@ -528,127 +552,151 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 		if err != nil {
 			return nil, err
 		}
-		obj, err := mutate(old.DeepCopyObject())
-		if err != nil {
+		var obj runtime.Object
+		if obj, alloc, err = q.updatedObject(mutate, manager, kv, old, dry); err != nil {
 			return nil, err
 		}
-		acc, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, err
-		}
-		precondition := acc.GetResourceVersion()
-		// As in kube-apiserver, an update of a role or binding that
-		// changes nothing but what the garbage collector changes (owner
-		// references and finalizers) is not checked for escalation; the
-		// object is compared as the request made it, before the server
-		// sets its system fields.
-		gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
-		obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
-		if err != nil {
-			return nil, err
-		}
-		if manager != "" {
-			obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
-		}
-		acc, _ = meta.Accessor(obj)
-		// The same order as a create's (D.8): admission, the escalation
-		// check (C.2), then what the server sets, then the allocations,
-		// then validation.
-		attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.gvr, Kind: q.res.gvk(), Subresource: q.sub,
-			Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
-		if err := q.s.admit(q.ctx(), attrs); err != nil {
-			return nil, err
-		}
-		if !gcOnly {
-			if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
-				return nil, err
-			}
-		}
-		// kube-apiserver compares the resourceVersion once admission and
-		// the escalation check have seen the object.
-		if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
-			return nil, conflictErr(q.gr(), q.name)
-		}
-		finishUpdate(q.res, q.sub, obj, old)
-		if q.res.prepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
-			q.res.prepareSubresource(q.sub, obj, old, q.s.now())
-		}
-		if q.res.allocate != nil && q.sub == "" {
-			if alloc, err = q.res.allocate(q.s, q.ctx(), obj, old, dry); err != nil {
-				return nil, err
-			}
-		}
-		if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
-			return nil, err
-		}
-		warn(q.ctx(), q.res, q.sub, obj, old)
-		if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
-			return nil, err
-		}
-		data, err := q.s.encodeStored(q.res, obj)
-		if err != nil {
-			return nil, err
-		}
-		if string(data) == string(kv.Value) || dry {
-			if dry {
-				return obj, nil
-			}
-			return old, nil // nothing changed: no write, same resourceVersion
-		}
-		if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) && !namespaceFinalizing(obj) {
-			// The last finalizer is gone: the object goes now.
-			if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					continue
-				}
-				return nil, storeErr(err, q.gr(), q.name)
-			}
-			q.s.released(q.ctx(), q.res, obj)
-			return obj, nil
-		}
-		rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
-		if errors.Is(err, store.ErrConflict) {
+		out, retry, err := q.writeUpdate(key, kv, obj, old, dry)
+		if retry {
 			// Written meanwhile: start again from the new state, which
 			// checks a precondition afresh. A patch names the version it
 			// was applied to, so it is applied again to the new one, as
 			// kube-apiserver reapplies it.
 			continue
 		}
-		if err != nil {
-			return nil, storeErr(err, q.gr(), q.name)
-		}
-		acc.SetResourceVersion(strconv.FormatInt(rev, 10))
-		return obj, nil
+		return out, err
 	}
+}
+
+// updatedObject computes what an update of old, stored as kv, stores:
+// mutate's result with what the server keeps and sets, admitted, checked
+// for escalation and validated. alloc is what it reserved, returned also
+// with an error so that the caller finishes it.
+func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object, error), manager string, kv store.KV, old runtime.Object, dry bool) (_ runtime.Object, alloc *allocation, err error) {
+	obj, err := mutate(old.DeepCopyObject())
+	if err != nil {
+		return nil, nil, err
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	precondition := acc.GetResourceVersion()
+	// As in kube-apiserver, an update of a role or binding that changes
+	// nothing but what the garbage collector changes (owner references
+	// and finalizers) is not checked for escalation; the object is
+	// compared as the request made it, before the server sets its system
+	// fields.
+	gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
+	obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	if manager != "" {
+		obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
+	}
+	// The same order as a create's (D.8): admission, the escalation check
+	// (C.2), then what the server sets, then the allocations, then
+	// validation.
+	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
+		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
+	if err := q.s.admit(q.ctx(), attrs); err != nil {
+		return nil, nil, err
+	}
+	if !gcOnly {
+		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
+			return nil, nil, err
+		}
+	}
+	// kube-apiserver compares the resourceVersion once admission and the
+	// escalation check have seen the object.
+	if precondition != "" && precondition != strconv.FormatInt(kv.ModRevision, 10) {
+		return nil, nil, conflictErr(q.gr(), q.name)
+	}
+	finishUpdate(q.res, q.sub, obj, old)
+	if q.res.PrepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
+		q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
+	}
+	if q.res.allocate != nil && q.sub == "" {
+		if alloc, err = q.res.allocate(q.s.svcAlloc, q.ctx(), obj, old, dry); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
+		return nil, alloc, err
+	}
+	warn(q.ctx(), q.res, q.sub, obj, old)
+	if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
+		return nil, alloc, err
+	}
+	return obj, alloc, nil
+}
+
+// writeUpdate stores obj in place of old, stored as kv under key, and
+// returns what the update answers: obj with its new resourceVersion, old
+// when nothing changed, obj on a dry run. An object whose last finalizer
+// went is deleted instead. retry: written meanwhile.
+func (q *request) writeUpdate(key string, kv store.KV, obj, old runtime.Object, dry bool) (_ runtime.Object, retry bool, _ error) {
+	data, err := q.s.encodeStored(q.res, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	if dry {
+		return obj, false, nil
+	}
+	if string(data) == string(kv.Value) {
+		return old, false, nil // nothing changed: no write, same resourceVersion
+	}
+	acc, _ := meta.Accessor(obj)
+	if acc.GetDeletionTimestamp() != nil && len(acc.GetFinalizers()) == 0 && !q.s.gracefulPending(q.res, obj) && !namespaceFinalizing(obj) {
+		// The last finalizer is gone: the object goes now.
+		if _, _, err := q.s.cfg.Store.Delete(q.ctx(), key, kv.ModRevision); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return nil, true, nil
+			}
+			return nil, false, storeErr(err, q.gr(), q.name)
+		}
+		q.s.released(q.ctx(), q.res, obj)
+		return obj, false, nil
+	}
+	rev, err := q.s.cfg.Store.Update(q.ctx(), key, data, kv.ModRevision)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, true, nil
+	}
+	if err != nil {
+		return nil, false, storeErr(err, q.gr(), q.name)
+	}
+	acc.SetResourceVersion(strconv.FormatInt(rev, 10))
+	return obj, false, nil
 }
 
 // prepareUpdate keeps what an update may not change: the system fields, and
 // for the main resource its status, for the status subresource everything
 // but status, labels and annotations, and for the approval subresource
 // everything but what resetApproval copies, labels and annotations.
-func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Object) (runtime.Object, error) {
+func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Object) (runtime.Object, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err
 	}
 	oldAcc, _ := meta.Accessor(old)
-	if res.defaults != nil {
-		res.defaults(obj)
+	if res.Defaults != nil {
+		res.Defaults(obj)
 	}
-	if sub == "status" || sub == "approval" && res.approval {
+	if sub == "status" || sub == "approval" {
 		merged := old.DeepCopyObject()
 		if sub == "status" {
-			res.resetStatus(merged, obj)
+			res.ResetStatus(merged, obj)
 		} else {
-			res.resetApproval(merged, obj)
+			res.ResetApproval(merged, obj)
 		}
 		mAcc, _ := meta.Accessor(merged)
 		mAcc.SetLabels(acc.GetLabels())
 		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
 		obj, acc = merged, mAcc
-	} else if (sub == "" || sub == "finalize") && res.resetStatus != nil {
-		res.resetStatus(obj, old)
+	} else if (sub == "" || sub == "finalize") && res.ResetStatus != nil {
+		res.ResetStatus(obj, old)
 	}
 	acc.SetUID(oldAcc.GetUID())
 	acc.SetCreationTimestamp(oldAcc.GetCreationTimestamp())
@@ -666,20 +714,20 @@ func (s *Server) prepareUpdate(res *resource, sub string, obj, old runtime.Objec
 // update: the kind's own fields, and a generation that counts a changed
 // spec, as kube-apiserver's update strategies do once admission has run
 // (D.1, D.8).
-func finishUpdate(res *resource, sub string, obj, old runtime.Object) {
-	if res.prepare != nil && sub != "finalize" {
-		res.prepare(obj, old)
+func finishUpdate(res *Resource, sub string, obj, old runtime.Object) {
+	if res.Prepare != nil && sub != "finalize" {
+		res.Prepare(obj, old)
 	}
-	if !res.generation || sub != "" && sub != "scale" {
+	if !res.Generation || sub != "" && sub != "scale" {
 		return
 	}
 	acc, _ := meta.Accessor(obj)
 	oldAcc, _ := meta.Accessor(old)
 	changed := specChanged(old, obj)
-	if res.generationChanged != nil {
-		changed = res.generationChanged(obj, old)
+	if res.GenerationChanged != nil {
+		changed = res.GenerationChanged(obj, old)
 	}
-	if changed || res.generationCountsAnnotations && !apiequality.Semantic.DeepEqual(acc.GetAnnotations(), oldAcc.GetAnnotations()) {
+	if changed || res.GenerationCountsAnnotations && !apiequality.Semantic.DeepEqual(acc.GetAnnotations(), oldAcc.GetAnnotations()) {
 		acc.SetGeneration(oldAcc.GetGeneration() + 1)
 	}
 }

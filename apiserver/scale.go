@@ -34,22 +34,6 @@ import (
 
 var scaleGVK = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 
-// scalable reports whether the resource has a scale subresource.
-func scalable(gvr schema.GroupVersionResource) bool {
-	switch gvr {
-	case appsv1.SchemeGroupVersion.WithResource("deployments"), appsv1.SchemeGroupVersion.WithResource("replicasets"),
-		appsv1.SchemeGroupVersion.WithResource("statefulsets"), coreGV.WithResource("replicationcontrollers"):
-		return true
-	}
-	return false
-}
-
-// scaleDiscovery is the discovery entry of resource's scale subresource.
-func scaleDiscovery(resource string, namespaced bool) metav1.APIResource {
-	return metav1.APIResource{Name: resource + "/scale", Namespaced: namespaced, Group: scaleGVK.Group, Version: scaleGVK.Version,
-		Kind: scaleGVK.Kind, Verbs: metav1.Verbs{"get", "patch", "update"}}
-}
-
 // replicasField is where every scalable kind keeps its replicas, by the
 // group version of the object's managedFields entries.
 var replicasField = managedfields.ResourcePathMappings{
@@ -122,13 +106,13 @@ func setReplicas(obj runtime.Object, n int32) {
 // scaleGR is the resource a scale request's errors name, as kube's do:
 // "replicasets/scale" in the resource's group.
 func (q *request) scaleGR() schema.GroupResource {
-	return schema.GroupResource{Group: q.res.gvr.Group, Resource: q.res.gvr.Resource + "/scale"}
+	return schema.GroupResource{Group: q.res.GVR.Group, Resource: q.res.GVR.Resource + "/scale"}
 }
 
 // storageKey is the etcd key kube-apiserver keeps the object under, which
 // its storage errors name.
 func (q *request) storageKey() string {
-	resource := q.res.gvr.Resource
+	resource := q.res.GVR.Resource
 	if resource == "replicationcontrollers" {
 		resource = "controllers"
 	}
@@ -158,15 +142,15 @@ func (q *request) serveScale() error {
 
 // scaleResource describes Scales for the answers' conversions (a Table,
 // metadata only).
-var scaleResource = &resource{gvr: autoscalingv1.SchemeGroupVersion.WithResource("scales"), kind: "Scale", namespaced: true,
-	table: &tableDef{
-		columns: []metav1.TableColumnDefinition{
+var scaleResource = &Resource{GVR: autoscalingv1.SchemeGroupVersion.WithResource("scales"), Kind: "Scale", Namespaced: true,
+	Table: &TableDef{
+		Columns: []metav1.TableColumnDefinition{
 			{Name: "Name", Type: "string", Description: objectMetaDoc["name"]},
 			{Name: "Desired", Type: "integer", Description: autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]},
 			{Name: "Available", Type: "integer", Description: autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]},
 			ageColumn,
 		},
-		cells: func(obj runtime.Object, now time.Time) []any {
+		Cells: func(obj runtime.Object, now time.Time) []any {
 			sc := obj.(*autoscalingv1.Scale)
 			return []any{sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), age(sc.CreationTimestamp, now)}
 		},
@@ -377,7 +361,7 @@ func (q *request) changeScale(change func(old *autoscalingv1.Scale) (*autoscalin
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), q.res.gvr.GroupVersion(), replicasField)
+		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), q.res.GVR.GroupVersion(), replicasField)
 		if oldScale.ManagedFields, err = handler.ToSubresource(); err != nil {
 			return nil, err
 		}

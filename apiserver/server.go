@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,8 +38,7 @@ type Server struct {
 	// The serializers of the three media types.
 	json, yaml, protobuf runtime.SerializerInfo
 
-	reg      *registry
-	creators map[string]*creatorEntry
+	reg *registry
 	// The caches admission reads (Lister), and their followers' ends.
 	ns *watchCache[*corev1.Namespace]
 	// terminating holds the namespaces this server has marked for
@@ -67,14 +67,6 @@ type Server struct {
 	done    chan struct{}
 }
 
-// creatorEntry is a Config.Creators entry with its parsed key.
-type creatorEntry struct {
-	Creator
-	gvr         schema.GroupVersionResource
-	subresource string
-	gvk         schema.GroupVersionKind // of New()
-}
-
 // systemNamespaces exist from the start, as in every Kubernetes cluster.
 var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
@@ -97,42 +89,19 @@ func New(c Config) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	var err error
-	if s.scheme, err = newScheme(); err != nil {
-		return nil, err
-	}
-	// Lists are encoded one item at a time, as kube-apiserver 1.37 encodes
-	// them (B.1): the answer goes out while it is encoded.
-	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict,
-		serializer.WithStreamingCollectionEncodingToJSON(),
-		serializer.WithStreamingCollectionEncodingToProtobuf())
-	for _, info := range s.codecs.SupportedMediaTypes() {
-		switch info.MediaType {
-		case mediaJSON:
-			s.json = info
-		case mediaYAML:
-			s.yaml = info
-		case mediaProtobuf:
-			s.protobuf = info
-		}
-	}
-	if s.json.Serializer == nil || s.yaml.Serializer == nil || s.protobuf.Serializer == nil {
-		return nil, errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
-	}
-	s.reg = newRegistry(builtinResources())
-	for _, res := range s.reg.byGVR {
-		res.storedList = metadataFirst(s.newObject(res))
-	}
-	if err := s.addCreators(c.Creators); err != nil {
-		return nil, err
-	}
-	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
 	if c.ServiceClusterIPRange == (netip.Prefix{}) {
 		c.ServiceClusterIPRange = DefaultServiceClusterIPRange
 	}
 	if c.ServiceNodePortRange == (PortRange{}) {
 		c.ServiceNodePortRange = DefaultServiceNodePortRange
 	}
+	if err := s.initCodecs(); err != nil {
+		return nil, err
+	}
+	if err := s.initResources(c); err != nil {
+		return nil, err
+	}
+	var err error
 	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
@@ -156,24 +125,70 @@ func New(c Config) (*Server, error) {
 			w.SetAuthorizer(c.Authorizer)
 		}
 	}
-	if err := s.ensureNamespaces(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensurePriorityClasses(ctx); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort); err != nil {
+	if err := s.ensureSystemObjects(ctx, c); err != nil {
 		cancel()
 		return nil, err
 	}
 	s.handler = s.buildHandler()
 	return s, nil
+}
+
+// initCodecs builds the scheme and the codecs of the three media types.
+func (s *Server) initCodecs() error {
+	var err error
+	if s.scheme, err = newScheme(); err != nil {
+		return err
+	}
+	// Lists are encoded one item at a time, as kube-apiserver 1.37 encodes
+	// them (B.1): the answer goes out while it is encoded.
+	s.codecs = serializer.NewCodecFactory(s.scheme, serializer.EnableStrict,
+		serializer.WithStreamingCollectionEncodingToJSON(),
+		serializer.WithStreamingCollectionEncodingToProtobuf())
+	for _, info := range s.codecs.SupportedMediaTypes() {
+		switch info.MediaType {
+		case mediaJSON:
+			s.json = info
+		case mediaYAML:
+			s.yaml = info
+		case mediaProtobuf:
+			s.protobuf = info
+		}
+	}
+	if s.json.Serializer == nil || s.yaml.Serializer == nil || s.protobuf.Serializer == nil {
+		return errors.New("apiserver: codec factory lacks JSON, YAML or protobuf")
+	}
+	return nil
+}
+
+// initResources registers the built-in resources and c's Creators.
+func (s *Server) initResources(c Config) error {
+	s.reg = newRegistry(builtinResources())
+	for _, res := range s.reg.byGVR {
+		if !res.virtual() {
+			res.storedList = metadataFirst(s.newObject(res))
+		}
+	}
+	if err := s.addCreators(c.Creators); err != nil {
+		return err
+	}
+	s.typeConverter = applyconfigurations.NewTypeConverter(s.scheme)
+	return nil
+}
+
+// ensureSystemObjects creates what every cluster has from the start when
+// it is missing: the system namespaces, priority classes, and the
+// kubernetes Service with its Endpoints.
+func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
+	if err := s.ensureNamespaces(ctx); err != nil {
+		return err
+	}
+	if err := s.ensurePriorityClasses(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
+		return err
+	}
+	return s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort)
 }
 
 // Close stops following the store. Requests in flight are not interrupted.
@@ -217,33 +232,6 @@ func (s *Server) Codecs() serializer.CodecFactory { return s.codecs }
 
 // Scheme returns the scheme with every registered type.
 func (s *Server) Scheme() *runtime.Scheme { return s.scheme }
-
-func (s *Server) addCreators(cs map[string]Creator) error {
-	s.creators = map[string]*creatorEntry{}
-	for key, c := range cs {
-		parts := strings.Split(key, "/")
-		if len(parts) != 3 && len(parts) != 4 {
-			return fmt.Errorf("apiserver config: Creators key %q: want GROUP/VERSION/RESOURCE[/SUBRESOURCE]", key)
-		}
-		e := &creatorEntry{Creator: c, gvr: schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]}}
-		if len(parts) == 4 {
-			e.subresource = parts[3]
-			if _, ok := s.reg.get(e.gvr); !ok {
-				return fmt.Errorf("apiserver config: Creators key %q: no resource %s", key, e.gvr)
-			}
-		}
-		kinds, _, err := s.scheme.ObjectKinds(c.New())
-		if err != nil {
-			return fmt.Errorf("apiserver config: Creators key %q: %w", key, err)
-		}
-		e.gvk = kinds[0]
-		if e.gvr.Group != "" {
-			s.reg.addGroup(e.gvr.Group)
-		}
-		s.creators[key] = e
-	}
-	return nil
-}
 
 func (s *Server) buildHandler() http.Handler {
 	mux := chi.NewRouter()
@@ -321,35 +309,11 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: ri.APIGroup, Version: ri.APIVersion, Resource: ri.Resource}
-	key := gvr.Group + "/" + gvr.Version + "/" + gvr.Resource
-	if ri.Subresource != "" {
-		key += "/" + ri.Subresource
-	}
-	if c, ok := s.creators[key]; ok && len(ri.Parts) <= 3 {
-		if c.Namespaced() != (ri.Namespace != "") {
-			// A cluster-scoped review has no namespaced path, nor a
-			// namespaced one a cluster-wide path: kube answers 404, and
-			// authorizing it in a namespace would grant it there.
-			s.notFound(w, r)
-			return
-		}
-		if ri.Verb != "create" {
-			s.writeErr(w, r, methodNotAllowed())
-			return
-		}
-		s.serveCreator(w, r, ri, c)
-		return
-	}
-	if gvr == bindingsGVR && ri.Verb != "create" {
-		s.writeErr(w, r, methodNotAllowed()) // bindings are only ever created
-		return
-	}
-	if gvr == bindingsGVR && len(ri.Parts) == 1 {
-		pods, _ := s.reg.get(coreGV.WithResource("pods"))
-		(&request{s: s, w: w, r: r, res: pods, ns: ri.Namespace, verb: ri.Verb}).serveBinding()
-		return
-	}
 	res, ok := s.reg.get(gvr)
+	if ok && res.virtual() {
+		s.serveVirtual(w, r, ri, res)
+		return
+	}
 	if !ok || len(ri.Parts) > 3 {
 		s.notFound(w, r)
 		return
@@ -358,7 +322,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	if gvr == namespacesGVR {
 		ns = ""
 	}
-	if !res.namespaced && ns != "" {
+	if !res.Namespaced && ns != "" {
 		s.notFound(w, r)
 		return
 	}
@@ -367,12 +331,42 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		name = "" // a collection; list and watch take Name from a metadata.name field selector
 	}
 	switch {
-	case res.deprecation != "":
+	case res.Deprecation != "":
 		r = withWarnings(w, r)
-		warning.AddWarning(r.Context(), "", res.deprecation)
+		warning.AddWarning(r.Context(), "", res.Deprecation)
 	case ri.Verb == "create", ri.Verb == "update", ri.Verb == "patch", ri.Verb == "delete", ri.Verb == "deletecollection":
 		r = withWarnings(w, r) // admission may warn (D.8)
 	}
 	req := &request{s: s, w: w, r: r, res: res, ns: ns, name: name, sub: ri.Subresource, verb: ri.Verb}
 	req.serve()
+}
+
+// anyPathEntry is a virtual resource's entry that is given every path
+// under the resource, names and subresources included, and refuses those
+// it does not serve itself (the legacy bindings).
+type anyPathEntry interface{ takesAnyPath() bool }
+
+// serveVirtual serves a virtual resource by its entry "": only at the
+// resource's own scope and as RESOURCE or RESOURCE/NAME, kube's 404
+// elsewhere, unless the entry takes any path; then the verb must be one
+// of the entry's, or 405.
+func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.RequestInfo, res *Resource) {
+	e := res.Subresources[""]
+	anyPath, _ := e.(anyPathEntry)
+	var err error
+	switch {
+	case (anyPath == nil || !anyPath.takesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
+		// A cluster-scoped review has no namespaced path, nor a
+		// namespaced one a cluster-wide path: authorizing it in a
+		// namespace would grant it there.
+		err = errNotServed
+	case !slices.Contains(e.Verbs(), ri.Verb):
+		err = methodNotAllowed()
+	default:
+		q := &request{s: s, w: w, r: r, res: res, ns: ri.Namespace, name: ri.Name, sub: ri.Subresource, verb: ri.Verb}
+		err = e.Serve(&Request{q})
+	}
+	if err != nil {
+		s.writeErr(w, r, err)
+	}
 }

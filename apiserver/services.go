@@ -112,7 +112,7 @@ func needsHealthCheckPort(svc *corev1.Service) bool {
 // being created (old nil) or updated, after filling in from old what the
 // client left out, and returns the allocation to finish once the write is
 // done or has failed.
-func (s *Server) allocateService(ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error) {
+func (al *serviceAllocator) allocateService(ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error) {
 	svc := obj.(*corev1.Service)
 	var oldSvc *corev1.Service
 	if old != nil {
@@ -120,15 +120,15 @@ func (s *Server) allocateService(ctx context.Context, obj, old runtime.Object, d
 		keepAllocated(svc, oldSvc)
 	}
 	syncClusterIPs(svc, oldSvc)
-	if err := s.svcAlloc.initIPFamilies(svc, oldSvc); err != nil {
+	if err := al.initIPFamilies(svc, oldSvc); err != nil {
 		return nil, err
 	}
-	a := s.svcAlloc.begin(ctx, dry)
-	if err := s.allocateClusterIPs(a, svc, oldSvc); err != nil {
+	a := al.begin(ctx, dry)
+	if err := allocateClusterIPs(a, svc, oldSvc); err != nil {
 		a.finish(false)
 		return nil, err
 	}
-	if err := s.allocateNodePorts(a, svc, oldSvc); err != nil {
+	if err := allocateNodePorts(a, svc, oldSvc); err != nil {
 		a.finish(false)
 		return nil, err
 	}
@@ -212,7 +212,7 @@ func sameStrings(a, b []string) bool {
 // allocateClusterIPs gives a Service that needs one a cluster IP, the one
 // it asks for or a free one, and on an update to ExternalName releases the
 // old one.
-func (s *Server) allocateClusterIPs(a *allocation, svc, old *corev1.Service) error {
+func allocateClusterIPs(a *allocation, svc, old *corev1.Service) error {
 	if old != nil {
 		switch {
 		case !needsClusterIP(old) && needsClusterIP(svc):
@@ -253,62 +253,82 @@ func (s *Server) allocateClusterIPs(a *allocation, svc, old *corev1.Service) err
 	return nil
 }
 
+// allocateServiceNodePorts reserves the node ports the ports of a
+// NodePort or LoadBalancer Service ask for and picks free ones for those
+// without; held are those the Service held before an update.
+func allocateServiceNodePorts(a *allocation, svc, old *corev1.Service, held []int32) error {
+	// A create gives ports of the same number (TCP and UDP 53) one node
+	// port; an update allocates each port on its own, as kube does.
+	byPort := map[int32]int32{}
+	for i := range svc.Spec.Ports {
+		p := &svc.Spec.Ports[i]
+		if p.NodePort == 0 && !allocatesNodePorts(svc) {
+			continue
+		}
+		if old == nil {
+			if np := byPort[p.Port]; np != 0 && (p.NodePort == 0 || p.NodePort == np) {
+				p.NodePort = np
+				continue
+			}
+			if p.NodePort == 0 {
+				p.NodePort = requestedNodePort(p.Port, svc.Spec.Ports)
+			}
+		}
+		switch {
+		case p.NodePort == 0:
+			np, err := a.nextPort(svc)
+			if err != nil {
+				return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: %w", err))
+			}
+			p.NodePort = np
+		case !containsPort(held, p.NodePort) && (old == nil || !a.hasPort(p.NodePort)):
+			// On a create, a node port asked for by two ports of
+			// different numbers is already allocated for the second.
+			if err := a.port(svc, p.NodePort); err != nil {
+				return apierrors.NewInvalid(serviceKind, svc.Name, field.ErrorList{field.Invalid(
+					field.NewPath("spec", "ports").Index(i).Child("nodePort"), p.NodePort, err.Error())})
+			}
+		}
+		byPort[p.Port] = p.NodePort
+	}
+	return nil
+}
+
+// allocateHealthCheckNodePort reserves, or picks, the health check node
+// port of a Service that comes to need one.
+func allocateHealthCheckNodePort(a *allocation, svc, old *corev1.Service) error {
+	if !needsHealthCheckPort(svc) || old != nil && needsHealthCheckPort(old) {
+		return nil
+	}
+	if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
+		if err := a.port(svc, hc); err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("failed to allocate requested HealthCheck NodePort %v: %v", hc, err))
+		}
+	} else {
+		np, err := a.nextPort(svc)
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("failed to allocate a HealthCheck NodePort %v: %v", np, err))
+		}
+		svc.Spec.HealthCheckNodePort = np
+	}
+	return nil
+}
+
 // allocateNodePorts reserves the node ports a NodePort or LoadBalancer
 // Service asks for and picks free ones for the ports without, and
 // releases on an update those the Service no longer holds.
-func (s *Server) allocateNodePorts(a *allocation, svc, old *corev1.Service) error {
+func allocateNodePorts(a *allocation, svc, old *corev1.Service) error {
 	var held []int32
 	if old != nil {
 		held = nodePorts(old)
 	}
 	if svc.Spec.Type == corev1.ServiceTypeNodePort || svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
-		// A create gives ports of the same number (TCP and UDP 53) one node
-		// port; an update allocates each port on its own, as kube does.
-		byPort := map[int32]int32{}
-		for i := range svc.Spec.Ports {
-			p := &svc.Spec.Ports[i]
-			if p.NodePort == 0 && !allocatesNodePorts(svc) {
-				continue
-			}
-			if old == nil {
-				if np := byPort[p.Port]; np != 0 && (p.NodePort == 0 || p.NodePort == np) {
-					p.NodePort = np
-					continue
-				}
-				if p.NodePort == 0 {
-					p.NodePort = requestedNodePort(p.Port, svc.Spec.Ports)
-				}
-			}
-			switch {
-			case p.NodePort == 0:
-				np, err := a.nextPort(svc)
-				if err != nil {
-					return apierrors.NewInternalError(fmt.Errorf("failed to allocate a nodePort: %w", err))
-				}
-				p.NodePort = np
-			case !containsPort(held, p.NodePort) && (old == nil || !a.hasPort(p.NodePort)):
-				// On a create, a node port asked for by two ports of
-				// different numbers is already allocated for the second.
-				if err := a.port(svc, p.NodePort); err != nil {
-					return apierrors.NewInvalid(serviceKind, svc.Name, field.ErrorList{field.Invalid(
-						field.NewPath("spec", "ports").Index(i).Child("nodePort"), p.NodePort, err.Error())})
-				}
-			}
-			byPort[p.Port] = p.NodePort
+		if err := allocateServiceNodePorts(a, svc, old, held); err != nil {
+			return err
 		}
 	}
-	if needsHealthCheckPort(svc) && (old == nil || !needsHealthCheckPort(old)) {
-		if hc := svc.Spec.HealthCheckNodePort; hc != 0 {
-			if err := a.port(svc, hc); err != nil {
-				return apierrors.NewInternalError(fmt.Errorf("failed to allocate requested HealthCheck NodePort %v: %v", hc, err))
-			}
-		} else {
-			np, err := a.nextPort(svc)
-			if err != nil {
-				return apierrors.NewInternalError(fmt.Errorf("failed to allocate a HealthCheck NodePort %v: %v", np, err))
-			}
-			svc.Spec.HealthCheckNodePort = np
-		}
+	if err := allocateHealthCheckNodePort(a, svc, old); err != nil {
+		return err
 	}
 	if old == nil {
 		return nil
@@ -369,25 +389,11 @@ func requestedNodePort(port int32, ports []corev1.ServicePort) int32 {
 func dropTypeFields(svc, old *corev1.Service) {
 	spec := &svc.Spec
 	if needsClusterIP(old) && !needsClusterIP(svc) {
-		if sameStrings(old.Spec.ClusterIPs, spec.ClusterIPs) {
-			spec.ClusterIP, spec.ClusterIPs = "", nil
-		}
-		if len(old.Spec.IPFamilies) == len(spec.IPFamilies) && (len(spec.IPFamilies) == 0 || old.Spec.IPFamilies[0] == spec.IPFamilies[0]) {
-			spec.IPFamilies = nil
-		}
-		if policyOf(old) == policyOf(svc) {
-			spec.IPFamilyPolicy = nil
-		}
+		dropClusterIPFields(svc, old)
 	}
-	if allocatesNodePorts(old) && !allocatesNodePorts(svc) {
-		same := len(old.Spec.Ports) == len(spec.Ports)
-		for i := 0; same && i < len(spec.Ports); i++ {
-			same = old.Spec.Ports[i].NodePort == spec.Ports[i].NodePort
-		}
-		if same {
-			for i := range spec.Ports {
-				spec.Ports[i].NodePort = 0
-			}
+	if allocatesNodePorts(old) && !allocatesNodePorts(svc) && sameNodePorts(spec.Ports, old.Spec.Ports) {
+		for i := range spec.Ports {
+			spec.Ports[i].NodePort = 0
 		}
 	}
 	if needsHealthCheckPort(old) && !needsHealthCheckPort(svc) && old.Spec.HealthCheckNodePort == spec.HealthCheckNodePort {
@@ -406,6 +412,35 @@ func dropTypeFields(svc, old *corev1.Service) {
 	}
 }
 
+// dropClusterIPFields clears, on a change to a type without a cluster
+// IP, the cluster IPs, families and policy the update kept from old.
+func dropClusterIPFields(svc, old *corev1.Service) {
+	spec := &svc.Spec
+	if sameStrings(old.Spec.ClusterIPs, spec.ClusterIPs) {
+		spec.ClusterIP, spec.ClusterIPs = "", nil
+	}
+	if len(old.Spec.IPFamilies) == len(spec.IPFamilies) && (len(spec.IPFamilies) == 0 || old.Spec.IPFamilies[0] == spec.IPFamilies[0]) {
+		spec.IPFamilies = nil
+	}
+	if policyOf(old) == policyOf(svc) {
+		spec.IPFamilyPolicy = nil
+	}
+}
+
+// sameNodePorts reports whether two lists of ports have the same node
+// ports, in order.
+func sameNodePorts(ports, old []corev1.ServicePort) bool {
+	if len(ports) != len(old) {
+		return false
+	}
+	for i := range ports {
+		if ports[i].NodePort != old[i].NodePort {
+			return false
+		}
+	}
+	return true
+}
+
 func policyOf(svc *corev1.Service) corev1.IPFamilyPolicy {
 	if svc.Spec.IPFamilyPolicy == nil {
 		return ""
@@ -414,9 +449,9 @@ func policyOf(svc *corev1.Service) corev1.IPFamilyPolicy {
 }
 
 // releaseService gives back what a deleted Service held.
-func (s *Server) releaseService(ctx context.Context, obj runtime.Object) {
+func (al *serviceAllocator) releaseService(ctx context.Context, obj runtime.Object) {
 	svc := obj.(*corev1.Service)
-	a := s.svcAlloc.begin(ctx, false)
+	a := al.begin(ctx, false)
 	if needsClusterIP(svc) && !isHeadless(svc) {
 		for _, ip := range svc.Spec.ClusterIPs {
 			a.releaseIP(ip)

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 func testService(name string, spec corev1.ServiceSpec) *corev1.Service {
@@ -37,9 +38,16 @@ func TestServiceCreateDefaultsAndAllocates(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	svcs := ts.clientset(t, false).CoreV1().Services("default")
-	ctx := context.Background()
-	cidr := netip.MustParsePrefix("10.96.0.0/12")
+	checkKubernetesService(t, svcs)
+	checkClusterIPServiceDefaults(t, svcs, netip.MustParsePrefix("10.96.0.0/12"))
+	checkNodePortServiceDefaults(t, svcs)
+	checkHeadlessServiceDefaults(t, svcs)
+}
 
+// checkKubernetesService: the kubernetes Service has the first address of the range and sends 443 to 6443.
+func checkKubernetesService(t *testing.T, svcs corev1client.ServiceInterface) {
+	t.Helper()
+	ctx := context.Background()
 	k, err := svcs.Get(ctx, "kubernetes", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the kubernetes service: %v", err)
@@ -48,7 +56,12 @@ func TestServiceCreateDefaultsAndAllocates(t *testing.T) {
 		k.Labels["provider"] != "kubernetes" {
 		t.Errorf("kubernetes service: clusterIP %s, ports %v, labels %v; want 10.96.0.1, 443 to 6443, provider=kubernetes", k.Spec.ClusterIP, k.Spec.Ports, k.Labels)
 	}
+}
 
+// checkClusterIPServiceDefaults: a ClusterIP Service gets an address of cidr and kube's defaults.
+func checkClusterIPServiceDefaults(t *testing.T, svcs corev1client.ServiceInterface, cidr netip.Prefix) {
+	t.Helper()
+	ctx := context.Background()
 	svc, err := svcs.Create(ctx, testService("web", corev1.ServiceSpec{Selector: map[string]string{"app": "web"}}), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +77,12 @@ func TestServiceCreateDefaultsAndAllocates(t *testing.T) {
 		p.Protocol != corev1.ProtocolTCP || p.TargetPort != intstr.FromInt(80) || p.NodePort != 0 {
 		t.Errorf("defaults: got %+v", s)
 	}
+}
 
+// checkNodePortServiceDefaults: ports of the same number share a node port, and the traffic policy defaults to Cluster.
+func checkNodePortServiceDefaults(t *testing.T, svcs corev1client.ServiceInterface) {
+	t.Helper()
+	ctx := context.Background()
 	np, err := svcs.Create(ctx, testService("np", corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{
 		{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", Port: 53}, {Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
 	}}), metav1.CreateOptions{})
@@ -83,7 +101,12 @@ func TestServiceCreateDefaultsAndAllocates(t *testing.T) {
 	if np.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyCluster {
 		t.Errorf("externalTrafficPolicy %q, want Cluster", np.Spec.ExternalTrafficPolicy)
 	}
+}
 
+// checkHeadlessServiceDefaults: a headless Service without selector asks for both families.
+func checkHeadlessServiceDefaults(t *testing.T, svcs corev1client.ServiceInterface) {
+	t.Helper()
+	ctx := context.Background()
 	h, err := svcs.Create(ctx, testService("headless", corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

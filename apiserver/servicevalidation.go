@@ -76,6 +76,15 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 	errs = append(errs, validateExternalIPs(spec.ExternalIPs, old, specPath.Child("externalIPs"))...)
 	errs = append(errs, oneOf(specPath.Child("type"), spec.Type, serviceTypes)...)
 	errs = append(errs, validateServicePortSets(spec, specPath.Child("ports"))...)
+	errs = append(errs, validateLoadBalancerFields(spec, old, specPath)...)
+	errs = append(errs, validateTrafficPolicies(svc, specPath)...)
+	return errs
+}
+
+// validateLoadBalancerFields checks the fields only a LoadBalancer
+// Service may set: source ranges, node port allocation and class.
+func validateLoadBalancerFields(spec *corev1.ServiceSpec, old runtime.Object, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	if len(spec.LoadBalancerSourceRanges) > 0 {
 		// kube names this field with a capital L.
 		p := specPath.Child("LoadBalancerSourceRanges")
@@ -102,7 +111,6 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, field.Forbidden(specPath.Child("loadBalancerClass"), "may only be used when `type` is 'LoadBalancer'"))
 		}
 	}
-	errs = append(errs, validateTrafficPolicies(svc, specPath)...)
 	return errs
 }
 

@@ -144,34 +144,32 @@ func count(a, b netip.Addr) uint64 {
 	return binary.BigEndian.Uint64(y[8:]) - binary.BigEndian.Uint64(x[8:]) + 1
 }
 
-// initIPFamilies fills ipFamilyPolicy and ipFamilies as a single-stack
-// cluster of al's family does, and refuses what it cannot serve.
-func (al *serviceAllocator) initIPFamilies(svc, old *corev1.Service) error {
+// defaultIPFamilyPolicy is the ipFamilyPolicy of a Service that names
+// none: the one it had, both families for a headless Service without a
+// selector, else single-stack.
+func defaultIPFamilyPolicy(svc, old *corev1.Service) corev1.IPFamilyPolicy {
+	var p corev1.IPFamilyPolicy
+	switch {
+	case old != nil && old.Spec.IPFamilyPolicy != nil:
+		p = *old.Spec.IPFamilyPolicy
+	case svc.Spec.ClusterIP == corev1.ClusterIPNone && len(svc.Spec.Selector) == 0:
+		// Headless without selector defaults to both families, even
+		// where only one is configured: its endpoints are the user's.
+		p = corev1.IPFamilyPolicyRequireDualStack
+	default:
+		p = corev1.IPFamilyPolicySingleStack
+	}
+	return p
+}
+
+// familiesOfClusterIPs refuses more than one cluster IP or family under
+// a single-stack policy, and a cluster IP of a family this cluster does
+// not serve; it names the family of each cluster IP that has none.
+func (al *serviceAllocator) familiesOfClusterIPs(svc *corev1.Service) field.ErrorList {
 	spec := &svc.Spec
-	if spec.Type == corev1.ServiceTypeExternalName {
-		return nil
-	}
-	if spec.IPFamilyPolicy == nil {
-		var p corev1.IPFamilyPolicy
-		switch {
-		case old != nil && old.Spec.IPFamilyPolicy != nil:
-			p = *old.Spec.IPFamilyPolicy
-		case spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0:
-			// Headless without selector defaults to both families, even
-			// where only one is configured: its endpoints are the user's.
-			p = corev1.IPFamilyPolicyRequireDualStack
-		default:
-			p = corev1.IPFamilyPolicySingleStack
-		}
-		spec.IPFamilyPolicy = &p
-	}
-	if errs := validateClusterIPFields(svc, old); len(errs) > 0 {
-		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
-	}
 	var errs field.ErrorList
-	policy := *spec.IPFamilyPolicy
 	policyPath := field.NewPath("spec", "ipFamilyPolicy")
-	if policy == corev1.IPFamilyPolicySingleStack {
+	if *spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack {
 		if len(spec.ClusterIPs) == 2 {
 			errs = append(errs, field.Invalid(policyPath, spec.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
 		}
@@ -192,9 +190,29 @@ func (al *serviceAllocator) initIPFamilies(svc, old *corev1.Service) error {
 			}
 		}
 	}
-	if len(errs) > 0 {
+	return errs
+}
+
+// initIPFamilies fills ipFamilyPolicy and ipFamilies as a single-stack
+// cluster of al's family does, and refuses what it cannot serve.
+func (al *serviceAllocator) initIPFamilies(svc, old *corev1.Service) error {
+	spec := &svc.Spec
+	if spec.Type == corev1.ServiceTypeExternalName {
+		return nil
+	}
+	if spec.IPFamilyPolicy == nil {
+		p := defaultIPFamilyPolicy(svc, old)
+		spec.IPFamilyPolicy = &p
+	}
+	if errs := validateClusterIPFields(svc, old); len(errs) > 0 {
 		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
 	}
+	policy := *spec.IPFamilyPolicy
+	policyPath := field.NewPath("spec", "ipFamilyPolicy")
+	if errs := al.familiesOfClusterIPs(svc); len(errs) > 0 {
+		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
+	}
+	var errs field.ErrorList
 	if spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0 {
 		if len(spec.IPFamilies) == 0 {
 			spec.IPFamilies = []corev1.IPFamily{al.family}

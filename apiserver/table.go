@@ -18,15 +18,15 @@ import (
 // function giving the cells of one object, one per column. kube-apiserver
 // always renders the wide columns (priority 1) too; kubectl hides them
 // unless asked for -o wide (B.5).
-type tableDef struct {
-	columns []metav1.TableColumnDefinition
-	cells   func(obj runtime.Object, now time.Time) []any
+type TableDef struct {
+	Columns []metav1.TableColumnDefinition
+	Cells   func(obj runtime.Object, now time.Time) []any
 	// conditions marks a row, as kube marks a finished pod's; nil for none.
-	conditions func(obj runtime.Object) []metav1.TableRowCondition
+	Conditions func(obj runtime.Object) []metav1.TableRowCondition
 	// hiddenAnnotations are left out of a row's metadata: kube prints its
 	// internal object, which holds them as fields (a DaemonSet's template
 	// generation).
-	hiddenAnnotations []string
+	HiddenAnnotations []string
 }
 
 // objectMetaDoc holds the API documentation of metadata fields, which kube
@@ -41,10 +41,10 @@ var (
 // defaultTable is kube's table for resources without a printer of their
 // own (roles and cluster roles): the name and the creation time as an
 // RFC 3339 date, not an age (B.5).
-var defaultTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var defaultTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]}},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		acc, _ := meta.Accessor(obj)
 		return []any{acc.GetName(), acc.GetCreationTimestamp().UTC().Format(time.RFC3339)}
 	},
@@ -83,7 +83,7 @@ func (s *Server) tableRequest(r *http.Request) (*tableRequest, error) {
 }
 
 // table renders obj (one object or a list) as a Table.
-func (s *Server) table(r *http.Request, res *resource, obj runtime.Object) (*metav1.Table, error) {
+func (s *Server) table(r *http.Request, res *Resource, obj runtime.Object) (*metav1.Table, error) {
 	tr, err := s.tableRequest(r)
 	if err != nil {
 		return nil, err
@@ -91,14 +91,14 @@ func (s *Server) table(r *http.Request, res *resource, obj runtime.Object) (*met
 	return s.tableOf(tr, res, obj, true)
 }
 
-func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, headers bool) (*metav1.Table, error) {
-	def := res.table
+func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, headers bool) (*metav1.Table, error) {
+	def := res.Table
 	if def == nil {
 		def = defaultTable
 	}
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"}}
 	if headers {
-		t.ColumnDefinitions = def.columns
+		t.ColumnDefinitions = def.Columns
 	}
 	items := []runtime.Object{obj}
 	if meta.IsListType(obj) {
@@ -115,9 +115,9 @@ func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, he
 	now := s.now()
 	t.Rows = make([]metav1.TableRow, 0, len(items))
 	for _, item := range items {
-		row := metav1.TableRow{Cells: def.cells(item, now)}
-		if def.conditions != nil {
-			row.Conditions = def.conditions(item)
+		row := metav1.TableRow{Cells: def.Cells(item, now)}
+		if def.Conditions != nil {
+			row.Conditions = def.Conditions(item)
 		}
 		var embedded runtime.Object
 		switch tr.includeObject {
@@ -127,9 +127,9 @@ func (s *Server) tableOf(tr *tableRequest, res *resource, obj runtime.Object, he
 			acc, _ := meta.Accessor(item)
 			pm := meta.AsPartialObjectMetadata(acc)
 			pm.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
-			if len(def.hiddenAnnotations) > 0 && pm.Annotations != nil {
+			if len(def.HiddenAnnotations) > 0 && pm.Annotations != nil {
 				pm.Annotations = maps.Clone(pm.Annotations)
-				for _, k := range def.hiddenAnnotations {
+				for _, k := range def.HiddenAnnotations {
 					delete(pm.Annotations, k)
 				}
 				if len(pm.Annotations) == 0 {

@@ -38,10 +38,10 @@ func containerCells(containers []corev1.Container) (names, images string) {
 	return strings.Join(n, ","), strings.Join(i, ",")
 }
 
-var namespaceTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var namespaceTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Status", Type: "string", Description: "The status of the namespace"}, ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		ns := obj.(*corev1.Namespace)
 		return []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp, now)}
 	},
@@ -52,8 +52,8 @@ var (
 	nodeStatusDoc = corev1.NodeStatus{}.SwaggerDoc()
 )
 
-var nodeTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var nodeTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Status", Type: "string", Description: "The status of the node"},
 		{Name: "Roles", Type: "string", Description: "The roles of the node"},
 		ageColumn,
@@ -64,7 +64,7 @@ var nodeTable = &tableDef{
 		{Name: "Kernel-Version", Type: "string", Priority: 1, Description: nodeInfoDoc["kernelVersion"]},
 		{Name: "Container-Runtime", Type: "string", Priority: 1, Description: nodeInfoDoc["containerRuntimeVersion"]},
 	},
-	cells: nodeCells,
+	Cells: nodeCells,
 }
 
 // nodeCells shows a node Ready only when its Ready condition is True, and
@@ -123,30 +123,30 @@ func nodeCells(obj runtime.Object, now time.Time) []any {
 		addr(corev1.NodeInternalIP), addr(corev1.NodeExternalIP), orUnknown(info.OSImage), kernel, orUnknown(info.ContainerRuntimeVersion)}
 }
 
-var configMapTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var configMapTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]}, ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		cm := obj.(*corev1.ConfigMap)
 		// Binary keys count too.
 		return []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}
 	},
 }
 
-var secretTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var secretTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Type", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["type"]},
 		{Name: "Data", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["data"]},
 		ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		s := obj.(*corev1.Secret)
 		return []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}
 	},
 }
 
-var serviceAccountTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn, ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+var serviceAccountTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn, ageColumn},
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		sa := obj.(*corev1.ServiceAccount)
 		return []any{sa.Name, age(sa.CreationTimestamp, now)}
 	},
@@ -154,8 +154,8 @@ var serviceAccountTable = &tableDef{
 
 var serviceSpecDoc = corev1.ServiceSpec{}.SwaggerDoc()
 
-var serviceTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var serviceTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Type", Type: "string", Description: serviceSpecDoc["type"]},
 		{Name: "Cluster-IP", Type: "string", Description: serviceSpecDoc["clusterIP"]},
 		{Name: "External-IP", Type: "string", Description: serviceSpecDoc["externalIPs"]},
@@ -163,7 +163,7 @@ var serviceTable = &tableDef{
 		ageColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: serviceSpecDoc["selector"]},
 	},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		svc := obj.(*corev1.Service)
 		clusterIP := "<none>"
 		if len(svc.Spec.ClusterIPs) > 0 {
@@ -232,18 +232,18 @@ var eventColumns = []metav1.TableColumnDefinition{
 	{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: objectMetaDoc["name"]},
 }
 
-var coreEventTable = &tableDef{
-	columns: eventColumns,
-	cells: func(obj runtime.Object, now time.Time) []any {
+var coreEventTable = &TableDef{
+	Columns: eventColumns,
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		return eventCells(obj.(*corev1.Event), now)
 	},
 }
 
 // eventsTable shows events.k8s.io events through their core form: the
 // fields kube maps onto each other when it converts between the two.
-var eventsTable = &tableDef{
-	columns: eventColumns,
-	cells: func(obj runtime.Object, now time.Time) []any {
+var eventsTable = &TableDef{
+	Columns: eventColumns,
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		e := obj.(*eventsv1.Event)
 		core := &corev1.Event{
 			ObjectMeta:          e.ObjectMeta,
@@ -308,11 +308,11 @@ func eventCells(e *corev1.Event, now time.Time) []any {
 		strings.TrimSpace(e.Message), first, int64(count), e.Name}
 }
 
-var leaseTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var leaseTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
 		ageColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		l := obj.(*coordinationv1.Lease)
 		holder := ""
 		if l.Spec.HolderIdentity != nil {
@@ -353,17 +353,17 @@ func bindingCells(om metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.Su
 		strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
 }
 
-var roleBindingTable = &tableDef{
-	columns: bindingColumns("roleBinding", rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"]),
-	cells: func(obj runtime.Object, now time.Time) []any {
+var roleBindingTable = &TableDef{
+	Columns: bindingColumns("roleBinding", rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"]),
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		b := obj.(*rbacv1.RoleBinding)
 		return bindingCells(b.ObjectMeta, b.RoleRef, b.Subjects, now)
 	},
 }
 
-var clusterRoleBindingTable = &tableDef{
-	columns: bindingColumns("clusterRoleBinding", rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"]),
-	cells: func(obj runtime.Object, now time.Time) []any {
+var clusterRoleBindingTable = &TableDef{
+	Columns: bindingColumns("clusterRoleBinding", rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"]),
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		b := obj.(*rbacv1.ClusterRoleBinding)
 		return bindingCells(b.ObjectMeta, b.RoleRef, b.Subjects, now)
 	},
@@ -389,9 +389,9 @@ func replicas(p *int32) int64 {
 	return int64(*p)
 }
 
-var replicationControllerTable = &tableDef{
-	columns: replicasColumns(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc()),
-	cells: func(obj runtime.Object, now time.Time) []any {
+var replicationControllerTable = &TableDef{
+	Columns: replicasColumns(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc()),
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		rc := obj.(*corev1.ReplicationController)
 		var names, images string
 		if rc.Spec.Template != nil {
@@ -402,9 +402,9 @@ var replicationControllerTable = &tableDef{
 	},
 }
 
-var replicaSetTable = &tableDef{
-	columns: replicasColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc()),
-	cells: func(obj runtime.Object, now time.Time) []any {
+var replicaSetTable = &TableDef{
+	Columns: replicasColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc()),
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		rs := obj.(*appsv1.ReplicaSet)
 		names, images := containerCells(rs.Spec.Template.Spec.Containers)
 		return []any{rs.Name, replicas(rs.Spec.Replicas), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
@@ -412,11 +412,11 @@ var replicaSetTable = &tableDef{
 	},
 }
 
-var statefulSetTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var statefulSetTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
 		ageColumn, containersColumn, imagesColumn},
-	cells: func(obj runtime.Object, now time.Time) []any {
+	Cells: func(obj runtime.Object, now time.Time) []any {
 		ss := obj.(*appsv1.StatefulSet)
 		names, images := containerCells(ss.Spec.Template.Spec.Containers)
 		return []any{ss.Name, fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, replicas(ss.Spec.Replicas)),

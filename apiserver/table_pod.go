@@ -15,8 +15,8 @@ var (
 	podStatusDoc = corev1.PodStatus{}.SwaggerDoc()
 )
 
-var podTable = &tableDef{
-	columns: []metav1.TableColumnDefinition{nameColumn,
+var podTable = &TableDef{
+	Columns: []metav1.TableColumnDefinition{nameColumn,
 		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
 		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
 		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
@@ -26,8 +26,8 @@ var podTable = &tableDef{
 		{Name: "Nominated Node", Type: "string", Priority: 1, Description: podStatusDoc["nominatedNodeName"]},
 		{Name: "Readiness Gates", Type: "string", Priority: 1, Description: podSpecDoc["readinessGates"]},
 	},
-	cells:      podCells,
-	conditions: podConditions,
+	Cells:      podCells,
+	Conditions: podConditions,
 }
 
 // podConditions marks the row of a pod that has finished as Completed, so
@@ -66,6 +66,54 @@ func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 // init containers count as containers of the pod.
 func podCells(obj runtime.Object, now time.Time) []any {
 	pod := obj.(*corev1.Pod)
+	row := podRow{reason: podPhaseReason(pod), total: len(pod.Spec.Containers)}
+	initSpecs := map[string]*corev1.Container{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		initSpecs[c.Name] = c
+		if isSidecar(c) {
+			row.total++
+		}
+	}
+	initializing := row.initContainers(pod, initSpecs)
+	if !initializing || podConditionTrue(pod, corev1.PodInitialized) {
+		row.containers(pod)
+	}
+	if pod.DeletionTimestamp != nil {
+		switch {
+		case pod.Status.Reason == "NodeLost":
+			row.reason = "Unknown"
+		case pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed:
+			row.reason = "Terminating"
+		}
+	}
+	restartCell := fmt.Sprint(row.restarts)
+	if row.restarts != 0 && !row.lastRestart.IsZero() {
+		restartCell = fmt.Sprintf("%d (%s ago)", row.restarts, duration.HumanDuration(now.Sub(row.lastRestart)))
+	}
+	ip := pod.Status.PodIP
+	if len(pod.Status.PodIPs) > 0 {
+		ip = pod.Status.PodIPs[0].IP
+	}
+	return []any{pod.Name, fmt.Sprintf("%d/%d", row.ready, row.total), row.reason, restartCell,
+		age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
+}
+
+// podRow gathers a pod's READY, STATUS and RESTARTS as its containers are
+// looked at.
+type podRow struct {
+	reason       string
+	ready, total int
+	// restarts and lastRestart count every container; the sidecar ones
+	// only init containers that keep running, which are all that counts
+	// once the pod is initialized.
+	restarts, sidecarRestarts       int32
+	lastRestart, lastSidecarRestart time.Time
+}
+
+// podPhaseReason is the STATUS a pod's phase, its reason and a scheduling
+// gate give, before its containers are looked at.
+func podPhaseReason(pod *corev1.Pod) string {
 	reason := string(pod.Status.Phase)
 	if pod.Status.Reason != "" {
 		reason = pod.Status.Reason
@@ -75,138 +123,125 @@ func podCells(obj runtime.Object, now time.Time) []any {
 			reason = corev1.PodReasonSchedulingGated
 		}
 	}
+	return reason
+}
 
-	total := len(pod.Spec.Containers)
-	initSpecs := map[string]*corev1.Container{}
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		initSpecs[c.Name] = c
-		if isSidecar(c) {
-			total++
-		}
+// restartFinishedAt is when a container last terminated; zero if never.
+func restartFinishedAt(cs corev1.ContainerStatus) time.Time {
+	if t := cs.LastTerminationState.Terminated; t != nil {
+		return t.FinishedAt.Time
 	}
-	// restarts and lastRestart count every container; the sidecar ones
-	// only init containers that keep running, which are all that counts
-	// once the pod is initialized.
-	var restarts, sidecarRestarts int32
-	var lastRestart, lastSidecarRestart time.Time
-	finishedAt := func(cs corev1.ContainerStatus) time.Time {
-		if t := cs.LastTerminationState.Terminated; t != nil {
-			return t.FinishedAt.Time
-		}
-		return time.Time{}
-	}
-	ready := 0
-	initializing := false
+	return time.Time{}
+}
+
+// initContainers counts the init containers' restarts and running
+// sidecars, and reports whether the pod is still initializing: then the
+// first init container that has not succeeded gives the STATUS.
+func (row *podRow) initContainers(pod *corev1.Pod, initSpecs map[string]*corev1.Container) bool {
 	for i, cs := range pod.Status.InitContainerStatuses {
-		restarts += cs.RestartCount
-		if f := finishedAt(cs); f.After(lastRestart) {
-			lastRestart = f
+		row.restarts += cs.RestartCount
+		if f := restartFinishedAt(cs); f.After(row.lastRestart) {
+			row.lastRestart = f
 		}
 		sidecar := isSidecar(initSpecs[cs.Name])
 		if sidecar {
-			sidecarRestarts += cs.RestartCount
-			if f := finishedAt(cs); f.After(lastSidecarRestart) {
-				lastSidecarRestart = f
+			row.sidecarRestarts += cs.RestartCount
+			if f := restartFinishedAt(cs); f.After(row.lastSidecarRestart) {
+				row.lastSidecarRestart = f
 			}
 		}
-		t, w := cs.State.Terminated, cs.State.Waiting
-		if t != nil && t.ExitCode == 0 {
+		if t := cs.State.Terminated; t != nil && t.ExitCode == 0 {
 			continue
 		}
 		if sidecar && cs.Started != nil && *cs.Started {
 			if cs.Ready {
-				ready++
+				row.ready++
 			}
 			continue
 		}
-		initializing = true
-		switch {
-		case t != nil && t.Reason != "":
-			reason = "Init:" + t.Reason
-		case t != nil && t.Signal != 0:
-			reason = fmt.Sprintf("Init:Signal:%d", t.Signal)
+		row.reason = initReason(cs, i, len(pod.Spec.InitContainers))
+		return true
+	}
+	return false
+}
+
+// initReason is the STATUS of a pod held by its i-th of n init
+// containers.
+func initReason(cs corev1.ContainerStatus, i, n int) string {
+	switch t, w := cs.State.Terminated, cs.State.Waiting; {
+	case t != nil && t.Reason != "":
+		return "Init:" + t.Reason
+	case t != nil && t.Signal != 0:
+		return fmt.Sprintf("Init:Signal:%d", t.Signal)
+	case t != nil:
+		return fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
+	case w != nil && w.Reason != "" && w.Reason != "PodInitializing":
+		return "Init:" + w.Reason
+	}
+	return fmt.Sprintf("Init:%d/%d", i, n)
+}
+
+// containers counts the restarts and ready containers of an initialized
+// pod and takes the STATUS from the first waiting or terminated one.
+func (row *podRow) containers(pod *corev1.Pod) {
+	row.restarts, row.lastRestart = row.sidecarRestarts, row.lastSidecarRestart
+	running := false
+	failedReason := ""
+	for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
+		cs := pod.Status.ContainerStatuses[i]
+		row.restarts += cs.RestartCount
+		if f := restartFinishedAt(cs); f.After(row.lastRestart) {
+			row.lastRestart = f
+		}
+		switch t, w := cs.State.Terminated, cs.State.Waiting; {
+		case w != nil && w.Reason != "":
+			row.reason = w.Reason
 		case t != nil:
-			reason = fmt.Sprintf("Init:ExitCode:%d", t.ExitCode)
-		case w != nil && w.Reason != "" && w.Reason != "PodInitializing":
-			reason = "Init:" + w.Reason
-		default:
-			reason = fmt.Sprintf("Init:%d/%d", i, len(pod.Spec.InitContainers))
-		}
-		break
-	}
-
-	if !initializing || podConditionTrue(pod, corev1.PodInitialized) {
-		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
-		running := false
-		failedReason := ""
-		for i := len(pod.Status.ContainerStatuses) - 1; i >= 0; i-- {
-			cs := pod.Status.ContainerStatuses[i]
-			restarts += cs.RestartCount
-			if f := finishedAt(cs); f.After(lastRestart) {
-				lastRestart = f
+			row.reason = terminatedReason(t)
+			if t.ExitCode != 0 {
+				failedReason = row.reason
 			}
-			switch t, w := cs.State.Terminated, cs.State.Waiting; {
-			case w != nil && w.Reason != "":
-				reason = w.Reason
-			case t != nil:
-				switch {
-				case t.Reason != "":
-					reason = t.Reason
-				case t.Signal != 0:
-					reason = fmt.Sprintf("Signal:%d", t.Signal)
-				default:
-					reason = fmt.Sprintf("ExitCode:%d", t.ExitCode)
-				}
-				if t.ExitCode != 0 {
-					failedReason = reason
-				}
-			case cs.Ready && cs.State.Running != nil:
-				running = true
-				ready++
-			}
-		}
-		// A container that completed does not make the pod Completed while
-		// another still runs.
-		if reason == "Completed" {
-			switch {
-			case running && podConditionTrue(pod, corev1.PodReady):
-				reason = "Running"
-			case failedReason != "":
-				reason = failedReason
-			case running:
-				reason = "NotReady"
-			}
+		case cs.Ready && cs.State.Running != nil:
+			running = true
+			row.ready++
 		}
 	}
-
-	if pod.DeletionTimestamp != nil {
+	// A container that completed does not make the pod Completed while
+	// another still runs.
+	if row.reason == "Completed" {
 		switch {
-		case pod.Status.Reason == "NodeLost":
-			reason = "Unknown"
-		case pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed:
-			reason = "Terminating"
+		case running && podConditionTrue(pod, corev1.PodReady):
+			row.reason = "Running"
+		case failedReason != "":
+			row.reason = failedReason
+		case running:
+			row.reason = "NotReady"
 		}
 	}
+}
 
-	restartCell := fmt.Sprint(restarts)
-	if restarts != 0 && !lastRestart.IsZero() {
-		restartCell = fmt.Sprintf("%d (%s ago)", restarts, duration.HumanDuration(now.Sub(lastRestart)))
+// terminatedReason is the STATUS a terminated container gives.
+func terminatedReason(t *corev1.ContainerStateTerminated) string {
+	switch {
+	case t.Reason != "":
+		return t.Reason
+	case t.Signal != 0:
+		return fmt.Sprintf("Signal:%d", t.Signal)
 	}
-	ip := pod.Status.PodIP
-	if len(pod.Status.PodIPs) > 0 {
-		ip = pod.Status.PodIPs[0].IP
+	return fmt.Sprintf("ExitCode:%d", t.ExitCode)
+}
+
+// readinessGatesCell is READINESS GATES: passed/total, or <none>.
+func readinessGatesCell(pod *corev1.Pod) string {
+	n := len(pod.Spec.ReadinessGates)
+	if n == 0 {
+		return "<none>"
 	}
-	gates := "<none>"
-	if n := len(pod.Spec.ReadinessGates); n > 0 {
-		passed := 0
-		for _, g := range pod.Spec.ReadinessGates {
-			if podConditionTrue(pod, g.ConditionType) {
-				passed++
-			}
+	passed := 0
+	for _, g := range pod.Spec.ReadinessGates {
+		if podConditionTrue(pod, g.ConditionType) {
+			passed++
 		}
-		gates = fmt.Sprintf("%d/%d", passed, n)
 	}
-	return []any{pod.Name, fmt.Sprintf("%d/%d", ready, total), reason, restartCell,
-		age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), gates}
+	return fmt.Sprintf("%d/%d", passed, n)
 }

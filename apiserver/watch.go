@@ -31,7 +31,7 @@ const defaultWatchTimeout = 30 * time.Minute
 // kube-apiserver does, so a burst of events goes out in a few writes.
 type watchStream struct {
 	s        *Server
-	res      *resource
+	res      *Resource
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	out      output
@@ -99,47 +99,17 @@ func (q *request) watch() error {
 	if out.info.StreamSerializer == nil {
 		return notAcceptable("only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 	}
-	sel, err := q.selectors()
+	o, err := q.watchOptions()
 	if err != nil {
 		return err
 	}
-	if q.name != "" {
-		sel, err = q.withName(sel)
-		if err != nil {
-			return err
-		}
-	}
-	query := q.r.URL.Query()
-	rv, err := parseRV(query.Get("resourceVersion"))
-	if err != nil {
-		return err
-	}
-	bookmarks := query.Get("allowWatchBookmarks") == "true"
-	initial := rv == 0 // "" and "0" start with the current state
-	if _, err := q.validateListOptions(); err != nil {
-		return err
-	}
-	if v := query.Get("sendInitialEvents"); v != "" {
-		initial = v == "true"
-	}
-	timeout := defaultWatchTimeout
-	if v := query.Get("timeoutSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return apierrors.NewBadRequest("timeoutSeconds: invalid value " + strconv.Quote(v))
-		}
-		if n > 0 {
-			timeout = time.Duration(n) * time.Second
-		}
-	}
-	ctx, cancel := context.WithTimeout(q.ctx(), timeout)
+	ctx, cancel := context.WithTimeout(q.ctx(), o.timeout)
 	defer cancel()
 
 	var items []runtime.Object
-	from := rv
-	if initial {
-		o := listOptions{minRev: rv}
-		pg, err := q.collect(sel, o)
+	from := o.rv
+	if o.initial {
+		pg, err := q.collect(o.sel, listOptions{minRev: o.rv})
 		if err != nil {
 			return err
 		}
@@ -156,44 +126,111 @@ func (q *request) watch() error {
 		}
 	}
 	w, werr := q.s.cfg.Store.Watch(ctx, q.listPrefix(), from)
-	ct := out.info.MediaType
-	if out.info.MediaType == mediaProtobuf {
-		ct += ";stream=watch"
-	}
-	q.w.Header().Set("Content-Type", ct)
-	q.w.Header().Set("Transfer-Encoding", "chunked")
-	q.w.WriteHeader(http.StatusOK)
-	_ = ws.rc.Flush()
+	ws.writeHeader()
 	if werr != nil {
 		if errors.Is(werr, store.ErrCompacted) || errors.Is(werr, store.ErrFutureRevision) {
-			_ = ws.sendErr(storeErr(werr, q.gr(), ""))
-			return nil
+			werr = storeErr(werr, q.gr(), "")
 		}
 		_ = ws.sendErr(werr)
 		return nil
 	}
 	defer w.Stop()
-	for _, obj := range items {
-		if err := ws.send(watch.Added, obj); err != nil {
-			return nil
-		}
-	}
-	if initial && bookmarks && query.Get("sendInitialEvents") == "true" {
-		if err := ws.bookmark(from, true); err != nil {
-			return nil
-		}
-	}
-	if err := ws.flush(); err != nil {
+	if err := ws.sendInitial(items, from, o.initial && o.bookmarks && o.sendInitialEvents); err != nil {
 		return nil
 	}
+	q.follow(ctx, ws, w, o)
+	return nil
+}
+
+// watchOptions are a watch's query parameters.
+type watchOptions struct {
+	sel       selector
+	rv        int64
+	bookmarks bool
+	// initial: the current state goes first, as ADDED events; with
+	// sendInitialEvents=true and bookmarks, a bookmark marks its end.
+	initial, sendInitialEvents bool
+	timeout                    time.Duration
+}
+
+// watchOptions reads and checks a watch's query, in kube's order.
+func (q *request) watchOptions() (watchOptions, error) {
+	var o watchOptions
+	var err error
+	if o.sel, err = q.selectors(); err != nil {
+		return o, err
+	}
+	if q.name != "" {
+		if o.sel, err = q.withName(o.sel); err != nil {
+			return o, err
+		}
+	}
+	query := q.r.URL.Query()
+	if o.rv, err = parseRV(query.Get("resourceVersion")); err != nil {
+		return o, err
+	}
+	o.bookmarks = query.Get("allowWatchBookmarks") == "true"
+	o.initial = o.rv == 0 // "" and "0" start with the current state
+	if _, err := q.validateListOptions(); err != nil {
+		return o, err
+	}
+	if v := query.Get("sendInitialEvents"); v != "" {
+		o.initial = v == "true"
+	}
+	o.sendInitialEvents = query.Get("sendInitialEvents") == "true"
+	o.timeout = defaultWatchTimeout
+	if v := query.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return o, apierrors.NewBadRequest("timeoutSeconds: invalid value " + strconv.Quote(v))
+		}
+		if n > 0 {
+			o.timeout = time.Duration(n) * time.Second
+		}
+	}
+	return o, nil
+}
+
+// writeHeader starts the answer: 200, chunked, in the stream's media type.
+func (ws *watchStream) writeHeader() {
+	ct := ws.out.info.MediaType
+	if ct == mediaProtobuf {
+		ct += ";stream=watch"
+	}
+	ws.w.Header().Set("Content-Type", ct)
+	ws.w.Header().Set("Transfer-Encoding", "chunked")
+	ws.w.WriteHeader(http.StatusOK)
+	_ = ws.rc.Flush()
+}
+
+// sendInitial sends the current state as ADDED events, then, when asked,
+// the bookmark that marks its end at revision from.
+func (ws *watchStream) sendInitial(items []runtime.Object, from int64, endBookmark bool) error {
+	for _, obj := range items {
+		if err := ws.send(watch.Added, obj); err != nil {
+			return err
+		}
+	}
+	if endBookmark {
+		if err := ws.bookmark(from, true); err != nil {
+			return err
+		}
+	}
+	return ws.flush()
+}
+
+// follow sends the store's events until the watch times out, the client
+// goes or the store's watch ends, asking the store for progress (which
+// becomes bookmarks) when the client allows them.
+func (q *request) follow(ctx context.Context, ws *watchStream, w store.Watcher, o watchOptions) {
 	tick := time.NewTicker(bookmarkInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-tick.C:
-			if bookmarks {
+			if o.bookmarks {
 				w.RequestProgress()
 			}
 		case ev, ok := <-w.ResultChan():
@@ -201,15 +238,15 @@ func (q *request) watch() error {
 				if err := w.Err(); err != nil && ctx.Err() == nil {
 					_ = ws.sendErr(storeErr(err, q.gr(), ""))
 				}
-				return nil
+				return
 			}
-			err := q.sendEvent(ws, sel, ev, bookmarks)
+			err := q.sendEvent(ws, o.sel, ev, o.bookmarks)
 			if err == nil && len(w.ResultChan()) == 0 {
 				err = ws.flush()
 			}
 			if err != nil {
 				q.s.log.Debug("watch ended", logPath, q.r.URL.Path, "err", err)
-				return nil
+				return
 			}
 		}
 	}

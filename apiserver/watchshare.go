@@ -29,7 +29,7 @@ type sharedEvents struct {
 // sharedKey names a value: the key's value at a revision (the value after
 // the change, or with prev the one before it), decoded as resource res.
 type sharedKey struct {
-	res  *resource
+	res  *Resource
 	key  string
 	rev  int64
 	prev bool
@@ -54,7 +54,7 @@ type sharedFrame struct {
 
 // object returns the shared decoding of the value data of res at key and
 // revision rev, whose resourceVersion is rev.
-func (s *Server) sharedObject(res *resource, key string, rev int64, prev bool, data []byte) (*sharedObject, error) {
+func (s *Server) sharedObject(res *Resource, key string, rev int64, prev bool, data []byte) (*sharedObject, error) {
 	k := sharedKey{res: res, key: key, rev: rev, prev: prev}
 	e := &s.watchEvents
 	e.mu.Lock()

@@ -36,10 +36,11 @@ func newTestTransport(t *testing.T, h http.Handler, fallback http.RoundTripper) 
 	return &inProcessTransport{handler: h, local: local, cert: kp, fallback: fallback}, local
 }
 
-func TestInProcessTransport(t *testing.T) {
-	t.Parallel()
-	streamed := make(chan string)
-	released := make(chan error, 1)
+// inProcessTestMux serves what TestInProcessTransport asks for: /echo
+// answers what it was sent and how, /teapot, /empty and /big answer
+// fixed bodies, and /watch streams each line sent on streamed until the
+// request ends, reported on released.
+func inProcessTestMux(streamed <-chan string, released chan<- error) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -75,6 +76,14 @@ func TestInProcessTransport(t *testing.T) {
 			}
 		}
 	})
+	return mux
+}
+
+func TestInProcessTransport(t *testing.T) {
+	t.Parallel()
+	streamed := make(chan string)
+	released := make(chan error, 1)
+	mux := inProcessTestMux(streamed, released)
 	var upgrades atomic.Int32
 	fallback := fallbackFunc(func(r *http.Request) (*http.Response, error) {
 		upgrades.Add(1)

@@ -1,0 +1,197 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubegate/kubegate/authn"
+)
+
+// Subresource serves one subresource of a resource, RESOURCE/NAME/SUB,
+// or, as the entry "" of a virtual resource (one with nothing stored, a
+// review or the legacy bindings), the resource itself. The server routes
+// a request to it once the resource, the scope and the name are known and
+// the verb is one of Verbs; any other verb is refused with kube's 405.
+type Subresource interface {
+	// Name is the path segment ("status", "scale", "log"); "" for a
+	// virtual resource's own entry.
+	Name() string
+	// Verbs are the verbs served, in the order discovery lists them.
+	Verbs() []string
+	// Kind is the kind discovery names for the subresource: empty when it
+	// is the resource's own; Group and Version empty when they are the
+	// resource's.
+	Kind() schema.GroupVersionKind
+	// Serve answers the request; an error is written as its Status (an
+	// *apierrors.StatusError as it is, anything else as a 500).
+	Serve(req *Request) error
+}
+
+// Request is what a Subresource sees of the request it serves.
+type Request struct{ q *request }
+
+// Context is the request's context, with its user and RequestInfo.
+func (r *Request) Context() context.Context { return r.q.ctx() }
+
+// HTTP returns the request and the writer of its answer.
+func (r *Request) HTTP() (http.ResponseWriter, *http.Request) { return r.q.w, r.q.r }
+
+// Namespace is the request's namespace; "" for a cluster-scoped resource.
+func (r *Request) Namespace() string { return r.q.ns }
+
+// Name is the object's name; "" on a collection.
+func (r *Request) Name() string { return r.q.name }
+
+// Verb is the request's verb, one of the Subresource's Verbs.
+func (r *Request) Verb() string { return r.q.verb }
+
+// User is the authenticated user, after impersonation.
+func (r *Request) User() authn.User { return r.q.user() }
+
+// Resource is the resource the request names.
+func (r *Request) Resource() *Resource { return r.q.res }
+
+// rawAccepter is a Subresource whose answer is not held to the route's
+// media types before it is served: a pod's log is text and its streams
+// take any Accept (D.9), and a Creator negotiates its answer itself.
+type rawAccepter interface{ acceptsAny() bool }
+
+// openAPIShape says which paths the OpenAPI document gives a built-in
+// subresource.
+type openAPIShape uint8
+
+const (
+	openAPINone   openAPIShape = iota
+	openAPIObject              // the object's get, put and patch (status, approval)
+	openAPIScale               // an autoscaling/v1 Scale's get, put and patch
+)
+
+// subresource is a Subresource the server serves with its own machinery.
+type subresource struct {
+	name      string
+	verbs     []string
+	kind      schema.GroupVersionKind
+	anyAccept bool
+	openAPI   openAPIShape
+	// anyPath: as a virtual resource's entry, it is given every path under
+	// the resource (see serveVirtual).
+	anyPath bool
+	serve   func(q *request) error
+}
+
+func (s *subresource) Name() string                  { return s.name }
+func (s *subresource) Verbs() []string               { return s.verbs }
+func (s *subresource) Kind() schema.GroupVersionKind { return s.kind }
+func (s *subresource) Serve(req *Request) error      { return s.serve(req.q) }
+func (s *subresource) acceptsAny() bool              { return s.anyAccept }
+func (s *subresource) takesAnyPath() bool            { return s.anyPath }
+
+var _ Subresource = (*subresource)(nil)
+
+// objectVerbs are the verbs of a subresource that reads and writes the
+// whole object, and of scale.
+var objectVerbs = []string{"get", "patch", "update"}
+
+// serveWhole serves get, update and patch of a subresource that reads and
+// writes the whole object, as the object's own verbs do.
+func serveWhole(q *request) error {
+	switch q.verb {
+	case "get":
+		return q.get()
+	case "update":
+		return q.update()
+	}
+	return q.patch()
+}
+
+// statusSubresource is RESOURCE/status: get, update and patch of .status
+// only (the rest of the object stays as stored).
+func statusSubresource() *subresource {
+	return &subresource{name: "status", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
+}
+
+// scaleSubresource is RESOURCE/scale: spec.replicas as an autoscaling/v1
+// Scale (G.2).
+func scaleSubresource() *subresource {
+	return &subresource{name: "scale", verbs: objectVerbs, kind: scaleGVK, openAPI: openAPIScale, serve: (*request).serveScale}
+}
+
+// subresources is a Resource's Subresources map of subs, by name.
+func subresources(subs ...Subresource) map[string]Subresource {
+	m := make(map[string]Subresource, len(subs))
+	for _, sub := range subs {
+		m[sub.Name()] = sub
+	}
+	return m
+}
+
+// virtual reports whether r stores nothing: its entry "" serves it.
+func (r *Resource) virtual() bool {
+	_, ok := r.Subresources[""]
+	return ok
+}
+
+// hasSubresource reports whether r serves subresource name.
+func (r *Resource) hasSubresource(name string) bool {
+	_, ok := r.Subresources[name]
+	return ok
+}
+
+// serveSubresource routes a request for a subresource of an object to its
+// entry: kube's 404 for one the resource does not have, its 405 for a verb
+// the entry does not take.
+func (q *request) serveSubresource() error {
+	sub, ok := q.res.Subresources[q.sub]
+	switch {
+	case !ok:
+		return errNotServed
+	case !slices.Contains(sub.Verbs(), q.verb):
+		return methodNotAllowed()
+	}
+	return sub.Serve(&Request{q})
+}
+
+// acceptsAny reports whether the request's subresource answers any Accept.
+func (q *request) acceptsAny() bool {
+	if q.sub == "" {
+		return false
+	}
+	a, ok := q.res.Subresources[q.sub].(rawAccepter)
+	return ok && a.acceptsAny()
+}
+
+// subresourceBody checks that the answer can be encoded, then reads the
+// body of a POST to a subresource (a Binding, an Eviction) and the
+// serializer of its Content-Type.
+func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
+	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	info, err := q.s.bodyInfo(q.r)
+	if err != nil {
+		return runtime.SerializerInfo{}, nil, err
+	}
+	data, err := readBody(q.r)
+	return info, data, err
+}
+
+// writeCreated answers a POST to a subresource that made nothing to show:
+// 201 with a success Status.
+func (q *request) writeCreated() {
+	out, _ := q.s.negotiate(q.r, acceptOptions{})
+	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// methodNotAllowed is kube-apiserver's 405 for a verb a path does not take.
+func methodNotAllowed() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed,
+		Reason: metav1.StatusReasonMethodNotAllowed, Message: "the server does not allow this method on the requested resource",
+		Details: &metav1.StatusDetails{}}}
+}
