@@ -110,3 +110,70 @@ func TestCoversBoundsMissingUnlikeKube_C2(t *testing.T) {
 		t.Errorf("Covers() lists %d missing; want the first %d of validation.Covers()'s %d", len(missing), maxMissing, len(kubeMissing))
 	}
 }
+
+// fuzzAlphabets are the few values rules are made of in
+// FuzzCoversAsKube_C2, wildcards and subresources included, so that
+// random rules often cover each other.
+var fuzzAlphabets = [5][]string{
+	{"get", "list", "*", "update", ""},
+	{"", "apps", "*", "batch"},
+	{"pods", "pods/log", "pods/*", "*/scale", "deployments/scale", "*", "deployments", "*/*", "*/log"},
+	{"a", "b", "*", ""},
+	{"/healthz", "/healthz/*", "/healthz/x", "*", "/api*", "/api", "/", "/healthz*", "/healthz**"},
+}
+
+// fuzzRules reads rules from data: each field of a rule (verbs, groups,
+// resources, names, paths) is a length byte, up to 3, and as many bytes
+// choosing values from fuzzAlphabets, so a rule may mix resources and
+// paths, repeat values, or lack any field.
+func fuzzRules(data []byte, n int) (rules []rbacv1.PolicyRule, rest []byte) {
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int(b)
+	}
+	for range n {
+		if len(data) == 0 {
+			break
+		}
+		var fields [5][]string
+		for f, alphabet := range fuzzAlphabets {
+			for range next() % 4 {
+				fields[f] = append(fields[f], alphabet[next()%len(alphabet)])
+			}
+		}
+		rules = append(rules, rbacv1.PolicyRule{Verbs: fields[0], APIGroups: fields[1], Resources: fields[2], ResourceNames: fields[3], NonResourceURLs: fields[4]})
+	}
+	return rules, data
+}
+
+// FuzzCoversAsKube_C2 holds Covers to component-helpers' validation.Covers
+// on random owner and servant rules: the same answer, and the same
+// uncovered permissions in the same order (the first 1,000 of them).
+func FuzzCoversAsKube_C2(f *testing.F) {
+	f.Add([]byte{1, 1, 0, 1, 2, 1, 6, 0, 0, 1, 2, 1, 1, 1, 0, 1, 0, 0})
+	f.Add([]byte{2, 1, 2, 1, 1, 1, 3, 0, 0, 1, 2, 1, 0, 1, 0, 2, 0, 2, 3, 0, 2, 1, 0, 2, 1, 2, 1, 4, 1, 1, 1, 0, 1, 1})
+	f.Add([]byte{1, 1, 0, 0, 0, 0, 1, 4, 1, 0, 0, 0, 0, 2, 0, 2})
+	f.Add([]byte{1, 1, 2, 1, 2, 1, 5, 2, 0, 1, 0, 1, 1, 3, 0, 1, 0, 2, 0, 1, 1, 2, 2, 3, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		owner, data := fuzzRules(data[1:], int(data[0]%4))
+		servant, _ := fuzzRules(data, 4)
+		ok, missing := Covers(owner, servant)
+		kubeOK, kubeMissing := validation.Covers(owner, servant)
+		if len(kubeMissing) == 0 {
+			kubeMissing = nil
+		}
+		if len(kubeMissing) > maxMissing {
+			kubeMissing = kubeMissing[:maxMissing]
+		}
+		if ok != kubeOK || !reflect.DeepEqual(missing, kubeMissing) {
+			t.Errorf("owner %+v\nservant %+v\nCovers() = %v, %+v\nvalidation.Covers() = %v, %+v", owner, servant, ok, missing, kubeOK, kubeMissing)
+		}
+	})
+}
