@@ -137,12 +137,6 @@ func (r *Resource) virtual() bool {
 	return ok
 }
 
-// hasSubresource reports whether r serves subresource name.
-func (r *Resource) hasSubresource(name string) bool {
-	_, ok := r.Subresources[name]
-	return ok
-}
-
 // serveSubresource routes a request for a subresource of an object to its
 // entry: kube's 404 for one the resource does not have, its 405 for a verb
 // the entry does not take.
