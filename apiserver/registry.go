@@ -128,9 +128,8 @@ type Resource struct {
 	Deprecation string
 	// allocate reserves what a written object holds besides its key (a
 	// Service's cluster IP and node ports) from the server's allocator,
-	// old nil on create; the writer
-	// finishes the allocation once the write is done or has failed. nil:
-	// nothing to reserve.
+	// old nil on create; the writer finishes the allocation once the
+	// write is done or has failed. nil: nothing to reserve.
 	allocate func(al *serviceAllocator, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
 	// release gives back what a deleted object held; nil: nothing.
 	release func(al *serviceAllocator, ctx context.Context, obj runtime.Object)
