@@ -219,19 +219,10 @@ func (q *request) startNamespaceTermination(name string, kv store.KV, ns *corev1
 	if dry {
 		return marked, false, nil
 	}
-	data, err := q.s.encodeStored(q.res, marked)
-	if err != nil {
-		return nil, false, err
-	}
-	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
-	if errors.Is(err, store.ErrConflict) {
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, storeErr(err, q.gr(), name)
+	if retry, err := q.replaceStored(name, kv, marked); retry || err != nil {
+		return nil, retry, err
 	}
 	q.s.terminating.Store(name, struct{}{})
-	setResourceVersion(marked, rev)
 	return marked, false, nil
 }
 
@@ -245,19 +236,28 @@ func (q *request) storeMarked(name string, kv store.KV, marked, old runtime.Obje
 	if bytesEqual, err := q.sameStored(marked, kv); err != nil || bytesEqual {
 		return old, false, err
 	}
-	data, err := q.s.encodeStored(q.res, marked)
+	if retry, err := q.replaceStored(name, kv, marked); retry || err != nil {
+		return nil, retry, err
+	}
+	return marked, false, nil
+}
+
+// replaceStored writes obj over the object stored as kv and sets the
+// revision written as its resourceVersion. retry: written meanwhile.
+func (q *request) replaceStored(name string, kv store.KV, obj runtime.Object) (retry bool, _ error) {
+	data, err := q.s.encodeStored(q.res, obj)
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	rev, err := q.s.cfg.Store.Update(q.ctx(), q.key(name), data, kv.ModRevision)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, true, nil
+		return true, nil
 	}
 	if err != nil {
-		return nil, false, storeErr(err, q.gr(), name)
+		return false, storeErr(err, q.gr(), name)
 	}
-	setResourceVersion(marked, rev)
-	return marked, false, nil
+	setResourceVersion(obj, rev)
+	return false, nil
 }
 
 // warnJobDelete warns that a delete of Jobs naming no propagation policy
