@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/client-go/kubernetes"
@@ -41,9 +42,13 @@ func (s *SubjectAccessReviewer) Authorize(ctx context.Context, a authz.Attribute
 	return authz.Allow, reason, nil
 }
 
+// maxReviewBytes is the largest answer to a SubjectAccessReview read.
+const maxReviewBytes = 1 << 20
+
 // review completes spec with user and posts it, with a single request:
 // the review is made for a client's request, and answers with the
-// upstream's first answer rather than wait out a Retry-After.
+// upstream's first answer rather than wait out a Retry-After. Only a 201
+// or 200 is the review's answer; any other status is a failure.
 func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, spec authorizationv1.SubjectAccessReviewSpec) (bool, string, error) {
 	spec.User, spec.UID, spec.Groups = user.Name, user.UID, user.Groups
 	sar := &authorizationv1.SubjectAccessReview{Spec: spec}
@@ -54,13 +59,14 @@ func (s *SubjectAccessReviewer) review(ctx context.Context, user *authn.User, sp
 		}
 	}
 	var out authorizationv1.SubjectAccessReview
-	err := s.Client.AuthorizationV1().RESTClient().Post().Resource("subjectaccessreviews").
-		Body(sar).MaxRetries(0).Do(ctx).Into(&out)
-	if code := upstreamStatus(err); code != 0 {
-		return false, "", fmt.Errorf("subject access review: upstream answered %d", code)
+	ans := upstreamAnswer{limit: maxReviewBytes}
+	res := s.Client.AuthorizationV1().RESTClient().Post().Resource("subjectaccessreviews").
+		Body(sar).MaxRetries(0).Do(withAnswer(ctx, &ans))
+	if ans.code != http.StatusCreated && ans.code != http.StatusOK {
+		return false, "", fmt.Errorf("subject access review: %w", ans.failure(res.Error()))
 	}
-	if err != nil {
-		return false, "", fmt.Errorf("subject access review: %w", err)
+	if err := res.Into(&out); err != nil {
+		return false, "", fmt.Errorf("subject access review: %w", ans.undecodable(err))
 	}
 	return out.Status.Allowed, out.Status.Reason, nil
 }

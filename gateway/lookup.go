@@ -53,7 +53,13 @@ type lookupEntry struct {
 	expires time.Time
 }
 
-const maxLookupEntries = 10000
+const (
+	maxLookupEntries = 10000
+	// maxLookupBytes is the largest answer a lookup reads: an object a
+	// token names is far smaller, and an upstream answering more is
+	// refused rather than held in memory.
+	maxLookupBytes = 4 << 20
+)
 
 var _ serviceaccount.Getter = (*UpstreamGetter)(nil)
 
@@ -137,26 +143,29 @@ func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, new
 
 // read GETs the object at path with a single request: a lookup is made
 // for a client's request, and answers with the upstream's first answer
-// rather than wait out a Retry-After. An empty name or namespace, or
-// one that cannot be a path segment, names no object, and is not asked
-// for.
+// rather than wait out a Retry-After. Only a 200 is the object, and a
+// 404 its absence; any other status is a failure. An empty name or
+// namespace, or one that cannot be a path segment, names no object, and
+// is not asked for.
 func (g *UpstreamGetter) read(ctx context.Context, path, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
 	namespaced := resource != "nodes"
 	if !pathSegment(name) || namespaced && !pathSegment(ns) {
 		return lookupEntry{err: fmt.Errorf("%s: %w", path, serviceaccount.ErrNotFound)}
 	}
 	obj, meta := newObject()
-	err := g.Client.CoreV1().RESTClient().Get().
+	ans := upstreamAnswer{limit: maxLookupBytes}
+	res := g.Client.CoreV1().RESTClient().Get().
 		NamespaceIfScoped(ns, namespaced).Resource(resource).Name(name).
-		MaxRetries(0).Do(ctx).Into(obj)
-	switch code := upstreamStatus(err); {
-	case err == nil:
-	case code == http.StatusNotFound:
+		MaxRetries(0).Do(withAnswer(ctx, &ans))
+	switch ans.code {
+	case http.StatusOK:
+	case http.StatusNotFound:
 		return lookupEntry{err: fmt.Errorf("%s: %w", path, serviceaccount.ErrNotFound)}
-	case code != 0:
-		return lookupEntry{err: fmt.Errorf("look up %s: upstream answered %d", path, code)}
 	default:
-		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, err)}
+		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, ans.failure(res.Error()))}
+	}
+	if err := res.Into(obj); err != nil {
+		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, ans.undecodable(err))}
 	}
 	e := lookupEntry{meta: *meta}
 	if s, ok := obj.(*corev1.Secret); ok {

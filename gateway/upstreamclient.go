@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -24,7 +26,9 @@ import (
 // speaks. It follows no redirects, so that the gateway's credential goes
 // nowhere but to the upstream, and has no client-side rate limit: the
 // lookups and reviews are made for client requests, which client-go's
-// default of 5 a second would queue.
+// default of 5 a second would queue. The lookups and reviews read only
+// answers of a bounded size, and are judged on their HTTP status
+// (upstreamAnswer).
 func NewUpstreamClient(upstream *url.URL, rt http.RoundTripper, identity UpstreamIdentity) (kubernetes.Interface, error) {
 	cfg := &rest.Config{Host: upstream.String(), QPS: -1}
 	hc := &http.Client{
@@ -53,17 +57,86 @@ func (t lookupTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.identity != ImpersonateIdentity {
 		r.Header.Set(authn.RemoteUserHeader, LookupUser)
 	}
-	return t.rt.RoundTrip(r)
+	resp, err := t.rt.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := r.Context().Value(answerKey{}).(*upstreamAnswer); ok {
+		a.code = resp.StatusCode
+		left := a.limit + 1
+		if resp.ContentLength > a.limit {
+			left = 0
+		}
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: left}
+	}
+	return resp, nil
 }
 
-// upstreamStatus returns the HTTP status of an answer client-go turned
-// into err, or 0 when err is not an answer (a failed connection, a body
-// that does not decode). The gateway's errors name the status only:
-// client-go's error text can quote what the upstream sent.
-func upstreamStatus(err error) int {
-	var se apierrors.APIStatus
-	if errors.As(err, &se) {
-		return int(se.Status().Code)
+// upstreamAnswer is what the transport saw of the answer to one lookup
+// or review, made with a context from withAnswer. The gateway judges the
+// answer on its HTTP status, code, which client-go's Result does not
+// keep: it names the code of a Status body instead, which the upstream
+// may leave out or set to anything, and no status at all when the
+// Content-Type does not parse. Its errors name that status only, never
+// client-go's error text, which quotes what the upstream sent.
+type upstreamAnswer struct {
+	// limit is the size of body read; reading more fails with
+	// errAnswerTooLarge.
+	limit int64
+	// code is the HTTP status; 0 until an answer arrives.
+	code int
+}
+
+type answerKey struct{}
+
+// withAnswer returns ctx for a request whose answer a records.
+func withAnswer(ctx context.Context, a *upstreamAnswer) context.Context {
+	return context.WithValue(ctx, answerKey{}, a)
+}
+
+// errAnswerTooLarge is the read error of a body larger than its answer's
+// limit.
+var errAnswerTooLarge = errors.New("upstream answer too large")
+
+// failure returns the error of an answer whose status is not one the
+// request wants, or of no answer (err, from client-go).
+func (a *upstreamAnswer) failure(err error) error {
+	switch {
+	case a.code != 0:
+		return fmt.Errorf("upstream answered %d", a.code)
+	case err != nil:
+		// No answer: the request or the connection failed.
+		return err
 	}
-	return 0
+	return errors.New("no answer recorded: the clientset is not NewUpstreamClient's")
+}
+
+// undecodable returns the error of an answer of a wanted status whose
+// body did not decode into the object (err, from client-go).
+func (a *upstreamAnswer) undecodable(err error) error {
+	if errors.Is(err, errAnswerTooLarge) {
+		return fmt.Errorf("upstream answered %d with more than %d MiB", a.code, a.limit>>20)
+	}
+	return fmt.Errorf("upstream answered %d with a body that does not decode", a.code)
+}
+
+// cappedBody fails a read past its last left-1 bytes.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 {
+		return n, errAnswerTooLarge
+	}
+	return n, err
 }

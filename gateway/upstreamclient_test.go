@@ -3,9 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -131,5 +134,214 @@ func TestUpstreamGetterNamesThatAreNoObject_A3(t *testing.T) {
 	}
 	if n := requests.Load(); n != 0 {
 		t.Errorf("the upstream got %d requests, want none", n)
+	}
+}
+
+// answeringUpstream answers every request with code, contentType (none
+// when empty) and body, and remembers the last request's URL and
+// Authorization header.
+func answeringUpstream(t *testing.T, code int, contentType, body string) (*url.URL, http.RoundTripper, *atomic.Value) {
+	t.Helper()
+	var last atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		last.Store(r.URL.String() + " " + r.Header.Get("Authorization"))
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL)
+	return u, srv.Client().Transport, &last
+}
+
+// upstreamText is what an upstream's failure says; no error may repeat
+// it.
+const upstreamText = "TEXT-OF-THE-UPSTREAM"
+
+// A lookup is judged on the answer's HTTP status, not on the code of a
+// Status body, which the upstream may leave out or set to anything, nor
+// on a Content-Type that does not parse: a 404 is "not found", a 200 the
+// object, anything else a failure naming the status only; a 200 that
+// does not decode into the object says so without the body's text
+// (A.3).
+func TestUpstreamGetterJudgesTheHTTPStatus_A3(t *testing.T) {
+	t.Parallel()
+	status := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"` + upstreamText + `"}`
+	sa := `{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"uid":"sa-uid"}}`
+	for _, tc := range []struct {
+		name        string
+		code        int
+		contentType string
+		body        string
+		want        string // "" means the service account; "not found" means ErrNotFound
+	}{
+		{"404 whose Status has no code", 404, "application/json", status, "not found"},
+		{"404 whose Status says 500", 404, "application/json", strings.Replace(status, `"status"`, `"code":500,"status"`, 1), "not found"},
+		{"404 with a malformed Content-Type", 404, "application/json; =bad", `{}`, "not found"},
+		{"500 whose Status has no code", 500, "application/json", status, "upstream answered 500"},
+		{"403 whose Status has no code", 403, "application/json", status, "upstream answered 403"},
+		{"500 whose Status says 404", 500, "application/json", strings.Replace(status, `"status"`, `"code":404,"status"`, 1), "upstream answered 500"},
+		{"200 whose body is a Failure Status", 200, "application/json", status, "upstream answered 200 with a body that does not decode"},
+		{"200 of text", 200, "text/plain", sa, "upstream answered 200 with a body that does not decode"},
+		{"202", 202, "application/json", sa, "upstream answered 202"},
+		{"203", 203, "application/json", sa, "upstream answered 203"},
+		{"200", 200, "application/json", sa, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up, rt, _ := answeringUpstream(t, tc.code, tc.contentType, tc.body)
+			g := newGetter(t, up, rt, RequestHeaderIdentity, time.Hour)
+			o, err := g.GetServiceAccount(context.Background(), "default", "builder")
+			switch {
+			case tc.want == "" && (err != nil || o.UID != "sa-uid"):
+				t.Errorf("got %+v, %v; want the service account", o, err)
+			case tc.want == "not found" && !errors.Is(err, serviceaccount.ErrNotFound):
+				t.Errorf("got %v, want ErrNotFound", err)
+			case tc.want != "" && tc.want != "not found" && (err == nil || errors.Is(err, serviceaccount.ErrNotFound) || !strings.HasSuffix(err.Error(), ": "+tc.want)):
+				t.Errorf("got %v, want an error ending %q", err, tc.want)
+			}
+			if tc.want != "" && o.UID != "" {
+				t.Errorf("failed lookup returned UID %q", o.UID)
+			}
+		})
+	}
+}
+
+// A review is judged on the answer's HTTP status: only a 201 or 200 is
+// the review's answer, and a failure names the status only (A.6).
+func TestSubjectAccessReviewerJudgesTheHTTPStatus_A6(t *testing.T) {
+	t.Parallel()
+	status := `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"` + upstreamText + `"}`
+	allowed := `{"kind":"SubjectAccessReview","apiVersion":"authorization.k8s.io/v1","status":{"allowed":true}}`
+	for _, tc := range []struct {
+		name string
+		code int
+		body string
+		want string // "" means allowed
+	}{
+		{"201", 201, allowed, ""},
+		{"200", 200, allowed, ""},
+		{"202", 202, allowed, "upstream answered 202"},
+		{"203", 203, allowed, "upstream answered 203"},
+		{"206", 206, allowed, "upstream answered 206"},
+		{"201 whose body is a Failure Status", 201, status, "upstream answered 201 with a body that does not decode"},
+		{"200 whose body is a Failure Status", 200, status, "upstream answered 200 with a body that does not decode"},
+		{"403 whose Status has no code", 403, status, "upstream answered 403"},
+		{"500 whose Status says 201", 500, strings.Replace(status, `"status"`, `"code":201,"status"`, 1), "upstream answered 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			up, rt, _ := answeringUpstream(t, tc.code, "application/json", tc.body)
+			s := newReviewer(t, up, rt, RequestHeaderIdentity)
+			d, _, err := s.Authorize(context.Background(), authz.Attributes{User: authn.User{Name: "alice"}, Verb: "get", Path: "/metrics"})
+			switch {
+			case tc.want == "" && (d != authz.Allow || err != nil):
+				t.Errorf("got %v, %v; want allow", d, err)
+			case tc.want != "" && (d != authz.NoOpinion || err == nil || err.Error() != "subject access review: "+tc.want):
+				t.Errorf("got %v, %v; want no opinion and %q", d, err, "subject access review: "+tc.want)
+			}
+		})
+	}
+}
+
+// A lookup reads at most 4 MiB of an answer and a review 1 MiB, whether
+// the upstream says the length first or not; a longer answer is a
+// failure, not an object (A.3, A.6).
+func TestUpstreamAnswersAreCapped_A3(t *testing.T) {
+	t.Parallel()
+	// sized returns a JSON object of exactly n bytes: prefix, a padding
+	// string, and suffix.
+	sized := func(prefix, suffix string, n int) string {
+		return prefix + strings.Repeat("x", n-len(prefix)-len(suffix)) + suffix
+	}
+	saPrefix, saSuffix := `{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"uid":"sa-uid","annotations":{"a":"`, `"}}}`
+	sarPrefix, sarSuffix := `{"kind":"SubjectAccessReview","apiVersion":"authorization.k8s.io/v1","status":{"allowed":true,"reason":"`, `"}}`
+	for _, chunked := range []bool{false, true} {
+		for _, tc := range []struct {
+			name string
+			size int
+			want string // "" means read
+		}{
+			{"lookup of 4 MiB", 4 << 20, ""},
+			{"lookup of 4 MiB and a byte", 4<<20 + 1, "upstream answered 200 with more than 4 MiB"},
+			{"review of 1 MiB", 1 << 20, ""},
+			{"review of 1 MiB and a byte", 1<<20 + 1, "upstream answered 201 with more than 1 MiB"},
+		} {
+			name := fmt.Sprintf("%s, chunked %v", tc.name, chunked)
+			lookup := strings.HasPrefix(tc.name, "lookup")
+			body, code := sized(saPrefix, saSuffix, tc.size), http.StatusOK
+			if !lookup {
+				body, code = sized(sarPrefix, sarSuffix, tc.size), http.StatusCreated
+			}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				if !chunked {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				}
+				w.WriteHeader(code)
+				w.(http.Flusher).Flush()
+				_, _ = io.WriteString(w, body)
+			}))
+			up, _ := url.Parse(srv.URL)
+			var err error
+			if lookup {
+				var o serviceaccount.Object
+				o, err = newGetter(t, up, srv.Client().Transport, RequestHeaderIdentity, time.Hour).GetServiceAccount(context.Background(), "default", "builder")
+				if err == nil && o.UID != "sa-uid" {
+					t.Errorf("%s: UID %q, want sa-uid", name, o.UID)
+				}
+			} else {
+				var d authz.Decision
+				d, _, err = newReviewer(t, up, srv.Client().Transport, RequestHeaderIdentity).Authorize(context.Background(),
+					authz.Attributes{User: authn.User{Name: "alice"}, Verb: "get", Path: "/metrics"})
+				if (err == nil) != (d == authz.Allow) {
+					t.Errorf("%s: decision %v with error %v", name, d, err)
+				}
+			}
+			srv.Close()
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("%s: %v, want it read", name, err)
+			case tc.want != "" && (err == nil || !strings.HasSuffix(err.Error(), ": "+tc.want)):
+				t.Errorf("%s: %v, want an error ending %q", name, err, tc.want)
+			}
+		}
+	}
+}
+
+// An upstream URL's path is the prefix of every path the clientset asks
+// for (A.3).
+func TestUpstreamClientKeepsThePathPrefix_A3(t *testing.T) {
+	t.Parallel()
+	up, rt, last := answeringUpstream(t, 404, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404}`)
+	for _, suffix := range []string{"/prefix", "/prefix/"} {
+		u, _ := url.Parse(up.String() + suffix)
+		g := newGetter(t, u, rt, RequestHeaderIdentity, time.Hour)
+		if _, err := g.GetServiceAccount(context.Background(), "default", "builder"); !errors.Is(err, serviceaccount.ErrNotFound) {
+			t.Errorf("%s: %v, want not found", suffix, err)
+		}
+		if got, _ := last.Load().(string); !strings.HasPrefix(got, "/prefix/api/v1/namespaces/default/serviceaccounts/builder ") {
+			t.Errorf("%s: asked %q", suffix, got)
+		}
+	}
+}
+
+// An answer of another kind, or with the UID under another spelling, or
+// of another Content-Type, gives no UID: the token it was read for is
+// refused (A.3).
+func TestUpstreamGetterReadsOnlyTheObject_A3(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ contentType, body string }{
+		{"application/json", `{"kind":"Secret","apiVersion":"v1","metadata":{"uid":"sa-uid"}}`},
+		{"application/json", `{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"UID":"sa-uid"}}`},
+		{"text/plain", `{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"uid":"sa-uid"}}`},
+	} {
+		up, rt, _ := answeringUpstream(t, 200, tc.contentType, tc.body)
+		g := newGetter(t, up, rt, RequestHeaderIdentity, time.Hour)
+		if o, err := g.GetServiceAccount(context.Background(), "default", "builder"); o.UID != "" {
+			t.Errorf("%s %s: UID %q (%v), want none", tc.contentType, tc.body, o.UID, err)
+		}
 	}
 }
