@@ -88,6 +88,9 @@ func (o *Options) Validate() error {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("--upstream %q is not an http(s) URL", o.Upstream)
 	}
+	if err := checkUpstreamURL(u); err != nil {
+		return fmt.Errorf("--upstream %q %w", u.Redacted(), err)
+	}
 	if o.HTTP1FastPath && ((u.Path != "" && u.Path != "/") || u.RawQuery != "") {
 		return fmt.Errorf("--upstream %q has a path or query, which the HTTP/1.1 fast path cannot forward to; give --http1-fast-path=false", o.Upstream)
 	}

@@ -30,12 +30,30 @@ import (
 // answers of a bounded size, and are judged on their HTTP status
 // (upstreamAnswer).
 func NewUpstreamClient(upstream *url.URL, rt http.RoundTripper, identity UpstreamIdentity) (kubernetes.Interface, error) {
+	if err := checkUpstreamURL(upstream); err != nil {
+		return nil, fmt.Errorf("upstream %q %w", upstream.Redacted(), err)
+	}
 	cfg := &rest.Config{Host: upstream.String(), QPS: -1}
 	hc := &http.Client{
 		Transport:     lookupTransport{rt: rt, identity: identity, userAgent: rest.DefaultKubernetesUserAgent()},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return kubernetes.NewForConfigAndClient(cfg, hc)
+}
+
+// checkUpstreamURL refuses what an upstream URL may not carry: a user
+// name or password, which Go's HTTP client would send as Basic
+// authentication on the gateway's own requests (the gateway speaks with
+// its client certificate), and a query, which client-go drops. The URL
+// of a server in a kubeconfig carries neither.
+func checkUpstreamURL(u *url.URL) error {
+	switch {
+	case u.User != nil:
+		return errors.New("has a user name or password: leave them out, the gateway speaks with its client certificate")
+	case u.RawQuery != "" || u.ForceQuery:
+		return errors.New("has a query: leave it out, the gateway's own requests could not carry it")
+	}
+	return nil
 }
 
 // lookupTransport sends the gateway's own requests to the upstream under

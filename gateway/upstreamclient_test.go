@@ -345,3 +345,54 @@ func TestUpstreamGetterReadsOnlyTheObject_A3(t *testing.T) {
 		}
 	}
 }
+
+// An upstream URL with a user name, a password or a query is refused, by
+// the options (one line naming --upstream, without the password) and by
+// NewUpstreamClient: Go's HTTP client would send the user as Basic
+// authentication on the gateway's own requests, and client-go drops the
+// query. A plain URL, with or without a path, is taken (A.3).
+func TestUpstreamURLWithUserOrQueryIsRefused_A3(t *testing.T) {
+	t.Parallel()
+	up, rt, last := answeringUpstream(t, 404, "application/json", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404}`)
+	host := up.Host
+	for _, tc := range []struct {
+		upstream string
+		want     string // "" for none
+	}{
+		{"http://user:pw@" + host, `--upstream "http://user:xxxxx@` + host + `" has a user name or password: leave them out, the gateway speaks with its client certificate`},
+		{"http://user@" + host, `--upstream "http://user@` + host + `" has a user name or password: leave them out, the gateway speaks with its client certificate`},
+		{"http://" + host + "/?x=y", `--upstream "http://` + host + `/?x=y" has a query: leave it out, the gateway's own requests could not carry it`},
+		{"http://" + host + "/?", `--upstream "http://` + host + `/?" has a query: leave it out, the gateway's own requests could not carry it`},
+		{"http://" + host, ""},
+		{"http://" + host + "/", ""},
+	} {
+		o := Defaults()
+		o.TLSCertFile, o.TLSKeyFile, o.ClientCAFile, o.Upstream = "c", "k", "ca", tc.upstream
+		err := o.Validate()
+		if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+			t.Errorf("Validate with --upstream %s: %v, want %q", tc.upstream, err, tc.want)
+		}
+		if strings.Contains(fmt.Sprint(err), "pw") {
+			t.Errorf("Validate with --upstream %s: %v names the password", tc.upstream, err)
+		}
+
+		u, _ := url.Parse(tc.upstream)
+		c, err := NewUpstreamClient(u, rt, RequestHeaderIdentity)
+		if tc.want != "" {
+			if err == nil || !strings.HasSuffix(tc.want, strings.TrimPrefix(err.Error(), "upstream ")) || strings.Contains(err.Error(), "pw") {
+				t.Errorf("NewUpstreamClient(%s): %v, want the refusal without the password", tc.upstream, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("NewUpstreamClient(%s): %v", tc.upstream, err)
+		}
+		g := &UpstreamGetter{Client: c, TTL: time.Hour}
+		if _, err := g.GetServiceAccount(context.Background(), "default", "builder"); !errors.Is(err, serviceaccount.ErrNotFound) {
+			t.Errorf("lookup through %s: %v, want not found", tc.upstream, err)
+		}
+		if got, _ := last.Load().(string); got != "/api/v1/namespaces/default/serviceaccounts/builder " {
+			t.Errorf("lookup through %s asked %q, want the service account without Authorization", tc.upstream, got)
+		}
+	}
+}
