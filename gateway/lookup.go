@@ -2,12 +2,14 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,7 +28,10 @@ const LookupUser = bootstrap.GatewayUser
 
 // UpstreamGetter implements serviceaccount.Getter by reading objects
 // from the upstream API server through the gateway's clientset, caching
-// each answer (found, not found or failed) for TTL.
+// each answer (found or not found) for TTL. As kube-apiserver's token
+// cache does with its lookups, it reads an object once for all the
+// requests that miss it at the same time, apart from their contexts and
+// within its own timeout, and keeps no failure.
 //
 // kube-apiserver answers these lookups from informers over every
 // ServiceAccount, Secret, Pod and Node, reading live only what they
@@ -42,8 +47,9 @@ type UpstreamGetter struct {
 	// of kube-apiserver's token cache.
 	TTL time.Duration
 
-	mu    sync.Mutex
-	cache map[string]lookupEntry
+	mu      sync.Mutex
+	cache   map[string]lookupEntry
+	fetches singleflight.Group
 }
 
 type lookupEntry struct {
@@ -55,6 +61,9 @@ type lookupEntry struct {
 
 const (
 	maxLookupEntries = 10000
+	// lookupTimeout bounds a fetch, which is apart from the contexts of
+	// the requests it answers.
+	lookupTimeout = 10 * time.Second
 	// maxLookupBytes is the largest answer a lookup reads: an object a
 	// token names is far smaller, and an upstream answering more is
 	// refused rather than held in memory.
@@ -108,9 +117,11 @@ func object(m metav1.ObjectMeta) serviceaccount.Object {
 }
 
 // get returns the answer for the object name of resource, in namespace
-// ns (Nodes have none): the cached one, or else read's, which it caches
-// under the object's path. newObject returns an empty object of
-// the resource and its metadata; it is called on a miss only.
+// ns (Nodes have none): the cached one, or else fetch's. Concurrent
+// misses of one object share one fetch, which runs apart from any
+// caller's context: a caller that stops waiting when its ctx ends
+// leaves the fetch to answer the others. newObject returns an empty
+// object of the resource and its metadata; it is called on a miss only.
 func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) lookupEntry {
 	var path string
 	if resource == "nodes" {
@@ -118,20 +129,54 @@ func (g *UpstreamGetter) get(ctx context.Context, resource, ns, name string, new
 	} else {
 		path = "/api/v1/namespaces/" + url.PathEscape(ns) + "/" + resource + "/" + url.PathEscape(name)
 	}
-	now := time.Now()
 	g.mu.Lock()
-	if e, ok := g.cache[path]; ok && now.Before(e.expires) {
+	if e, ok := g.cache[path]; ok && time.Now().Before(e.expires) {
 		g.mu.Unlock()
 		return e
 	}
 	g.mu.Unlock()
 
-	e := g.read(ctx, path, resource, ns, name, newObject)
+	done := g.fetches.DoChan(path, func() (any, error) {
+		return g.fetch(context.WithoutCancel(ctx), path, resource, ns, name, newObject), nil
+	})
+	select {
+	case r := <-done:
+		return r.Val.(lookupEntry)
+	case <-ctx.Done():
+		return lookupEntry{err: fmt.Errorf("look up %s: %w", path, context.Cause(ctx))}
+	}
+}
+
+// fetch reads the object at path, within lookupTimeout of ctx, unless a
+// fetch that has just ended cached it, and caches the answer for TTL
+// when it is one: the object, or that there is none. A failure is not
+// kept, so that the next lookup asks again.
+func (g *UpstreamGetter) fetch(ctx context.Context, path, resource, ns, name string, newObject func() (runtime.Object, *metav1.ObjectMeta)) (e lookupEntry) {
+	// The fetch runs on its own goroutine: a panic there would end the
+	// process, so it fails the lookup of every waiting caller instead.
+	defer func() {
+		if recover() != nil {
+			e = lookupEntry{err: fmt.Errorf("look up %s: reading the answer panicked", path)}
+		}
+	}()
+	start := time.Now()
+	g.mu.Lock()
+	c, ok := g.cache[path]
+	g.mu.Unlock()
+	if ok && start.Before(c.expires) {
+		return c
+	}
+	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	defer cancel()
+	e = g.read(ctx, path, resource, ns, name, newObject)
+	if e.err != nil && !errors.Is(e.err, serviceaccount.ErrNotFound) {
+		return e
+	}
 	ttl := g.TTL
 	if ttl == 0 {
 		ttl = 10 * time.Second
 	}
-	e.expires = now.Add(ttl)
+	e.expires = start.Add(ttl)
 	g.mu.Lock()
 	if g.cache == nil || len(g.cache) >= maxLookupEntries {
 		g.cache = make(map[string]lookupEntry)

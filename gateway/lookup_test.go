@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,7 +169,7 @@ func TestUpstreamGetterReadsAgainAfterTheTTL_A3(t *testing.T) {
 
 // A lookup that fails for another reason than "not found" is an error,
 // so the token is refused, and it says neither the secret's data nor
-// what the upstream answered (A.3, A.10).
+// what the upstream answered; the next lookup asks again (A.3, A.10).
 func TestUpstreamGetterFailureIsAnErrorWithoutTheAnswer_A3(t *testing.T) {
 	t.Parallel()
 	f, up, rt := newObjectsUpstream(t)
@@ -185,8 +186,8 @@ func TestUpstreamGetterFailureIsAnErrorWithoutTheAnswer_A3(t *testing.T) {
 			t.Errorf("failed lookup returned %+v, want nothing", s)
 		}
 	}
-	if n := f.count(brokenPath); n != 1 {
-		t.Errorf("the failure was read %d times, want once: it is kept for the TTL as any answer", n)
+	if n := f.count(brokenPath); n != 2 {
+		t.Errorf("the failure was read %d times, want twice: a failure is not kept", n)
 	}
 
 	// An upstream that cannot be reached is an error too.
@@ -230,4 +231,128 @@ func newGetter(t testing.TB, up *url.URL, rt http.RoundTripper, identity Upstrea
 func newReviewer(t testing.TB, up *url.URL, rt http.RoundTripper, identity UpstreamIdentity) *SubjectAccessReviewer {
 	t.Helper()
 	return &SubjectAccessReviewer{Client: newUpstreamClient(t, up, rt, identity)}
+}
+
+// heldUpstream answers every GET with code and body once release is
+// closed, or fails it when its context ends, after saying on entered that
+// a request arrived, and counts the requests and remembers the context
+// of the last.
+type heldUpstream struct {
+	code     int
+	body     string
+	entered  chan struct{}
+	release  chan struct{}
+	requests atomic.Int32
+	ctx      atomic.Value // context.Context
+}
+
+func newHeldUpstream(code int, body string) *heldUpstream {
+	return &heldUpstream{code: code, body: body, entered: make(chan struct{}, 100), release: make(chan struct{})}
+}
+
+func (u *heldUpstream) RoundTrip(r *http.Request) (*http.Response, error) {
+	u.requests.Add(1)
+	u.ctx.Store(r.Context())
+	u.entered <- struct{}{}
+	select {
+	case <-u.release:
+	case <-r.Context().Done():
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: u.code, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(u.body)), ContentLength: int64(len(u.body)), Request: r}, nil
+}
+
+// waitingContext is a context that says on waiting when a lookup first
+// waits on it, which it does only once it has joined a read.
+type waitingContext struct {
+	context.Context
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func (c *waitingContext) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.waiting) })
+	return c.Context.Done()
+}
+
+// A client that hangs up during a lookup fails only its own request: the
+// read goes on apart from its context, under a deadline of its own, and
+// its answer serves the next client of that object without another
+// request (A.3).
+func TestUpstreamGetterClientHangingUpFailsOnlyItself_A3(t *testing.T) {
+	t.Parallel()
+	u := newHeldUpstream(http.StatusOK, `{"kind":"ServiceAccount","apiVersion":"v1","metadata":{"uid":"sa-uid"}}`)
+	up, _ := url.Parse("https://upstream.example")
+	g := newGetter(t, up, u, RequestHeaderIdentity, time.Hour)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	failed := make(chan error)
+	go func() {
+		_, err := g.GetServiceAccount(ctx, "default", "builder")
+		failed <- err
+	}()
+	<-u.entered
+	cancel()
+	if err := <-failed; !errors.Is(err, context.Canceled) {
+		t.Errorf("lookup of the client that hung up: %v, want context.Canceled", err)
+	}
+	rctx := u.ctx.Load().(context.Context)
+	if rctx.Err() != nil {
+		t.Errorf("the read was ended with its first client: %v", rctx.Err())
+	}
+	if d, ok := rctx.Deadline(); !ok || time.Until(d) > lookupTimeout {
+		t.Errorf("the read's deadline %v (set %v), want within %v", d, ok, lookupTimeout)
+	}
+	close(u.release)
+
+	sa, err := g.GetServiceAccount(context.Background(), "default", "builder")
+	if err != nil || sa.UID != "sa-uid" {
+		t.Errorf("next client: %+v, %v; want the service account", sa, err)
+	}
+	if n := u.requests.Load(); n != 1 {
+		t.Errorf("the upstream was asked %d times, want once", n)
+	}
+}
+
+// Lookups of one object made while it is being read wait for that read
+// and share its answer, a failure included, which is not kept: a lookup
+// after it asks again (A.3).
+func TestUpstreamGetterConcurrentLookupsShareOneRead_A3(t *testing.T) {
+	t.Parallel()
+	u := newHeldUpstream(http.StatusInternalServerError, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`)
+	up, _ := url.Parse("https://upstream.example")
+	g := newGetter(t, up, u, RequestHeaderIdentity, time.Hour)
+
+	const clients = 5
+	errs := make(chan error, clients)
+	lookup := func(ctx context.Context) {
+		_, err := g.GetServiceAccount(ctx, "default", "builder")
+		errs <- err
+	}
+	go lookup(context.Background())
+	<-u.entered
+	for range clients - 1 {
+		ctx := &waitingContext{Context: context.Background(), waiting: make(chan struct{})}
+		go lookup(ctx)
+		<-ctx.waiting
+	}
+	close(u.release)
+	for range clients {
+		if err := <-errs; err == nil || !strings.HasSuffix(err.Error(), ": upstream answered 500") {
+			t.Errorf("lookup: %v, want the 500", err)
+		}
+	}
+	if n := u.requests.Load(); n != 1 {
+		t.Errorf("%d concurrent lookups asked the upstream %d times, want once", clients, n)
+	}
+
+	go lookup(context.Background())
+	<-u.entered
+	if err := <-errs; err == nil {
+		t.Error("lookup after the failure: no error, want the 500")
+	}
+	if n := u.requests.Load(); n != 2 {
+		t.Errorf("after the failure the upstream was asked %d times in all, want twice", n)
+	}
 }
