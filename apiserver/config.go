@@ -42,11 +42,17 @@ type Config struct {
 	// Authorizer with authz.Impersonate and the request runs as the
 	// impersonated user. When false they are rejected with 403.
 	Impersonation bool
-	Admission     []Admission        // run in order on create and update (and delete with Object nil)
-	Creators      map[string]Creator // virtual create-only endpoints, see Creator
-	Escalation    EscalationChecker  // nil: no RBAC escalation checks on roles/bindings writes
-	Logger        *slog.Logger       // nil: slog.Default()
-	Now           func() time.Time   // nil: time.Now
+	// Resources are the resources served besides those still defined in
+	// this package: the API groups of apiserver/registry/<group>, which
+	// apiserver/registry.Resources lists. Each must be a value of its own
+	// (New keeps and completes it) with a group, version and resource no
+	// other has. nil: only this package's.
+	Resources  []*Resource
+	Admission  []Admission        // run in order on create and update (and delete with Object nil)
+	Creators   map[string]Creator // virtual create-only endpoints, see Creator
+	Escalation EscalationChecker  // nil: no RBAC escalation checks on roles/bindings writes
+	Logger     *slog.Logger       // nil: slog.Default()
+	Now        func() time.Time   // nil: time.Now
 	// ExternalAddress is the host:port reported in serverAddressByClientCIDRs;
 	// "" reports the request's Host.
 	ExternalAddress string

@@ -55,10 +55,10 @@ func validateControllerRevision(obj, old runtime.Object) field.ErrorList {
 // controllerRevisionTable has kube's columns: the controller as
 // kind.group/name, and the revision.
 var controllerRevisionTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Controller", Type: "string", Description: "Controller of the object"},
 		{Name: "Revision", Type: "string", Description: appsv1.ControllerRevision{}.SwaggerDoc()["revision"]},
-		ageColumn,
+		AgeColumn,
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cr := obj.(*appsv1.ControllerRevision)
@@ -71,6 +71,6 @@ var controllerRevisionTable = &TableDef{
 				}
 			}
 		}
-		return []any{cr.Name, controller, cr.Revision, age(cr.CreationTimestamp, now)}
+		return []any{cr.Name, controller, cr.Revision, Age(cr.CreationTimestamp, now)}
 	},
 }

@@ -187,19 +187,19 @@ func cronJobWarnings(obj, old runtime.Object) []string {
 }
 
 var cronJobTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Schedule", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]},
 		{Name: "Timezone", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]},
 		{Name: "Suspend", Type: "boolean", Description: batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]},
 		{Name: "Active", Type: "integer", Description: batchv1.CronJobStatus{}.SwaggerDoc()["active"]},
 		{Name: "Last Schedule", Type: "string", Description: batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]},
-		ageColumn, containersColumn, imagesColumn,
+		AgeColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cj := obj.(*batchv1.CronJob)
 		last := "<none>"
 		if t := cj.Status.LastScheduleTime; t != nil {
-			last = age(*t, now)
+			last = Age(*t, now)
 		}
 		tz := "<none>"
 		if cj.Spec.TimeZone != nil {
@@ -211,7 +211,7 @@ var cronJobTable = &TableDef{
 		}
 		js := &cj.Spec.JobTemplate.Spec
 		names, images := containerCells(js.Template.Spec.Containers)
-		return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, age(cj.CreationTimestamp, now),
+		return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, Age(cj.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(js.Selector)}
 	},
 }

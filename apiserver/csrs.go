@@ -477,7 +477,7 @@ func findCSRConditions(csr *certificatesv1.CertificateSigningRequest, t certific
 // csrTable has the columns of kubectl get csr, described (as kube
 // describes them) by certificates.k8s.io/v1beta1's field docs.
 var csrTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn, ageColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn, AgeColumn,
 		{Name: "SignerName", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]},
 		{Name: "Requestor", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["request"]},
 		{Name: "RequestedDuration", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]},
@@ -493,7 +493,7 @@ var csrTable = &TableDef{
 		if s := csr.Spec.ExpirationSeconds; s != nil {
 			requested = duration.HumanDuration(time.Duration(*s) * time.Second)
 		}
-		return []any{csr.Name, age(csr.CreationTimestamp, now), signer, csr.Spec.Username, requested, CSRCondition(csr)}
+		return []any{csr.Name, Age(csr.CreationTimestamp, now), signer, csr.Spec.Username, requested, CSRCondition(csr)}
 	},
 }
 

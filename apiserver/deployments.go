@@ -216,11 +216,11 @@ func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 
 // deploymentTable has the columns of kubectl get deploy -o wide.
 var deploymentTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
 		{Name: "Up-to-date", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]},
 		{Name: "Available", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]},
-		ageColumn, containersColumn, imagesColumn,
+		AgeColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
@@ -231,6 +231,6 @@ var deploymentTable = &TableDef{
 			selector = sel.String()
 		}
 		return []any{d.Name, fmt.Sprintf("%d/%d", int64(d.Status.ReadyReplicas), replicas(d.Spec.Replicas)),
-			int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), age(d.CreationTimestamp, now), names, images, selector}
+			int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp, now), names, images, selector}
 	},
 }

@@ -138,12 +138,12 @@ func validateEndpointPort(p *corev1.EndpointPort, requireName bool, path *field.
 // pairs of ready addresses, "+ N more..." after them, <none> without
 // subsets) and AGE.
 var endpointsTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
-		ageColumn},
+		AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		e := obj.(*corev1.Endpoints)
-		return []any{e.Name, formatEndpoints(e), age(e.CreationTimestamp, now)}
+		return []any{e.Name, formatEndpoints(e), Age(e.CreationTimestamp, now)}
 	},
 }
 
@@ -352,11 +352,11 @@ var endpointSliceDoc = discoveryv1.EndpointSlice{}.SwaggerDoc()
 // (the first three of each, "+ N more..." after them, <unset> for none)
 // and AGE.
 var endpointSliceTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "AddressType", Type: "string", Description: endpointSliceDoc["addressType"]},
 		{Name: "Ports", Type: "string", Description: endpointSliceDoc["ports"]},
 		{Name: "Endpoints", Type: "string", Description: endpointSliceDoc["endpoints"]},
-		ageColumn},
+		AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		es := obj.(*discoveryv1.EndpointSlice)
 		var ports, addrs []string
@@ -373,7 +373,7 @@ var endpointSliceTable = &TableDef{
 		for _, ep := range es.Endpoints {
 			addrs = append(addrs, ep.Addresses...)
 		}
-		return []any{es.Name, string(es.AddressType), firstThree(ports), firstThree(addrs), age(es.CreationTimestamp, now)}
+		return []any{es.Name, string(es.AddressType), firstThree(ports), firstThree(addrs), Age(es.CreationTimestamp, now)}
 	},
 }
 

@@ -395,16 +395,16 @@ func dnsLabelNameWarning(name string) []string {
 // jobTable has kube's columns for Jobs: the status from the conditions,
 // the completions, how long the Job ran.
 var jobTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Status", Type: "string", Description: "Status of the job."},
 		{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
 		{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
-		ageColumn, containersColumn, imagesColumn,
+		AgeColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		j := obj.(*batchv1.Job)
 		names, images := containerCells(j.Spec.Template.Spec.Containers)
-		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), age(j.CreationTimestamp, now),
+		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), Age(j.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(j.Spec.Selector)}
 	},
 }

@@ -122,16 +122,16 @@ func validatePodDisruptionBudgetStatus(obj, _ runtime.Object) field.ErrorList {
 
 // podDisruptionBudgetTable has the columns of kubectl get pdb.
 var podDisruptionBudgetTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Min Available", Type: "string", Description: "The minimum number of pods that must be available."},
 		{Name: "Max Unavailable", Type: "string", Description: "The maximum number of pods that may be unavailable."},
 		{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time."},
-		ageColumn,
+		AgeColumn,
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		p := obj.(*policyv1.PodDisruptionBudget)
 		return []any{p.Name, intOrStringCell(p.Spec.MinAvailable), intOrStringCell(p.Spec.MaxUnavailable),
-			int64(p.Status.DisruptionsAllowed), age(p.CreationTimestamp, now)}
+			int64(p.Status.DisruptionsAllowed), Age(p.CreationTimestamp, now)}
 	},
 }
 

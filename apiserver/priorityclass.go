@@ -136,10 +136,10 @@ func (s *Server) ensurePriorityClasses(ctx context.Context) error {
 }
 
 var priorityClassTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Value", Type: "integer", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["value"]},
 		{Name: "Global-Default", Type: "boolean", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["globalDefault"]},
-		ageColumn,
+		AgeColumn,
 		{Name: "PreemptionPolicy", Type: "string", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["preemptionPolicy"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
@@ -148,6 +148,6 @@ var priorityClassTable = &TableDef{
 		if pc.PreemptionPolicy != nil {
 			policy = string(*pc.PreemptionPolicy)
 		}
-		return []any{pc.Name, int64(pc.Value), pc.GlobalDefault, age(pc.CreationTimestamp, now), policy}
+		return []any{pc.Name, int64(pc.Value), pc.GlobalDefault, Age(pc.CreationTimestamp, now), policy}
 	},
 }

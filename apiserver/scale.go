@@ -148,11 +148,11 @@ var scaleResource = &Resource{GVR: autoscalingv1.SchemeGroupVersion.WithResource
 			{Name: "Name", Type: "string", Description: objectMetaDoc["name"]},
 			{Name: "Desired", Type: "integer", Description: autoscalingv1.ScaleSpec{}.SwaggerDoc()["replicas"]},
 			{Name: "Available", Type: "integer", Description: autoscalingv1.ScaleStatus{}.SwaggerDoc()["replicas"]},
-			ageColumn,
+			AgeColumn,
 		},
 		Cells: func(obj runtime.Object, now time.Time) []any {
 			sc := obj.(*autoscalingv1.Scale)
-			return []any{sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), age(sc.CreationTimestamp, now)}
+			return []any{sc.Name, int64(sc.Spec.Replicas), int64(sc.Status.Replicas), Age(sc.CreationTimestamp, now)}
 		},
 	}}
 

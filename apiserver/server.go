@@ -160,9 +160,21 @@ func (s *Server) initCodecs() error {
 	return nil
 }
 
-// initResources registers the built-in resources and c's Creators.
+// initResources registers the built-in resources, c's Resources and c's
+// Creators.
 func (s *Server) initResources(c Config) error {
-	s.reg = newRegistry(builtinResources())
+	rs := builtinResources()
+	seen := make(map[schema.GroupVersionResource]bool, len(rs)+len(c.Resources))
+	for _, r := range append(rs, c.Resources...) {
+		if r == nil || r.GVR.Resource == "" || r.Kind == "" {
+			return errors.New("apiserver config: a resource without a name or a kind")
+		}
+		if seen[r.GVR] {
+			return fmt.Errorf("apiserver config: resource %s given twice", r.GVR)
+		}
+		seen[r.GVR] = true
+	}
+	s.reg = newRegistry(append(rs, c.Resources...))
 	for _, res := range s.reg.byGVR {
 		if !res.virtual() {
 			res.storedList = metadataFirst(s.newObject(res))

@@ -14,16 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// tableDef is how a resource is shown by kubectl get: its columns and a
+// TableDef is how a resource is shown by kubectl get: its columns and a
 // function giving the cells of one object, one per column. kube-apiserver
 // always renders the wide columns (priority 1) too; kubectl hides them
 // unless asked for -o wide (B.5).
 type TableDef struct {
 	Columns []metav1.TableColumnDefinition
 	Cells   func(obj runtime.Object, now time.Time) []any
-	// conditions marks a row, as kube marks a finished pod's; nil for none.
+	// Conditions marks a row, as kube marks a finished pod's; nil for none.
 	Conditions func(obj runtime.Object) []metav1.TableRowCondition
-	// hiddenAnnotations are left out of a row's metadata: kube prints its
+	// HiddenAnnotations are left out of a row's metadata: kube prints its
 	// internal object, which holds them as fields (a DaemonSet's template
 	// generation).
 	HiddenAnnotations []string
@@ -33,16 +33,19 @@ type TableDef struct {
 // uses as the descriptions of the Name and Age columns.
 var objectMetaDoc = metav1.ObjectMeta{}.SwaggerDoc()
 
+// NameColumn and AgeColumn are the first and the usual last column of
+// kube's tables, described as kube describes them; a Table's Columns
+// copy them and must not change them.
 var (
-	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
-	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
+	NameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: objectMetaDoc["name"]}
+	AgeColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: objectMetaDoc["creationTimestamp"]}
 )
 
 // defaultTable is kube's table for resources without a printer of their
 // own (roles and cluster roles): the name and the creation time as an
 // RFC 3339 date, not an age (B.5).
 var defaultTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Created At", Type: "date", Description: objectMetaDoc["creationTimestamp"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		acc, _ := meta.Accessor(obj)
@@ -50,8 +53,9 @@ var defaultTable = &TableDef{
 	},
 }
 
-// age is how long ago ts was, as kubectl shows it.
-func age(ts metav1.Time, now time.Time) string {
+// Age is how long ago ts was, as kubectl shows it: "<unknown>" for a
+// zero time.
+func Age(ts metav1.Time, now time.Time) string {
 	if ts.IsZero() {
 		return "<unknown>"
 	}

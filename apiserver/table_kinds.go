@@ -39,11 +39,11 @@ func containerCells(containers []corev1.Container) (names, images string) {
 }
 
 var namespaceTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
-		{Name: "Status", Type: "string", Description: "The status of the namespace"}, ageColumn},
+	Columns: []metav1.TableColumnDefinition{NameColumn,
+		{Name: "Status", Type: "string", Description: "The status of the namespace"}, AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		ns := obj.(*corev1.Namespace)
-		return []any{ns.Name, string(ns.Status.Phase), age(ns.CreationTimestamp, now)}
+		return []any{ns.Name, string(ns.Status.Phase), Age(ns.CreationTimestamp, now)}
 	},
 }
 
@@ -53,10 +53,10 @@ var (
 )
 
 var nodeTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Status", Type: "string", Description: "The status of the node"},
 		{Name: "Roles", Type: "string", Description: "The roles of the node"},
-		ageColumn,
+		AgeColumn,
 		{Name: "Version", Type: "string", Description: nodeInfoDoc["kubeletVersion"]},
 		{Name: "Internal-IP", Type: "string", Priority: 1, Description: nodeStatusDoc["addresses"]},
 		{Name: "External-IP", Type: "string", Priority: 1, Description: nodeStatusDoc["addresses"]},
@@ -119,48 +119,48 @@ func nodeCells(obj runtime.Object, now time.Time) []any {
 	if info.Architecture != "" {
 		kernel += " (" + info.Architecture + ")"
 	}
-	return []any{n.Name, status, orNone(strings.Join(roles, ",")), age(n.CreationTimestamp, now), info.KubeletVersion,
+	return []any{n.Name, status, orNone(strings.Join(roles, ",")), Age(n.CreationTimestamp, now), info.KubeletVersion,
 		addr(corev1.NodeInternalIP), addr(corev1.NodeExternalIP), orUnknown(info.OSImage), kernel, orUnknown(info.ContainerRuntimeVersion)}
 }
 
 var configMapTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
-		{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]}, ageColumn},
+	Columns: []metav1.TableColumnDefinition{NameColumn,
+		{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]}, AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cm := obj.(*corev1.ConfigMap)
 		// Binary keys count too.
-		return []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), age(cm.CreationTimestamp, now)}
+		return []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), Age(cm.CreationTimestamp, now)}
 	},
 }
 
 var secretTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Type", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["type"]},
 		{Name: "Data", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["data"]},
-		ageColumn},
+		AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		s := obj.(*corev1.Secret)
-		return []any{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}
+		return []any{s.Name, string(s.Type), int64(len(s.Data)), Age(s.CreationTimestamp, now)}
 	},
 }
 
 var serviceAccountTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn, ageColumn},
+	Columns: []metav1.TableColumnDefinition{NameColumn, AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		sa := obj.(*corev1.ServiceAccount)
-		return []any{sa.Name, age(sa.CreationTimestamp, now)}
+		return []any{sa.Name, Age(sa.CreationTimestamp, now)}
 	},
 }
 
 var serviceSpecDoc = corev1.ServiceSpec{}.SwaggerDoc()
 
 var serviceTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Type", Type: "string", Description: serviceSpecDoc["type"]},
 		{Name: "Cluster-IP", Type: "string", Description: serviceSpecDoc["clusterIP"]},
 		{Name: "External-IP", Type: "string", Description: serviceSpecDoc["externalIPs"]},
 		{Name: "Port(s)", Type: "string", Description: serviceSpecDoc["ports"]},
-		ageColumn,
+		AgeColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: serviceSpecDoc["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
@@ -178,7 +178,7 @@ var serviceTable = &TableDef{
 			}
 		}
 		return []any{svc.Name, string(svc.Spec.Type), clusterIP, serviceExternalIP(svc), orNone(strings.Join(ports, ",")),
-			age(svc.CreationTimestamp, now), labels.FormatLabels(svc.Spec.Selector)}
+			Age(svc.CreationTimestamp, now), labels.FormatLabels(svc.Spec.Selector)}
 	},
 }
 
@@ -275,11 +275,11 @@ func eventCells(e *corev1.Event, now time.Time) []any {
 		}
 		return duration.HumanDuration(now.Sub(t.Time))
 	}
-	first := age(e.FirstTimestamp, now)
+	first := Age(e.FirstTimestamp, now)
 	if e.FirstTimestamp.IsZero() {
 		first = micro(e.EventTime)
 	}
-	last := age(e.LastTimestamp, now)
+	last := Age(e.LastTimestamp, now)
 	if e.LastTimestamp.IsZero() {
 		last = first
 	}
@@ -309,16 +309,16 @@ func eventCells(e *corev1.Event, now time.Time) []any {
 }
 
 var leaseTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
-		ageColumn},
+		AgeColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		l := obj.(*coordinationv1.Lease)
 		holder := ""
 		if l.Spec.HolderIdentity != nil {
 			holder = *l.Spec.HolderIdentity
 		}
-		return []any{l.Name, holder, age(l.CreationTimestamp, now)}
+		return []any{l.Name, holder, Age(l.CreationTimestamp, now)}
 	},
 }
 
@@ -326,9 +326,9 @@ var leaseTable = &TableDef{
 // cluster role bindings ("clusterRoleBinding"). kube takes the Role
 // description from the v1beta1 types, whose wording differs from v1's.
 func bindingColumns(kind, roleRefDoc string) []metav1.TableColumnDefinition {
-	return []metav1.TableColumnDefinition{nameColumn,
+	return []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Role", Type: "string", Description: roleRefDoc},
-		ageColumn,
+		AgeColumn,
 		{Name: "Users", Type: "string", Priority: 1, Description: "Users in the " + kind},
 		{Name: "Groups", Type: "string", Priority: 1, Description: "Groups in the " + kind},
 		{Name: "ServiceAccounts", Type: "string", Priority: 1, Description: "ServiceAccounts in the " + kind},
@@ -349,7 +349,7 @@ func bindingCells(om metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.Su
 			sas = append(sas, s.Namespace+"/"+s.Name)
 		}
 	}
-	return []any{om.Name, ref.Kind + "/" + ref.Name, age(om.CreationTimestamp, now),
+	return []any{om.Name, ref.Kind + "/" + ref.Name, Age(om.CreationTimestamp, now),
 		strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
 }
 
@@ -372,11 +372,11 @@ var clusterRoleBindingTable = &TableDef{
 // replicasColumns are the columns of replication controllers and replica
 // sets, given the documentation of their spec and status.
 func replicasColumns(specDoc, statusDoc map[string]string) []metav1.TableColumnDefinition {
-	return []metav1.TableColumnDefinition{nameColumn,
+	return []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Desired", Type: "integer", Description: specDoc["replicas"]},
 		{Name: "Current", Type: "integer", Description: statusDoc["replicas"]},
 		{Name: "Ready", Type: "integer", Description: statusDoc["readyReplicas"]},
-		ageColumn, containersColumn, imagesColumn,
+		AgeColumn, containersColumn, imagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: specDoc["selector"]},
 	}
 }
@@ -398,7 +398,7 @@ var replicationControllerTable = &TableDef{
 			names, images = containerCells(rc.Spec.Template.Spec.Containers)
 		}
 		return []any{rc.Name, replicas(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
-			age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector)}
+			Age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector)}
 	},
 }
 
@@ -408,18 +408,18 @@ var replicaSetTable = &TableDef{
 		rs := obj.(*appsv1.ReplicaSet)
 		names, images := containerCells(rs.Spec.Template.Spec.Containers)
 		return []any{rs.Name, replicas(rs.Spec.Replicas), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
-			age(rs.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(rs.Spec.Selector)}
+			Age(rs.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(rs.Spec.Selector)}
 	},
 }
 
 var statefulSetTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
-		ageColumn, containersColumn, imagesColumn},
+		AgeColumn, containersColumn, imagesColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		ss := obj.(*appsv1.StatefulSet)
 		names, images := containerCells(ss.Spec.Template.Spec.Containers)
 		return []any{ss.Name, fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, replicas(ss.Spec.Replicas)),
-			age(ss.CreationTimestamp, now), names, images}
+			Age(ss.CreationTimestamp, now), names, images}
 	},
 }

@@ -16,11 +16,11 @@ var (
 )
 
 var podTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{nameColumn,
+	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
 		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
 		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
-		ageColumn,
+		AgeColumn,
 		{Name: "IP", Type: "string", Priority: 1, Description: podStatusDoc["podIP"]},
 		{Name: "Node", Type: "string", Priority: 1, Description: podSpecDoc["nodeName"]},
 		{Name: "Nominated Node", Type: "string", Priority: 1, Description: podStatusDoc["nominatedNodeName"]},
@@ -96,7 +96,7 @@ func podCells(obj runtime.Object, now time.Time) []any {
 		ip = pod.Status.PodIPs[0].IP
 	}
 	return []any{pod.Name, fmt.Sprintf("%d/%d", row.ready, row.total), row.reason, restartCell,
-		age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
+		Age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
 }
 
 // podRow gathers a pod's READY, STATUS and RESTARTS as its containers are
