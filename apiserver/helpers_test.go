@@ -26,6 +26,12 @@ type testServer struct {
 
 type testOption func(*Config)
 
+// servedResources, once served_test.go (an external test package, since
+// apiserver/registry imports this one) has set it, returns the resources
+// of apiserver/registry, so that every test server serves what kubegate
+// serves.
+var servedResources func() []*Resource
+
 func newTestServer(t testing.TB, opts ...testOption) *testServer {
 	t.Helper()
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
@@ -40,6 +46,9 @@ func newTestServer(t testing.TB, opts ...testOption) *testServer {
 		Authorizer: authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
 			return authz.Allow, "", nil
 		}),
+	}
+	if servedResources != nil {
+		cfg.Resources = servedResources()
 	}
 	for _, o := range opts {
 		o(&cfg)

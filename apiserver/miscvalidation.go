@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -13,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Validation of Namespaces, Leases and Events (D.5).
+// Validation of Namespaces and Events (D.5).
 
 // validateNamespace checks the finalizers of a new Namespace, and on
 // every update that the phase agrees with the deletion timestamp. kube
@@ -57,20 +56,6 @@ func validateNamespace(obj, old runtime.Object) field.ErrorList {
 // standardFinalizers may be written without a domain.
 var standardFinalizers = map[string]bool{
 	string(corev1.FinalizerKubernetes): true, metav1.FinalizerOrphanDependents: true, metav1.FinalizerDeleteDependents: true,
-}
-
-// validateLease checks the durations. kube drops the strategy fields
-// (its CoordinatedLeaderElection gate is off), so they are not checked.
-func validateLease(obj, _ runtime.Object) field.ErrorList {
-	spec := &obj.(*coordinationv1.Lease).Spec
-	var errs field.ErrorList
-	if d := spec.LeaseDurationSeconds; d != nil && *d <= 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "leaseDurationSeconds"), *d, "must be greater than 0"))
-	}
-	if t := spec.LeaseTransitions; t != nil && *t < 0 {
-		errs = append(errs, field.Invalid(field.NewPath("spec", "leaseTransitions"), *t, "must be greater than or equal to 0"))
-	}
-	return errs
 }
 
 // eventFields is what kube's event validation reads, from either API

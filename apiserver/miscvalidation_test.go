@@ -10,7 +10,7 @@ import (
 
 // The answers these tests expect are kube-apiserver v1.37.2's (D.5).
 
-func TestNamespaceLeaseEventValidation_D5(t *testing.T) {
+func TestNamespaceEventValidation_D5(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
 	invalidV, required := metav1.CauseTypeFieldValueInvalid, metav1.CauseTypeFieldValueRequired
@@ -26,10 +26,6 @@ func TestNamespaceLeaseEventValidation_D5(t *testing.T) {
 		{"namespace terminating without deletion", "PUT", "/api/v1/namespaces/default/status", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"},"status":{"phase":"Terminating"}}`,
 			"Namespace", "default", []metav1.StatusCause{
 				cause(invalidV, "status.Phase", "Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty")}},
-		{"lease durations", "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l1"},"spec":{"holderIdentity":"h","leaseDurationSeconds":-1,"leaseTransitions":-1}}`,
-			"Lease.coordination.k8s.io", "l1", []metav1.StatusCause{
-				cause(invalidV, "spec.leaseDurationSeconds", "Invalid value: -1: must be greater than 0"),
-				cause(invalidV, "spec.leaseTransitions", "Invalid value: -1: must be greater than or equal to 0")}},
 		{"core event of another namespace's object", "POST", "/api/v1/namespaces/default/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e2"},"involvedObject":{"namespace":"other"},"type":"Normal"}`,
 			"Event", "e2", []metav1.StatusCause{
 				cause(invalidV, "involvedObject.namespace", `Invalid value: "other": does not match event.namespace`)}},

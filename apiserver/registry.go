@@ -172,7 +172,6 @@ func builtinResources() []*Resource {
 	subdomain := apivalidation.NameIsDNSSubdomain
 	label := apivalidation.NameIsDNSLabel
 	segment := validatePathSegmentName
-	coord := coordinationv1.SchemeGroupVersion
 	rbac := rbacv1.SchemeGroupVersion
 	rs := []*Resource{
 		{GVR: coreGV.WithResource("namespaces"), Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"}, ReturnDeleted: true, NoDeleteCollection: true, Undeletable: systemNamespace,
@@ -212,7 +211,6 @@ func builtinResources() []*Resource {
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
 			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
-		{GVR: coord.WithResource("leases"), Kind: "Lease", Singular: "lease", Namespaced: true, ValidateName: subdomain, Validate: validateLease, Table: leaseTable},
 		{GVR: rbac.WithResource("roles"), Kind: "Role", Singular: "role", Namespaced: true, ValidateName: segment, Validate: validateRole},
 		{GVR: rbac.WithResource("clusterroles"), Kind: "ClusterRole", Singular: "clusterrole", ValidateName: segment, Validate: validateClusterRole},
 		{GVR: rbac.WithResource("rolebindings"), Kind: "RoleBinding", Singular: "rolebinding", Namespaced: true, ValidateName: segment,

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -306,20 +305,6 @@ func eventCells(e *corev1.Event, now time.Time) []any {
 	}
 	return []any{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath, source,
 		strings.TrimSpace(e.Message), first, int64(count), e.Name}
-}
-
-var leaseTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
-		{Name: "Holder", Type: "string", Description: coordinationv1.LeaseSpec{}.SwaggerDoc()["holderIdentity"]},
-		AgeColumn},
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		l := obj.(*coordinationv1.Lease)
-		holder := ""
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
-		return []any{l.Name, holder, Age(l.CreationTimestamp, now)}
-	},
 }
 
 // bindingColumns are the columns of role bindings ("roleBinding") and

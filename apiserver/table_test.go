@@ -104,8 +104,6 @@ func TestTableCells(t *testing.T) {
 		{"/api/v1/namespaces/t/services", `{"metadata":{"name":"noports"},"spec":{"clusterIP":"None"}}`},
 		{"/api/v1/namespaces/t/services", `{"metadata":{"name":"ext"},"spec":{"type":"ExternalName","externalName":"example.com"}}`},
 		{"/api/v1/namespaces/t/services", `{"metadata":{"name":"lb"},"spec":{"type":"LoadBalancer","ports":[{"port":443,"nodePort":30443}]}}`},
-		{"/apis/coordination.k8s.io/v1/namespaces/t/leases", `{"metadata":{"name":"held"},"spec":{"holderIdentity":"node-a"}}`},
-		{"/apis/coordination.k8s.io/v1/namespaces/t/leases", `{"metadata":{"name":"free"}}`},
 		{"/apis/rbac.authorization.k8s.io/v1/namespaces/t/roles", `{"metadata":{"name":"reader"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]}]}`},
 		{"/apis/rbac.authorization.k8s.io/v1/namespaces/t/rolebindings", `{"metadata":{"name":"everyone"},
 			"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reader"},"subjects":[
@@ -188,7 +186,6 @@ func TestTableCells(t *testing.T) {
 			`["noports","ClusterIP","None","<none>","<none>","0s","<none>"]`,
 			`["np","NodePort","*","1.2.3.4,5.6.7.8","80:30080/TCP,53:30053/UDP","0s","app=web"]`,
 			`["plain","ClusterIP","*","<none>","80/TCP","0s","app=web,tier=front"]`}},
-		{"leases", "/apis/coordination.k8s.io/v1/namespaces/t/leases", []string{`["free","","0s"]`, `["held","node-a","0s"]`}},
 		{"roles show their creation date", "/apis/rbac.authorization.k8s.io/v1/namespaces/t/roles", []string{`["reader","2026-03-01T00:00:00Z"]`}},
 		{"a single role", "/apis/rbac.authorization.k8s.io/v1/namespaces/t/roles/reader", []string{`["reader","2026-03-01T00:00:00Z"]`}},
 		{"role bindings", "/apis/rbac.authorization.k8s.io/v1/namespaces/t/rolebindings", []string{

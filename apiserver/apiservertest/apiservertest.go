@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,6 +29,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
 	"github.com/kubegate/kubegate/apiserver/authapi"
+	"github.com/kubegate/kubegate/apiserver/registry"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	authnx509 "github.com/kubegate/kubegate/authn/x509"
@@ -55,6 +57,7 @@ type options struct {
 	// admission replaces the server's chain when admissionSet.
 	admission    []apiserver.Admission
 	admissionSet bool
+	now          func() time.Time
 }
 
 // WithUsers authenticates a request whose bearer token is a key of users
@@ -87,6 +90,12 @@ func WithoutDefaultServiceAccounts() Option {
 // stored as it comes, as by an API server run without admission plugins.
 func WithAdmission(plugins ...apiserver.Admission) Option {
 	return func(o *options) { o.admission, o.admissionSet = plugins, true }
+}
+
+// WithClock gives the server now as its clock in place of time.Now: the
+// creation times it sets and the ages its tables show.
+func WithClock(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
 }
 
 // WithTokenReviews serves serviceaccounts/token (TokenRequest, signed
@@ -141,8 +150,9 @@ func Start(t testing.TB, opts ...Option) *Server {
 		chain = o.admission
 	}
 	srv, err := apiserver.New(apiserver.Config{
-		Store:    st,
-		Creators: creators,
+		Store:     st,
+		Resources: registry.Resources(),
+		Creators:  creators,
 		Authenticator: authn.RequestFunc(func(r *http.Request) (*authn.Response, bool, error) {
 			if certs != nil {
 				if resp, ok, err := certs.AuthenticateRequest(r); ok || err != nil {
@@ -158,6 +168,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		}),
 		Authorizer: authorizer,
 		Admission:  chain,
+		Now:        o.now,
 		Logger:     slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/admission"
 	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
+	"github.com/kubegate/kubegate/apiserver/registry"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/fileconfig"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
@@ -207,6 +208,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		Authenticator:   a.request,
 		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
+		Resources:       registry.Resources(),
 		Admission:       admission.Chain(s.Store),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,

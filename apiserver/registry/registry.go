@@ -1,0 +1,22 @@
+// Package registry lists the resources of the API groups defined in
+// apiserver/registry/<group>, which an API server serves by passing them
+// as apiserver.Config.Resources. Package apiserver never imports them;
+// the groups not moved here yet are still built into it.
+package registry
+
+import (
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/coordination"
+)
+
+// Resources returns the resources of every group here, each a new value:
+// a server keeps and completes the values it is given.
+func Resources() []*apiserver.Resource {
+	var rs []*apiserver.Resource
+	for _, group := range []func() []*apiserver.Resource{
+		coordination.Resources,
+	} {
+		rs = append(rs, group()...)
+	}
+	return rs
+}
