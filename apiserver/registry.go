@@ -135,6 +135,10 @@ type Resource struct {
 	release func(al *serviceAllocator, ctx context.Context, obj runtime.Object)
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
+	// Initial returns the objects every cluster has from the start (the
+	// system priority classes), which New creates, once the system
+	// namespaces exist, where they are missing; nil: none.
+	Initial func() []runtime.Object
 	// prefix is the store key prefix of the whole resource.
 	prefix string
 }
@@ -218,7 +222,7 @@ func builtinResources() []*Resource {
 		{GVR: rbac.WithResource("clusterrolebindings"), Kind: "ClusterRoleBinding", Singular: "clusterrolebinding", ValidateName: segment,
 			Prepare: prepareBinding, Validate: validateClusterRoleBinding, Table: clusterRoleBindingTable},
 	}
-	rs = append(rs, priorityClassResource(), limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
+	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
 		endpointsResource(), endpointSliceResource(), certificateSigningRequestResource(), bindingsResource())
 	return rs
 }
@@ -226,6 +230,8 @@ func builtinResources() []*Resource {
 // registry finds resources by group, version and plural name.
 type registry struct {
 	byGVR map[schema.GroupVersionResource]*Resource
+	// all holds the resources in the order they were added.
+	all []*Resource
 	// groups lists the API groups (without core) in discovery order.
 	groups []string
 }
@@ -241,6 +247,7 @@ func newRegistry(rs []*Resource) *registry {
 func (reg *registry) add(r *Resource) {
 	r.prefix = Key(r.GVR, "", "")
 	reg.byGVR[r.GVR] = r
+	reg.all = append(reg.all, r)
 	if g := r.GVR.Group; g != "" {
 		reg.addGroup(g)
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -188,19 +189,36 @@ func (s *Server) initResources(c Config) error {
 }
 
 // ensureSystemObjects creates what every cluster has from the start when
-// it is missing: the system namespaces, priority classes, and the
-// kubernetes Service with its Endpoints.
+// it is missing: the system namespaces, the resources' Initial objects
+// (priority classes), and the kubernetes Service with its Endpoints.
 func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
 	if err := s.ensureNamespaces(ctx); err != nil {
 		return err
 	}
-	if err := s.ensurePriorityClasses(ctx); err != nil {
+	if err := s.ensureInitialObjects(ctx); err != nil {
 		return err
 	}
 	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
 		return err
 	}
 	return s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort)
+}
+
+// ensureInitialObjects creates each resource's Initial objects that are
+// missing, in the order the resources were registered.
+func (s *Server) ensureInitialObjects(ctx context.Context) error {
+	for _, res := range s.reg.all {
+		if res.Initial == nil {
+			continue
+		}
+		for _, obj := range res.Initial() {
+			if _, err := s.createStored(ctx, res, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+				acc, _ := meta.Accessor(obj)
+				return fmt.Errorf("create %s %s: %w", res.Singular, acc.GetName(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // Close stops following the store. Requests in flight are not interrupted.

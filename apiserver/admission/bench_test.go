@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/internal/benchcpu"
@@ -99,7 +100,8 @@ func newAdmittedHandler(b *testing.B) (http.Handler, *bolt.Store) {
 	}
 	b.Cleanup(func() { st.Close() })
 	s, err := apiserver.New(apiserver.Config{
-		Store: st,
+		Store:     st,
+		Resources: registry.Resources(),
 		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
 			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}}, true, nil
 		}),

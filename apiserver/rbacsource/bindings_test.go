@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/authz/bootstrap"
@@ -43,7 +44,8 @@ func newRBACServer(t *testing.T) *rbacServer {
 	rules := rbac.New(src)
 	az := authz.Union(authz.PrivilegedGroups(authz.SystemMasters), rules)
 	s, err := apiserver.New(apiserver.Config{
-		Store: st,
+		Store:     st,
+		Resources: registry.Resources(),
 		Authenticator: authn.RequestFunc(func(r *http.Request) (*authn.Response, bool, error) {
 			name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !ok {

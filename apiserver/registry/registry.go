@@ -7,6 +7,7 @@ package registry
 import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
+	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 )
 
 // Resources returns the resources of every group here, each a new value:
@@ -14,6 +15,7 @@ import (
 func Resources() []*apiserver.Resource {
 	var rs []*apiserver.Resource
 	for _, group := range []func() []*apiserver.Resource{
+		scheduling.Resources,
 		coordination.Resources,
 	} {
 		rs = append(rs, group()...)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 	"github.com/kubegate/kubegate/internal/benchcpu"
@@ -70,7 +71,8 @@ func runScheduleAPI(b *testing.B) {
 	}
 	defer st.Close()
 	srv, err := apiserver.New(apiserver.Config{
-		Store: st,
+		Store:     st,
+		Resources: registry.Resources(),
 		Authenticator: authn.RequestFunc(func(*http.Request) (*authn.Response, bool, error) {
 			return &authn.Response{User: authn.User{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}}, true, nil
 		}),

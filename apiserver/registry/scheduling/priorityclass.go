@@ -1,7 +1,11 @@
-package apiserver
+// Package scheduling is the scheduling.k8s.io API group: PriorityClasses,
+// which name the priorities pods may ask for (D.11). The two system
+// classes exist from the start and cannot be deleted; the Priority
+// admission plugin (apiserver/admission) turns a pod's priorityClassName
+// into its priority.
+package scheduling
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,20 +13,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
-
-// PriorityClasses (scheduling.k8s.io/v1) name the priorities pods may ask
-// for (D.11). The two system classes exist from the start and cannot be
-// deleted; the Priority admission plugin (apiserver/admission) turns a
-// pod's priorityClassName into its priority.
-
-// PriorityClassesGVR is where priority classes are served.
-var PriorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
 
 const (
 	// systemClassPrefix starts the names reserved for the system classes.
@@ -58,10 +55,12 @@ func systemPriorityClass(name string) error {
 	return nil
 }
 
-func priorityClassResource() *Resource {
-	return &Resource{GVR: PriorityClassesGVR, Kind: "PriorityClass", Singular: "priorityclass", ShortNames: []string{"pc"},
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return []*apiserver.Resource{{GVR: apiserver.PriorityClassesGVR, Kind: "PriorityClass", Singular: "priorityclass", ShortNames: []string{"pc"},
 		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, Undeletable: systemPriorityClass, Defaults: defaultPriorityClass,
-		Validate: validatePriorityClass, ValidateUpdate: validatePriorityClassUpdate, Table: priorityClassTable}
+		Validate: validatePriorityClass, ValidateUpdate: validatePriorityClassUpdate, Table: priorityClassTable, Initial: initialPriorityClasses}}
 }
 
 func defaultPriorityClass(obj runtime.Object) {
@@ -123,23 +122,21 @@ func validatePriorityClassUpdate(obj, old runtime.Object) field.ErrorList {
 	return errs
 }
 
-// ensurePriorityClasses creates the system classes that are missing.
-func (s *Server) ensurePriorityClasses(ctx context.Context) error {
-	res, _ := s.reg.get(PriorityClassesGVR)
-	for _, pc := range systemPriorityClasses {
-		pc := pc
-		if _, err := s.createStored(ctx, res, &pc); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create priority class %s: %w", pc.Name, err)
-		}
+// initialPriorityClasses are the system classes, which kube-apiserver
+// creates at start when they are missing.
+func initialPriorityClasses() []runtime.Object {
+	objs := make([]runtime.Object, len(systemPriorityClasses))
+	for i := range systemPriorityClasses {
+		objs[i] = systemPriorityClasses[i].DeepCopy()
 	}
-	return nil
+	return objs
 }
 
-var priorityClassTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var priorityClassTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Value", Type: "integer", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["value"]},
 		{Name: "Global-Default", Type: "boolean", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["globalDefault"]},
-		AgeColumn,
+		apiserver.AgeColumn,
 		{Name: "PreemptionPolicy", Type: "string", Description: schedulingv1.PriorityClass{}.SwaggerDoc()["preemptionPolicy"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
@@ -148,6 +145,6 @@ var priorityClassTable = &TableDef{
 		if pc.PreemptionPolicy != nil {
 			policy = string(*pc.PreemptionPolicy)
 		}
-		return []any{pc.Name, int64(pc.Value), pc.GlobalDefault, Age(pc.CreationTimestamp, now), policy}
+		return []any{pc.Name, int64(pc.Value), pc.GlobalDefault, apiserver.Age(pc.CreationTimestamp, now), policy}
 	},
 }
