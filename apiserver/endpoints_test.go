@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,29 +40,4 @@ func TestEndpointsAreDeprecatedOnEveryRequest_G10(t *testing.T) {
 	if got := do("GET", slicePath, "").Values("Warning"); len(got) != 0 {
 		t.Errorf("GET endpointslices: Warning %q; want none", got)
 	}
-}
-
-// TestEndpointSliceGenerationAndDefaults_G10: a port gets an empty name
-// and TCP; the generation moves with the endpoints and the labels, not
-// with annotations; the address type may not change.
-func TestEndpointSliceGenerationAndDefaults_G10(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	s := ts.createJSON(t, slicePath, `{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice","metadata":{"name":"s"},
-"addressType":"IPv4","endpoints":[{"addresses":["10.0.0.1"]}],"ports":[{"port":80}]}`)
-	wantFields(t, s, map[string]string{"metadata.generation": "1", "ports": `[{"name":"","port":80,"protocol":"TCP"}]`})
-	patch := func(body string) map[string]any {
-		t.Helper()
-		code, data := ts.send(t, "PATCH", slicePath+"/s", "application/merge-patch+json", body)
-		var obj map[string]any
-		if err := json.Unmarshal(data, &obj); err != nil || code != http.StatusOK && code != http.StatusUnprocessableEntity {
-			t.Fatalf("PATCH %s: %d %s", body, code, data)
-		}
-		return obj
-	}
-	wantFields(t, patch(`{"metadata":{"annotations":{"a":"b"}}}`), map[string]string{"metadata.generation": "1"})
-	wantFields(t, patch(`{"metadata":{"labels":{"a":"b"}}}`), map[string]string{"metadata.generation": "2"})
-	wantFields(t, patch(`{"endpoints":[{"addresses":["10.0.0.2"]}]}`), map[string]string{"metadata.generation": "3"})
-	wantFields(t, patch(`{"addressType":"IPv6"}`), map[string]string{
-		"message": `"EndpointSlice.discovery.k8s.io \"s\" is invalid: addressType: Invalid value: null: field is immutable"`})
 }

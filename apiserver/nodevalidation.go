@@ -101,7 +101,7 @@ func validateTaints(taints []corev1.Taint, path *field.Path) field.ErrorList {
 		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p.Child("value"), t.Value, strings.Join(msgs, ";")))
 		}
-		errs = append(errs, oneOf(p.Child("effect"), t.Effect, taintEffects)...)
+		errs = append(errs, OneOf(p.Child("effect"), t.Effect, taintEffects)...)
 		k := keyEffect{t.Key, t.Effect}
 		if seen[k] {
 			dup := field.Duplicate(p, taint{t.Key, t.Value, t.Effect, t.TimeAdded})

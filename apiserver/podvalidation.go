@@ -29,6 +29,10 @@ var (
 	terminationMessagePolicy = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
 )
 
+// PortProtocols returns the protocols a port may have, sorted as kube
+// lists them in its errors.
+func PortProtocols() []corev1.Protocol { return slices.Clone(portProtocols) }
+
 // validatePod checks a pod on create and update (old not nil); what an
 // update may change is validatePodUpdate's.
 func validatePod(obj, old runtime.Object) field.ErrorList {
@@ -92,8 +96,8 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 			names[c.Name] = true
 		}
 	}
-	errs = append(errs, oneOf(path.Child("restartPolicy"), s.RestartPolicy, restartPolicies)...)
-	errs = append(errs, oneOf(path.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies)...)
+	errs = append(errs, OneOf(path.Child("restartPolicy"), s.RestartPolicy, restartPolicies)...)
+	errs = append(errs, OneOf(path.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies)...)
 	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, path.Child("nodeSelector"))...)
 	if s.NodeName != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(s.NodeName) {
@@ -103,8 +107,8 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	if d := s.ActiveDeadlineSeconds; d != nil && (*d < 1 || *d > math.MaxInt32) {
 		errs = append(errs, field.Invalid(path.Child("activeDeadlineSeconds"), *d, validation.InclusiveRangeError(1, math.MaxInt32)))
 	}
-	errs = append(errs, dnsLabel(path.Child("hostname"), s.Hostname)...)
-	errs = append(errs, dnsLabel(path.Child("subdomain"), s.Subdomain)...)
+	errs = append(errs, DNSLabel(path.Child("hostname"), s.Hostname)...)
+	errs = append(errs, DNSLabel(path.Child("subdomain"), s.Subdomain)...)
 	return errs
 }
 
@@ -114,12 +118,12 @@ func validateContainer(c *corev1.Container, path *field.Path) field.ErrorList {
 	if c.Name == "" {
 		errs = append(errs, field.Required(path.Child("name"), ""))
 	} else {
-		errs = append(errs, dnsLabel(path.Child("name"), c.Name)...)
+		errs = append(errs, DNSLabel(path.Child("name"), c.Name)...)
 	}
 	if c.Image == "" {
 		errs = append(errs, field.Required(path.Child("image"), ""))
 	}
-	errs = append(errs, oneOf(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, terminationMessagePolicy)...)
+	errs = append(errs, OneOf(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, terminationMessagePolicy)...)
 	errs = append(errs, validatePorts(c.Ports, path.Child("ports"))...)
 	for i, e := range c.Env {
 		np := path.Child("env").Index(i).Child("name")
@@ -132,7 +136,7 @@ func validateContainer(c *corev1.Container, path *field.Path) field.ErrorList {
 			}
 		}
 	}
-	errs = append(errs, oneOf(path.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies)...)
+	errs = append(errs, OneOf(path.Child("imagePullPolicy"), c.ImagePullPolicy, pullPolicies)...)
 	errs = append(errs, validateResources(&c.Resources, path.Child("resources"))...)
 	return errs
 }
@@ -164,7 +168,7 @@ func validatePorts(ports []corev1.ContainerPort, path *field.Path) field.ErrorLi
 				errs = append(errs, field.Invalid(pp.Child("hostPort"), p.HostPort, msg))
 			}
 		}
-		errs = append(errs, oneOf(pp.Child("protocol"), p.Protocol, portProtocols)...)
+		errs = append(errs, OneOf(pp.Child("protocol"), p.Protocol, portProtocols)...)
 	}
 	return errs
 }
@@ -191,8 +195,9 @@ func validateResources(r *corev1.ResourceRequirements, path *field.Path) field.E
 	return errs
 }
 
-// oneOf requires v to be one of the supported values.
-func oneOf[T ~string](path *field.Path, v T, supported []T) field.ErrorList {
+// OneOf requires v, a required field, to be one of the supported values,
+// as kube reports it: Required when empty, else NotSupported.
+func OneOf[T ~string](path *field.Path, v T, supported []T) field.ErrorList {
 	if v == "" {
 		return field.ErrorList{field.Required(path, "")}
 	}
@@ -204,8 +209,8 @@ func oneOf[T ~string](path *field.Path, v T, supported []T) field.ErrorList {
 	return field.ErrorList{field.NotSupported(path, v, supported)}
 }
 
-// dnsLabel checks an optional RFC 1123 label.
-func dnsLabel(path *field.Path, v string) field.ErrorList {
+// DNSLabel checks an optional RFC 1123 label: an empty v passes.
+func DNSLabel(path *field.Path, v string) field.ErrorList {
 	if v == "" {
 		return nil
 	}

@@ -64,7 +64,7 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 	if spec.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabels(spec.Selector, specPath.Child("selector"))...)
 	}
-	errs = append(errs, oneOf(specPath.Child("sessionAffinity"), spec.SessionAffinity, sessionAffinities)...)
+	errs = append(errs, OneOf(specPath.Child("sessionAffinity"), spec.SessionAffinity, sessionAffinities)...)
 	switch spec.SessionAffinity {
 	case corev1.ServiceAffinityClientIP:
 		// The defaults fill the timeout: only its range can be wrong.
@@ -74,7 +74,7 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateExternalIPs(spec.ExternalIPs, old, specPath.Child("externalIPs"))...)
-	errs = append(errs, oneOf(specPath.Child("type"), spec.Type, serviceTypes)...)
+	errs = append(errs, OneOf(specPath.Child("type"), spec.Type, serviceTypes)...)
 	errs = append(errs, validateServicePortSets(spec, specPath.Child("ports"))...)
 	errs = append(errs, validateLoadBalancerFields(spec, old, specPath)...)
 	errs = append(errs, validateTrafficPolicies(svc, specPath)...)
@@ -144,7 +144,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names map[stri
 	case p.Name == "" && requireName:
 		errs = append(errs, field.Required(path.Child("name"), ""))
 	case p.Name != "":
-		errs = append(errs, dnsLabel(path.Child("name"), p.Name)...)
+		errs = append(errs, DNSLabel(path.Child("name"), p.Name)...)
 		if names[p.Name] {
 			errs = append(errs, field.Duplicate(path.Child("name"), p.Name))
 		}
@@ -153,7 +153,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names map[stri
 	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
 		errs = append(errs, field.Invalid(path.Child("port"), p.Port, msg))
 	}
-	errs = append(errs, oneOf(path.Child("protocol"), p.Protocol, portProtocols)...)
+	errs = append(errs, OneOf(path.Child("protocol"), p.Protocol, portProtocols)...)
 	if p.TargetPort.Type == intstr.String {
 		for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
 			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort.StrVal, msg))
@@ -183,15 +183,15 @@ func validateExternalIPs(ips []string, old runtime.Object, path *field.Path) fie
 			errs = append(errs, bad...)
 			continue
 		}
-		errs = append(errs, nonSpecialIP(p, ip)...)
+		errs = append(errs, NonSpecialIP(p, ip)...)
 	}
 	return errs
 }
 
-// nonSpecialIP refuses, as kube's ValidateNonSpecialIP, an address no
+// NonSpecialIP refuses, as kube's ValidateNonSpecialIP, an address no
 // node or pod could be reached at: unspecified, loopback or link-local.
 // An address the parser refuses gets no error here.
-func nonSpecialIP(p *field.Path, ip string) field.ErrorList {
+func NonSpecialIP(p *field.Path, ip string) field.ErrorList {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
 		return nil
@@ -270,7 +270,7 @@ func validateTrafficPolicies(svc *corev1.Service, specPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(etp, spec.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
 		}
 	} else {
-		errs = append(errs, oneOf(etp, spec.ExternalTrafficPolicy, externalTrafficPol)...)
+		errs = append(errs, OneOf(etp, spec.ExternalTrafficPolicy, externalTrafficPol)...)
 	}
 	hc := specPath.Child("healthCheckNodePort")
 	if !needsHealthCheckPort(svc) {

@@ -173,7 +173,7 @@ func validateStatefulSetSpec(s *appsv1.StatefulSetSpec, create, skipTemplate boo
 		errs = append(errs, nonNegative(s.Ordinals.Start, path.Child("ordinals.start"))...)
 	}
 	if create {
-		errs = append(errs, dnsLabel(path.Child("serviceName"), s.ServiceName)...)
+		errs = append(errs, DNSLabel(path.Child("serviceName"), s.ServiceName)...)
 	}
 	errs = append(errs, appsSelector(s.Selector, "statefulset", path.Child("selector"))...)
 

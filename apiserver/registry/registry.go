@@ -7,6 +7,7 @@ package registry
 import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
+	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 )
 
@@ -17,6 +18,7 @@ func Resources() []*apiserver.Resource {
 	for _, group := range []func() []*apiserver.Resource{
 		scheduling.Resources,
 		coordination.Resources,
+		discovery.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

@@ -120,3 +120,34 @@ func WantInvalid(t testing.TB, code int, body []byte, kind, name string, causes 
 		t.Errorf("causes: got %+v\nwant %+v", got, causes)
 	}
 }
+
+// Object decodes a JSON answer, failing the test unless it is an object.
+func Object(t testing.TB, body []byte) map[string]any {
+	t.Helper()
+	var obj map[string]any
+	if err := json.Unmarshal(body, &obj); err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	return obj
+}
+
+// WantFields fails the test unless each dotted path of obj (such as
+// metadata.generation) holds the JSON of want; "" for a field obj lacks.
+func WantFields(t testing.TB, obj map[string]any, want map[string]string) {
+	t.Helper()
+	for path, w := range want {
+		var v any = obj
+		for _, name := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[name]
+		}
+		got := ""
+		if v != nil {
+			b, _ := json.Marshal(v)
+			got = string(b)
+		}
+		if got != w {
+			t.Errorf("%s = %s, want %s", path, got, w)
+		}
+	}
+}
