@@ -1,8 +1,10 @@
 // Package apiserver serves a Kubernetes-compatible REST API over a store.Store:
-// discovery, OpenAPI, the built-in core, events, coordination and RBAC
-// resources with their verbs (create, get, list, watch, update, patch, delete,
-// deletecollection), Table output, and the authentication, impersonation,
-// authorization and admission chain in front of them.
+// discovery, OpenAPI, the resources still defined here (core, apps, batch,
+// policy, certificates, events and RBAC) and those of Config.Resources (the
+// groups of apiserver/registry) with their verbs (create, get, list, watch,
+// update, patch, delete, deletecollection), Table output, and the
+// authentication, impersonation, authorization and admission chain in
+// front of them.
 package apiserver
 
 import (
