@@ -20,11 +20,6 @@ var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namesp
 // plugin reads (D.8).
 var limitRangesGVR = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
 
-// PriorityClassesGVR is where priority classes are served
-// (apiserver/registry/scheduling), which the Priority admission plugin
-// reads (D.11).
-var PriorityClassesGVR = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
-
 // serviceAccountsGVR is core v1 serviceaccounts, which the ServiceAccount
 // admission plugin reads for every new pod (D.8).
 var serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}

@@ -223,7 +223,7 @@ func builtinResources() []*Resource {
 			Prepare: prepareBinding, Validate: validateClusterRoleBinding, Table: clusterRoleBindingTable},
 	}
 	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
-		endpointsResource(), certificateSigningRequestResource(), bindingsResource())
+		endpointsResource(), bindingsResource())
 	return rs
 }
 

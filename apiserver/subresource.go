@@ -116,6 +116,18 @@ func statusSubresource() *subresource {
 	return &subresource{name: "status", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
 }
 
+// StatusSubresource is a stored kind's RESOURCE/status: its get, update
+// and patch write .status only, as the kind's ResetStatus and
+// ValidateStatus decide.
+func StatusSubresource() Subresource { return statusSubresource() }
+
+// ApprovalSubresource is RESOURCE/approval: get, update and patch of what
+// the kind's ResetApproval copies (a CSR's Approved and Denied
+// conditions, H.1), checked by its ValidateApproval.
+func ApprovalSubresource() Subresource {
+	return &subresource{name: "approval", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
+}
+
 // scaleSubresource is RESOURCE/scale: spec.replicas as an autoscaling/v1
 // Scale (G.2).
 func scaleSubresource() *subresource {

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
@@ -16,6 +17,7 @@ import (
 func Resources() []*apiserver.Resource {
 	var rs []*apiserver.Resource
 	for _, group := range []func() []*apiserver.Resource{
+		certificates.Resources,
 		scheduling.Resources,
 		coordination.Resources,
 		discovery.Resources,

@@ -1,4 +1,4 @@
-package apiserver
+package certificates_test
 
 import (
 	"context"
@@ -19,8 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/internal/testpki"
 )
+
+// The servers of these tests run without admission plugins: the kind's
+// own rules are under test here, the certificate plugins' in
+// apiserver/admission.
 
 // testCSR returns a PEM certificate request for cn in orgs.
 func testCSR(t *testing.T, cn string, orgs ...string) []byte {
@@ -67,8 +73,8 @@ func wantCSRInvalid(t *testing.T, err error, want string) {
 }
 
 func TestCSRCreateValidation_H1(t *testing.T) {
-	ts := newTestServer(t)
-	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	csrs := srv.Client.CertificatesV1().CertificateSigningRequests()
 	badSig := func(t *testing.T) []byte {
 		block, _ := pem.Decode(testCSR(t, "alice"))
 		block.Bytes[len(block.Bytes)-3] ^= 0xff
@@ -134,8 +140,8 @@ func TestCSRCreateValidation_H1(t *testing.T) {
 }
 
 func TestCSRUsernameComesFromTheRequester_H1(t *testing.T) {
-	ts := newTestServer(t)
-	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	csrs := srv.Client.CertificatesV1().CertificateSigningRequests()
 	csr := newTestCSR(t, "spoof")
 	csr.Spec.Username, csr.Spec.UID = "root", "0"
 	csr.Spec.Groups = []string{"system:masters", "evil"}
@@ -198,8 +204,8 @@ func TestCSRUpdates_H1(t *testing.T) {
 			if len(c) != 1 || c[0].Type != "Approved" || c[0].LastUpdateTime.IsZero() || c[0].LastTransitionTime.IsZero() {
 				t.Errorf("conditions = %+v, want Approved with timestamps", c)
 			}
-			if CSRCondition(got) != "Approved" {
-				t.Errorf("condition column = %q, want Approved", CSRCondition(got))
+			if certificates.CSRCondition(got) != "Approved" {
+				t.Errorf("condition column = %q, want Approved", certificates.CSRCondition(got))
 			}
 		}},
 		{name: "approve and deny", sub: "approval", mutate: func(c *certificatesv1.CertificateSigningRequest) { approve(c); deny(c) },
@@ -229,8 +235,8 @@ func TestCSRUpdates_H1(t *testing.T) {
 		}},
 		{name: "issue", before: approve, sub: "status", mutate: func(c *certificatesv1.CertificateSigningRequest) { c.Status.Certificate = cert },
 			check: func(t *testing.T, got *certificatesv1.CertificateSigningRequest) {
-				if CSRCondition(got) != "Approved,Issued" {
-					t.Errorf("condition column = %q, want Approved,Issued", CSRCondition(got))
+				if certificates.CSRCondition(got) != "Approved,Issued" {
+					t.Errorf("condition column = %q, want Approved,Issued", certificates.CSRCondition(got))
 				}
 			}},
 		// As in kube-apiserver, validation does not look for approval:
@@ -249,21 +255,21 @@ func TestCSRUpdates_H1(t *testing.T) {
 			}},
 		{name: "approval cannot issue", sub: "approval", mutate: func(c *certificatesv1.CertificateSigningRequest) { approve(c); c.Status.Certificate = cert },
 			check: func(t *testing.T, got *certificatesv1.CertificateSigningRequest) {
-				if len(got.Status.Certificate) != 0 || CSRCondition(got) != "Approved" {
-					t.Errorf("condition %q with a certificate of %d bytes, want Approved and none", CSRCondition(got), len(got.Status.Certificate))
+				if len(got.Status.Certificate) != 0 || certificates.CSRCondition(got) != "Approved" {
+					t.Errorf("condition %q with a certificate of %d bytes, want Approved and none", certificates.CSRCondition(got), len(got.Status.Certificate))
 				}
 			}},
 		{name: "Failed", before: approve, sub: "status", mutate: func(c *certificatesv1.CertificateSigningRequest) {
 			c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: certificatesv1.CertificateFailed,
 				Status: corev1.ConditionTrue, Reason: "SignerError"})
 		}, check: func(t *testing.T, got *certificatesv1.CertificateSigningRequest) {
-			if CSRCondition(got) != "Approved,Failed" {
-				t.Errorf("condition column = %q, want Approved,Failed", CSRCondition(got))
+			if certificates.CSRCondition(got) != "Approved,Failed" {
+				t.Errorf("condition column = %q, want Approved,Failed", certificates.CSRCondition(got))
 			}
 		}},
 	}
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	cs := srv.Client
 	csrs := cs.CertificatesV1().CertificateSigningRequests()
 	ctx := context.Background()
 	for i, tc := range cases {
@@ -305,7 +311,7 @@ func TestCSRTable_H1(t *testing.T) {
 	csr.CreationTimestamp = metav1.NewTime(now.Add(-90 * time.Second))
 	csr.Spec.Username = "alice"
 	csr.Spec.ExpirationSeconds = ptr32(3600)
-	got := csrTable.Cells(csr, now)
+	got := certificates.CSRTable.Cells(csr, now)
 	want := []any{"x", "90s", "kubernetes.io/kube-apiserver-client", "alice", "60m", "Pending"}
 	if len(got) != len(want) {
 		t.Fatalf("cells = %v, want %v", got, want)
@@ -317,7 +323,7 @@ func TestCSRTable_H1(t *testing.T) {
 	}
 	csr.Spec.ExpirationSeconds = nil
 	deny(csr)
-	if got := csrTable.Cells(csr, now); got[4] != "<none>" || got[5] != "Denied" {
+	if got := certificates.CSRTable.Cells(csr, now); got[4] != "<none>" || got[5] != "Denied" {
 		t.Errorf("cells = %v, want <none> and Denied", got)
 	}
 }
@@ -333,8 +339,8 @@ func managedSets(obj metav1.Object) map[string]string {
 }
 
 func TestCSRManagedFieldsLeaveOutWhatTheServerResets_H1(t *testing.T) {
-	ts := newTestServer(t)
-	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	csrs := srv.Client.CertificatesV1().CertificateSigningRequests()
 	ctx := context.Background()
 
 	// Only a name and a spec: no writer owns anything, and the updates
@@ -402,8 +408,8 @@ func TestCSRManagedFieldsLeaveOutWhatTheServerResets_H1(t *testing.T) {
 }
 
 func TestCSRNameIsAPathSegmentOnceTheRestIsValid_H1(t *testing.T) {
-	ts := newTestServer(t)
-	csrs := ts.clientset(t, false).CertificatesV1().CertificateSigningRequests()
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	csrs := srv.Client.CertificatesV1().CertificateSigningRequests()
 	cases := []struct {
 		name, generateName string
 		usages             bool

@@ -1,4 +1,12 @@
-package apiserver
+// Package certificates is the certificates.k8s.io API group:
+// CertificateSigningRequests (certificates.k8s.io/v1), with
+// kube-apiserver's strategy and validation (H.1): the requester's
+// identity goes into the spec on create, whatever the body says; the spec
+// never changes afterwards; the approval subresource writes the Approved
+// and Denied conditions, the status subresource the certificate and the
+// other conditions. Who may approve or sign for a signer is checked by the
+// certificate admission plugins (apiserver/admission).
+package certificates
 
 import (
 	"bytes"
@@ -26,26 +34,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/internal/csrpem"
 )
 
-// CertificateSigningRequests (certificates.k8s.io/v1), with
-// kube-apiserver's strategy and validation (H.1): the requester's
-// identity goes into the spec on create, whatever the body says; the spec
-// never changes afterwards; the approval subresource writes the Approved
-// and Denied conditions, the status subresource the certificate and the
-// other conditions. Who may approve or sign for a signer is checked by the
-// certificate admission plugins (apiserver/admission).
-
-// CertificateSigningRequestsGVR is where certificate signing requests are
-// served.
-var CertificateSigningRequestsGVR = certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
-
-func certificateSigningRequestResource() *Resource {
-	return &Resource{GVR: CertificateSigningRequestsGVR, Kind: "CertificateSigningRequest", Singular: "certificatesigningrequest",
-		ShortNames: []string{"csr"}, Subresources: subresources(statusSubresource(), approvalSubresource()), ValidateName: anyName,
-		Fields: csrFields, PrepareCreate: prepareCSRCreate, Prepare: prepareCSR, PrepareSubresource: prepareCSRSubresource,
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return []*apiserver.Resource{{GVR: apiserver.CertificateSigningRequestsGVR, Kind: "CertificateSigningRequest", Singular: "certificatesigningrequest",
+		ShortNames: []string{"csr"}, ValidateName: anyName,
+		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource(), "approval": apiserver.ApprovalSubresource()},
+		Fields:       csrFields, PrepareCreate: prepareCSRCreate, Prepare: prepareCSR, PrepareSubresource: prepareCSRSubresource,
 		Validate: validateCSRObject, ValidateStatus: validateCSRStatus, ValidateApproval: validateCSRApproval,
 		ResetStatus: resetCSRStatus, ResetApproval: resetCSRApproval, Table: csrTable,
 		// What each write resets is nobody's in managedFields.
@@ -53,19 +53,13 @@ func certificateSigningRequestResource() *Resource {
 			"":         fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status")),
 			"status":   fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "conditions")),
 			"approval": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate")),
-		}}
+		}}}
 }
 
 // anyName accepts every name, as kube-apiserver's rule for CSR names
 // does; whether the name can be a path segment is checked after the
 // kind's rules (H.1).
 func anyName(string, bool) []string { return nil }
-
-// approvalSubresource is RESOURCE/approval: get, update and patch of what
-// ResetApproval copies, the Approved and Denied conditions (H.1).
-func approvalSubresource() *subresource {
-	return &subresource{name: "approval", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
-}
 
 func csrFields(obj runtime.Object, set fields.Set) {
 	set["spec.signerName"] = obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName
@@ -476,8 +470,8 @@ func findCSRConditions(csr *certificatesv1.CertificateSigningRequest, t certific
 
 // csrTable has the columns of kubectl get csr, described (as kube
 // describes them) by certificates.k8s.io/v1beta1's field docs.
-var csrTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn, AgeColumn,
+var csrTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn, apiserver.AgeColumn,
 		{Name: "SignerName", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["signerName"]},
 		{Name: "Requestor", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["request"]},
 		{Name: "RequestedDuration", Type: "string", Description: certificatesv1beta1.CertificateSigningRequestSpec{}.SwaggerDoc()["expirationSeconds"]},
@@ -493,7 +487,7 @@ var csrTable = &TableDef{
 		if s := csr.Spec.ExpirationSeconds; s != nil {
 			requested = duration.HumanDuration(time.Duration(*s) * time.Second)
 		}
-		return []any{csr.Name, Age(csr.CreationTimestamp, now), signer, csr.Spec.Username, requested, CSRCondition(csr)}
+		return []any{csr.Name, apiserver.Age(csr.CreationTimestamp, now), signer, csr.Spec.Username, requested, CSRCondition(csr)}
 	},
 }
 

@@ -1,0 +1,19 @@
+package apiserver
+
+import (
+	certificatesv1 "k8s.io/api/certificates/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+)
+
+// The resources of apiserver/registry that the server itself or the
+// admission plugins read or write by their storage keys.
+var (
+	// PriorityClassesGVR is where priority classes are served
+	// (apiserver/registry/scheduling); the Priority admission plugin and
+	// the server's Lister read them (D.11).
+	PriorityClassesGVR = schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")
+	// CertificateSigningRequestsGVR is where certificate signing requests
+	// are served (apiserver/registry/certificates); the certificate
+	// admission plugins check writes to them.
+	CertificateSigningRequestsGVR = certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
+)
