@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -21,6 +20,7 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -175,8 +175,6 @@ func newScheme() (*runtime.Scheme, error) {
 func builtinResources() []*Resource {
 	subdomain := apivalidation.NameIsDNSSubdomain
 	label := apivalidation.NameIsDNSLabel
-	segment := validatePathSegmentName
-	rbac := rbacv1.SchemeGroupVersion
 	rs := []*Resource{
 		{GVR: coreGV.WithResource("namespaces"), Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"}, ReturnDeleted: true, NoDeleteCollection: true, Undeletable: systemNamespace,
 			Subresources: subresources(statusSubresource(), finalizeSubresource()), ValidateName: label, Defaults: defaultNamespace, Validate: validateNamespace, Prepare: prepareNamespace, ResetStatus: resetNamespaceStatus, Table: namespaceTable},
@@ -215,12 +213,6 @@ func builtinResources() []*Resource {
 		// kube-apiserver stores both kinds of events as core v1 Events.
 		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
 			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
-		{GVR: rbac.WithResource("roles"), Kind: "Role", Singular: "role", Namespaced: true, ValidateName: segment, Validate: validateRole},
-		{GVR: rbac.WithResource("clusterroles"), Kind: "ClusterRole", Singular: "clusterrole", ValidateName: segment, Validate: validateClusterRole},
-		{GVR: rbac.WithResource("rolebindings"), Kind: "RoleBinding", Singular: "rolebinding", Namespaced: true, ValidateName: segment,
-			Prepare: prepareBinding, Validate: validateRoleBinding, Table: roleBindingTable},
-		{GVR: rbac.WithResource("clusterrolebindings"), Kind: "ClusterRoleBinding", Singular: "clusterrolebinding", ValidateName: segment,
-			Prepare: prepareBinding, Validate: validateClusterRoleBinding, Table: clusterRoleBindingTable},
 	}
 	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), jobResource(), cronJobResource(), podDisruptionBudgetResource(),
 		endpointsResource(), bindingsResource())
@@ -268,17 +260,12 @@ func (reg *registry) get(gvr schema.GroupVersionResource) (*Resource, bool) {
 	return r, ok
 }
 
-// validatePathSegmentName accepts any name that can be one segment of a URL
-// path, as RBAC object names are: not "." or "..", without "/" or "%".
-func validatePathSegmentName(name string, prefix bool) []string {
-	if !prefix && (name == "." || name == "..") {
-		return []string{fmt.Sprintf("may not be '%s'", name)}
+// ValidatePathSegmentName accepts any name that can be one segment of a
+// URL path, as RBAC object names are: not "." or "..", without "/" or "%";
+// a prefix (generateName) may be "." or "..".
+func ValidatePathSegmentName(name string, prefix bool) []string {
+	if prefix {
+		return content.IsPathSegmentPrefix(name)
 	}
-	var errs []string
-	for _, bad := range []string{"/", "%"} {
-		if strings.Contains(name, bad) {
-			errs = append(errs, fmt.Sprintf("may not contain '%s'", bad))
-		}
-	}
-	return errs
+	return content.IsPathSegmentName(name)
 }

@@ -407,7 +407,7 @@ func (s *Server) validate(res *Resource, sub string, obj, old runtime.Object) er
 	// a CSR, whose own rule takes any name, reports a name with "/" only
 	// when nothing else is wrong (H.1).
 	if old == nil && len(errs) == 0 {
-		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.Namespaced, validatePathSegmentName, field.NewPath("metadata"))
+		errs = apivalidation.ValidateObjectMetaAccessor(acc, res.Namespaced, ValidatePathSegmentName, field.NewPath("metadata"))
 	}
 	// A scale update is an update of the object itself (G.2).
 	if old != nil && (sub == "" || sub == "scale") && res.ValidateUpdate != nil {

@@ -9,8 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -305,53 +303,6 @@ func eventCells(e *corev1.Event, now time.Time) []any {
 	}
 	return []any{last, e.Type, e.Reason, target, e.InvolvedObject.FieldPath, source,
 		strings.TrimSpace(e.Message), first, int64(count), e.Name}
-}
-
-// bindingColumns are the columns of role bindings ("roleBinding") and
-// cluster role bindings ("clusterRoleBinding"). kube takes the Role
-// description from the v1beta1 types, whose wording differs from v1's.
-func bindingColumns(kind, roleRefDoc string) []metav1.TableColumnDefinition {
-	return []metav1.TableColumnDefinition{NameColumn,
-		{Name: "Role", Type: "string", Description: roleRefDoc},
-		AgeColumn,
-		{Name: "Users", Type: "string", Priority: 1, Description: "Users in the " + kind},
-		{Name: "Groups", Type: "string", Priority: 1, Description: "Groups in the " + kind},
-		{Name: "ServiceAccounts", Type: "string", Priority: 1, Description: "ServiceAccounts in the " + kind},
-	}
-}
-
-// bindingCells lists the subjects by kind, each list joined with ", ";
-// service accounts as namespace/name.
-func bindingCells(om metav1.ObjectMeta, ref rbacv1.RoleRef, subjects []rbacv1.Subject, now time.Time) []any {
-	var users, groups, sas []string
-	for _, s := range subjects {
-		switch s.Kind {
-		case rbacv1.UserKind:
-			users = append(users, s.Name)
-		case rbacv1.GroupKind:
-			groups = append(groups, s.Name)
-		case rbacv1.ServiceAccountKind:
-			sas = append(sas, s.Namespace+"/"+s.Name)
-		}
-	}
-	return []any{om.Name, ref.Kind + "/" + ref.Name, Age(om.CreationTimestamp, now),
-		strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
-}
-
-var roleBindingTable = &TableDef{
-	Columns: bindingColumns("roleBinding", rbacv1beta1.RoleBinding{}.SwaggerDoc()["roleRef"]),
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		b := obj.(*rbacv1.RoleBinding)
-		return bindingCells(b.ObjectMeta, b.RoleRef, b.Subjects, now)
-	},
-}
-
-var clusterRoleBindingTable = &TableDef{
-	Columns: bindingColumns("clusterRoleBinding", rbacv1beta1.ClusterRoleBinding{}.SwaggerDoc()["roleRef"]),
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		b := obj.(*rbacv1.ClusterRoleBinding)
-		return bindingCells(b.ObjectMeta, b.RoleRef, b.Subjects, now)
-	},
 }
 
 // replicasColumns are the columns of replication controllers and replica

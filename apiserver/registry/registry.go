@@ -9,6 +9,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
+	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 )
 
@@ -21,6 +22,7 @@ func Resources() []*apiserver.Resource {
 		scheduling.Resources,
 		coordination.Resources,
 		discovery.Resources,
+		rbac.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
