@@ -1,9 +1,9 @@
-package apiserver
+package rbac_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -11,7 +11,65 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
+
+// The answers these tests expect are kube-apiserver v1.37.2's (D.5).
+
+// namePartMsg is what kube says of a label key's name part that is not one.
+const namePartMsg = `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`
+
+func TestRoleValidation_D5(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	required, invalidV := metav1.CauseTypeFieldValueRequired, metav1.CauseTypeFieldValueInvalid
+	const (
+		rolePath    = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles"
+		clusterPath = "/apis/rbac.authorization.k8s.io/v1/clusterroles"
+	)
+	tests := []struct {
+		name   string
+		kind   string
+		body   string
+		causes []metav1.StatusCause
+	}{
+		{"no verbs", "Role", `"rules":[{"apiGroups":[""],"resources":["pods"]}]`, []metav1.StatusCause{
+			rt.Cause(required, "rules[0].verbs", "Required value")}},
+		{"no groups or resources", "Role", `"rules":[{"verbs":["get"]}]`, []metav1.StatusCause{
+			rt.Cause(required, "rules[0].apiGroups", "Required value: resource rules must supply at least one api group"),
+			rt.Cause(required, "rules[0].resources", "Required value: resource rules must supply at least one resource")}},
+		{"non-resource URLs in a Role, with resources", "Role", `"rules":[{"verbs":["get"],"nonResourceURLs":["/x"],"resources":["pods"]}]`, []metav1.StatusCause{
+			rt.Cause(invalidV, "rules[0].nonResourceURLs", `Invalid value: ["/x"]: namespaced rules cannot apply to non-resource URLs`),
+			rt.Cause(invalidV, "rules[0].nonResourceURLs", `Invalid value: ["/x"]: rules cannot apply to both regular resources and non-resource URLs`)}},
+		{"non-resource URLs with API groups", "ClusterRole", `"rules":[{"verbs":["get"],"nonResourceURLs":["/x"],"apiGroups":[""]}]`, []metav1.StatusCause{
+			rt.Cause(invalidV, "rules[0].nonResourceURLs", `Invalid value: ["/x"]: rules cannot apply to both regular resources and non-resource URLs`)}},
+		{"missing verbs come last", "ClusterRole", `"rules":[{"nonResourceURLs":["/x"]},{}]`, []metav1.StatusCause{
+			rt.Cause(required, "rules[1].apiGroups", "Required value: resource rules must supply at least one api group"),
+			rt.Cause(required, "rules[1].resources", "Required value: resource rules must supply at least one resource"),
+			rt.Cause(required, "rules[0].verbs", "Required value"),
+			rt.Cause(required, "rules[1].verbs", "Required value")}},
+		{"aggregation rule without selectors", "ClusterRole", `"aggregationRule":{}`, []metav1.StatusCause{
+			rt.Cause(required, "aggregationRule.clusterRoleSelectors", "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil")}},
+		{"aggregation rule selectors", "ClusterRole", `"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"bad key!":"v"}},{"matchExpressions":[{"key":"a","operator":"Bad"}]}]}`, []metav1.StatusCause{
+			rt.Cause(invalidV, "aggregationRule.clusterRoleSelectors[0].matchLabels", `Invalid value: "bad key!": `+namePartMsg),
+			rt.Cause(invalidV, "aggregationRule.clusterRoleSelectors[0]", "Invalid value: null: invalid label selector."),
+			rt.Cause(invalidV, "aggregationRule.clusterRoleSelectors[1].matchExpressions[0].operator", `Invalid value: "Bad": not a valid selector operator`),
+			rt.Cause(invalidV, "aggregationRule.clusterRoleSelectors[1]", "Invalid value: null: invalid label selector.")}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := fmt.Sprintf("r%d", i)
+			path := rolePath
+			if tt.kind == "ClusterRole" {
+				path = clusterPath
+			}
+			code, body := rt.Do(t, srv, http.MethodPost, path, `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"`+tt.kind+`","metadata":{"name":"`+name+`"},`+tt.body+`}`, nil)
+			rt.WantInvalid(t, code, body, tt.kind+".rbac.authorization.k8s.io", name, tt.causes...)
+		})
+	}
+}
 
 func userSubject(name string) rbacv1.Subject {
 	return rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: name}
@@ -42,8 +100,7 @@ func wantInvalid(t *testing.T, err error, field, msg string) {
 
 func TestBindingValidation(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
+	cs := apiservertest.Start(t).Client
 	ctx := context.Background()
 	foreignRef := rbacv1.RoleRef{APIGroup: "example.com", Kind: "ClusterRole", Name: "cluster-admin"}
 	tests := []struct {
@@ -133,8 +190,7 @@ func TestBindingValidation(t *testing.T) {
 
 func TestBindingRoleRefImmutable(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
+	cs := apiservertest.Start(t).Client
 	ctx := context.Background()
 	rbs := cs.RbacV1().RoleBindings("default")
 	if _, err := rbs.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev"},
@@ -210,32 +266,4 @@ func TestBindingRoleRefImmutable(t *testing.T) {
 	}
 	_, err = crbs.Patch(ctx, "dev", types.MergePatchType, []byte(`{"roleRef":{"name":"cluster-admin"}}`), metav1.PatchOptions{})
 	wantInvalid(t, err, "roleRef", `Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"ClusterRole","Name":"cluster-admin"}: field is immutable`)
-}
-
-// A binding stored without a roleRef API group, as clients could write
-// before the group was defaulted, still takes updates that leave the
-// reference alone.
-func TestBindingStoredWithoutRoleRefGroup(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
-	ctx := context.Background()
-	old := rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: "default", UID: "u1"},
-		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{userSubject("dev")}}
-	data, err := json.Marshal(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ts.store.Create(ctx, Key(rbacv1.SchemeGroupVersion.WithResource("rolebindings"), "default", "legacy"), data); err != nil {
-		t.Fatal(err)
-	}
-	got, err := cs.RbacV1().RoleBindings("default").Patch(ctx, "legacy", types.MergePatchType,
-		[]byte(`{"metadata":{"labels":{"team":"dev"}}}`), metav1.PatchOptions{})
-	if err != nil {
-		t.Fatalf("patch of labels: %v", err)
-	}
-	if got.RoleRef != clusterRoleRef("view") {
-		t.Errorf("roleRef = %+v, want the defaulted original", got.RoleRef)
-	}
 }
