@@ -55,7 +55,7 @@ func defaultDaemonSet(obj runtime.Object) {
 		ten := int32(10)
 		s.RevisionHistoryLimit = &ten
 	}
-	defaultPodSpec(&s.Template.Spec)
+	DefaultPodSpec(&s.Template.Spec)
 	// kube writes the template generation back as an annotation when it
 	// converts, so the writer owns it; prepareDaemonSet sets its value.
 	d := obj.(*appsv1.DaemonSet)
@@ -112,7 +112,7 @@ func daemonSetWarnings(obj, old runtime.Object) []string {
 	if o, ok := old.(*appsv1.DaemonSet); ok && apiequality.Semantic.DeepEqual(d.Spec.Template, o.Spec.Template) {
 		return nil
 	}
-	return podTemplateWarnings(&d.Spec.Template)
+	return PodTemplateWarnings(&d.Spec.Template)
 }
 
 // validateDaemonSet is kube's ValidateDaemonSetSpec, in its order: the
@@ -130,7 +130,7 @@ func validateDaemonSet(obj, _ runtime.Object) field.ErrorList {
 	if s.Selector != nil && len(s.Selector.MatchLabels)+len(s.Selector.MatchExpressions) == 0 {
 		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, "empty selector is invalid for daemonset"))
 	}
-	errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+	errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
 	errs = append(errs, keepsPodsRunning(&s.Template.Spec, "DaemonSet", tp.Child("spec"))...)
 	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	errs = append(errs, validateDaemonSetStrategy(&s.UpdateStrategy, path.Child("updateStrategy"))...)
@@ -226,13 +226,13 @@ var daemonSetTable = &TableDef{
 		{Name: "Up-to-date", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]},
 		{Name: "Available", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]},
 		{Name: "Node Selector", Type: "string", Description: corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]},
-		AgeColumn, containersColumn, imagesColumn,
+		AgeColumn, ContainersColumn, ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.DaemonSet)
 		st := &d.Status
-		names, images := containerCells(d.Spec.Template.Spec.Containers)
+		names, images := ContainerCells(d.Spec.Template.Spec.Containers)
 		return []any{d.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
 			int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
 			Age(d.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}

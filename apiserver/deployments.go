@@ -57,7 +57,7 @@ func defaultDeployment(obj runtime.Object) {
 		d := int32(600)
 		s.ProgressDeadlineSeconds = &d
 	}
-	defaultPodSpec(&s.Template.Spec)
+	DefaultPodSpec(&s.Template.Spec)
 }
 
 func resetDeploymentStatus(obj, old runtime.Object) {
@@ -77,13 +77,13 @@ func deploymentWarnings(obj, old runtime.Object) []string {
 		if apiequality.Semantic.DeepEqual(d.Spec, o.Spec) && apiequality.Semantic.DeepEqual(d.Annotations, o.Annotations) {
 			return nil
 		}
-		return podTemplateWarnings(&d.Spec.Template)
+		return PodTemplateWarnings(&d.Spec.Template)
 	}
 	var w []string
 	if msgs := validation.IsDNS1123Label(d.Name); len(msgs) != 0 {
 		w = append(w, fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
 	}
-	return append(w, podTemplateWarnings(&d.Spec.Template)...)
+	return append(w, PodTemplateWarnings(&d.Spec.Template)...)
 }
 
 // validateDeployment is kube's ValidateDeploymentSpec: replicas, the
@@ -100,7 +100,7 @@ func validateDeployment(obj, _ runtime.Object) field.ErrorList {
 	} else {
 		tp := path.Child("template")
 		errs = append(errs, matchesTemplate(sel, &s.Template, tp)...)
-		errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+		errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
 		errs = append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
 	}
 	errs = append(errs, validateDeploymentStrategy(&s.Strategy, path.Child("strategy"))...)
@@ -220,12 +220,12 @@ var deploymentTable = &TableDef{
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
 		{Name: "Up-to-date", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]},
 		{Name: "Available", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]},
-		AgeColumn, containersColumn, imagesColumn,
+		AgeColumn, ContainersColumn, ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.Deployment)
-		names, images := containerCells(d.Spec.Template.Spec.Containers)
+		names, images := ContainerCells(d.Spec.Template.Spec.Containers)
 		selector := "<invalid>"
 		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
 			selector = sel.String()

@@ -251,3 +251,6 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 	}
 	return nil
 }
+
+// ptrTo returns a pointer to a copy of v.
+func ptrTo[T any](v T) *T { return &v }

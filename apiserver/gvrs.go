@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
@@ -16,4 +17,7 @@ var (
 	// are served (apiserver/registry/certificates); the certificate
 	// admission plugins check writes to them.
 	CertificateSigningRequestsGVR = certificatesv1.SchemeGroupVersion.WithResource("certificatesigningrequests")
+	// JobsGVR is where Jobs are served (apiserver/registry/batch); a
+	// Job's deletion without a propagation policy orphans its pods.
+	JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
 )

@@ -126,14 +126,14 @@ func defaultSecret(obj runtime.Object) {
 // every pod spec, and those kube gives a Pod only.
 func defaultPod(obj runtime.Object) {
 	s := &obj.(*corev1.Pod).Spec
-	defaultPodSpec(s)
+	DefaultPodSpec(s)
 	defaultPodOnly(s)
 }
 
-// defaultPodSpec fills the defaults kube gives every pod spec, a pod's and
+// DefaultPodSpec fills the defaults kube gives every pod spec, a pod's and
 // a pod template's alike (its SetDefaults_PodSpec and the container
 // defaults).
-func defaultPodSpec(s *corev1.PodSpec) {
+func DefaultPodSpec(s *corev1.PodSpec) {
 	// serviceAccount is the deprecated name of serviceAccountName; kube
 	// keeps the two equal, the new name winning.
 	if s.ServiceAccountName == "" {

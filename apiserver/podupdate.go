@@ -76,7 +76,7 @@ func validatePodUpdate(obj, old runtime.Object) field.ErrorList {
 	// kube defaults what it reads from storage; a pod stored by an older
 	// kubegate may lack defaults the new spec has.
 	o := old.(*corev1.Pod).Spec.DeepCopy()
-	defaultPodSpec(o)
+	DefaultPodSpec(o)
 	defaultPodOnly(o)
 	defaultPriority(o)
 	specPath := field.NewPath("spec")

@@ -20,13 +20,13 @@ import (
 // kube's are; integer columns hold numbers, not strings.
 
 var (
-	containersColumn = metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}
-	imagesColumn     = metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}
+	ContainersColumn = metav1.TableColumnDefinition{Name: "Containers", Type: "string", Priority: 1, Description: "Names of each container in the template."}
+	ImagesColumn     = metav1.TableColumnDefinition{Name: "Images", Type: "string", Priority: 1, Description: "Images referenced by each container in the template."}
 )
 
-// containerCells lists the names and the images of containers, each joined
+// ContainerCells lists the names and the images of containers, each joined
 // with commas.
-func containerCells(containers []corev1.Container) (names, images string) {
+func ContainerCells(containers []corev1.Container) (names, images string) {
 	var n, i []string
 	for _, c := range containers {
 		n = append(n, c.Name)
@@ -312,7 +312,7 @@ func replicasColumns(specDoc, statusDoc map[string]string) []metav1.TableColumnD
 		{Name: "Desired", Type: "integer", Description: specDoc["replicas"]},
 		{Name: "Current", Type: "integer", Description: statusDoc["replicas"]},
 		{Name: "Ready", Type: "integer", Description: statusDoc["readyReplicas"]},
-		AgeColumn, containersColumn, imagesColumn,
+		AgeColumn, ContainersColumn, ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: specDoc["selector"]},
 	}
 }
@@ -331,7 +331,7 @@ var replicationControllerTable = &TableDef{
 		rc := obj.(*corev1.ReplicationController)
 		var names, images string
 		if rc.Spec.Template != nil {
-			names, images = containerCells(rc.Spec.Template.Spec.Containers)
+			names, images = ContainerCells(rc.Spec.Template.Spec.Containers)
 		}
 		return []any{rc.Name, replicas(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
 			Age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector)}
@@ -342,7 +342,7 @@ var replicaSetTable = &TableDef{
 	Columns: replicasColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc()),
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		rs := obj.(*appsv1.ReplicaSet)
-		names, images := containerCells(rs.Spec.Template.Spec.Containers)
+		names, images := ContainerCells(rs.Spec.Template.Spec.Containers)
 		return []any{rs.Name, replicas(rs.Spec.Replicas), int64(rs.Status.Replicas), int64(rs.Status.ReadyReplicas),
 			Age(rs.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(rs.Spec.Selector)}
 	},
@@ -351,10 +351,10 @@ var replicaSetTable = &TableDef{
 var statefulSetTable = &TableDef{
 	Columns: []metav1.TableColumnDefinition{NameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
-		AgeColumn, containersColumn, imagesColumn},
+		AgeColumn, ContainersColumn, ImagesColumn},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		ss := obj.(*appsv1.StatefulSet)
-		names, images := containerCells(ss.Spec.Template.Spec.Containers)
+		names, images := ContainerCells(ss.Spec.Template.Spec.Containers)
 		return []any{ss.Name, fmt.Sprintf("%d/%d", ss.Status.ReadyReplicas, replicas(ss.Spec.Replicas)),
 			Age(ss.CreationTimestamp, now), names, images}
 	},

@@ -33,7 +33,7 @@ func defaultReplicationController(obj runtime.Object) {
 	}
 	defaultReplicas(&rc.Spec.Replicas)
 	if rc.Spec.Template != nil {
-		defaultPodSpec(&rc.Spec.Template.Spec)
+		DefaultPodSpec(&rc.Spec.Template.Spec)
 	}
 }
 
@@ -42,7 +42,7 @@ func defaultReplicationController(obj runtime.Object) {
 func defaultReplicaSet(obj runtime.Object) {
 	rs := obj.(*appsv1.ReplicaSet)
 	defaultReplicas(&rs.Spec.Replicas)
-	defaultPodSpec(&rs.Spec.Template.Spec)
+	DefaultPodSpec(&rs.Spec.Template.Spec)
 }
 
 // defaultStatefulSet fills kube's StatefulSet defaults: ordered pod
@@ -90,7 +90,7 @@ func defaultStatefulSet(obj runtime.Object) {
 		ten := int32(10)
 		s.RevisionHistoryLimit = &ten
 	}
-	defaultPodSpec(&s.Template.Spec)
+	DefaultPodSpec(&s.Template.Spec)
 	for i := range s.VolumeClaimTemplates {
 		c := &s.VolumeClaimTemplates[i]
 		c.APIVersion, c.Kind = "v1", "PersistentVolumeClaim"
@@ -157,7 +157,7 @@ func replicationControllerWarnings(obj, old runtime.Object) []string {
 	if o, ok := old.(*corev1.ReplicationController); ok && apiequality.Semantic.DeepEqual(rc.Spec, o.Spec) {
 		return nil
 	}
-	return podTemplateWarnings(rc.Spec.Template)
+	return PodTemplateWarnings(rc.Spec.Template)
 }
 
 func replicaSetWarnings(obj, old runtime.Object) []string {
@@ -165,7 +165,7 @@ func replicaSetWarnings(obj, old runtime.Object) []string {
 	if o, ok := old.(*appsv1.ReplicaSet); ok && apiequality.Semantic.DeepEqual(rs.Spec, o.Spec) {
 		return nil
 	}
-	return podTemplateWarnings(&rs.Spec.Template)
+	return PodTemplateWarnings(&rs.Spec.Template)
 }
 
 func statefulSetWarnings(obj, old runtime.Object) []string {
@@ -173,12 +173,12 @@ func statefulSetWarnings(obj, old runtime.Object) []string {
 	if o, ok := old.(*appsv1.StatefulSet); ok && apiequality.Semantic.DeepEqual(sts.Spec, o.Spec) {
 		return nil
 	}
-	return podTemplateWarnings(&sts.Spec.Template)
+	return PodTemplateWarnings(&sts.Spec.Template)
 }
 
-// podTemplateWarnings are kube's warnings about spec.template: a negative
+// PodTemplateWarnings are kube's warnings about spec.template: a negative
 // terminationGracePeriodSeconds, which a pod made from it gets as 1.
-func podTemplateWarnings(t *corev1.PodTemplateSpec) []string {
+func PodTemplateWarnings(t *corev1.PodTemplateSpec) []string {
 	if t == nil {
 		return nil
 	}

@@ -24,9 +24,9 @@ import (
 
 const selectorMismatch = "`selector` does not match template `labels`"
 
-// validatePodTemplate checks a pod template as kube's ValidatePodTemplateSpec
+// ValidatePodTemplate checks a pod template as kube's ValidatePodTemplateSpec
 // does: its labels and annotations, its pod spec, no ephemeral containers.
-func validatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
+func ValidatePodTemplate(t *corev1.PodTemplateSpec, path *field.Path) field.ErrorList {
 	errs := metav1validation.ValidateLabels(t.Labels, path.Child("labels"))
 	errs = append(errs, apivalidation.ValidateAnnotations(t.Annotations, path.Child("annotations"))...)
 	errs = append(errs, validatePodSpec(&t.Spec, path.Child("spec"))...)
@@ -94,7 +94,7 @@ func validateReplicationController(obj, _ runtime.Object) field.ErrorList {
 		return append(errs, field.Required(tp, ""))
 	}
 	errs = append(errs, matchesTemplate(sel, s.Template, tp)...)
-	errs = append(errs, validatePodTemplate(s.Template, tp)...)
+	errs = append(errs, ValidatePodTemplate(s.Template, tp)...)
 	return append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicationController", tp.Child("spec"))...)
 }
 
@@ -126,7 +126,7 @@ func validateReplicaSet(obj, _ runtime.Object) field.ErrorList {
 	}
 	tp := path.Child("template")
 	errs = append(errs, matchesTemplate(sel, &s.Template, tp)...)
-	errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+	errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
 	return append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
 }
 
@@ -187,7 +187,7 @@ func validateStatefulSetSpec(s *appsv1.StatefulSetSpec, create, skipTemplate boo
 		t.Spec.Hostname, t.Spec.Subdomain = "", ""
 		errs = append(errs, matchesTemplate(sel, t, tp)...)
 		if !skipTemplate {
-			errs = append(errs, validatePodTemplate(t, tp)...)
+			errs = append(errs, ValidatePodTemplate(t, tp)...)
 		}
 		// kube checks the template's labels and annotations a second time.
 		errs = append(errs, metav1validation.ValidateLabels(t.Labels, tp.Child("labels"))...)

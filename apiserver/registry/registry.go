@@ -6,6 +6,7 @@ package registry
 
 import (
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
@@ -23,6 +24,7 @@ func Resources() []*apiserver.Resource {
 		coordination.Resources,
 		discovery.Resources,
 		rbac.Resources,
+		batch.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

@@ -1,4 +1,4 @@
-package apiserver
+package batch
 
 import (
 	"fmt"
@@ -14,17 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // CronJobs (batch/v1) are stored with kube-apiserver's defaults and
 // validation (D.5); no controller makes Jobs from them.
 
-// CronJobsGVR is where CronJobs are served.
-var CronJobsGVR = batchv1.SchemeGroupVersion.WithResource("cronjobs")
-
-func cronJobResource() *Resource {
-	return &Resource{GVR: CronJobsGVR, Kind: "CronJob", Singular: "cronjob", Namespaced: true, ShortNames: []string{"cj"},
-		Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+// cronJobResource is the CronJob kind of the group.
+func cronJobResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: batchv1.SchemeGroupVersion.WithResource("cronjobs"), Kind: "CronJob", Singular: "cronjob", Namespaced: true, ShortNames: []string{"cj"},
+		Categories: []string{"all"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}, ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
 		Defaults: defaultCronJob, Validate: validateCronJob, Warnings: cronJobWarnings,
 		ValidateStatus: func(runtime.Object, runtime.Object) field.ErrorList { return nil },
 		ResetStatus:    resetCronJobStatus, Table: cronJobTable}
@@ -48,7 +48,7 @@ func defaultCronJob(obj runtime.Object) {
 	if s.FailedJobsHistoryLimit == nil {
 		s.FailedJobsHistoryLimit = ptrTo[int32](1)
 	}
-	defaultPodSpec(&s.JobTemplate.Spec.Template.Spec)
+	apiserver.DefaultPodSpec(&s.JobTemplate.Spec.Template.Spec)
 }
 
 // validateCronJob checks a CronJob as kube's validateCronJobSpec does, and
@@ -186,20 +186,20 @@ func cronJobWarnings(obj, old runtime.Object) []string {
 	return w
 }
 
-var cronJobTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var cronJobTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Schedule", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["schedule"]},
 		{Name: "Timezone", Type: "string", Description: batchv1.CronJobSpec{}.SwaggerDoc()["timeZone"]},
 		{Name: "Suspend", Type: "boolean", Description: batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]},
 		{Name: "Active", Type: "integer", Description: batchv1.CronJobStatus{}.SwaggerDoc()["active"]},
 		{Name: "Last Schedule", Type: "string", Description: batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]},
-		AgeColumn, containersColumn, imagesColumn,
+		apiserver.AgeColumn, apiserver.ContainersColumn, apiserver.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cj := obj.(*batchv1.CronJob)
 		last := "<none>"
 		if t := cj.Status.LastScheduleTime; t != nil {
-			last = Age(*t, now)
+			last = apiserver.Age(*t, now)
 		}
 		tz := "<none>"
 		if cj.Spec.TimeZone != nil {
@@ -210,8 +210,8 @@ var cronJobTable = &TableDef{
 			suspend = map[bool]string{true: "True", false: "False"}[*cj.Spec.Suspend]
 		}
 		js := &cj.Spec.JobTemplate.Spec
-		names, images := containerCells(js.Template.Spec.Containers)
-		return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, Age(cj.CreationTimestamp, now),
+		names, images := apiserver.ContainerCells(js.Template.Spec.Containers)
+		return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, apiserver.Age(cj.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(js.Selector)}
 	},
 }

@@ -1,4 +1,7 @@
-package apiserver
+// Package batch is the batch API group: Jobs and CronJobs, stored with
+// kube-apiserver's defaults and validation (D.5). No controller runs them
+// here; apiserver deletes a Job's pods with it only when asked to.
+package batch
 
 import (
 	"fmt"
@@ -19,18 +22,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // Jobs (batch/v1) are stored with kube-apiserver's defaults, generated
 // selector and validation (D.5); no controller runs them, so their status
 // stays what its writers make it.
 
-// JobsGVR is where Jobs are served.
-var JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return []*apiserver.Resource{jobResource(), cronJobResource()}
+}
 
-func jobResource() *Resource {
-	return &Resource{GVR: JobsGVR, Kind: "Job", Singular: "job", Namespaced: true, Categories: []string{"all"},
-		Subresources: subresources(statusSubresource()), ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GC: GCOrphan,
+// jobResource is the Job kind of the group.
+func jobResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: apiserver.JobsGVR, Kind: "Job", Singular: "job", Namespaced: true, Categories: []string{"all"},
+		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}, ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GC: apiserver.GCOrphan,
 		Fields: jobFields, Defaults: defaultJob, Prepare: prepareJob, Validate: validateJob, ValidateUpdate: validateJobUpdate,
 		Warnings: jobWarnings, ValidateStatus: validateJobStatus, ResetStatus: resetJobStatus, Table: jobTable}
 }
@@ -78,7 +87,7 @@ func defaultJob(obj runtime.Object) {
 	if s.ManualSelector == nil {
 		s.ManualSelector = ptrTo(false)
 	}
-	defaultPodSpec(&s.Template.Spec)
+	apiserver.DefaultPodSpec(&s.Template.Spec)
 }
 
 // The labels kube still puts on a Job's pods without its prefix.
@@ -262,7 +271,7 @@ func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, jobCompletionModeChecks(s, path)...)
 	errs = append(errs, jobPodReplacementChecks(s, path)...)
 	tp := path.Child("template")
-	errs = append(errs, validatePodTemplate(&s.Template, tp)...)
+	errs = append(errs, apiserver.ValidatePodTemplate(&s.Template, tp)...)
 	rp := tp.Child("spec", "restartPolicy")
 	switch r := s.Template.Spec.RestartPolicy; {
 	case r == corev1.RestartPolicyAlways || r == "":
@@ -338,8 +347,16 @@ func jobTemplateUpdate(t, o *corev1.PodTemplateSpec, suspended bool, path *field
 func validateJobStatus(obj, _ runtime.Object) field.ErrorList {
 	st := obj.(*batchv1.Job).Status
 	path := field.NewPath("status")
-	return nonNegativeCounts(path, n32("active", st.Active), n32("succeeded", st.Succeeded), n32("failed", st.Failed),
-		opt32("ready", st.Ready), opt32("terminating", st.Terminating))
+	var errs field.ErrorList
+	for _, c := range []struct {
+		name string
+		n    *int32
+	}{{"active", &st.Active}, {"succeeded", &st.Succeeded}, {"failed", &st.Failed}, {"ready", st.Ready}, {"terminating", st.Terminating}} {
+		if c.n != nil {
+			errs = append(errs, nonNegative(*c.n, path.Child(c.name))...)
+		}
+	}
+	return errs
 }
 
 func resetJobStatus(obj, old runtime.Object) {
@@ -377,7 +394,7 @@ func jobSpecWarnings(s *batchv1.JobSpec, path *field.Path) []string {
 		w = append(w, path.String()+": In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, "+
 			"Kubernetes might not be able to track completedIndexes when a big number of indexes fail")
 	}
-	for _, t := range podTemplateWarnings(&s.Template) {
+	for _, t := range apiserver.PodTemplateWarnings(&s.Template) {
 		w = append(w, strings.Replace(t, "spec.template.", path.Child("template").String()+".", 1))
 	}
 	return w
@@ -394,17 +411,17 @@ func dnsLabelNameWarning(name string) []string {
 
 // jobTable has kube's columns for Jobs: the status from the conditions,
 // the completions, how long the Job ran.
-var jobTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var jobTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Status", Type: "string", Description: "Status of the job."},
 		{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
 		{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
-		AgeColumn, containersColumn, imagesColumn,
+		apiserver.AgeColumn, apiserver.ContainersColumn, apiserver.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		j := obj.(*batchv1.Job)
-		names, images := containerCells(j.Spec.Template.Spec.Containers)
-		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), Age(j.CreationTimestamp, now),
+		names, images := apiserver.ContainerCells(j.Spec.Template.Spec.Containers)
+		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), apiserver.Age(j.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(j.Spec.Selector)}
 	},
 }
@@ -454,4 +471,18 @@ func jobStatus(j *batchv1.Job) string {
 		return "SuccessCriteriaMet"
 	}
 	return "Running"
+}
+
+// nonNegative is kube's ValidateNonnegativeField.
+func nonNegative[T int32 | int64](v T, path *field.Path) field.ErrorList {
+	return apivalidation.ValidateNonnegativeField(int64(v), path)
+}
+
+// deref reads a pointer that the defaults have set, 0 when they did not.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
