@@ -1,4 +1,4 @@
-package apiserver
+package batch_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,23 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
+
+// The answers these tests expect are kube-apiserver v1.37.2's (D.5).
+
+// createJSON posts the JSON object to path on srv and returns what the
+// server created.
+func createJSON(t *testing.T, srv *apiservertest.Server, path, obj string) map[string]any {
+	t.Helper()
+	code, body := rt.Do(t, srv, http.MethodPost, path, obj, nil)
+	if code != http.StatusCreated {
+		t.Fatalf("POST %s: %d %s", path, code, body)
+	}
+	return rt.Object(t, body)
+}
 
 const jobsPath = "/apis/batch/v1/namespaces/default/jobs"
 
@@ -23,14 +39,14 @@ func jobManifest(name, spec, extraPodSpec string) string {
 
 func TestJobDefaultsAndGeneratedSelector_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	j := ts.createJSON(t, jobsPath, jobManifest("j", "", ""))
-	uid, _ := at(t, j, "metadata.uid").(string)
+	srv := apiservertest.Start(t)
+	j := createJSON(t, srv, jobsPath, jobManifest("j", "", ""))
+	uid, _ := j["metadata"].(map[string]any)["uid"].(string)
 	if uid == "" {
 		t.Fatal("no uid")
 	}
 	generated := `{"batch.kubernetes.io/controller-uid":"` + uid + `","batch.kubernetes.io/job-name":"j","controller-uid":"` + uid + `","job-name":"j"}`
-	wantFields(t, j, map[string]string{
+	rt.WantFields(t, j, map[string]string{
 		"metadata.generation":           "1",
 		"metadata.labels":               generated,
 		"spec.parallelism":              "1",
@@ -48,10 +64,10 @@ func TestJobDefaultsAndGeneratedSelector_D5(t *testing.T) {
 
 	// Parallelism alone leaves completions unset; a failure policy
 	// replaces pods once failed; the Job's own labels stay.
-	j = ts.createJSON(t, jobsPath, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"p","labels":{"own":"x"}},"spec":{"parallelism":3,
+	j = createJSON(t, srv, jobsPath, `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"p","labels":{"own":"x"}},"spec":{"parallelism":3,
 		"podFailurePolicy":{"rules":[{"action":"Ignore","onPodConditions":[{"type":"DisruptionTarget"}]}]},
 		"template":{"metadata":{"labels":{"app":"a"}},"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i"}]}}}}`)
-	wantFields(t, j, map[string]string{
+	rt.WantFields(t, j, map[string]string{
 		"metadata.labels":                   `{"own":"x"}`,
 		"spec.parallelism":                  "3",
 		"spec.completions":                  "",
@@ -62,74 +78,63 @@ func TestJobDefaultsAndGeneratedSelector_D5(t *testing.T) {
 
 func TestJobValidation_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t)
 	nonNeg := "must be greater than or equal to 0"
 	tests := []struct {
 		name, spec, podSpec string
 		causes              []metav1.StatusCause
 	}{
 		{"restart Always", "", `"restartPolicy":"Always"`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueRequired, "spec.template.spec.restartPolicy", `Required value: valid values: "OnFailure", "Never"`)}},
+			rt.Cause(metav1.CauseTypeFieldValueRequired, "spec.template.spec.restartPolicy", `Required value: valid values: "OnFailure", "Never"`)}},
 		{"negative counts", `"parallelism":-1,"completions":-2,"backoffLimit":-3,`, "", []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.parallelism", "Invalid value: -1: "+nonNeg),
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.completions", "Invalid value: -2: "+nonNeg),
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.backoffLimit", "Invalid value: -3: "+nonNeg)}},
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.parallelism", "Invalid value: -1: "+nonNeg),
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.completions", "Invalid value: -2: "+nonNeg),
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.backoffLimit", "Invalid value: -3: "+nonNeg)}},
 		{"completion mode", `"completionMode":"Sometimes",`, "", []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueNotSupported, "spec.completionMode", `Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"`)}},
+			rt.Cause(metav1.CauseTypeFieldValueNotSupported, "spec.completionMode", `Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"`)}},
 		{"per-index limit without Indexed", `"backoffLimitPerIndex":1,`, "", []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.backoffLimitPerIndex", "Invalid value: 1: requires indexed completion mode")}},
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.backoffLimitPerIndex", "Invalid value: 1: requires indexed completion mode")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := ts.send(t, "POST", jobsPath, "", jobManifest("bad", tt.spec, tt.podSpec))
-			msg, causes := invalid("Job.batch", "bad", tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+			code, body := rt.Do(t, srv, http.MethodPost, jobsPath, jobManifest("bad", tt.spec, tt.podSpec), nil)
+			rt.WantInvalid(t, code, body, "Job.batch", "bad", tt.causes...)
 		})
 	}
 }
 
 func TestJobUpdate_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	ts.createJSON(t, jobsPath, jobManifest("j", "", ""))
-	const merge = "application/merge-patch+json"
-	code, body := ts.send(t, "PATCH", jobsPath+"/j", merge, `{"spec":{"completions":4}}`)
-	msg, causes := invalid("Job.batch", "j", cause(metav1.CauseTypeFieldValueInvalid, "spec.completions", "Invalid value: 4: field is immutable"))
-	wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+	srv := apiservertest.Start(t)
+	createJSON(t, srv, jobsPath, jobManifest("j", "", ""))
+	code, body := rt.Do(t, srv, http.MethodPatch, jobsPath+"/j", `{"spec":{"completions":4}}`, nil)
+	rt.WantInvalid(t, code, body, "Job.batch", "j", rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.completions", "Invalid value: 4: field is immutable"))
 
-	code, body = ts.send(t, "PATCH", jobsPath+"/j", merge, `{"spec":{"template":{"spec":{"activeDeadlineSeconds":5}}}}`)
+	code, body = rt.Do(t, srv, http.MethodPatch, jobsPath+"/j", `{"spec":{"template":{"spec":{"activeDeadlineSeconds":5}}}}`, nil)
 	if code != http.StatusUnprocessableEntity || !strings.Contains(string(body), `spec.template: Invalid value`) {
 		t.Errorf("template change: %d %s", code, body)
 	}
 
-	code, body = ts.send(t, "PATCH", jobsPath+"/j", merge, `{"spec":{"parallelism":2}}`)
+	code, body = rt.Do(t, srv, http.MethodPatch, jobsPath+"/j", `{"spec":{"parallelism":2}}`, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"generation":2`) {
 		t.Errorf("parallelism change: %d %s", code, body)
 	}
-	code, body = ts.send(t, "PATCH", jobsPath+"/j/status", merge, `{"status":{"succeeded":-1}}`)
-	msg, causes = invalid("Job.batch", "j", cause(metav1.CauseTypeFieldValueInvalid, "status.succeeded", "Invalid value: -1: "+"must be greater than or equal to 0"))
-	wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+	code, body = rt.Do(t, srv, http.MethodPatch, jobsPath+"/j/status", `{"status":{"succeeded":-1}}`, nil)
+	rt.WantInvalid(t, code, body, "Job.batch", "j", rt.Cause(metav1.CauseTypeFieldValueInvalid, "status.succeeded", "Invalid value: -1: "+"must be greater than or equal to 0"))
 }
 
 func TestJobTable_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	ts.createJSON(t, jobsPath, jobManifest("j", `"parallelism":2,"completions":null,`, ""))
-	code, body := ts.send(t, "PATCH", jobsPath+"/j/status", "application/merge-patch+json",
-		`{"status":{"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]}}`)
+	srv := apiservertest.Start(t)
+	createJSON(t, srv, jobsPath, jobManifest("j", `"parallelism":2,"completions":null,`, ""))
+	code, body := rt.Do(t, srv, http.MethodPatch, jobsPath+"/j/status", `{"status":{"succeeded":1,"conditions":[{"type":"Complete","status":"True"}]}}`, nil)
 	if code != http.StatusOK {
 		t.Fatalf("status: %d %s", code, body)
 	}
-	req, _ := http.NewRequest("GET", ts.http.URL+jobsPath+"/j", nil)
-	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-	resp, err := ts.http.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, body = rt.Do(t, srv, http.MethodGet, jobsPath+"/j", "", map[string]string{"Accept": rt.TableAccept})
 	var tbl metav1.Table
-	if err := json.NewDecoder(resp.Body).Decode(&tbl); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(body, &tbl); code != http.StatusOK || err != nil {
+		t.Fatalf("table: %d %s", code, body)
 	}
 	var names []string
 	for _, c := range tbl.ColumnDefinitions {

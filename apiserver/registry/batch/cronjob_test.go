@@ -1,10 +1,13 @@
-package apiserver
+package batch_test
 
 import (
 	"net/http"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
 
 const cronJobsPath = "/apis/batch/v1/namespaces/default/cronjobs"
@@ -19,9 +22,9 @@ func cronJobManifest(name, spec, jobSpec string) string {
 
 func TestCronJobDefaults_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	cj := ts.createJSON(t, cronJobsPath, cronJobManifest("cj", `"schedule":"@hourly",`, ""))
-	wantFields(t, cj, map[string]string{
+	srv := apiservertest.Start(t)
+	cj := createJSON(t, srv, cronJobsPath, cronJobManifest("cj", `"schedule":"@hourly",`, ""))
+	rt.WantFields(t, cj, map[string]string{
 		"metadata.generation":             "1",
 		"spec.concurrencyPolicy":          `"Allow"`,
 		"spec.suspend":                    "false",
@@ -36,28 +39,27 @@ func TestCronJobDefaults_D5(t *testing.T) {
 
 func TestCronJobValidation_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t)
 	tests := []struct {
 		name, spec, jobSpec string
 		causes              []metav1.StatusCause
 	}{
-		{"no schedule", "", "", []metav1.StatusCause{cause(metav1.CauseTypeFieldValueRequired, "spec.schedule", "Required value")}},
-		{"bad schedule", `"schedule":"every minute",`, "", []metav1.StatusCause{cause(metav1.CauseTypeFieldValueInvalid, "spec.schedule",
+		{"no schedule", "", "", []metav1.StatusCause{rt.Cause(metav1.CauseTypeFieldValueRequired, "spec.schedule", "Required value")}},
+		{"bad schedule", `"schedule":"every minute",`, "", []metav1.StatusCause{rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.schedule",
 			`Invalid value: "every minute": expected exactly 5 fields, found 2: [every minute]`)}},
-		{"TZ in schedule", `"schedule":"TZ=UTC 0 * * * *",`, "", []metav1.StatusCause{cause(metav1.CauseTypeFieldValueInvalid, "spec.schedule",
+		{"TZ in schedule", `"schedule":"TZ=UTC 0 * * * *",`, "", []metav1.StatusCause{rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.schedule",
 			`Invalid value: "TZ=UTC 0 * * * *": cannot use TZ or CRON_TZ in schedule, use timeZone field instead`)}},
 		{"policies and limits", `"schedule":"@daily","concurrencyPolicy":"Sometimes","successfulJobsHistoryLimit":-1,`, `"parallelism":-1,`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueNotSupported, "spec.concurrencyPolicy", `Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"`),
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.jobTemplate.spec.parallelism", "Invalid value: -1: must be greater than or equal to 0"),
-			cause(metav1.CauseTypeFieldValueInvalid, "spec.successfulJobsHistoryLimit", "Invalid value: -1: must be greater than or equal to 0")}},
+			rt.Cause(metav1.CauseTypeFieldValueNotSupported, "spec.concurrencyPolicy", `Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace"`),
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.jobTemplate.spec.parallelism", "Invalid value: -1: must be greater than or equal to 0"),
+			rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.successfulJobsHistoryLimit", "Invalid value: -1: must be greater than or equal to 0")}},
 		{"manual selector", `"schedule":"@daily",`, `"manualSelector":true,`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueNotSupported, "spec.jobTemplate.spec.manualSelector", `Unsupported value: true: supported values: "nil", "false"`)}},
+			rt.Cause(metav1.CauseTypeFieldValueNotSupported, "spec.jobTemplate.spec.manualSelector", `Unsupported value: true: supported values: "nil", "false"`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := ts.send(t, "POST", cronJobsPath, "", cronJobManifest("bad", tt.spec, tt.jobSpec))
-			msg, causes := invalid("CronJob.batch", "bad", tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+			code, body := rt.Do(t, srv, http.MethodPost, cronJobsPath, cronJobManifest("bad", tt.spec, tt.jobSpec), nil)
+			rt.WantInvalid(t, code, body, "CronJob.batch", "bad", tt.causes...)
 		})
 	}
 }
