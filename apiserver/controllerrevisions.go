@@ -30,7 +30,7 @@ func controllerRevisionResource() *Resource {
 // create the data's shape and on update its immutability.
 func validateControllerRevision(obj, old runtime.Object) field.ErrorList {
 	cr := obj.(*appsv1.ControllerRevision)
-	errs := nonNegative(cr.Revision, field.NewPath("revision"))
+	errs := NonNegative(cr.Revision, field.NewPath("revision"))
 	path := field.NewPath("data")
 	if old != nil {
 		return append(errs, apivalidation.ValidateImmutableField(cr.Data, old.(*appsv1.ControllerRevision).Data, path)...)

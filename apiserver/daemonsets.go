@@ -132,10 +132,10 @@ func validateDaemonSet(obj, _ runtime.Object) field.ErrorList {
 	}
 	errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
 	errs = append(errs, keepsPodsRunning(&s.Template.Spec, "DaemonSet", tp.Child("spec"))...)
-	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	errs = append(errs, validateDaemonSetStrategy(&s.UpdateStrategy, path.Child("updateStrategy"))...)
 	if s.RevisionHistoryLimit != nil {
-		errs = append(errs, nonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
+		errs = append(errs, NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
 	}
 	return errs
 }

@@ -93,7 +93,7 @@ func deploymentWarnings(obj, old runtime.Object) []string {
 func validateDeployment(obj, _ runtime.Object) field.ErrorList {
 	s := &obj.(*appsv1.Deployment).Spec
 	path := field.NewPath("spec")
-	errs := nonNegative(deref(s.Replicas), path.Child("replicas"))
+	errs := NonNegative(deref(s.Replicas), path.Child("replicas"))
 	errs = append(errs, appsSelector(s.Selector, "deployment", path.Child("selector"))...)
 	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
 		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, "invalid label selector"))
@@ -104,12 +104,12 @@ func validateDeployment(obj, _ runtime.Object) field.ErrorList {
 		errs = append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
 	}
 	errs = append(errs, validateDeploymentStrategy(&s.Strategy, path.Child("strategy"))...)
-	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	if s.RevisionHistoryLimit != nil {
-		errs = append(errs, nonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
+		errs = append(errs, NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
 	}
 	if p := s.ProgressDeadlineSeconds; p != nil {
-		errs = append(errs, nonNegative(*p, path.Child("progressDeadlineSeconds"))...)
+		errs = append(errs, NonNegative(*p, path.Child("progressDeadlineSeconds"))...)
 		if *p <= s.MinReadySeconds {
 			errs = append(errs, field.Invalid(path.Child("progressDeadlineSeconds"), *p, "must be greater than minReadySeconds"))
 		}
@@ -161,7 +161,7 @@ func intOrPercent(v intstr.IntOrString, path *field.Path) field.ErrorList {
 		}
 		return errs
 	case intstr.Int:
-		return nonNegative(int64(v.IntValue()), path)
+		return NonNegative(int64(v.IntValue()), path)
 	}
 	return field.ErrorList{field.Invalid(path, v, "must be an integer or percentage (e.g '5%%')")}
 }

@@ -59,8 +59,8 @@ func keepsPodsRunning(s *corev1.PodSpec, kind string, specPath *field.Path) fiel
 	return errs
 }
 
-// nonNegative is kube's ValidateNonnegativeField.
-func nonNegative[T int32 | int64](v T, path *field.Path) field.ErrorList {
+// NonNegative is kube's ValidateNonnegativeField, for any integer field.
+func NonNegative[T int32 | int64](v T, path *field.Path) field.ErrorList {
 	return apivalidation.ValidateNonnegativeField(int64(v), path)
 }
 
@@ -79,7 +79,7 @@ func deref[T any](p *T) T {
 func validateReplicationController(obj, _ runtime.Object) field.ErrorList {
 	s := &obj.(*corev1.ReplicationController).Spec
 	path := field.NewPath("spec")
-	errs := nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))
+	errs := NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))
 	sel := labels.Set(s.Selector).AsSelector()
 	if sel.Empty() {
 		errs = append(errs, field.Required(path.Child("selector"), ""))
@@ -87,7 +87,7 @@ func validateReplicationController(obj, _ runtime.Object) field.ErrorList {
 	if s.Replicas == nil {
 		errs = append(errs, field.Required(path.Child("replicas"), ""))
 	} else {
-		errs = append(errs, nonNegative(*s.Replicas, path.Child("replicas"))...)
+		errs = append(errs, NonNegative(*s.Replicas, path.Child("replicas"))...)
 	}
 	tp := path.Child("template")
 	if s.Template == nil {
@@ -117,8 +117,8 @@ func appsSelector(sel *metav1.LabelSelector, kindWord string, path *field.Path) 
 func validateReplicaSet(obj, _ runtime.Object) field.ErrorList {
 	s := &obj.(*appsv1.ReplicaSet).Spec
 	path := field.NewPath("spec")
-	errs := nonNegative(deref(s.Replicas), path.Child("replicas"))
-	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs := NonNegative(deref(s.Replicas), path.Child("replicas"))
+	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	errs = append(errs, appsSelector(s.Selector, "deployment", path.Child("selector"))...)
 	sel, err := metav1.LabelSelectorAsSelector(s.Selector)
 	if err != nil {
@@ -166,11 +166,11 @@ func validateStatefulSetSpec(s *appsv1.StatefulSetSpec, create, skipTemplate boo
 		errs = append(errs, retentionPolicy(p.WhenDeleted, pp.Child("whenDeleted"))...)
 		errs = append(errs, retentionPolicy(p.WhenScaled, pp.Child("whenScaled"))...)
 	}
-	errs = append(errs, nonNegative(deref(s.Replicas), path.Child("replicas"))...)
-	errs = append(errs, nonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, NonNegative(deref(s.Replicas), path.Child("replicas"))...)
+	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	if s.Ordinals != nil {
 		// kube names the field with a dot inside one path element.
-		errs = append(errs, nonNegative(s.Ordinals.Start, path.Child("ordinals.start"))...)
+		errs = append(errs, NonNegative(s.Ordinals.Start, path.Child("ordinals.start"))...)
 	}
 	if create {
 		errs = append(errs, DNSLabel(path.Child("serviceName"), s.ServiceName)...)
@@ -214,7 +214,7 @@ func validateStatefulSetUpdateStrategy(u *appsv1.StatefulSetUpdateStrategy, path
 			return nil
 		}
 		rp := path.Child("rollingUpdate")
-		errs := nonNegative(deref(u.RollingUpdate.Partition), rp.Child("partition"))
+		errs := NonNegative(deref(u.RollingUpdate.Partition), rp.Child("partition"))
 		if mu := u.RollingUpdate.MaxUnavailable; mu != nil {
 			errs = append(errs, maxUnavailable(*mu, rp.Child("maxUnavailable"))...)
 		}
@@ -252,7 +252,7 @@ func maxUnavailable(v intstr.IntOrString, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Invalid(path, v, msg))
 		}
 	case intstr.Int:
-		errs = append(errs, nonNegative(v.IntVal, path)...)
+		errs = append(errs, NonNegative(v.IntVal, path)...)
 	}
 	pct, isPct := percent(v)
 	n := v.IntValue()
@@ -326,7 +326,7 @@ func nonNegativeCounts(path *field.Path, counts ...statusCount) field.ErrorList 
 	var errs field.ErrorList
 	for _, c := range counts {
 		if c.set {
-			errs = append(errs, nonNegative(c.n, path.Child(c.name))...)
+			errs = append(errs, NonNegative(c.n, path.Child(c.name))...)
 		}
 	}
 	return errs

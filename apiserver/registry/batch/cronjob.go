@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
@@ -40,13 +41,13 @@ func defaultCronJob(obj runtime.Object) {
 		s.ConcurrencyPolicy = batchv1.AllowConcurrent
 	}
 	if s.Suspend == nil {
-		s.Suspend = ptrTo(false)
+		s.Suspend = ptr.To(false)
 	}
 	if s.SuccessfulJobsHistoryLimit == nil {
-		s.SuccessfulJobsHistoryLimit = ptrTo[int32](3)
+		s.SuccessfulJobsHistoryLimit = ptr.To[int32](3)
 	}
 	if s.FailedJobsHistoryLimit == nil {
-		s.FailedJobsHistoryLimit = ptrTo[int32](1)
+		s.FailedJobsHistoryLimit = ptr.To[int32](1)
 	}
 	apiserver.DefaultPodSpec(&s.JobTemplate.Spec.Template.Spec)
 }
@@ -74,7 +75,7 @@ func validateCronJobSpec(s, old *batchv1.CronJobSpec, path *field.Path) field.Er
 		errs = append(errs, scheduleFormat(s.Schedule, old != nil && strings.Contains(old.Schedule, "TZ"), s.TimeZone, path.Child("schedule"))...)
 	}
 	if s.StartingDeadlineSeconds != nil {
-		errs = append(errs, nonNegative(*s.StartingDeadlineSeconds, path.Child("startingDeadlineSeconds"))...)
+		errs = append(errs, apiserver.NonNegative(*s.StartingDeadlineSeconds, path.Child("startingDeadlineSeconds"))...)
 	}
 	if old == nil || !apiequality.Semantic.DeepEqual(old.TimeZone, s.TimeZone) {
 		errs = append(errs, timeZone(s.TimeZone, path.Child("timeZone"))...)
@@ -94,14 +95,14 @@ func validateCronJobSpec(s, old *batchv1.CronJobSpec, path *field.Path) field.Er
 	if js.Selector != nil {
 		errs = append(errs, field.Invalid(jp.Child("selector"), js.Selector, "`selector` will be auto-generated"))
 	}
-	if deref(js.ManualSelector) {
+	if ptr.Deref(js.ManualSelector, false) {
 		errs = append(errs, field.NotSupported(jp.Child("manualSelector"), js.ManualSelector, []string{"nil", "false"}))
 	}
 	if s.SuccessfulJobsHistoryLimit != nil {
-		errs = append(errs, nonNegative(*s.SuccessfulJobsHistoryLimit, path.Child("successfulJobsHistoryLimit"))...)
+		errs = append(errs, apiserver.NonNegative(*s.SuccessfulJobsHistoryLimit, path.Child("successfulJobsHistoryLimit"))...)
 	}
 	if s.FailedJobsHistoryLimit != nil {
-		errs = append(errs, nonNegative(*s.FailedJobsHistoryLimit, path.Child("failedJobsHistoryLimit"))...)
+		errs = append(errs, apiserver.NonNegative(*s.FailedJobsHistoryLimit, path.Child("failedJobsHistoryLimit"))...)
 	}
 	return errs
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
@@ -54,16 +55,16 @@ func defaultJob(obj runtime.Object) {
 	j := obj.(*batchv1.Job)
 	s := &j.Spec
 	if s.Completions == nil && s.Parallelism == nil {
-		s.Completions = ptrTo[int32](1)
+		s.Completions = ptr.To[int32](1)
 	}
 	if s.Parallelism == nil {
-		s.Parallelism = ptrTo[int32](1)
+		s.Parallelism = ptr.To[int32](1)
 	}
 	if s.BackoffLimit == nil {
 		if s.BackoffLimitPerIndex != nil {
-			s.BackoffLimit = ptrTo[int32](1<<31 - 1)
+			s.BackoffLimit = ptr.To[int32](1<<31 - 1)
 		} else {
-			s.BackoffLimit = ptrTo[int32](6)
+			s.BackoffLimit = ptr.To[int32](6)
 		}
 	}
 	// The Job shares the map with its template, as in kube, so that the
@@ -72,20 +73,20 @@ func defaultJob(obj runtime.Object) {
 		j.Labels = l
 	}
 	if s.CompletionMode == nil {
-		s.CompletionMode = ptrTo(batchv1.NonIndexedCompletion)
+		s.CompletionMode = ptr.To(batchv1.NonIndexedCompletion)
 	}
 	if s.Suspend == nil {
-		s.Suspend = ptrTo(false)
+		s.Suspend = ptr.To(false)
 	}
 	if s.PodReplacementPolicy == nil {
 		if s.PodFailurePolicy != nil {
-			s.PodReplacementPolicy = ptrTo(batchv1.Failed)
+			s.PodReplacementPolicy = ptr.To(batchv1.Failed)
 		} else {
-			s.PodReplacementPolicy = ptrTo(batchv1.TerminatingOrFailed)
+			s.PodReplacementPolicy = ptr.To(batchv1.TerminatingOrFailed)
 		}
 	}
 	if s.ManualSelector == nil {
-		s.ManualSelector = ptrTo(false)
+		s.ManualSelector = ptr.To(false)
 	}
 	apiserver.DefaultPodSpec(&s.Template.Spec)
 }
@@ -108,8 +109,6 @@ func hasLabel(meta metav1.ObjectMeta, path *field.Path, key, want string) field.
 	return nil
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 // prepareJob generates, on a create, what kube's job strategy does unless
 // the selector is manual: the job-name and controller-uid labels (legacy
 // and batch.kubernetes.io/) on the template, and a selector of the
@@ -120,7 +119,7 @@ func prepareJob(obj, old runtime.Object) {
 	if old != nil {
 		return
 	}
-	if !deref(j.Spec.ManualSelector) {
+	if !ptr.Deref(j.Spec.ManualSelector, false) {
 		t := &j.Spec.Template
 		if t.Labels == nil {
 			t.Labels = map[string]string{}
@@ -166,7 +165,7 @@ func validateJob(obj, old runtime.Object) field.ErrorList {
 // generatedSelector checks that a generated selector's labels are on the
 // template and select this Job's pods.
 func generatedSelector(j *batchv1.Job) field.ErrorList {
-	if deref(j.Spec.ManualSelector) || j.Spec.Selector == nil {
+	if ptr.Deref(j.Spec.ManualSelector, false) || j.Spec.Selector == nil {
 		return nil
 	}
 	tp := field.NewPath("spec", "template", "metadata")
@@ -250,11 +249,11 @@ func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 		name string
 	}{{s.Parallelism, "parallelism"}, {s.Completions, "completions"}} {
 		if f.v != nil {
-			errs = append(errs, nonNegative(*f.v, path.Child(f.name))...)
+			errs = append(errs, apiserver.NonNegative(*f.v, path.Child(f.name))...)
 		}
 	}
 	if s.ActiveDeadlineSeconds != nil {
-		errs = append(errs, nonNegative(*s.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
+		errs = append(errs, apiserver.NonNegative(*s.ActiveDeadlineSeconds, path.Child("activeDeadlineSeconds"))...)
 	}
 	for _, f := range []struct {
 		v    *int32
@@ -262,7 +261,7 @@ func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	}{{s.BackoffLimit, "backoffLimit"}, {s.TTLSecondsAfterFinished, "ttlSecondsAfterFinished"},
 		{s.BackoffLimitPerIndex, "backoffLimitPerIndex"}, {s.MaxFailedIndexes, "maxFailedIndexes"}} {
 		if f.v != nil {
-			errs = append(errs, nonNegative(*f.v, path.Child(f.name))...)
+			errs = append(errs, apiserver.NonNegative(*f.v, path.Child(f.name))...)
 		}
 	}
 	if s.MaxFailedIndexes != nil && s.BackoffLimitPerIndex == nil {
@@ -308,11 +307,11 @@ func validateJobUpdate(obj, old runtime.Object) field.ErrorList {
 	var errs field.ErrorList
 	if s.CompletionMode == nil || *s.CompletionMode != batchv1.IndexedCompletion {
 		errs = apivalidation.ValidateImmutableField(s.Completions, o.Completions, path.Child("completions"))
-	} else if !apiequality.Semantic.DeepEqual(s.Completions, o.Completions) && s.Completions != nil && *s.Completions != deref(s.Parallelism) {
+	} else if !apiequality.Semantic.DeepEqual(s.Completions, o.Completions) && s.Completions != nil && *s.Completions != ptr.Deref(s.Parallelism, 0) {
 		errs = append(errs, field.Invalid(path.Child("completions"), s.Completions, "can only be modified in tandem with spec.parallelism"))
 	}
 	errs = append(errs, apivalidation.ValidateImmutableField(s.Selector, o.Selector, path.Child("selector"))...)
-	errs = append(errs, jobTemplateUpdate(&s.Template, &o.Template, deref(o.Suspend), path.Child("template"))...)
+	errs = append(errs, jobTemplateUpdate(&s.Template, &o.Template, ptr.Deref(o.Suspend, false), path.Child("template"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(s.CompletionMode, o.CompletionMode, path.Child("completionMode"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(s.PodFailurePolicy, o.PodFailurePolicy, path.Child("podFailurePolicy"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(s.BackoffLimitPerIndex, o.BackoffLimitPerIndex, path.Child("backoffLimitPerIndex"))...)
@@ -353,7 +352,7 @@ func validateJobStatus(obj, _ runtime.Object) field.ErrorList {
 		n    *int32
 	}{{"active", &st.Active}, {"succeeded", &st.Succeeded}, {"failed", &st.Failed}, {"ready", st.Ready}, {"terminating", st.Terminating}} {
 		if c.n != nil {
-			errs = append(errs, nonNegative(*c.n, path.Child(c.name))...)
+			errs = append(errs, apiserver.NonNegative(*c.n, path.Child(c.name))...)
 		}
 	}
 	return errs
@@ -390,7 +389,7 @@ func jobWarnings(obj, old runtime.Object) []string {
 // CronJob's job template's.
 func jobSpecWarnings(s *batchv1.JobSpec, path *field.Path) []string {
 	var w []string
-	if s.CompletionMode != nil && *s.CompletionMode == batchv1.IndexedCompletion && deref(s.Completions) > 100000 && deref(s.Parallelism) > 10000 {
+	if s.CompletionMode != nil && *s.CompletionMode == batchv1.IndexedCompletion && ptr.Deref(s.Completions, 0) > 100000 && ptr.Deref(s.Parallelism, 0) > 10000 {
 		w = append(w, path.String()+": In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, "+
 			"Kubernetes might not be able to track completedIndexes when a big number of indexes fail")
 	}
@@ -430,7 +429,7 @@ func jobCompletions(j *batchv1.Job) string {
 	if j.Spec.Completions != nil {
 		return fmt.Sprintf("%d/%d", j.Status.Succeeded, *j.Spec.Completions)
 	}
-	if p := deref(j.Spec.Parallelism); p > 1 {
+	if p := ptr.Deref(j.Spec.Parallelism, 0); p > 1 {
 		return fmt.Sprintf("%d/1 of %d", j.Status.Succeeded, p)
 	}
 	return fmt.Sprintf("%d/1", j.Status.Succeeded)
@@ -471,18 +470,4 @@ func jobStatus(j *batchv1.Job) string {
 		return "SuccessCriteriaMet"
 	}
 	return "Running"
-}
-
-// nonNegative is kube's ValidateNonnegativeField.
-func nonNegative[T int32 | int64](v T, path *field.Path) field.ErrorList {
-	return apivalidation.ValidateNonnegativeField(int64(v), path)
-}
-
-// deref reads a pointer that the defaults have set, 0 when they did not.
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
