@@ -26,7 +26,7 @@ import (
 // Retry-After (kube-apiserver's priority and fairness) refuses the
 // client's request at once instead of holding it while client-go waits
 // and asks again (A.3, A.6).
-func TestUpstreamClientAsksOnceOnRetryAfter_A3(t *testing.T) {
+func TestUpstreamClientRefusesAt429WithoutRetrying_A3(t *testing.T) {
 	t.Parallel()
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
