@@ -21,7 +21,7 @@ import (
 	"github.com/kubegate/kubegate/authz"
 )
 
-// The gateway's clientset asks once for each lookup and review, as the
+// The gateway's clientset sends one request for each lookup and review, as the
 // hand-written requests before it did: an upstream answering 429 with a
 // Retry-After (kube-apiserver's priority and fairness) refuses the
 // client's request at once instead of holding it while client-go waits
