@@ -11,7 +11,7 @@
 #                  and after in one run
 # Every run starts the system afresh (new PKI tree, new store), creates
 # BENCH_PODS pods, waits for the machine to be quiet again, times LISTs of them in
-# JSON and in protobuf (the first apart: a server may keep what it encoded
+# JSON and in protobuf with the server CPU each takes (the first apart: a server may keep what it encoded
 # for the next), reads the resident memory of the server's
 # processes, measures pod creates/s with 16 and with 64 concurrent clients
 # and the delay from a create's answer to 100 watchers' ADDED events, and

@@ -146,6 +146,8 @@ func figures(clients []int, pods, fill int) []figure {
 	return append(fs,
 		figure{fmt.Sprintf("LIST %d pods, JSON (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONMedian) }},
 		figure{fmt.Sprintf("LIST %d pods, protobuf (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoMedian) }},
+		figure{"server CPU per LIST, JSON (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }},
+		figure{"server CPU per LIST, protobuf (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }},
 		figure{"first LIST, JSON (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONFirst) }},
 		figure{"first LIST, protobuf (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoFirst) }},
 		figure{"LIST JSON on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListJSONBytes) / (1 << 20)) }},
@@ -307,6 +309,8 @@ func writeSummary(w io.Writer, results []result, ref string, stealMax float64) {
 		}, 3, false},
 		{fmt.Sprintf("LIST %d pods time, JSON", pods), func(r result) (float64, bool) { return positive(r.ListJSONMedian) }, 0.7, true},
 		{fmt.Sprintf("LIST %d pods time, protobuf", pods), func(r result) (float64, bool) { return positive(r.ListProtoMedian) }, 0.7, true},
+		{"server CPU per LIST, JSON", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }, 0, true},
+		{"server CPU per LIST, protobuf", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }, 0, true},
 		{fmt.Sprintf("RSS after %d pods", pods), func(r result) (float64, bool) { return positive(r.RSSMiB) }, 0.3, true},
 		{fmt.Sprintf("server CPU per create at %d clients", first), func(r result) (float64, bool) {
 			p, ok := create(r, first)

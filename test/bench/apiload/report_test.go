@@ -21,6 +21,7 @@ func fakeRun(system string, round int, f, steal float64) result {
 		},
 		Pods:           10000,
 		ListJSONMedian: 800 / f, ListProtoMedian: 400 / f, ListJSONFirst: 900 / f, ListProtoFirst: 450 / f,
+		ListJSONCPUms: 700 / f, ListProtoCPUms: 300 / f,
 		ListJSONBytes: 21 << 20, ListProtoBytes: 12 << 20,
 		RSSMiB:          1000 / f,
 		Watch:           watchPhase{Watchers: 100, Events: 100, P50ms: 2 / f, P99ms: 20 / f},

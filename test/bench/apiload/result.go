@@ -24,8 +24,10 @@ type result struct {
 	ListProtoFirst  float64          `json:"list_proto_first_ms"`
 	ListJSONMedian  float64          `json:"list_json_median_ms"`
 	ListProtoMedian float64          `json:"list_proto_median_ms"`
-	RSSMiB          float64          `json:"rss_mib"`      // the servers' RSS after the pods were created and listed
-	PeakRSSMiB      float64          `json:"peak_rss_mib"` // the servers' highest RSS, at the end of the run
+	ListJSONCPUms   float64          `json:"list_json_cpu_ms"`  // server CPU per timed JSON LIST (their mean)
+	ListProtoCPUms  float64          `json:"list_proto_cpu_ms"` // server CPU per timed protobuf LIST
+	RSSMiB          float64          `json:"rss_mib"`           // the servers' RSS after the pods were created and listed
+	PeakRSSMiB      float64          `json:"peak_rss_mib"`      // the servers' highest RSS, at the end of the run
 	Watch           watchPhase       `json:"watch"`
 	StartCPUSeconds float64          `json:"start_cpu_s"` // server CPU from its start until it was ready and quiet
 	CPUSeconds      float64          `json:"cpu_s"`       // server CPU during the run, every phase included

@@ -415,9 +415,14 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 		}
 		res.ListEncoding = enc
 	}
+	// The server's CPU is read around each LIST and summed per content
+	// type: CPU per LIST holds on a busy machine, where its time does not.
+	var cpuJSON, cpuProto time.Duration
 	for range r.cfg.lists {
 		for _, ct := range []string{jsonType, protobuf} {
+			cpu0, _ := r.cfg.procs.CPU()
 			_, d, _, err := r.list(ctx, hc, url, ct, false)
+			cpu1, _ := r.cfg.procs.CPU()
 			if err != nil {
 				r.fail(err)
 				continue
@@ -425,14 +430,25 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 			if ct == jsonType {
 				res.ListJSONms = append(res.ListJSONms, ms(d.elapsed))
 				res.ListJSONBytes = d.wire
+				cpuJSON += cpu1 - cpu0
 			} else {
 				res.ListProtoms = append(res.ListProtoms, ms(d.elapsed))
 				res.ListProtoBytes = d.wire
+				cpuProto += cpu1 - cpu0
 			}
 		}
 	}
 	res.ListJSONMedian, res.ListProtoMedian = bench.Median(res.ListJSONms), bench.Median(res.ListProtoms)
+	res.ListJSONCPUms, res.ListProtoCPUms = meanMs(cpuJSON, len(res.ListJSONms)), meanMs(cpuProto, len(res.ListProtoms))
 	return nil
+}
+
+// meanMs is total in milliseconds shared among n, 0 when n is 0.
+func meanMs(total time.Duration, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return ms(total) / float64(n)
 }
 
 // listTiming is one LIST: the time from sending it to the last byte of
