@@ -1,6 +1,6 @@
 // Package apiserver serves a Kubernetes-compatible REST API over a store.Store:
-// discovery, OpenAPI, the resources still defined here (core, apps,
-// policy and events) and those of Config.Resources (the
+// discovery, OpenAPI, the resources still defined here (core, apps
+// and events) and those of Config.Resources (the
 // groups of apiserver/registry) with their verbs (create, get, list, watch,
 // update, patch, delete, deletecollection), Table output, and the
 // authentication, impersonation, authorization and admission chain in

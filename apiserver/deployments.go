@@ -166,6 +166,18 @@ func intOrPercent(v intstr.IntOrString, path *field.Path) field.ErrorList {
 	return field.ErrorList{field.Invalid(path, v, "must be an integer or percentage (e.g '5%%')")}
 }
 
+// IntOrPercentUpTo100 checks a count or a percentage as kube's
+// ValidatePositiveIntOrPercent does, then, as its IsNotMoreThan100Percent,
+// that a percentage is not above 100%: a PodDisruptionBudget's
+// minAvailable and maxUnavailable (G.12).
+func IntOrPercentUpTo100(v intstr.IntOrString, path *field.Path) field.ErrorList {
+	errs := intOrPercent(v, path)
+	if pct, ok := percent(v); ok && pct > 100 {
+		errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
+	}
+	return errs
+}
+
 func intOrPercentValue(v intstr.IntOrString) int {
 	if pct, ok := percent(v); ok {
 		return pct

@@ -214,7 +214,7 @@ func builtinResources() []*Resource {
 		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
 			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
 	}
-	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(), podDisruptionBudgetResource(),
+	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(),
 		endpointsResource(), bindingsResource())
 	return rs
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
+	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 )
@@ -25,6 +26,7 @@ func Resources() []*apiserver.Resource {
 		discovery.Resources,
 		rbac.Resources,
 		batch.Resources,
+		policy.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

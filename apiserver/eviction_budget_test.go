@@ -16,66 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-const pdbPath = "/apis/policy/v1/namespaces/default/poddisruptionbudgets"
-
-func pdbManifest(name, spec string) string {
-	return `{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"` + name + `"},"spec":{` + spec + `}}`
-}
-
-func TestPodDisruptionBudgetValidation_G12(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	inv := func(field, msg string) metav1.StatusCause {
-		return cause(metav1.CauseTypeFieldValueInvalid, field, msg)
-	}
-	tests := []struct {
-		name, spec string
-		causes     []metav1.StatusCause
-	}{
-		{"both", `"minAvailable":1,"maxUnavailable":"10%","selector":{"matchLabels":{"app":"a"}}`, []metav1.StatusCause{
-			inv("spec", `Invalid value: {"MinAvailable":1,"Selector":{"matchLabels":{"app":"a"}},"MaxUnavailable":"10%","UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set`)}},
-		{"above 100%", `"minAvailable":"150%"`, []metav1.StatusCause{inv("spec.minAvailable", `Invalid value: "150%": must not be greater than 100%`)}},
-		{"negative", `"maxUnavailable":-1`, []metav1.StatusCause{inv("spec.maxUnavailable", "Invalid value: -1: must be greater than or equal to 0")}},
-		{"unknown policy", `"minAvailable":1,"unhealthyPodEvictionPolicy":"Sometimes"`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueNotSupported, "spec.unhealthyPodEvictionPolicy", `Unsupported value: "Sometimes": supported values: "AlwaysAllow", "IfHealthyBudget"`)}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, body := ts.send(t, "POST", pdbPath, "", pdbManifest("bad", tt.spec))
-			msg, causes := invalid("PodDisruptionBudget.policy", "bad", tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
-		})
-	}
-}
-
-func TestPodDisruptionBudgetGenerationAndSelector_G12(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	// The label kube reserves for policy/v1beta1's selectors is dropped
-	// from a selector that mixes it with other terms.
-	m := ts.createJSON(t, pdbPath, pdbManifest("p", `"minAvailable":"20%","selector":{"matchLabels":{"app":"a"},"matchExpressions":[`+
-		`{"key":"pdb.kubernetes.io/deprecated-v1beta1-empty-selector-match","operator":"Exists"},{"key":"tier","operator":"In","values":["web"]}]}`))
-	wantFields(t, m, map[string]string{"metadata.generation": "1",
-		"spec.selector": `{"matchExpressions":[{"key":"tier","operator":"In","values":["web"]}],"matchLabels":{"app":"a"}}`,
-		"status":        `{"currentHealthy":0,"desiredHealthy":0,"disruptionsAllowed":0,"expectedPods":0}`})
-	const merge = "application/merge-patch+json"
-	code, b := ts.send(t, "PATCH", pdbPath+"/p", merge, `{"spec":{"minAvailable":2},"status":{"disruptionsAllowed":5}}`)
-	if code != http.StatusOK {
-		t.Fatalf("patch spec: %d %s", code, b)
-	}
-	_ = json.Unmarshal(b, &m)
-	wantFields(t, m, map[string]string{"metadata.generation": "2", "spec.minAvailable": "2", "status.disruptionsAllowed": "0"})
-	code, b = ts.send(t, "PATCH", pdbPath+"/p/status", merge, `{"spec":{"minAvailable":9},"status":{"observedGeneration":2,"disruptionsAllowed":1}}`)
-	if code != http.StatusOK {
-		t.Fatalf("patch status: %d %s", code, b)
-	}
-	_ = json.Unmarshal(b, &m)
-	wantFields(t, m, map[string]string{"metadata.generation": "2", "spec.minAvailable": "2", "status.disruptionsAllowed": "1"})
-	code, b = ts.send(t, "PATCH", pdbPath+"/p/status", merge, `{"status":{"currentHealthy":-1}}`)
-	msg, causes := invalid("PodDisruptionBudget.policy", "p",
-		cause(metav1.CauseTypeFieldValueInvalid, "status.currentHealthy", "Invalid value: -1: must be greater than or equal to 0"))
-	wantStatus(t, code, b, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
-}
+// The eviction subresource against PodDisruptionBudgets, which the
+// package's test servers serve from apiserver/registry/policy (D.9, G.12).
 
 // evictionFixture is a server with the pod "app" running and ready
 // (labelled app=app) and a budget "guard" selecting it.

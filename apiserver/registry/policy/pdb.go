@@ -1,4 +1,8 @@
-package apiserver
+// Package policy is the policy/v1 API group: PodDisruptionBudgets, stored
+// with kube-apiserver's validation (G.12). The disruption controller writes
+// their status, and the pods' eviction subresource, served with pods,
+// reads them (D.9).
+package policy
 
 import (
 	"slices"
@@ -12,15 +16,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
-// PodDisruptionBudgets (policy/v1), stored with kube-apiserver's
-// validation (G.12). The disruption controller writes their status and
-// the eviction subresource consults them (D.9).
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return []*apiserver.Resource{podDisruptionBudgetResource()}
+}
 
-func podDisruptionBudgetResource() *Resource {
-	return &Resource{GVR: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), Kind: "PodDisruptionBudget",
-		Singular: "poddisruptionbudget", Namespaced: true, ShortNames: []string{"pdb"}, Subresources: subresources(statusSubresource()),
+// podDisruptionBudgetResource is the PodDisruptionBudget kind of the
+// group, with its status subresource.
+func podDisruptionBudgetResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), Kind: "PodDisruptionBudget",
+		Singular: "poddisruptionbudget", Namespaced: true, ShortNames: []string{"pdb"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
 		Prepare: preparePodDisruptionBudget, Validate: validatePodDisruptionBudget,
 		ValidateStatus: validatePodDisruptionBudgetStatus, ResetStatus: resetPodDisruptionBudgetStatus, Table: podDisruptionBudgetTable}
@@ -76,11 +86,7 @@ func validatePodDisruptionBudget(obj, old runtime.Object) field.ErrorList {
 		if v.val == nil {
 			continue
 		}
-		p := path.Child(v.name)
-		errs = append(errs, intOrPercent(*v.val, p)...)
-		if pct, ok := percent(*v.val); ok && pct > 100 {
-			errs = append(errs, field.Invalid(p, *v.val, "must not be greater than 100%"))
-		}
+		errs = append(errs, apiserver.IntOrPercentUpTo100(*v.val, path.Child(v.name))...)
 	}
 	opts := metav1validation.LabelSelectorValidationOptions{}
 	if o, ok := old.(*policyv1.PodDisruptionBudget); ok && o.Spec.Selector != nil {
@@ -116,22 +122,27 @@ func validatePodDisruptionBudgetStatus(obj, _ runtime.Object) field.ErrorList {
 	st := &obj.(*policyv1.PodDisruptionBudget).Status
 	path := field.NewPath("status")
 	errs := metav1validation.ValidateConditions(st.Conditions, path.Child("conditions"))
-	return append(errs, nonNegativeCounts(path, n32("disruptionsAllowed", st.DisruptionsAllowed), n32("currentHealthy", st.CurrentHealthy),
-		n32("desiredHealthy", st.DesiredHealthy), n32("expectedPods", st.ExpectedPods))...)
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"disruptionsAllowed", st.DisruptionsAllowed}, {"currentHealthy", st.CurrentHealthy}, {"desiredHealthy", st.DesiredHealthy}, {"expectedPods", st.ExpectedPods}} {
+		errs = append(errs, apiserver.NonNegative(c.n, path.Child(c.name))...)
+	}
+	return errs
 }
 
 // podDisruptionBudgetTable has the columns of kubectl get pdb.
-var podDisruptionBudgetTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var podDisruptionBudgetTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Min Available", Type: "string", Description: "The minimum number of pods that must be available."},
 		{Name: "Max Unavailable", Type: "string", Description: "The maximum number of pods that may be unavailable."},
 		{Name: "Allowed Disruptions", Type: "integer", Description: "Calculated number of pods that may be disrupted at this time."},
-		AgeColumn,
+		apiserver.AgeColumn,
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		p := obj.(*policyv1.PodDisruptionBudget)
 		return []any{p.Name, intOrStringCell(p.Spec.MinAvailable), intOrStringCell(p.Spec.MaxUnavailable),
-			int64(p.Status.DisruptionsAllowed), Age(p.CreationTimestamp, now)}
+			int64(p.Status.DisruptionsAllowed), apiserver.Age(p.CreationTimestamp, now)}
 	},
 }
 
