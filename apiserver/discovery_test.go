@@ -39,7 +39,7 @@ func (c discoveryCreator) Create(context.Context, *CreateRequest) (runtime.Objec
 }
 
 // withDiscoveryCreators serves serviceaccounts/token and selfsubjectreviews,
-// as kubegate's authapi does.
+// as apiserver/registry/authentication does.
 func withDiscoveryCreators(c *Config) {
 	c.Creators = map[string]Creator{
 		"/v1/serviceaccounts/token":                   discoveryCreator{&authenticationv1.TokenRequest{}, "TokenRequest", true},

@@ -28,8 +28,9 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
-	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/apiserver/registry"
+	"github.com/kubegate/kubegate/apiserver/registry/authentication"
+	"github.com/kubegate/kubegate/apiserver/registry/authorization"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
 	authnx509 "github.com/kubegate/kubegate/authn/x509"
@@ -136,7 +137,8 @@ func Start(t testing.TB, opts ...Option) *Server {
 		if creators == nil {
 			creators = map[string]apiserver.Creator{}
 		}
-		maps.Copy(creators, authapi.Creators(authapi.Config{Authorizer: authorizer}))
+		maps.Copy(creators, authentication.Creators(authentication.Config{}))
+		maps.Copy(creators, authorization.Creators(authorization.Config{Authorizer: authorizer}))
 	}
 	var certs *authnx509.Authenticator
 	if o.clientCA != nil {
@@ -244,11 +246,11 @@ func tokenCreators(st store.Store) (map[string]apiserver.Creator, error) {
 	if err != nil {
 		return nil, err
 	}
-	sa, err := serviceaccount.New(serviceaccount.Options{Issuers: auds, Audiences: auds, Getter: authapi.Getter{Store: st}},
+	sa, err := serviceaccount.New(serviceaccount.Options{Issuers: auds, Audiences: auds, Getter: authentication.Getter{Store: st}},
 		[]crypto.PublicKey{key.Public()})
 	if err != nil {
 		return nil, err
 	}
 	tokens := authn.New(authn.Config{Tokens: []authn.Token{sa}})
-	return authapi.Creators(authapi.Config{Tokens: tokens, APIAudiences: auds, Issuer: issuer}), nil
+	return authentication.Creators(authentication.Config{Tokens: tokens, APIAudiences: auds, Issuer: issuer}), nil
 }

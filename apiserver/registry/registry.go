@@ -1,7 +1,10 @@
 // Package registry lists the resources of the API groups defined in
 // apiserver/registry/<group>, which an API server serves by passing them
 // as apiserver.Config.Resources. Package apiserver never imports them;
-// the groups not moved here yet are still built into it.
+// the groups not moved here yet are still built into it. The
+// authentication and authorization groups are not listed: their reviews
+// need the server's authenticators and authorizer, and their packages'
+// Creators give them as apiserver.Config.Creators.
 package registry
 
 import (

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"github.com/kubegate/kubegate/internal/serving"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -24,9 +25,10 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
-	"github.com/kubegate/kubegate/apiserver/authapi"
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
 	"github.com/kubegate/kubegate/apiserver/registry"
+	authnapi "github.com/kubegate/kubegate/apiserver/registry/authentication"
+	authzapi "github.com/kubegate/kubegate/apiserver/registry/authorization"
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/fileconfig"
 	"github.com/kubegate/kubegate/authn/serviceaccount"
@@ -224,7 +226,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if o.ServiceNodePortRange != "" {
 		cfg.ServiceNodePortRange, _ = apiserver.ParsePortRange(o.ServiceNodePortRange)
 	}
-	api := authapi.Config{Tokens: a.tokens, APIAudiences: a.audiences, Issuer: a.issuer}
+	var reviews authzapi.Config
 	switch o.AuthorizationMode {
 	case ModeRBAC:
 		if _, err := rbacsource.EnsurePolicy(ctx, s.Store, Policy(), nil); err != nil {
@@ -237,15 +239,16 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		rules := rbac.New(s.RBAC)
 		cfg.Authorizer = authz.Union(authz.PrivilegedGroups(authz.SystemMasters), rules)
 		cfg.Escalation = rbacsource.Escalation{Guard: rbac.NewGuard(rules, cfg.Authorizer), Authorizer: cfg.Authorizer}
-		api.Rules = rules
+		reviews.Rules = rules
 	case ModeAlwaysAllow:
 		cfg.Authorizer = authz.AuthorizerFunc(func(context.Context, authz.Attributes) (authz.Decision, string, error) {
 			return authz.Allow, "", nil
 		})
-		api.Rules = allowAll{}
+		reviews.Rules = allowAll{}
 	}
-	api.Authorizer = cfg.Authorizer
-	cfg.Creators = authapi.Creators(api)
+	reviews.Authorizer = cfg.Authorizer
+	cfg.Creators = authnapi.Creators(authnapi.Config{Tokens: a.tokens, APIAudiences: a.audiences, Issuer: a.issuer})
+	maps.Copy(cfg.Creators, authzapi.Creators(reviews))
 	// New creates the system namespaces; each then has its default
 	// service account before the first request is served.
 	if s.Server, err = apiserver.New(cfg); err != nil {
@@ -373,7 +376,7 @@ func newAuthentication(ctx context.Context, o *Options, st store.Store, logger *
 	if len(keyFiles) == 0 && o.SASigningKeyFile != "" {
 		keyFiles = []string{o.SASigningKeyFile}
 	}
-	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authapi.Getter{Store: st}, BootstrapGetter: authapi.Getter{Store: st},
+	fo := fileconfig.Options{Flags: o.Flags, SAGetter: authnapi.Getter{Store: st}, BootstrapGetter: authnapi.Getter{Store: st},
 		ReloadInterval: o.ReloadInterval}
 	fo.SAKeyFiles = keyFiles
 	ac, err := fileconfig.Load(ctx, fo, logger)

@@ -1,4 +1,4 @@
-package authapi
+package authentication
 
 import (
 	"context"

@@ -1,4 +1,12 @@
-package authapi
+// Package authorization is the authorization.k8s.io/v1 API group as the
+// API server serves it: its virtual resources, answered and never stored,
+// selfsubjectaccessreviews (kubectl auth can-i), selfsubjectrulesreviews
+// (kubectl auth can-i --list), subjectaccessreviews and
+// localsubjectaccessreviews.
+//
+// Each is an apiserver.Creator, as it needs the server's authorizer;
+// Creators returns them keyed as apiserver.Config.Creators expects.
+package authorization
 
 import (
 	"context"
@@ -6,6 +14,7 @@ import (
 	"slices"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +26,45 @@ import (
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 )
+
+// RulesResolver lists the rules granted to a user in a namespace, as
+// rbac.Authorizer does. An error means the list may be incomplete.
+type RulesResolver interface {
+	RulesFor(u authn.User, namespace string) ([]rbacv1.PolicyRule, error)
+}
+
+// Config is what the resources need.
+type Config struct {
+	// Authorizer answers access reviews; it should be the server's whole
+	// chain. Nil leaves the access reviews out.
+	Authorizer authz.Authorizer
+	// Rules answers rules reviews; nil leaves selfsubjectrulesreviews out.
+	Rules RulesResolver
+}
+
+// The keys of Creators.
+const (
+	SelfSubjectAccessReviewsKey  = "authorization.k8s.io/v1/selfsubjectaccessreviews"
+	SelfSubjectRulesReviewsKey   = "authorization.k8s.io/v1/selfsubjectrulesreviews"
+	SubjectAccessReviewsKey      = "authorization.k8s.io/v1/subjectaccessreviews"
+	LocalSubjectAccessReviewsKey = "authorization.k8s.io/v1/localsubjectaccessreviews"
+)
+
+// Creators returns the resources c makes possible, keyed by
+// GROUP/VERSION/RESOURCE; none when c is empty.
+func Creators(c Config) map[string]apiserver.Creator {
+	cp := &c
+	m := map[string]apiserver.Creator{}
+	if c.Authorizer != nil {
+		m[SelfSubjectAccessReviewsKey] = &selfSubjectAccessReviews{cp}
+		m[SubjectAccessReviewsKey] = &subjectAccessReviews{cp}
+		m[LocalSubjectAccessReviewsKey] = &localSubjectAccessReviews{cp}
+	}
+	if c.Rules != nil {
+		m[SelfSubjectRulesReviewsKey] = &selfSubjectRulesReviews{cp}
+	}
+	return m
+}
 
 var authorizationGV = authorizationv1.SchemeGroupVersion
 

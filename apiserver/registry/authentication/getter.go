@@ -1,4 +1,4 @@
-package authapi
+package authentication
 
 import (
 	"context"
@@ -19,7 +19,9 @@ import (
 // Getter is the serviceaccount.Getter and bootstrap.Getter of an API
 // server: it reads service accounts, pods, secrets and nodes straight from
 // the store, so a token stops working as soon as the object it names is
-// deleted.
+// deleted. It is no resource of the group; it is here because it serves
+// token authentication, as the group does: it looks up what the
+// service-account tokens that serviceaccounts/token issues are bound to.
 type Getter struct {
 	Store store.Store
 }
