@@ -1,0 +1,12 @@
+// Package core is the core API group, v1: its kinds, stored with
+// kube-apiserver's defaults, validation, status handling and tables, and
+// the subresources that give them their behaviour.
+package core
+
+import "github.com/kubegate/kubegate/apiserver"
+
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return append(workloadResources(), clusterResources()...)
+}
