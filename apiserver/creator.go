@@ -26,7 +26,7 @@ func (e *creatorEntry) Kind() schema.GroupVersionKind {
 	return e.gvk.GroupVersion().WithKind(e.c.Kind())
 }
 func (e *creatorEntry) Serve(req *Request) error { return req.q.s.runCreator(req.q, e) }
-func (e *creatorEntry) acceptsAny() bool         { return true }
+func (e *creatorEntry) AcceptsAny() bool         { return true }
 
 var _ Subresource = (*creatorEntry)(nil)
 

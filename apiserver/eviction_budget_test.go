@@ -108,7 +108,7 @@ func TestEvictionHonoursBudget_D9(t *testing.T) {
 	ctx := context.Background()
 
 	code, h, st := evictApp(t, ts, "")
-	if code != http.StatusTooManyRequests || st["message"] != evictionMessage || h.Get("Retry-After") != "10" ||
+	if code != http.StatusTooManyRequests || st["message"] != "Cannot evict pod as it would violate the pod's disruption budget." || h.Get("Retry-After") != "10" ||
 		causeMessage(st) != "The disruption budget guard is still being processed by the server." {
 		t.Fatalf("eviction under an unobserved budget: %d, Retry-After %q, %v", code, h.Get("Retry-After"), st)
 	}

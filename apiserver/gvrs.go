@@ -3,6 +3,7 @@ package apiserver
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
@@ -20,4 +21,8 @@ var (
 	// JobsGVR is where Jobs are served (apiserver/registry/batch); a
 	// Job's deletion without a propagation policy orphans its pods.
 	JobsGVR = batchv1.SchemeGroupVersion.WithResource("jobs")
+	// LimitRangesGVR is where limit ranges are served
+	// (apiserver/registry/core); the LimitRanger admission plugin reads
+	// them through the server's Lister (D.8).
+	LimitRangesGVR = corev1.SchemeGroupVersion.WithResource("limitranges")
 )

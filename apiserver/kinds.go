@@ -13,23 +13,6 @@ import (
 // Kind-specific behaviour of the built-in resources: selectable fields,
 // server-side defaults, validation and status handling.
 
-func podFields(obj runtime.Object, set fields.Set) {
-	p := obj.(*corev1.Pod)
-	set["spec.nodeName"] = p.Spec.NodeName
-	set["spec.restartPolicy"] = string(p.Spec.RestartPolicy)
-	set["spec.schedulerName"] = p.Spec.SchedulerName
-	set["spec.serviceAccountName"] = p.Spec.ServiceAccountName
-	set["spec.hostNetwork"] = strconv.FormatBool(p.Spec.HostNetwork)
-	set["status.phase"] = string(p.Status.Phase)
-	set["status.podIP"] = ""
-	if len(p.Status.PodIPs) > 0 {
-		set["status.podIP"] = p.Status.PodIPs[0].IP
-	} else {
-		set["status.podIP"] = p.Status.PodIP
-	}
-	set["status.nominatedNodeName"] = p.Status.NominatedNodeName
-}
-
 func nodeFields(obj runtime.Object, set fields.Set) {
 	set["spec.unschedulable"] = strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)
 }
@@ -94,15 +77,6 @@ func resetNodeStatus(obj, old runtime.Object) {
 	obj.(*corev1.Node).Status = old.(*corev1.Node).Status
 }
 
-func resetPodStatus(obj, old runtime.Object) {
-	p := obj.(*corev1.Pod)
-	if old == nil {
-		p.Status = corev1.PodStatus{}
-		return
-	}
-	p.Status = old.(*corev1.Pod).Status
-}
-
 // defaultSecret defaults the type and folds stringData into data (D.6), as
 // decoding does in kube-apiserver: kube never stores stringData, its keys
 // overwrite data's, and a read shows them base64-encoded under data like
@@ -121,18 +95,10 @@ func defaultSecret(obj runtime.Object) {
 	s.StringData = nil
 }
 
-// defaultPod fills the defaults kube-apiserver gives a pod, so that clients
-// (schedulers, kubelets, kubectl describe) see the same fields: those of
-// every pod spec, and those kube gives a Pod only.
-func defaultPod(obj runtime.Object) {
-	s := &obj.(*corev1.Pod).Spec
-	DefaultPodSpec(s)
-	defaultPodOnly(s)
-}
-
 // DefaultPodSpec fills the defaults kube gives every pod spec, a pod's and
 // a pod template's alike (its SetDefaults_PodSpec and the container
-// defaults).
+// defaults), for the apps kinds built into apiserver; the core group's
+// kinds and batch's take the same from apiserver/registry/core.
 func DefaultPodSpec(s *corev1.PodSpec) {
 	// serviceAccount is the deprecated name of serviceAccountName; kube
 	// keeps the two equal, the new name winning.
@@ -160,57 +126,6 @@ func DefaultPodSpec(s *corev1.PodSpec) {
 		for i := range cs {
 			defaultContainer(&cs[i])
 		}
-	}
-}
-
-// defaultPodOnly fills what kube defaults on a Pod and not in a pod
-// template (its SetDefaults_Pod): a negative grace period becomes 1, a
-// limit without a request is the request too, and service links are on.
-func defaultPodOnly(s *corev1.PodSpec) {
-	if g := s.TerminationGracePeriodSeconds; g != nil && *g < 0 {
-		// kube accepts a negative grace period and stores 1 (D.5).
-		one := int64(1)
-		s.TerminationGracePeriodSeconds = &one
-	}
-	if s.EnableServiceLinks == nil {
-		t := true
-		s.EnableServiceLinks = &t
-	}
-	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
-		for i := range cs {
-			defaultRequests(&cs[i].Resources)
-		}
-	}
-}
-
-// preparePod sets what kube-apiserver's admission and pod strategy set
-// after the defaults: the priority an update leaves out (the old one) or a
-// pod created without the Priority plugin has (0), and a new pod's status.
-func preparePod(obj, old runtime.Object) {
-	p := obj.(*corev1.Pod)
-	s := &p.Spec
-	if old != nil {
-		if o := old.(*corev1.Pod).Spec; s.Priority == nil {
-			s.Priority, s.PreemptionPolicy = o.Priority, o.PreemptionPolicy
-		}
-	}
-	defaultPriority(s)
-	if old == nil {
-		p.Status.Phase = corev1.PodPending
-		p.Status.QOSClass = qosClass(s)
-	}
-}
-
-// defaultPriority gives a pod without a priority class kube's default
-// priority, as kube-apiserver's Priority admission plugin does.
-func defaultPriority(s *corev1.PodSpec) {
-	if s.Priority == nil {
-		var zero int32
-		s.Priority = &zero
-	}
-	if s.PreemptionPolicy == nil {
-		pp := corev1.PreemptLowerPriority
-		s.PreemptionPolicy = &pp
 	}
 }
 
@@ -273,48 +188,5 @@ func defaultHTTPGet(g *corev1.HTTPGetAction) {
 	}
 	if g.Scheme == "" {
 		g.Scheme = corev1.URISchemeHTTP
-	}
-}
-
-// qosClass is BestEffort without requests or limits, Guaranteed when every
-// container limits CPU and memory with requests equal to limits, else
-// Burstable.
-func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
-	any, guaranteed := false, true
-	for _, c := range s.Containers {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			any = true
-		}
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			l, ok := c.Resources.Limits[name]
-			if !ok {
-				guaranteed = false
-				continue
-			}
-			if r, ok := c.Resources.Requests[name]; ok && r.Cmp(l) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !any:
-		return corev1.PodQOSBestEffort
-	case guaranteed:
-		return corev1.PodQOSGuaranteed
-	}
-	return corev1.PodQOSBurstable
-}
-
-// defaultRequests makes each limit without a request its request too, as
-// kube defaults a pod's containers (D.5).
-func defaultRequests(r *corev1.ResourceRequirements) {
-	for name, l := range r.Limits {
-		if _, ok := r.Requests[name]; ok {
-			continue
-		}
-		if r.Requests == nil {
-			r.Requests = corev1.ResourceList{}
-		}
-		r.Requests[name] = l.DeepCopy()
 	}
 }

@@ -16,10 +16,6 @@ import (
 
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
-// limitRangesGVR is core v1 limitranges, which the LimitRanger admission
-// plugin reads (D.8).
-var limitRangesGVR = schema.GroupVersionResource{Version: "v1", Resource: "limitranges"}
-
 // serviceAccountsGVR is core v1 serviceaccounts, which the ServiceAccount
 // admission plugin reads for every new pod (D.8).
 var serviceAccountsGVR = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}

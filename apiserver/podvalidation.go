@@ -2,23 +2,19 @@ package apiserver
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Pod validation (D.5): the rules of kube-apiserver's pod validation that
-// clients commonly hit, in kube's order, with kube's messages. Fields not
-// checked here (volumes, probes, security contexts, affinity, ...) are
-// stored as sent.
+// Pod spec validation (D.5) for the pod templates of the apps kinds built
+// into apiserver: the same rules as apiserver/registry/core's, which
+// validates Pods, ReplicationControllers and the batch group's templates.
 
 var (
 	restartPolicies = []corev1.RestartPolicy{corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure, corev1.RestartPolicyNever}
@@ -32,42 +28,6 @@ var (
 // PortProtocols returns the protocols a port may have, sorted as kube
 // lists them in its errors.
 func PortProtocols() []corev1.Protocol { return slices.Clone(portProtocols) }
-
-// validatePod checks a pod on create and update (old not nil); what an
-// update may change is validatePodUpdate's.
-func validatePod(obj, old runtime.Object) field.ErrorList {
-	p := obj.(*corev1.Pod)
-	specPath := field.NewPath("spec")
-	var errs field.ErrorList
-	if old != nil {
-		errs = podAnnotationUpdates(p.Annotations, old.(*corev1.Pod).Annotations)
-	}
-	if v, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok && p.Spec.NodeName == "" {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "annotations").Key(corev1.MirrorPodAnnotationKey), v,
-			"must set spec.nodeName if mirror pod annotation is set"))
-	}
-	errs = append(errs, validatePodSpec(&p.Spec, specPath)...)
-	for _, list := range []struct {
-		cs   []corev1.Container
-		path *field.Path
-	}{{p.Spec.Containers, specPath.Child("containers")}, {p.Spec.InitContainers, specPath.Child("initContainers")}} {
-		for i, c := range list.cs {
-			if c.Image != strings.TrimSpace(c.Image) {
-				errs = append(errs, field.Invalid(list.path.Index(i).Child("image"), c.Image, "must not have leading or trailing whitespace"))
-			}
-		}
-	}
-	if old != nil {
-		return errs
-	}
-	if len(p.Spec.EphemeralContainers) > 0 {
-		errs = append(errs, field.Forbidden(specPath.Child("ephemeralContainers"), "cannot be set on create"))
-	}
-	if p.Spec.NodeName != "" && len(p.Spec.SchedulingGates) > 0 {
-		errs = append(errs, field.Forbidden(specPath.Child("nodeName"), "cannot be set until all schedulingGates have been cleared"))
-	}
-	return errs
-}
 
 func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
@@ -217,40 +177,6 @@ func DNSLabel(path *field.Path, v string) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Label(v) {
 		errs = append(errs, field.Invalid(path, v, msg))
-	}
-	return errs
-}
-
-// podAnnotationUpdates refuses, as kube does on every pod update (status
-// included), adding, changing or removing the annotations the kubelet and
-// Pod Security read as part of the spec: the per-container AppArmor
-// profiles and the mirror-pod marker. Pod Security checks a pod again only
-// when its spec changes, so they must not change on their own (D.5).
-func podAnnotationUpdates(annotations, old map[string]string) field.ErrorList {
-	path := field.NewPath("metadata", "annotations")
-	guarded := func(k string) bool {
-		return strings.HasPrefix(k, corev1.DeprecatedAppArmorBetaContainerAnnotationKeyPrefix) || k == corev1.MirrorPodAnnotationKey
-	}
-	var errs field.ErrorList
-	for _, k := range slices.Sorted(maps.Keys(old)) {
-		if v, ok := annotations[k]; (ok && v == old[k]) || !guarded(k) {
-			continue
-		}
-		what := "AppArmor annotations"
-		if k == corev1.MirrorPodAnnotationKey {
-			what = "mirror pod annotation"
-		}
-		errs = append(errs, field.Forbidden(path.Key(k), "may not remove or update "+what))
-	}
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
-		if _, ok := old[k]; ok || !guarded(k) {
-			continue
-		}
-		what := "AppArmor annotations"
-		if k == corev1.MirrorPodAnnotationKey {
-			what = "mirror pod annotation"
-		}
-		errs = append(errs, field.Forbidden(path.Key(k), "may not add "+what))
 	}
 	return errs
 }

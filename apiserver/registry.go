@@ -180,9 +180,6 @@ func builtinResources() []*Resource {
 			Subresources: subresources(statusSubresource(), finalizeSubresource()), ValidateName: label, Defaults: defaultNamespace, Validate: validateNamespace, Prepare: prepareNamespace, ResetStatus: resetNamespaceStatus, Table: namespaceTable},
 		{GVR: coreGV.WithResource("nodes"), Kind: "Node", Singular: "node", ShortNames: []string{"no"},
 			Subresources: subresources(statusSubresource()), ValidateName: subdomain, Defaults: defaultNode, Validate: validateNode, ResetStatus: resetNodeStatus, Fields: nodeFields, Table: nodeTable},
-		{GVR: coreGV.WithResource("pods"), Kind: "Pod", Singular: "pod", Namespaced: true, ShortNames: []string{"po"},
-			Categories: []string{"all"}, Subresources: podSubresources(), ReturnDeleted: true, ValidateName: subdomain, Generation: true,
-			Fields: podFields, Defaults: defaultPod, Prepare: preparePod, Validate: validatePod, ValidateUpdate: validatePodUpdate, ResetStatus: resetPodStatus, Table: podTable},
 		{GVR: coreGV.WithResource("serviceaccounts"), Kind: "ServiceAccount", Singular: "serviceaccount", Namespaced: true,
 			ShortNames: []string{"sa"}, ReturnDeleted: true, ValidateName: subdomain, Table: serviceAccountTable},
 		{GVR: coreGV.WithResource("secrets"), Kind: "Secret", Singular: "secret", Namespaced: true, ValidateName: subdomain,
@@ -196,12 +193,6 @@ func builtinResources() []*Resource {
 		{GVR: servicesGVR, Kind: "Service", Singular: "service", Namespaced: true,
 			ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ReturnDeleted: true, ValidateName: label, Defaults: defaultService, Validate: validateService,
 			ResetStatus: resetServiceStatus, allocate: (*serviceAllocator).allocateService, release: (*serviceAllocator).releaseService, Table: serviceTable},
-		// Stored with their defaults and validated (D.5); no controller
-		// acts on them yet.
-		{GVR: coreGV.WithResource("replicationcontrollers"), Kind: "ReplicationController", Singular: "replicationcontroller",
-			Namespaced: true, ShortNames: []string{"rc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true, GC: GCOrphan,
-			Fields: replicationControllerFields, Defaults: defaultReplicationController, Validate: validateReplicationController, Warnings: replicationControllerWarnings,
-			ValidateStatus: validateReplicationControllerStatus, ResetStatus: resetReplicationControllerStatus, Table: replicationControllerTable},
 		{GVR: appsv1.SchemeGroupVersion.WithResource("replicasets"), Kind: "ReplicaSet", Singular: "replicaset",
 			Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true,
 			Fields: replicaSetFields, Defaults: defaultReplicaSet, Validate: validateReplicaSet, ValidateUpdate: validateReplicaSetUpdate, Warnings: replicaSetWarnings,
@@ -214,8 +205,8 @@ func builtinResources() []*Resource {
 		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
 			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
 	}
-	rs = append(rs, limitRangeResource(), deploymentResource(), daemonSetResource(), controllerRevisionResource(),
-		endpointsResource(), bindingsResource())
+	rs = append(rs, deploymentResource(), daemonSetResource(), controllerRevisionResource(),
+		endpointsResource())
 	return rs
 }
 

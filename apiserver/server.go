@@ -239,7 +239,7 @@ func (s *Server) startCaches(ctx context.Context) (err error) {
 		return err
 	}
 	s.cachesDone = append(s.cachesDone, s.ns.done)
-	if s.limitRanges, err = startWatchCache(ctx, st, limitRangesGVR, true, func() *corev1.LimitRange { return &corev1.LimitRange{} }, s.log); err != nil {
+	if s.limitRanges, err = startWatchCache(ctx, st, LimitRangesGVR, true, func() *corev1.LimitRange { return &corev1.LimitRange{} }, s.log); err != nil {
 		return err
 	}
 	s.cachesDone = append(s.cachesDone, s.limitRanges.done)
@@ -371,21 +371,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	req.serve()
 }
 
-// anyPathEntry is a virtual resource's entry that is given every path
-// under the resource, names and subresources included, and refuses those
-// it does not serve itself (the legacy bindings).
-type anyPathEntry interface{ takesAnyPath() bool }
-
 // serveVirtual serves a virtual resource by its entry "": only at the
 // resource's own scope and as RESOURCE or RESOURCE/NAME, kube's 404
 // elsewhere, unless the entry takes any path; then the verb must be one
 // of the entry's, or 405.
 func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.RequestInfo, res *Resource) {
 	e := res.Subresources[""]
-	anyPath, _ := e.(anyPathEntry)
+	anyPath, _ := e.(AnyPathEntry)
 	var err error
 	switch {
-	case (anyPath == nil || !anyPath.takesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
+	case (anyPath == nil || !anyPath.TakesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
 		// A cluster-scoped review has no namespaced path, nor a
 		// namespaced one a cluster-wide path: authorizing it in a
 		// namespace would grant it there.

@@ -57,11 +57,6 @@ func (r *Request) User() authn.User { return r.q.user() }
 // Resource is the resource the request names.
 func (r *Request) Resource() *Resource { return r.q.res }
 
-// rawAccepter is a Subresource whose answer is not held to the route's
-// media types before it is served: a pod's log is text and its streams
-// take any Accept (D.9), and a Creator negotiates its answer itself.
-type rawAccepter interface{ acceptsAny() bool }
-
 // openAPIShape says which paths the OpenAPI document gives a built-in
 // subresource.
 type openAPIShape uint8
@@ -74,14 +69,10 @@ const (
 
 // subresource is a Subresource the server serves with its own machinery.
 type subresource struct {
-	name      string
-	verbs     []string
-	kind      schema.GroupVersionKind
-	anyAccept bool
-	openAPI   openAPIShape
-	// anyPath: as a virtual resource's entry, it is given every path under
-	// the resource (see serveVirtual).
-	anyPath bool
+	name    string
+	verbs   []string
+	kind    schema.GroupVersionKind
+	openAPI openAPIShape
 	serve   func(q *request) error
 }
 
@@ -89,8 +80,6 @@ func (s *subresource) Name() string                  { return s.name }
 func (s *subresource) Verbs() []string               { return s.verbs }
 func (s *subresource) Kind() schema.GroupVersionKind { return s.kind }
 func (s *subresource) Serve(req *Request) error      { return s.serve(req.q) }
-func (s *subresource) acceptsAny() bool              { return s.anyAccept }
-func (s *subresource) takesAnyPath() bool            { return s.anyPath }
 
 var _ Subresource = (*subresource)(nil)
 
@@ -120,6 +109,10 @@ func statusSubresource() *subresource {
 // and patch write .status only, as the kind's ResetStatus and
 // ValidateStatus decide.
 func StatusSubresource() Subresource { return statusSubresource() }
+
+// ScaleSubresource is a replicated kind's RESOURCE/scale: its get, update
+// and patch read and write spec.replicas as an autoscaling/v1 Scale (G.2).
+func ScaleSubresource() Subresource { return scaleSubresource() }
 
 // ApprovalSubresource is RESOURCE/approval: get, update and patch of what
 // the kind's ResetApproval copies (a CSR's Approved and Denied
@@ -168,8 +161,8 @@ func (q *request) acceptsAny() bool {
 	if q.sub == "" {
 		return false
 	}
-	a, ok := q.res.Subresources[q.sub].(rawAccepter)
-	return ok && a.acceptsAny()
+	a, ok := q.res.Subresources[q.sub].(AnyAccepter)
+	return ok && a.AcceptsAny()
 }
 
 // subresourceBody checks that the answer can be encoded, then reads the

@@ -325,19 +325,6 @@ func replicas(p *int32) int64 {
 	return int64(*p)
 }
 
-var replicationControllerTable = &TableDef{
-	Columns: replicasColumns(corev1.ReplicationControllerSpec{}.SwaggerDoc(), corev1.ReplicationControllerStatus{}.SwaggerDoc()),
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		rc := obj.(*corev1.ReplicationController)
-		var names, images string
-		if rc.Spec.Template != nil {
-			names, images = ContainerCells(rc.Spec.Template.Spec.Containers)
-		}
-		return []any{rc.Name, replicas(rc.Spec.Replicas), int64(rc.Status.Replicas), int64(rc.Status.ReadyReplicas),
-			Age(rc.CreationTimestamp, now), names, images, labels.FormatLabels(rc.Spec.Selector)}
-	},
-}
-
 var replicaSetTable = &TableDef{
 	Columns: replicasColumns(appsv1.ReplicaSetSpec{}.SwaggerDoc(), appsv1.ReplicaSetStatus{}.SwaggerDoc()),
 	Cells: func(obj runtime.Object, now time.Time) []any {

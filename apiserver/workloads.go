@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"maps"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,25 +16,6 @@ import (
 // acting on them yet: ReplicationControllers, ReplicaSets and StatefulSets.
 // Their defaults are kube-apiserver's (D.5); a pod template's spec gets
 // the defaults of every pod spec, not those kube gives a Pod only.
-
-// defaultReplicationController takes the selector and, when the object has
-// none, its labels from the template's labels; one replica; the template's
-// pod spec defaults.
-func defaultReplicationController(obj runtime.Object) {
-	rc := obj.(*corev1.ReplicationController)
-	if t := rc.Spec.Template; t != nil && t.Labels != nil {
-		if len(rc.Spec.Selector) == 0 {
-			rc.Spec.Selector = maps.Clone(t.Labels)
-		}
-		if len(rc.Labels) == 0 {
-			rc.Labels = maps.Clone(t.Labels)
-		}
-	}
-	defaultReplicas(&rc.Spec.Replicas)
-	if rc.Spec.Template != nil {
-		DefaultPodSpec(&rc.Spec.Template.Spec)
-	}
-}
 
 // defaultReplicaSet gives one replica and the template's pod spec defaults.
 // A ReplicaSet's selector is never taken from its template.
@@ -115,14 +95,6 @@ func defaultReplicas(r **int32) {
 // update of the object keeps the stored one, and the status subresource
 // changes nothing else.
 
-func resetReplicationControllerStatus(obj, old runtime.Object) {
-	rc := obj.(*corev1.ReplicationController)
-	rc.Status = corev1.ReplicationControllerStatus{}
-	if old != nil {
-		rc.Status = old.(*corev1.ReplicationController).Status
-	}
-}
-
 func resetReplicaSetStatus(obj, old runtime.Object) {
 	rs := obj.(*appsv1.ReplicaSet)
 	rs.Status = appsv1.ReplicaSetStatus{}
@@ -142,22 +114,8 @@ func resetStatefulSetStatus(obj, old runtime.Object) {
 // ReplicationControllers and ReplicaSets can be selected by the replicas
 // their status counts, as in kube.
 
-func replicationControllerFields(obj runtime.Object, set fields.Set) {
-	set["status.replicas"] = strconv.Itoa(int(obj.(*corev1.ReplicationController).Status.Replicas))
-}
-
 func replicaSetFields(obj runtime.Object, set fields.Set) {
 	set["status.replicas"] = strconv.Itoa(int(obj.(*appsv1.ReplicaSet).Status.Replicas))
-}
-
-// The warnings kube gives about a workload's pod template, on a create
-// and on an update that changes the spec (D.5).
-func replicationControllerWarnings(obj, old runtime.Object) []string {
-	rc := obj.(*corev1.ReplicationController)
-	if o, ok := old.(*corev1.ReplicationController); ok && apiequality.Semantic.DeepEqual(rc.Spec, o.Spec) {
-		return nil
-	}
-	return PodTemplateWarnings(rc.Spec.Template)
 }
 
 func replicaSetWarnings(obj, old runtime.Object) []string {

@@ -73,31 +73,6 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// validateReplicationController checks the spec: minReadySeconds, a
-// selector (defaulted from the template's labels), replicas, and a template
-// that the selector matches. kube lets an update change the selector.
-func validateReplicationController(obj, _ runtime.Object) field.ErrorList {
-	s := &obj.(*corev1.ReplicationController).Spec
-	path := field.NewPath("spec")
-	errs := NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))
-	sel := labels.Set(s.Selector).AsSelector()
-	if sel.Empty() {
-		errs = append(errs, field.Required(path.Child("selector"), ""))
-	}
-	if s.Replicas == nil {
-		errs = append(errs, field.Required(path.Child("replicas"), ""))
-	} else {
-		errs = append(errs, NonNegative(*s.Replicas, path.Child("replicas"))...)
-	}
-	tp := path.Child("template")
-	if s.Template == nil {
-		return append(errs, field.Required(tp, ""))
-	}
-	errs = append(errs, matchesTemplate(sel, s.Template, tp)...)
-	errs = append(errs, ValidatePodTemplate(s.Template, tp)...)
-	return append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicationController", tp.Child("spec"))...)
-}
-
 // appsSelector checks the label selector of an apps kind: required, valid
 // (label values included), not empty. kindWord is the word kube's message
 // uses: "deployment" for a ReplicaSet (sic), "statefulset".
@@ -346,11 +321,6 @@ func notAboveReplicas(path *field.Path, replicas, available, ready int32, availa
 		errs = append(errs, field.Invalid(path.Child("availableReplicas"), available, availableDetail))
 	}
 	return errs
-}
-
-func validateReplicationControllerStatus(obj, _ runtime.Object) field.ErrorList {
-	st := obj.(*corev1.ReplicationController).Status
-	return replicatedStatus(st.Replicas, st.FullyLabeledReplicas, st.ReadyReplicas, st.AvailableReplicas, st.ObservedGeneration, nil)
 }
 
 func validateReplicaSetStatus(obj, _ runtime.Object) field.ErrorList {

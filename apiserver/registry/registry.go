@@ -12,6 +12,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
@@ -30,6 +31,7 @@ func Resources() []*apiserver.Resource {
 		rbac.Resources,
 		batch.Resources,
 		policy.Resources,
+		core.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

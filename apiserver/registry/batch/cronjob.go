@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // CronJobs (batch/v1) are stored with kube-apiserver's defaults and
@@ -49,7 +50,7 @@ func defaultCronJob(obj runtime.Object) {
 	if s.FailedJobsHistoryLimit == nil {
 		s.FailedJobsHistoryLimit = ptr.To[int32](1)
 	}
-	apiserver.DefaultPodSpec(&s.JobTemplate.Spec.Template.Spec)
+	core.DefaultPodSpec(&s.JobTemplate.Spec.Template.Spec)
 }
 
 // validateCronJob checks a CronJob as kube's validateCronJobSpec does, and
@@ -194,7 +195,7 @@ var cronJobTable = &apiserver.TableDef{
 		{Name: "Suspend", Type: "boolean", Description: batchv1.CronJobSpec{}.SwaggerDoc()["suspend"]},
 		{Name: "Active", Type: "integer", Description: batchv1.CronJobStatus{}.SwaggerDoc()["active"]},
 		{Name: "Last Schedule", Type: "string", Description: batchv1.CronJobStatus{}.SwaggerDoc()["lastScheduleTime"]},
-		apiserver.AgeColumn, apiserver.ContainersColumn, apiserver.ImagesColumn,
+		apiserver.AgeColumn, core.ContainersColumn, core.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cj := obj.(*batchv1.CronJob)
@@ -211,7 +212,7 @@ var cronJobTable = &apiserver.TableDef{
 			suspend = map[bool]string{true: "True", false: "False"}[*cj.Spec.Suspend]
 		}
 		js := &cj.Spec.JobTemplate.Spec
-		names, images := apiserver.ContainerCells(js.Template.Spec.Containers)
+		names, images := core.ContainerCells(js.Template.Spec.Containers)
 		return []any{cj.Name, cj.Spec.Schedule, tz, suspend, int64(len(cj.Status.Active)), last, apiserver.Age(cj.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(js.Selector)}
 	},

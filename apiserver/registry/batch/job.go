@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // Jobs (batch/v1) are stored with kube-apiserver's defaults, generated
@@ -88,7 +89,7 @@ func defaultJob(obj runtime.Object) {
 	if s.ManualSelector == nil {
 		s.ManualSelector = ptr.To(false)
 	}
-	apiserver.DefaultPodSpec(&s.Template.Spec)
+	core.DefaultPodSpec(&s.Template.Spec)
 }
 
 // The labels kube still puts on a Job's pods without its prefix.
@@ -270,7 +271,7 @@ func jobSpecChecks(s *batchv1.JobSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, jobCompletionModeChecks(s, path)...)
 	errs = append(errs, jobPodReplacementChecks(s, path)...)
 	tp := path.Child("template")
-	errs = append(errs, apiserver.ValidatePodTemplate(&s.Template, tp)...)
+	errs = append(errs, core.ValidatePodTemplate(&s.Template, tp)...)
 	rp := tp.Child("spec", "restartPolicy")
 	switch r := s.Template.Spec.RestartPolicy; {
 	case r == corev1.RestartPolicyAlways || r == "":
@@ -393,7 +394,7 @@ func jobSpecWarnings(s *batchv1.JobSpec, path *field.Path) []string {
 		w = append(w, path.String()+": In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, "+
 			"Kubernetes might not be able to track completedIndexes when a big number of indexes fail")
 	}
-	for _, t := range apiserver.PodTemplateWarnings(&s.Template) {
+	for _, t := range core.PodTemplateWarnings(&s.Template) {
 		w = append(w, strings.Replace(t, "spec.template.", path.Child("template").String()+".", 1))
 	}
 	return w
@@ -415,11 +416,11 @@ var jobTable = &apiserver.TableDef{
 		{Name: "Status", Type: "string", Description: "Status of the job."},
 		{Name: "Completions", Type: "string", Description: batchv1.JobStatus{}.SwaggerDoc()["succeeded"]},
 		{Name: "Duration", Type: "string", Description: "Time required to complete the job."},
-		apiserver.AgeColumn, apiserver.ContainersColumn, apiserver.ImagesColumn,
+		apiserver.AgeColumn, core.ContainersColumn, core.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: batchv1.JobSpec{}.SwaggerDoc()["selector"]}},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		j := obj.(*batchv1.Job)
-		names, images := apiserver.ContainerCells(j.Spec.Template.Spec.Containers)
+		names, images := core.ContainerCells(j.Spec.Template.Spec.Containers)
 		return []any{j.Name, jobStatus(j), jobCompletions(j), jobDuration(j, now), apiserver.Age(j.CreationTimestamp, now),
 			names, images, metav1.FormatLabelSelector(j.Spec.Selector)}
 	},

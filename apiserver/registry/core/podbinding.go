@@ -1,4 +1,4 @@
-package apiserver
+package core
 
 import (
 	"fmt"
@@ -10,69 +10,85 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // bindingsGVR is the legacy POST /api/v1/namespaces/NS/bindings.
-var bindingsGVR = schema.GroupVersionResource{Version: "v1", Resource: "bindings"}
+var bindingsGVR = corev1.SchemeGroupVersion.WithResource("bindings")
 
 // bindingSubresource is pods/binding: a POST assigns the pod to a node.
-func bindingSubresource() *subresource {
-	return &subresource{name: "binding", verbs: []string{"create"}, kind: schema.GroupVersionKind{Kind: "Binding"},
-		serve: func(q *request) error { return q.bind(q.name) }}
+type bindingSubresource struct{}
+
+func (bindingSubresource) Name() string    { return "binding" }
+func (bindingSubresource) Verbs() []string { return []string{"create"} }
+func (bindingSubresource) Kind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Kind: "Binding"}
 }
+func (bindingSubresource) Serve(req *apiserver.Request) error {
+	return bind(req, req.Name())
+}
+
+// bindingsEntry serves the legacy bindings resource: any path under it
+// reaches the entry, which serves only the collection.
+type bindingsEntry struct{}
+
+func (bindingsEntry) Name() string                  { return "" }
+func (bindingsEntry) Verbs() []string               { return []string{"create"} }
+func (bindingsEntry) Kind() schema.GroupVersionKind { return schema.GroupVersionKind{} }
+func (bindingsEntry) TakesAnyPath() bool            { return true }
+func (bindingsEntry) Serve(req *apiserver.Request) error {
+	if req.Name() != "" {
+		return apiserver.NotServed()
+	}
+	return bind(req, "")
+}
+
+var (
+	_ apiserver.Subresource  = bindingSubresource{}
+	_ apiserver.AnyPathEntry = bindingsEntry{}
+)
 
 // bindingsResource is the legacy POST /api/v1/namespaces/NS/bindings, a
 // virtual resource: the Binding names the pod. Any other verb is refused
 // with 405 whatever the path; a name or subresource under it is not served.
-func bindingsResource() *Resource {
-	return &Resource{GVR: bindingsGVR, Kind: "Binding", Singular: "binding", Namespaced: true,
-		Subresources: subresources(&subresource{verbs: []string{"create"}, anyPath: true, serve: func(q *request) error {
-			if q.name != "" {
-				return errNotServed
-			}
-			return q.bind("")
-		}})}
+func bindingsResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: bindingsGVR, Kind: "Binding", Singular: "binding", Namespaced: true,
+		Subresources: map[string]apiserver.Subresource{"": bindingsEntry{}}}
 }
 
 // bind serves POST pods/NAME/binding (and the legacy bindings resource, name
 // ""): it assigns the pod to the target node.
-func (q *request) bind(name string) error {
-	info, data, err := q.subresourceBody()
+func bind(req *apiserver.Request, name string) error {
+	obj, err := req.DecodeBody(corev1.SchemeGroupVersion.WithKind("Binding"), &corev1.Binding{})
 	if err != nil {
 		return err
 	}
-	d, err := q.s.decode(info, data, coreGV.WithKind("Binding"), &corev1.Binding{})
-	if err != nil {
-		return err
-	}
-	b := d.obj.(*corev1.Binding)
-	gr := schema.GroupResource{Resource: "pods"}
+	b := obj.(*corev1.Binding)
+	gr := podsGVR.GroupResource()
 	if name == "" {
 		name, gr = b.Name, bindingsGVR.GroupResource()
 	}
-	if err := q.s.checkNamespaceActive(q.ctx(), gr, q.ns, name); err != nil {
+	if err := req.CheckNamespaceActive(gr, name); err != nil {
 		return err
 	}
 	if b.Name != name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}
-	if b.Namespace != "" && b.Namespace != q.ns {
-		return errNamespaceMismatch()
+	if b.Namespace != "" && b.Namespace != req.Namespace() {
+		return apiserver.NamespaceMismatch()
 	}
 	if b.Target.Name == "" {
 		return apierrors.NewInvalid(schema.GroupKind{Kind: "Binding"}, name, field.ErrorList{field.Required(field.NewPath("target", "name"), "")})
 	}
-	pods, _ := q.s.reg.get(coreGV.WithResource("pods"))
-	pq := *q
-	pq.res, pq.name, pq.sub = pods, name, "binding"
 	bindingGR := schema.GroupResource{Resource: "pods/binding"}
-	_, err = pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+	_, err = req.Update(podsGVR, name, "binding", "", func(old runtime.Object) (runtime.Object, error) {
 		pod := old.(*corev1.Pod)
 		if b.UID != "" && b.UID != pod.UID {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("UID", b.UID, pod.UID))
+			return nil, apierrors.NewConflict(bindingGR, name, apiserver.PreconditionFailed("UID", b.UID, pod.UID))
 		}
 		if b.ResourceVersion != "" && b.ResourceVersion != pod.ResourceVersion {
-			return nil, apierrors.NewConflict(bindingGR, name, preconditionErr("ResourceVersion", b.ResourceVersion, pod.ResourceVersion))
+			return nil, apierrors.NewConflict(bindingGR, name, apiserver.PreconditionFailed("ResourceVersion", b.ResourceVersion, pod.ResourceVersion))
 		}
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(bindingGR, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
@@ -87,14 +103,14 @@ func (q *request) bind(name string) error {
 			}
 			pod.Annotations[k] = v
 		}
-		setPodScheduled(pod, metav1.NewTime(q.s.now().Truncate(time.Second)))
+		setPodScheduled(pod, metav1.NewTime(req.Now().Truncate(time.Second)))
 		pod.ResourceVersion = ""
 		return pod, nil
-	}, "")
+	})
 	if err != nil {
 		return err
 	}
-	q.writeCreated()
+	req.WriteCreated()
 	return nil
 }
 

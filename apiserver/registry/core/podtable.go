@@ -1,4 +1,4 @@
-package apiserver
+package core
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 var (
@@ -15,12 +17,12 @@ var (
 	podStatusDoc = corev1.PodStatus{}.SwaggerDoc()
 )
 
-var podTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var podTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Ready", Type: "string", Description: "The aggregate readiness state of this pod for accepting traffic."},
 		{Name: "Status", Type: "string", Description: "The aggregate status of the containers in this pod."},
 		{Name: "Restarts", Type: "string", Description: "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."},
-		AgeColumn,
+		apiserver.AgeColumn,
 		{Name: "IP", Type: "string", Priority: 1, Description: podStatusDoc["podIP"]},
 		{Name: "Node", Type: "string", Priority: 1, Description: podSpecDoc["nodeName"]},
 		{Name: "Nominated Node", Type: "string", Priority: 1, Description: podStatusDoc["nominatedNodeName"]},
@@ -96,7 +98,7 @@ func podCells(obj runtime.Object, now time.Time) []any {
 		ip = pod.Status.PodIPs[0].IP
 	}
 	return []any{pod.Name, fmt.Sprintf("%d/%d", row.ready, row.total), row.reason, restartCell,
-		Age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
+		apiserver.Age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
 }
 
 // podRow gathers a pod's READY, STATUS and RESTARTS as its containers are
@@ -244,4 +246,12 @@ func readinessGatesCell(pod *corev1.Pod) string {
 		}
 	}
 	return fmt.Sprintf("%d/%d", passed, n)
+}
+
+// orNone is kubectl's "<none>" for an empty cell.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package apiserver
+package core
 
 import (
 	"fmt"
@@ -12,13 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // limitRangeResource is served as kube-apiserver serves it: namespaced,
 // short name "limits", no status, and kube's default Table of NAME and
 // CREATED AT (kube has no printer for it).
-func limitRangeResource() *Resource {
-	return &Resource{GVR: limitRangesGVR, Kind: "LimitRange", Singular: "limitrange", Namespaced: true,
+func limitRangeResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: apiserver.LimitRangesGVR, Kind: "LimitRange", Singular: "limitrange", Namespaced: true,
 		ShortNames: []string{"limits"}, ValidateName: apivalidation.NameIsDNSSubdomain,
 		Defaults: defaultLimitRange, Prepare: prepareLimitRange, Validate: validateLimitRange}
 }

@@ -1,4 +1,4 @@
-package apiserver
+package core
 
 import (
 	"errors"
@@ -13,8 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/kubegate/kubegate/authz"
-	"github.com/kubegate/kubegate/store"
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // The pod subresources that reach a kubelet: log, exec, attach and
@@ -28,34 +27,33 @@ import (
 // request names (none for portforward), as kube-apiserver does before it
 // contacts the node: a pod not yet bound is errNoHost, a node that does not
 // exist is the NotFound kube answers (naming the node as a pod).
-func (q *request) podForNode() (*corev1.Pod, string, error) {
-	kv, err := q.s.cfg.Store.Get(q.ctx(), q.key(q.name))
-	if err != nil {
-		return nil, "", storeErr(err, q.gr(), q.name)
-	}
-	obj, err := q.s.decodeKV(q.res, kv)
+func podForNode(req *apiserver.Request, sub string) (*corev1.Pod, string, error) {
+	obj, err := req.Get(podsGVR, req.Namespace(), req.Name())
 	if err != nil {
 		return nil, "", err
 	}
 	pod := obj.(*corev1.Pod)
 	container := ""
-	if q.sub != "portforward" {
-		if container, err = pickContainer(pod, q.r.URL.Query().Get("container")); err != nil {
+	if sub != "portforward" {
+		_, r := req.HTTP()
+		if container, err = pickContainer(pod, r.URL.Query().Get("container")); err != nil {
 			return nil, "", err
 		}
 	}
 	if pod.Spec.NodeName == "" {
 		return pod, container, errNoHost
 	}
-	if _, err := q.s.cfg.Store.Get(q.ctx(), Key(coreGV.WithResource("nodes"), "", pod.Spec.NodeName)); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+	if _, err := req.Get(nodesGVR, "", pod.Spec.NodeName); err != nil {
+		if apierrors.IsNotFound(err) {
 			// kube-apiserver looks the node up with the pods' resource name.
-			return nil, "", apierrors.NewNotFound(q.gr(), pod.Spec.NodeName)
+			return nil, "", apierrors.NewNotFound(podsGVR.GroupResource(), pod.Spec.NodeName)
 		}
-		return nil, "", storeErr(err, q.gr(), q.name)
+		return nil, "", err
 	}
 	return pod, container, nil
 }
+
+var nodesGVR = corev1.SchemeGroupVersion.WithResource("nodes")
 
 // errNoHost: the pod is not bound to a node yet.
 var errNoHost = errors.New("pod has no host")
@@ -90,18 +88,19 @@ func pickContainer(pod *corev1.Pod, name string) (string, error) {
 
 // podLog serves GET pods/NAME/log. A pod not yet bound has no log: 204
 // with no body, as kube-apiserver answers.
-func (q *request) podLog() error {
-	pod, container, err := q.podForNode()
+func podLog(req *apiserver.Request, sub string) error {
+	pod, container, err := podForNode(req, sub)
+	w, _ := req.HTTP()
 	if errors.Is(err, errNoHost) {
-		q.w.WriteHeader(http.StatusNoContent)
+		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	q.w.Header().Set("Content-Type", "text/plain")
-	q.w.WriteHeader(http.StatusOK)
-	fmt.Fprint(q.w, simulatedLog(pod, container, q.s.now()))
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, simulatedLog(pod, container, req.Now()))
 	return nil
 }
 
@@ -124,52 +123,59 @@ func simulatedLog(pod *corev1.Pod, container string, now time.Time) string {
 // podConnect serves exec, attach and portforward. Like kube-apiserver it
 // checks the pod and the container first, then wants a connection
 // upgrade; with one, it refuses, as no simulated node runs a container.
-func (q *request) podConnect() error {
-	if q.verb == "get" {
+func podConnect(req *apiserver.Request, sub string) error {
+	if req.Verb() == "get" {
 		// A WebSocket upgrade comes as a GET; like kube-apiserver, also
 		// require the create a POST would need.
-		if err := q.authorizeAs("create"); err != nil {
+		if err := req.AuthorizeAs("create"); err != nil {
 			return err
 		}
 	}
-	pod, _, err := q.podForNode()
+	pod, _, err := podForNode(req, sub)
 	if errors.Is(err, errNoHost) {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
 	}
 	if err != nil {
 		return err
 	}
-	if !httpguts.HeaderValuesContainsToken(q.r.Header["Connection"], "Upgrade") {
+	if _, r := req.HTTP(); !httpguts.HeaderValuesContainsToken(r.Header["Connection"], "Upgrade") {
 		return apierrors.NewBadRequest("Upgrade request required")
 	}
 	return apierrors.NewInternalError(fmt.Errorf("pod %s/%s runs on the simulated node %s, which runs no containers: %s is not available",
-		pod.Namespace, pod.Name, pod.Spec.NodeName, q.sub))
+		pod.Namespace, pod.Name, pod.Spec.NodeName, sub))
 }
+
+// podSubresource is one of the pods' subresources served by a function of
+// the request and its name; its answer takes any Accept, as a log's text
+// and a connection's stream do (D.9).
+type podSubresource struct {
+	name  string
+	verbs []string
+	kind  schema.GroupVersionKind
+	serve func(req *apiserver.Request, sub string) error
+}
+
+func (s *podSubresource) Name() string                       { return s.name }
+func (s *podSubresource) Verbs() []string                    { return s.verbs }
+func (s *podSubresource) Kind() schema.GroupVersionKind      { return s.kind }
+func (s *podSubresource) Serve(req *apiserver.Request) error { return s.serve(req, s.name) }
+func (s *podSubresource) AcceptsAny() bool                   { return true }
+
+var _ apiserver.AnyAccepter = (*podSubresource)(nil)
 
 // podSubresources are the pods' subresources: status, binding, and those
 // that reach a kubelet (D.9), with eviction.
-func podSubresources() map[string]Subresource {
-	connect := func(name, kind string) *subresource {
-		return &subresource{name: name, verbs: []string{"create", "get"}, kind: schema.GroupVersionKind{Kind: kind}, anyAccept: true, serve: (*request).podConnect}
+func podSubresources() map[string]apiserver.Subresource {
+	connect := func(name, kind string) *podSubresource {
+		return &podSubresource{name: name, verbs: []string{"create", "get"}, kind: schema.GroupVersionKind{Kind: kind}, serve: podConnect}
 	}
-	return subresources(statusSubresource(), bindingSubresource(),
-		&subresource{name: "log", verbs: []string{"get"}, kind: schema.GroupVersionKind{Kind: "Pod"}, anyAccept: true, serve: (*request).podLog},
+	subs := []apiserver.Subresource{apiserver.StatusSubresource(), bindingSubresource{},
+		&podSubresource{name: "log", verbs: []string{"get"}, kind: schema.GroupVersionKind{Kind: "Pod"}, serve: podLog},
 		connect("exec", "PodExecOptions"), connect("attach", "PodAttachOptions"), connect("portforward", "PodPortForwardOptions"),
-		&subresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), anyAccept: true, serve: (*request).evict})
-}
-
-// authorizeAs checks that the user may do the request's action with verb
-// instead of its own.
-func (q *request) authorizeAs(verb string) error {
-	ri, _ := authz.RequestInfoFrom(q.ctx())
-	attrs := ri.Attributes(q.user())
-	attrs.Verb = verb
-	decision, reason, err := q.s.cfg.Authorizer.Authorize(q.ctx(), attrs)
-	switch {
-	case decision == authz.Allow:
-		return nil
-	case err != nil:
-		return apierrors.NewInternalError(err)
+		&podSubresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), serve: evict}}
+	m := make(map[string]apiserver.Subresource, len(subs))
+	for _, sub := range subs {
+		m[sub.Name()] = sub
 	}
-	return authz.Forbidden(attrs, reason)
+	return m
 }

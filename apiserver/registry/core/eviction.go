@@ -1,4 +1,4 @@
-package apiserver
+package core
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	pdbhelpers "k8s.io/component-helpers/apps/poddisruptionbudget"
 
-	"github.com/kubegate/kubegate/store"
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // The eviction subresource (D.9): a pod is deleted only when the
@@ -49,8 +49,8 @@ const evictionMessage = "Cannot evict pod as it would violate the pod's disrupti
 
 // evict serves POST pods/NAME/eviction and answers 201 with a success
 // Status once the pod is deleted (or marked deleting).
-func (q *request) evict() error {
-	info, data, err := q.subresourceBody()
+func evict(req *apiserver.Request, _ string) error {
+	info, data, err := req.Body()
 	if err != nil {
 		return err
 	}
@@ -70,10 +70,10 @@ func (q *request) evict() error {
 	default:
 		return apierrors.NewBadRequest(fmt.Sprintf("%s is not an Eviction", obj.GetObjectKind().GroupVersionKind()))
 	}
-	if err := q.s.checkNamespaceActive(q.ctx(), q.gr(), q.ns, q.name); err != nil {
+	if err := req.CheckNamespaceActive(podsGVR.GroupResource(), req.Name()); err != nil {
 		return err // admission's answer comes first (G.9)
 	}
-	if name != q.name {
+	if name != req.Name() {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
 	if opts != nil && opts.IgnoreStoreReadErrorWithClusterBreakingPotential != nil && *opts.IgnoreStoreReadErrorWithClusterBreakingPotential {
@@ -81,26 +81,26 @@ func (q *request) evict() error {
 			field.Invalid(field.NewPath("deleteOptions", "ignoreStoreReadErrorWithClusterBreakingPotential"), true,
 				"can not be set for pod eviction, try after removing the option")})
 	}
-	if _, err := q.dryRun(); err != nil {
+	if _, err := req.DryRun(); err != nil {
 		return err
 	}
-	if opts, err = evictionDryRun(opts, q.r.URL.Query()["dryRun"]); err != nil {
+	_, r := req.HTTP()
+	if opts, err = evictionDryRun(opts, r.URL.Query()["dryRun"]); err != nil {
 		return err
 	}
-	if err := checkDeleteOptions(opts); err != nil {
+	if err := apiserver.CheckDeleteOptions(opts); err != nil {
 		return err
 	}
-	st, err := q.evictPod(opts)
+	st, err := evictPod(req, opts)
 	if err != nil {
 		return err
 	}
 	if st != nil {
 		// answered as an object, with the code it carries
-		out, _ := q.s.negotiate(q.r, acceptOptions{})
-		q.s.write(q.w, out, int(st.Code), st)
+		req.Write(int(st.Code), st)
 		return nil
 	}
-	q.writeCreated()
+	req.WriteCreated()
 	return nil
 }
 
@@ -128,11 +128,11 @@ func evictionDryRun(opts *metav1.DeleteOptions, urlDryRun []string) (*metav1.Del
 // other is checked against the budget that covers it. A non-nil Status is
 // a failure answered as an object rather than an error, as kube answers
 // a pod with more than one budget.
-func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
+func evictPod(req *apiserver.Request, opts *metav1.DeleteOptions) (*metav1.Status, error) {
 	userRV := opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
 	var pod *corev1.Pod
 	for attempt := 0; ; attempt++ {
-		p, err := q.readPod()
+		p, err := readPod(req)
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
 			// A pending pod may become ready meanwhile: delete it only as read.
 			del = withResourceVersion(opts, pod.ResourceVersion)
 		}
-		err = q.markAndDeletePod(del)
+		err = markAndDeletePod(req, del)
 		if err == nil {
 			return nil, nil
 		}
@@ -154,7 +154,7 @@ func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
 		}
 	}
 
-	pdbs, err := q.budgetsOf(pod)
+	pdbs, err := budgetsOf(req, pod)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
 			Message: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."}, nil
 	}
 	if len(pdbs) == 0 {
-		return nil, q.markAndDeletePod(opts)
+		return nil, markAndDeletePod(req, opts)
 	}
 	pdb := pdbs[0]
 	if !podReady(pod) {
@@ -172,17 +172,17 @@ func (q *request) evictPod(opts *metav1.DeleteOptions) (*metav1.Status, error) {
 			pdb.Status.CurrentHealthy >= pdb.Status.DesiredHealthy && pdb.Status.DesiredHealthy > 0 {
 			// An unready pod does not count as healthy: it goes without
 			// using the budget, provided it is still the pod just read.
-			err := q.markAndDeletePod(withResourceVersion(opts, pod.ResourceVersion))
+			err := markAndDeletePod(req, withResourceVersion(opts, pod.ResourceVersion))
 			if apierrors.IsConflict(err) && !userRV {
 				return nil, stillProcessing(pdb.Name)
 			}
 			return nil, err
 		}
 	}
-	if err := q.useDisruption(pod, pdb, len(opts.DryRun) > 0); err != nil {
+	if err := useDisruption(req, pod, pdb, len(opts.DryRun) > 0); err != nil {
 		return nil, err
 	}
-	return nil, q.markAndDeletePod(opts)
+	return nil, markAndDeletePod(req, opts)
 }
 
 // evictsFreely reports whether a pod may go without consulting a budget:
@@ -213,12 +213,8 @@ func withResourceVersion(opts *metav1.DeleteOptions, rv string) *metav1.DeleteOp
 	return opts
 }
 
-func (q *request) readPod() (*corev1.Pod, error) {
-	kv, err := q.s.cfg.Store.Get(q.ctx(), q.key(q.name))
-	if err != nil {
-		return nil, storeErr(err, q.gr(), q.name)
-	}
-	obj, err := q.s.decodeKV(q.res, kv)
+func readPod(req *apiserver.Request) (*corev1.Pod, error) {
+	obj, err := req.Get(podsGVR, req.Namespace(), req.Name())
 	if err != nil {
 		return nil, err
 	}
@@ -228,41 +224,28 @@ func (q *request) readPod() (*corev1.Pod, error) {
 // budgetsOf returns the PodDisruptionBudgets of the pod's namespace whose
 // selector matches it; one with a selector that does not parse matches
 // nothing.
-func (q *request) budgetsOf(pod *corev1.Pod) ([]*policyv1.PodDisruptionBudget, error) {
-	res, _ := q.s.reg.get(pdbGVR)
-	var out []*policyv1.PodDisruptionBudget
-	opts := store.ListOptions{Limit: 500}
-	for {
-		page, err := q.s.cfg.Store.List(q.ctx(), Key(pdbGVR, pod.Namespace, ""), opts)
-		if err != nil {
-			return nil, storeErr(err, res.groupResource(), "")
-		}
-		for _, kv := range page.KVs {
-			obj, err := q.s.decodeKV(res, kv)
-			if err != nil {
-				return nil, err
-			}
-			pdb := obj.(*policyv1.PodDisruptionBudget)
-			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
-				continue
-			}
-			out = append(out, pdb)
-		}
-		if !page.More || len(page.KVs) == 0 {
-			return out, nil
-		}
-		opts.Continue = page.KVs[len(page.KVs)-1].Key
-		opts.Revision = page.Revision
+func budgetsOf(req *apiserver.Request, pod *corev1.Pod) ([]*policyv1.PodDisruptionBudget, error) {
+	objs, err := req.List(pdbGVR, pod.Namespace)
+	if err != nil {
+		return nil, err
 	}
+	var out []*policyv1.PodDisruptionBudget
+	for _, obj := range objs {
+		pdb := obj.(*policyv1.PodDisruptionBudget)
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, pdb)
+	}
+	return out, nil
 }
 
 // useDisruption takes one disruption from the budget for the pod: it
 // refuses when the budget's status is older than its spec or allows
 // none, else records the pod as disrupted (not on a dry run). It reads
 // the budget afresh on each attempt, so a conflicting write is retried.
-func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget, dry bool) error {
-	pq := q.as(pdbGVR, pdb.Name, "status")
+func useDisruption(req *apiserver.Request, pod *corev1.Pod, pdb *policyv1.PodDisruptionBudget, dry bool) error {
 	check := func(p *policyv1.PodDisruptionBudget) error {
 		if p.Status.ObservedGeneration < p.Generation {
 			return stillProcessing(p.Name)
@@ -279,14 +262,14 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 		}
 		p.Status.DisruptionsAllowed--
 		if p.Status.DisruptionsAllowed == 0 {
-			setDisruptionAllowedCondition(p, metav1.NewTime(q.s.now().Truncate(time.Second)))
+			setDisruptionAllowedCondition(p, metav1.NewTime(req.Now().Truncate(time.Second)))
 		}
 		return nil
 	}
 	if dry {
 		return check(pdb.DeepCopy())
 	}
-	_, err := pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+	_, err := req.Update(pdbGVR, pdb.Name, "status", evictionManager, func(old runtime.Object) (runtime.Object, error) {
 		p := old.(*policyv1.PodDisruptionBudget)
 		if err := check(p); err != nil {
 			return nil, err
@@ -294,10 +277,10 @@ func (q *request) useDisruption(pod *corev1.Pod, pdb *policyv1.PodDisruptionBudg
 		if p.Status.DisruptedPods == nil {
 			p.Status.DisruptedPods = map[string]metav1.Time{}
 		}
-		p.Status.DisruptedPods[pod.Name] = metav1.NewTime(q.s.now().Truncate(time.Second))
+		p.Status.DisruptedPods[pod.Name] = metav1.NewTime(req.Now().Truncate(time.Second))
 		p.ResourceVersion = ""
 		return p, nil
-	}, evictionManager)
+	})
 	return err
 }
 
@@ -359,11 +342,10 @@ func budgetForbidden(name, reason, detail string) error {
 // on a dry run), then deletes it with opts. The condition is written only
 // to the pod opts' preconditions name, and a resourceVersion precondition
 // then follows that write.
-func (q *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
+func markAndDeletePod(req *apiserver.Request, opts *metav1.DeleteOptions) error {
 	if len(opts.DryRun) == 0 {
-		pq := q.as(q.res.GVR, q.name, "status")
 		kind := schema.GroupResource{Resource: "Pod"}
-		obj, err := pq.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+		obj, err := req.Update(podsGVR, req.Name(), "status", "", func(old runtime.Object) (runtime.Object, error) {
 			pod := old.(*corev1.Pod)
 			if p := opts.Preconditions; p != nil {
 				if p.UID != nil && *p.UID != "" && *p.UID != pod.UID {
@@ -373,10 +355,10 @@ func (q *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 					return nil, apierrors.NewConflict(kind, pod.Name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, pod.ResourceVersion))
 				}
 			}
-			setDisruptionTarget(pod, metav1.NewTime(q.s.now().Truncate(time.Second)))
+			setDisruptionTarget(pod, metav1.NewTime(req.Now().Truncate(time.Second)))
 			pod.ResourceVersion = ""
 			return pod, nil
-		}, "")
+		})
 		if err != nil {
 			return err
 		}
@@ -384,8 +366,7 @@ func (q *request) markAndDeletePod(opts *metav1.DeleteOptions) error {
 			opts = withResourceVersion(opts, obj.(*corev1.Pod).ResourceVersion)
 		}
 	}
-	_, _, err := q.deleteOne(q.name, opts)
-	return err
+	return req.Delete(podsGVR, req.Name(), opts)
 }
 
 // setDisruptionTarget sets the pod condition DisruptionTarget with the
@@ -405,13 +386,4 @@ func setDisruptionTarget(pod *corev1.Pod, now metav1.Time) {
 		return
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, c)
-}
-
-// as returns a copy of the request that acts on another object of the
-// server, for the writes a subresource makes besides its own.
-func (q *request) as(gvr schema.GroupVersionResource, name, sub string) *request {
-	res, _ := q.s.reg.get(gvr)
-	pq := *q
-	pq.res, pq.name, pq.sub = res, name, sub
-	return &pq
 }

@@ -1,4 +1,4 @@
-package apiserver
+package core_test
 
 import (
 	"testing"
@@ -8,6 +8,8 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pdbhelpers "k8s.io/component-helpers/apps/poddisruptionbudget"
+
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // The DisruptionAllowed condition an eviction writes is component-helpers'
@@ -41,7 +43,7 @@ func TestDisruptionAllowedConditionMatchesHelper_G12(t *testing.T) {
 				Conditions: append([]metav1.Condition(nil), tc.conditions...)}}
 			want := pdb.DeepCopy()
 			pdbhelpers.UpdateDisruptionAllowedCondition(want)
-			setDisruptionAllowedCondition(pdb, now)
+			core.SetDisruptionAllowedCondition(pdb, now)
 
 			got := apimeta.FindStatusCondition(pdb.Status.Conditions, policyv1.DisruptionAllowedCondition)
 			w := apimeta.FindStatusCondition(want.Status.Conditions, policyv1.DisruptionAllowedCondition)

@@ -1,4 +1,4 @@
-package apiserver
+package core_test
 
 import (
 	"reflect"
@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 func resources(kv ...string) corev1.ResourceList {
@@ -61,9 +63,9 @@ func TestLimitRangeValidation_D8(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: tt.items}}
-			defaultLimitRange(lr)
+			core.DefaultLimitRange(lr)
 			var got []string
-			for _, e := range validateLimitRange(lr, nil) {
+			for _, e := range core.ValidateLimitRange(lr, nil) {
 				got = append(got, e.Error())
 			}
 			if !reflect.DeepEqual(got, tt.want) {
@@ -81,7 +83,7 @@ func TestLimitRangeDefaults_D8(t *testing.T) {
 		{Type: corev1.LimitTypeContainer, Max: resources("cpu", "2"), Min: resources("memory", "64Mi"), Default: resources("ephemeral-storage", "1Gi")},
 		{Type: corev1.LimitTypePod, Max: resources("cpu", "4")},
 	}}}
-	defaultLimitRange(lr)
+	core.DefaultLimitRange(lr)
 	c := lr.Spec.Limits[0]
 	if want := resources("cpu", "2", "ephemeral-storage", "1Gi"); !reflect.DeepEqual(c.Default, want) {
 		t.Errorf("default: got %v, want %v", c.Default, want)
@@ -92,7 +94,7 @@ func TestLimitRangeDefaults_D8(t *testing.T) {
 	if p := lr.Spec.Limits[1]; p.Default != nil || p.DefaultRequest != nil {
 		t.Errorf("Pod item: got defaults %v %v, want none", p.Default, p.DefaultRequest)
 	}
-	prepareLimitRange(lr, nil)
+	core.PrepareLimitRange(lr, nil)
 	if len(lr.Name) != 36 {
 		t.Errorf("a limit range without a name: got name %q, want a UUID", lr.Name)
 	}
