@@ -1,6 +1,6 @@
 // Package apiserver serves a Kubernetes-compatible REST API over a store.Store:
-// discovery, OpenAPI, the resources still defined here (core, apps
-// and events) and those of Config.Resources (the
+// discovery, OpenAPI, the resources still defined here (apps) and
+// those of Config.Resources (the
 // groups of apiserver/registry) with their verbs (create, get, list, watch,
 // update, patch, delete, deletecollection), Table output, and the
 // authentication, impersonation, authorization and admission chain in
@@ -48,7 +48,9 @@ type Config struct {
 	// this package: the API groups of apiserver/registry/<group>, which
 	// apiserver/registry.Resources lists. Each must be a value of its own
 	// (New keeps and completes it) with a group, version and resource no
-	// other has. nil: only this package's.
+	// other has. They must include the core group's namespaces
+	// (apiserver/registry/core's), which the namespace lifecycle needs:
+	// New refuses a Config without them.
 	Resources  []*Resource
 	Admission  []Admission        // run in order on create and update (and delete with Object nil)
 	Creators   map[string]Creator // virtual create-only endpoints, see Creator

@@ -397,7 +397,9 @@ func preconditionErr(field string, want, got any) error {
 
 // released gives back what obj, just deleted, held (D.6).
 func (s *Server) released(ctx context.Context, res *Resource, obj runtime.Object) {
-	if res.release != nil {
-		res.release(s.svcAlloc, context.WithoutCancel(ctx), obj)
+	if res.Release != nil {
+		a := s.svcAlloc.begin(ctx, false)
+		res.Release(a, obj)
+		a.finish(true)
 	}
 }

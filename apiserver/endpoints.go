@@ -8,172 +8,28 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
-	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/store"
 )
 
-// Endpoints (v1), stored with kube-apiserver's defaults, validation and
-// Tables (D.5); EndpointSlices are apiserver/registry/discovery's. The endpoints
-// and endpointslice controllers write them for Services with a selector
-// (G.10); anyone may write them for a Service without one.
+// Endpoints (v1) are apiserver/registry/core's and EndpointSlices
+// apiserver/registry/discovery's; the server writes the kubernetes
+// Service's at start, to the address clients reach it at.
 
 // EndpointsGVR and EndpointSlicesGVR name the two resources.
 var (
 	EndpointsGVR      = coreGV.WithResource("endpoints")
 	EndpointSlicesGVR = discoveryv1.SchemeGroupVersion.WithResource("endpointslices")
 )
-
-// endpointsDeprecation is the warning kube-apiserver adds to every request
-// on v1 Endpoints, which Kubernetes 1.33 deprecated in favour of
-// EndpointSlices.
-const endpointsDeprecation = "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"
-
-func endpointsResource() *Resource {
-	return &Resource{GVR: EndpointsGVR, Kind: "Endpoints", Singular: "endpoints", Namespaced: true, ShortNames: []string{"ep"},
-		ValidateName: apivalidation.NameIsDNSSubdomain, Deprecation: endpointsDeprecation,
-		Defaults: defaultEndpoints, Validate: validateEndpoints, Table: endpointsTable}
-}
-
-// defaultEndpoints gives each port kube's protocol, TCP.
-func defaultEndpoints(obj runtime.Object) {
-	e := obj.(*corev1.Endpoints)
-	for i := range e.Subsets {
-		for j := range e.Subsets[i].Ports {
-			if p := &e.Subsets[i].Ports[j]; p.Protocol == "" {
-				p.Protocol = corev1.ProtocolTCP
-			}
-		}
-	}
-}
-
-// validateEndpoints is kube's ValidateEndpoints: every subset holds an
-// address, each address a valid IP a pod could have, a hostname that is a
-// DNS label and a node name that is a subdomain; each port a number, a
-// protocol and, when there are several, a name.
-func validateEndpoints(obj, old runtime.Object) field.ErrorList {
-	e := obj.(*corev1.Endpoints)
-	var oldIPs []string
-	if old != nil {
-		for _, ss := range old.(*corev1.Endpoints).Subsets {
-			for _, a := range ss.Addresses {
-				oldIPs = append(oldIPs, a.IP)
-			}
-			for _, a := range ss.NotReadyAddresses {
-				oldIPs = append(oldIPs, a.IP)
-			}
-		}
-	}
-	var errs field.ErrorList
-	path := field.NewPath("subsets")
-	for i := range e.Subsets {
-		ss := &e.Subsets[i]
-		sp := path.Index(i)
-		if len(ss.Addresses) == 0 && len(ss.NotReadyAddresses) == 0 {
-			errs = append(errs, field.Required(sp, "must specify `addresses` or `notReadyAddresses`"))
-		}
-		for j := range ss.Addresses {
-			errs = append(errs, validateEndpointAddress(&ss.Addresses[j], oldIPs, sp.Child("addresses").Index(j))...)
-		}
-		for j := range ss.NotReadyAddresses {
-			errs = append(errs, validateEndpointAddress(&ss.NotReadyAddresses[j], oldIPs, sp.Child("notReadyAddresses").Index(j))...)
-		}
-		for j := range ss.Ports {
-			errs = append(errs, validateEndpointPort(&ss.Ports[j], len(ss.Ports) > 1, sp.Child("ports").Index(j))...)
-		}
-	}
-	return errs
-}
-
-func validateEndpointAddress(a *corev1.EndpointAddress, oldIPs []string, path *field.Path) field.ErrorList {
-	errs := validation.IsValidIPForLegacyField(path.Child("ip"), a.IP, true, oldIPs)
-	if a.Hostname != "" {
-		errs = append(errs, DNSLabel(path.Child("hostname"), a.Hostname)...)
-	}
-	if a.NodeName != nil {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(*a.NodeName, false) {
-			errs = append(errs, field.Invalid(path.Child("nodeName"), *a.NodeName, msg))
-		}
-	}
-	return append(errs, NonSpecialIP(path.Child("ip"), a.IP)...)
-}
-
-func validateEndpointPort(p *corev1.EndpointPort, requireName bool, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if requireName && p.Name == "" {
-		errs = append(errs, field.Required(path.Child("name"), ""))
-	} else if p.Name != "" {
-		errs = append(errs, DNSLabel(path.Child("name"), p.Name)...)
-	}
-	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
-		errs = append(errs, field.Invalid(path.Child("port"), p.Port, msg))
-	}
-	errs = append(errs, OneOf(path.Child("protocol"), p.Protocol, portProtocols)...)
-	if p.AppProtocol != nil {
-		errs = append(errs, qualifiedName(path.Child("appProtocol"), *p.AppProtocol)...)
-	}
-	return errs
-}
-
-// endpointsTable is kube's: NAME, ENDPOINTS (the first three ip:port
-// pairs of ready addresses, "+ N more..." after them, <none> without
-// subsets) and AGE.
-var endpointsTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
-		{Name: "Endpoints", Type: "string", Description: corev1.Endpoints{}.SwaggerDoc()["subsets"]},
-		AgeColumn},
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		e := obj.(*corev1.Endpoints)
-		return []any{e.Name, formatEndpoints(e), Age(e.CreationTimestamp, now)}
-	},
-}
-
-func formatEndpoints(e *corev1.Endpoints) string {
-	if len(e.Subsets) == 0 {
-		return "<none>"
-	}
-	const most = 3
-	var list []string
-	count := 0
-	for _, ss := range e.Subsets {
-		if len(ss.Ports) == 0 {
-			// A headless Service's endpoints may have no ports.
-			for _, a := range ss.Addresses {
-				count++
-				if len(list) < most {
-					list = append(list, a.IP)
-				}
-			}
-			continue
-		}
-		for _, p := range ss.Ports {
-			for _, a := range ss.Addresses {
-				count++
-				if len(list) < most {
-					list = append(list, net.JoinHostPort(a.IP, strconv.Itoa(int(p.Port))))
-				}
-			}
-		}
-	}
-	out := strings.Join(list, ",")
-	if count > most {
-		out += fmt.Sprintf(" + %d more...", count-most)
-	}
-	return out
-}
 
 // ensureKubernetesEndpoints writes the Endpoints and the EndpointSlice of
 // the kubernetes Service in default when the server starts, as
@@ -248,6 +104,28 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 		if _, err := s.createStored(ctx, res, w.obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create the kubernetes %s: %w", res.GVR.Resource, err)
 		}
+	}
+	return nil
+}
+
+// NonSpecialIP refuses, as kube's ValidateNonSpecialIP, an address no
+// node or pod could be reached at: unspecified, loopback or link-local.
+// An address the parser refuses gets no error here.
+func NonSpecialIP(p *field.Path, ip string) field.ErrorList {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil
+	}
+	a = a.Unmap()
+	switch {
+	case a.IsUnspecified():
+		return field.ErrorList{field.Invalid(p, ip, fmt.Sprintf("may not be unspecified (%v)", ip))}
+	case a.IsLoopback():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)")}
+	case a.IsLinkLocalUnicast():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")}
+	case a.IsLinkLocalMulticast():
+		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")}
 	}
 	return nil
 }

@@ -1,99 +1,13 @@
 package apiserver
 
 import (
-	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Kind-specific behaviour of the built-in resources: selectable fields,
 // server-side defaults, validation and status handling.
-
-func nodeFields(obj runtime.Object, set fields.Set) {
-	set["spec.unschedulable"] = strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)
-}
-
-func secretFields(obj runtime.Object, set fields.Set) {
-	set["type"] = string(obj.(*corev1.Secret).Type)
-}
-
-func coreEventFields(obj runtime.Object, set fields.Set) {
-	e := obj.(*corev1.Event)
-	set["involvedObject.kind"] = e.InvolvedObject.Kind
-	set["involvedObject.namespace"] = e.InvolvedObject.Namespace
-	set["involvedObject.name"] = e.InvolvedObject.Name
-	set["involvedObject.uid"] = string(e.InvolvedObject.UID)
-	set["involvedObject.apiVersion"] = e.InvolvedObject.APIVersion
-	set["involvedObject.resourceVersion"] = e.InvolvedObject.ResourceVersion
-	set["involvedObject.fieldPath"] = e.InvolvedObject.FieldPath
-	set["reason"] = e.Reason
-	set["reportingComponent"] = e.ReportingController
-	set["source"] = e.Source.Component
-	set["type"] = e.Type
-}
-
-func defaultNamespace(obj runtime.Object) {
-	ns := obj.(*corev1.Namespace)
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	ns.Labels[corev1.LabelMetadataName] = ns.Name
-}
-
-// prepareNamespace gives a new namespace the "kubernetes" finalizer that
-// the namespace controller removes once the namespace is empty (G.9);
-// only the finalize subresource changes spec.finalizers afterwards.
-func prepareNamespace(obj, old runtime.Object) {
-	ns := obj.(*corev1.Namespace)
-	if ns.Status.Phase == "" {
-		ns.Status.Phase = corev1.NamespaceActive
-	}
-	if old != nil {
-		ns.Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
-		return
-	}
-	if !slices.Contains(ns.Spec.Finalizers, corev1.FinalizerKubernetes) {
-		ns.Spec.Finalizers = append(ns.Spec.Finalizers, corev1.FinalizerKubernetes)
-	}
-}
-
-func resetNamespaceStatus(obj, old runtime.Object) {
-	ns := obj.(*corev1.Namespace)
-	if old == nil {
-		ns.Status = corev1.NamespaceStatus{}
-		return
-	}
-	ns.Status = old.(*corev1.Namespace).Status
-}
-
-func resetNodeStatus(obj, old runtime.Object) {
-	if old == nil {
-		return // a node registers with its status, as kubelets do
-	}
-	obj.(*corev1.Node).Status = old.(*corev1.Node).Status
-}
-
-// defaultSecret defaults the type and folds stringData into data (D.6), as
-// decoding does in kube-apiserver: kube never stores stringData, its keys
-// overwrite data's, and a read shows them base64-encoded under data like
-// the rest.
-func defaultSecret(obj runtime.Object) {
-	s := obj.(*corev1.Secret)
-	if s.Type == "" {
-		s.Type = corev1.SecretTypeOpaque
-	}
-	if len(s.StringData) > 0 && s.Data == nil {
-		s.Data = make(map[string][]byte, len(s.StringData))
-	}
-	for k, v := range s.StringData {
-		s.Data[k] = []byte(v)
-	}
-	s.StringData = nil
-}
 
 // DefaultPodSpec fills the defaults kube gives every pod spec, a pod's and
 // a pod template's alike (its SetDefaults_PodSpec and the container

@@ -11,14 +11,10 @@ import (
 )
 
 // The namespace lifecycle (G.9): no new content in a namespace being
-// deleted, and the finalize subresource through which its finalizers go.
-
-// finalizeSubresource is namespaces/finalize: a PUT is the one way to
-// change a namespace's spec.finalizers (its status stays); a namespace
-// being deleted that is left with no finalizers of either kind goes (G.9).
-func finalizeSubresource() *subresource {
-	return &subresource{name: "finalize", verbs: []string{"update"}, serve: (*request).update}
-}
+// deleted, and the write path of the finalize subresource (defined with
+// the namespaces in apiserver/registry/core) through which its
+// finalizers go: an update there keeps the status and skips Prepare, and
+// a namespace being deleted that is left with no finalizers goes.
 
 // namespaceFinalizing reports whether obj is a namespace whose
 // spec.finalizers still hold it (G.9).

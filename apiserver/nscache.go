@@ -76,9 +76,10 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 	return nil
 }
 
-// systemNamespace refuses the deletion of default, kube-system and
-// kube-public, as kube-apiserver's namespace lifecycle does.
-func systemNamespace(name string) error {
+// UndeletableNamespace refuses the deletion of default, kube-system and
+// kube-public, as kube-apiserver's namespace lifecycle does: the
+// namespace resource's Undeletable.
+func UndeletableNamespace(name string) error {
 	for _, ns := range systemNamespaces[:3] {
 		if name == ns {
 			return errors.New("this namespace may not be deleted")

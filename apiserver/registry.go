@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -126,13 +125,14 @@ type Resource struct {
 	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
 	Deprecation string
-	// allocate reserves what a written object holds besides its key (a
-	// Service's cluster IP and node ports) from the server's allocator,
-	// old nil on create; the writer finishes the allocation once the
-	// write is done or has failed. nil: nothing to reserve.
-	allocate func(al *serviceAllocator, ctx context.Context, obj, old runtime.Object, dry bool) (*allocation, error)
-	// release gives back what a deleted object held; nil: nothing.
-	release func(al *serviceAllocator, ctx context.Context, obj runtime.Object)
+	// Allocate reserves what a written object holds besides its key (a
+	// Service's cluster IP and node ports) within the write's allocation,
+	// old nil on create, after Prepare and before validation; the writer
+	// keeps the reservations once the write is done and gives them back
+	// if Allocate or the write fails. nil: nothing to reserve.
+	Allocate func(a ServiceAllocation, obj, old runtime.Object) error
+	// Release gives back what a deleted object held; nil: nothing.
+	Release func(a ServiceAllocation, obj runtime.Object)
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
 	// Initial returns the objects every cluster has from the start (the
@@ -176,23 +176,6 @@ func builtinResources() []*Resource {
 	subdomain := apivalidation.NameIsDNSSubdomain
 	label := apivalidation.NameIsDNSLabel
 	rs := []*Resource{
-		{GVR: coreGV.WithResource("namespaces"), Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"}, ReturnDeleted: true, NoDeleteCollection: true, Undeletable: systemNamespace,
-			Subresources: subresources(statusSubresource(), finalizeSubresource()), ValidateName: label, Defaults: defaultNamespace, Validate: validateNamespace, Prepare: prepareNamespace, ResetStatus: resetNamespaceStatus, Table: namespaceTable},
-		{GVR: coreGV.WithResource("nodes"), Kind: "Node", Singular: "node", ShortNames: []string{"no"},
-			Subresources: subresources(statusSubresource()), ValidateName: subdomain, Defaults: defaultNode, Validate: validateNode, ResetStatus: resetNodeStatus, Fields: nodeFields, Table: nodeTable},
-		{GVR: coreGV.WithResource("serviceaccounts"), Kind: "ServiceAccount", Singular: "serviceaccount", Namespaced: true,
-			ShortNames: []string{"sa"}, ReturnDeleted: true, ValidateName: subdomain, Table: serviceAccountTable},
-		{GVR: coreGV.WithResource("secrets"), Kind: "Secret", Singular: "secret", Namespaced: true, ValidateName: subdomain,
-			Fields: secretFields, Defaults: defaultSecret, Validate: validateSecret, Table: secretTable},
-		{GVR: coreGV.WithResource("configmaps"), Kind: "ConfigMap", Singular: "configmap", Namespaced: true,
-			ShortNames: []string{"cm"}, ValidateName: subdomain, Validate: validateConfigMap, Table: configMapTable},
-		{GVR: coreGV.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
-			ShortNames: []string{"ev"}, ValidateName: subdomain, Fields: coreEventFields, Validate: validateCoreEvent, Table: coreEventTable},
-		// With no controller acting on them: the scheduler's default
-		// topology spreading reads pods' owners and services.
-		{GVR: servicesGVR, Kind: "Service", Singular: "service", Namespaced: true,
-			ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()), ReturnDeleted: true, ValidateName: label, Defaults: defaultService, Validate: validateService,
-			ResetStatus: resetServiceStatus, allocate: (*serviceAllocator).allocateService, release: (*serviceAllocator).releaseService, Table: serviceTable},
 		{GVR: appsv1.SchemeGroupVersion.WithResource("replicasets"), Kind: "ReplicaSet", Singular: "replicaset",
 			Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true,
 			Fields: replicaSetFields, Defaults: defaultReplicaSet, Validate: validateReplicaSet, ValidateUpdate: validateReplicaSetUpdate, Warnings: replicaSetWarnings,
@@ -201,12 +184,8 @@ func builtinResources() []*Resource {
 			Namespaced: true, ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: label, Generation: true,
 			Defaults: defaultStatefulSet, Validate: validateStatefulSet, ValidateUpdate: validateStatefulSetUpdate, Warnings: statefulSetWarnings,
 			ValidateStatus: validateStatefulSetStatus, ResetStatus: resetStatefulSetStatus, Table: statefulSetTable},
-		// kube-apiserver stores both kinds of events as core v1 Events.
-		{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: GCUnsupported,
-			ShortNames: []string{"ev"}, ValidateName: subdomain, StoredAs: coreGV.WithKind("Event"), Validate: validateEventsV1Event, Table: eventsTable},
 	}
-	rs = append(rs, deploymentResource(), daemonSetResource(), controllerRevisionResource(),
-		endpointsResource())
+	rs = append(rs, deploymentResource(), daemonSetResource(), controllerRevisionResource())
 	return rs
 }
 

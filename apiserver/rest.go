@@ -280,17 +280,15 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 	if res.Prepare != nil {
 		res.Prepare(obj, nil)
 	}
-	if res.allocate != nil {
+	if res.Allocate != nil {
 		// As in kube, allocation comes before validation, and is given
-		// back if anything after it fails.
-		// alloc must not shadow err: the deferred call reads the
-		// function's result.
-		var alloc *allocation
-		alloc, err = res.allocate(s.svcAlloc, ctx, obj, nil, dry)
-		if err != nil {
+		// back if it or anything after it fails: the deferred call reads
+		// the function's result.
+		alloc := s.svcAlloc.begin(ctx, dry)
+		defer func() { alloc.finish(err == nil) }()
+		if err = res.Allocate(alloc, obj, nil); err != nil {
 			return nil, err
 		}
-		defer func() { alloc.finish(err == nil) }()
 	}
 	if err := s.validate(res, "", obj, nil); err != nil {
 		return nil, err
@@ -617,9 +615,10 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	if q.res.PrepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
 		q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
 	}
-	if q.res.allocate != nil && q.sub == "" {
-		if alloc, err = q.res.allocate(q.s.svcAlloc, q.ctx(), obj, old, dry); err != nil {
-			return nil, nil, err
+	if q.res.Allocate != nil && q.sub == "" {
+		alloc = q.s.svcAlloc.begin(q.ctx(), dry)
+		if err := q.res.Allocate(alloc, obj, old); err != nil {
+			return nil, alloc, err
 		}
 	}
 	if err := q.s.validate(q.res, q.sub, obj, old); err != nil {

@@ -176,6 +176,10 @@ func (s *Server) initResources(c Config) error {
 		seen[r.GVR] = true
 	}
 	s.reg = newRegistry(append(rs, c.Resources...))
+	if _, ok := s.reg.get(namespacesGVR); !ok {
+		// The namespace lifecycle, and every namespaced write, needs them.
+		return errors.New("apiserver config: no namespaces resource; give the core group's, apiserver/registry/core, in Resources")
+	}
 	for _, res := range s.reg.byGVR {
 		if !res.virtual() {
 			res.storedList = metadataFirst(s.newObject(res))

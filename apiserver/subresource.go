@@ -57,6 +57,11 @@ func (r *Request) User() authn.User { return r.q.user() }
 // Resource is the resource the request names.
 func (r *Request) Resource() *Resource { return r.q.res }
 
+// ServeUpdate serves the request as kube serves an update through a
+// subresource: the body replaces the stored object, but for what the
+// subresource leaves as stored (a namespace's status on finalize, G.9).
+func (r *Request) ServeUpdate() error { return r.q.update() }
+
 // openAPIShape says which paths the OpenAPI document gives a built-in
 // subresource.
 type openAPIShape uint8

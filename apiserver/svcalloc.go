@@ -12,9 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/store"
 )
@@ -144,161 +142,37 @@ func count(a, b netip.Addr) uint64 {
 	return binary.BigEndian.Uint64(y[8:]) - binary.BigEndian.Uint64(x[8:]) + 1
 }
 
-// defaultIPFamilyPolicy is the ipFamilyPolicy of a Service that names
-// none: the one it had, both families for a headless Service without a
-// selector, else single-stack.
-func defaultIPFamilyPolicy(svc, old *corev1.Service) corev1.IPFamilyPolicy {
-	var p corev1.IPFamilyPolicy
-	switch {
-	case old != nil && old.Spec.IPFamilyPolicy != nil:
-		p = *old.Spec.IPFamilyPolicy
-	case svc.Spec.ClusterIP == corev1.ClusterIPNone && len(svc.Spec.Selector) == 0:
-		// Headless without selector defaults to both families, even
-		// where only one is configured: its endpoints are the user's.
-		p = corev1.IPFamilyPolicyRequireDualStack
-	default:
-		p = corev1.IPFamilyPolicySingleStack
-	}
-	return p
+// ServiceAllocation is the server's allocator of Services' cluster IPs
+// and node ports (D.6) as one write sees it: what it reserves is kept once
+// the write succeeds and given back if the write fails, what it releases
+// goes only once the write succeeds, and a dry run reserves and releases
+// nothing. A Resource's Allocate and Release hooks are given one; the
+// Service-specific rules (which addresses and ports a Service needs) are
+// its kind's.
+type ServiceAllocation interface {
+	// Family is the IP family of the service range.
+	Family() corev1.IPFamily
+	// IP reserves the requested address for owner: an error when it is
+	// outside the range or already taken.
+	IP(owner metav1.Object, ip netip.Addr) error
+	// NextIP reserves a free address for owner; a dry run takes none and
+	// returns the range's network address, as kube's does.
+	NextIP(owner metav1.Object) (netip.Addr, error)
+	// Port reserves the requested node port for owner: an error when it
+	// is outside the range or already taken.
+	Port(owner metav1.Object, port int32) error
+	// NextPort reserves a free node port for owner; a dry run makes one up
+	// above the range, as kube's does.
+	NextPort(owner metav1.Object) (int32, error)
+	// HasPort reports whether this write has already reserved port.
+	HasPort(port int32) bool
+	// ReleaseIP gives back an address once the write succeeds.
+	ReleaseIP(ip string)
+	// ReleasePort gives back a node port once the write succeeds.
+	ReleasePort(port int32)
 }
 
-// familiesOfClusterIPs refuses more than one cluster IP or family under
-// a single-stack policy, and a cluster IP of a family this cluster does
-// not serve; it names the family of each cluster IP that has none.
-func (al *serviceAllocator) familiesOfClusterIPs(svc *corev1.Service) field.ErrorList {
-	spec := &svc.Spec
-	var errs field.ErrorList
-	policyPath := field.NewPath("spec", "ipFamilyPolicy")
-	if *spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack {
-		if len(spec.ClusterIPs) == 2 {
-			errs = append(errs, field.Invalid(policyPath, spec.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified"))
-		}
-		if len(spec.IPFamilies) == 2 {
-			errs = append(errs, field.Invalid(policyPath, spec.IPFamilyPolicy, "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified"))
-		}
-	}
-	for i, ip := range spec.ClusterIPs {
-		if ip == corev1.ClusterIPNone {
-			break
-		}
-		fam := familyOf(ip)
-		if i >= len(spec.IPFamilies) {
-			if fam != al.family {
-				errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), spec.ClusterIPs, fmt.Sprintf("%s is not configured on this cluster", fam)))
-			} else {
-				spec.IPFamilies = append(spec.IPFamilies, fam)
-			}
-		}
-	}
-	return errs
-}
-
-// initIPFamilies fills ipFamilyPolicy and ipFamilies as a single-stack
-// cluster of al's family does, and refuses what it cannot serve.
-func (al *serviceAllocator) initIPFamilies(svc, old *corev1.Service) error {
-	spec := &svc.Spec
-	if spec.Type == corev1.ServiceTypeExternalName {
-		return nil
-	}
-	if spec.IPFamilyPolicy == nil {
-		p := defaultIPFamilyPolicy(svc, old)
-		spec.IPFamilyPolicy = &p
-	}
-	if errs := validateClusterIPFields(svc, old); len(errs) > 0 {
-		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
-	}
-	policy := *spec.IPFamilyPolicy
-	policyPath := field.NewPath("spec", "ipFamilyPolicy")
-	if errs := al.familiesOfClusterIPs(svc); len(errs) > 0 {
-		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
-	}
-	var errs field.ErrorList
-	if spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0 {
-		if len(spec.IPFamilies) == 0 {
-			spec.IPFamilies = []corev1.IPFamily{al.family}
-		}
-		if len(spec.IPFamilies) < 2 && policy != corev1.IPFamilyPolicySingleStack {
-			other := corev1.IPv6Protocol
-			if spec.IPFamilies[0] == corev1.IPv6Protocol {
-				other = corev1.IPv4Protocol
-			}
-			spec.IPFamilies = append(spec.IPFamilies, other)
-		}
-		return nil
-	}
-	if policy == corev1.IPFamilyPolicyRequireDualStack {
-		errs = append(errs, field.Invalid(policyPath, spec.IPFamilyPolicy, "this cluster is not configured for dual-stack services"))
-	}
-	for i, fam := range spec.IPFamilies {
-		if fam != al.family {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilies").Index(i), fam, "not configured on this cluster"))
-		}
-	}
-	if len(errs) > 0 {
-		return apierrors.NewInvalid(serviceKind, svc.Name, errs)
-	}
-	if len(spec.IPFamilies) == 0 {
-		spec.IPFamilies = []corev1.IPFamily{al.family}
-	}
-	return nil
-}
-
-// validateClusterIPFields is the check kube runs before allocating: the
-// two fields agree and hold addresses, the IP families and the family
-// policy have supported values.
-func validateClusterIPFields(svc, old *corev1.Service) field.ErrorList {
-	spec := &svc.Spec
-	path := field.NewPath("spec", "clusterIPs")
-	var errs field.ErrorList
-	switch {
-	case spec.ClusterIP != "" && len(spec.ClusterIPs) == 0:
-		errs = append(errs, field.Required(path, ""))
-	case spec.ClusterIP != "" && spec.ClusterIPs[0] != spec.ClusterIP:
-		errs = append(errs, field.Invalid(path, spec.ClusterIPs, "first value must match `clusterIP`"))
-	case spec.ClusterIP == "" && len(spec.ClusterIPs) != 0:
-		errs = append(errs, field.Invalid(path, spec.ClusterIPs, "must be empty when `clusterIP` is not specified"))
-	}
-	seen := map[corev1.IPFamily]bool{}
-	for i, fam := range spec.IPFamilies {
-		p := field.NewPath("spec", "ipFamilies").Index(i)
-		if fam != corev1.IPv4Protocol && fam != corev1.IPv6Protocol {
-			errs = append(errs, field.NotSupported(p, fam, []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}))
-		}
-		if seen[fam] {
-			errs = append(errs, field.Duplicate(p, fam))
-		}
-		seen[fam] = true
-	}
-	if pol := spec.IPFamilyPolicy; pol != nil && *pol != corev1.IPFamilyPolicySingleStack &&
-		*pol != corev1.IPFamilyPolicyPreferDualStack && *pol != corev1.IPFamilyPolicyRequireDualStack {
-		errs = append(errs, field.NotSupported(field.NewPath("spec", "ipFamilyPolicy"), *pol, []corev1.IPFamilyPolicy{
-			corev1.IPFamilyPolicyPreferDualStack, corev1.IPFamilyPolicyRequireDualStack, corev1.IPFamilyPolicySingleStack}))
-	}
-	var oldIPs []string
-	if old != nil {
-		oldIPs = old.Spec.ClusterIPs
-	}
-	for i, ip := range spec.ClusterIPs {
-		if i == 0 && ip == corev1.ClusterIPNone {
-			if len(spec.ClusterIPs) > 1 {
-				errs = append(errs, field.Invalid(path, spec.ClusterIPs, "'None' must be the first and only value"))
-			}
-			continue
-		}
-		errs = append(errs, validation.IsValidIPForLegacyField(path.Index(i), ip, true, oldIPs)...)
-	}
-	if len(spec.ClusterIPs) > 2 {
-		errs = append(errs, field.Invalid(path, spec.ClusterIPs, "may only hold up to 2 values"))
-	}
-	return errs
-}
-
-func familyOf(ip string) corev1.IPFamily {
-	if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is4() {
-		return corev1.IPv4Protocol
-	}
-	return corev1.IPv6Protocol
-}
+var _ ServiceAllocation = (*allocation)(nil)
 
 // allocation is the IPs and ports reserved for one write, to keep if the
 // write succeeds and to give back if it fails, and those to release once
@@ -342,9 +216,9 @@ type owner struct {
 	Name      string `json:"name"`
 }
 
-// reserve creates key for svc; exists reports that another holds it.
-func (a *allocation) reserve(key string, svc *corev1.Service) (exists bool, err error) {
-	value, _ := json.Marshal(owner{Namespace: svc.Namespace, Name: svc.Name})
+// reserve creates key for svc, its owner; exists reports that another holds it.
+func (a *allocation) reserve(key string, svc metav1.Object) (exists bool, err error) {
+	value, _ := json.Marshal(owner{Namespace: svc.GetNamespace(), Name: svc.GetName()})
 	if _, err := a.al.st.Create(a.ctx, key, value); err != nil {
 		return errors.Is(err, store.ErrExists), err
 	}
@@ -352,8 +226,11 @@ func (a *allocation) reserve(key string, svc *corev1.Service) (exists bool, err 
 	return false, nil
 }
 
-// ip reserves a requested address.
-func (a *allocation) ip(svc *corev1.Service, ip netip.Addr) error {
+// Family is the IP family of the service range.
+func (a *allocation) Family() corev1.IPFamily { return a.al.family }
+
+// IP reserves a requested address.
+func (a *allocation) IP(svc metav1.Object, ip netip.Addr) error {
 	ip = ip.Unmap()
 	if ip.Less(a.al.first) || a.al.last.Less(ip) || ip.Is4() != a.al.first.Is4() {
 		if !a.dry {
@@ -373,9 +250,9 @@ func (a *allocation) ip(svc *corev1.Service, ip netip.Addr) error {
 	return nil
 }
 
-// nextIP reserves a free address: from a random start in the upper band,
+// NextIP reserves a free address: from a random start in the upper band,
 // then in the lower one.
-func (a *allocation) nextIP(svc *corev1.Service) (netip.Addr, error) {
+func (a *allocation) NextIP(svc metav1.Object) (netip.Addr, error) {
 	if a.dry {
 		// Like kube, a dry run does not look for one and shows the
 		// network address.
@@ -431,8 +308,8 @@ func (a *allocation) taken(prefix string) (map[string]bool, error) {
 
 func portKey(p int32) string { return serviceNodePortPrefix + strconv.Itoa(int(p)) }
 
-// hasPort reports whether this allocation already reserved p.
-func (a *allocation) hasPort(p int32) bool {
+// HasPort reports whether this allocation already reserved p.
+func (a *allocation) HasPort(p int32) bool {
 	return a.dryUsed[p] || containsString(a.added, portKey(p))
 }
 
@@ -445,8 +322,8 @@ func containsString(ss []string, s string) bool {
 	return false
 }
 
-// port reserves a requested node port.
-func (a *allocation) port(svc *corev1.Service, p int32) error {
+// Port reserves a requested node port.
+func (a *allocation) Port(svc metav1.Object, p int32) error {
 	if a.dry {
 		// kube's dry run checks only whether the port is taken.
 		if a.dryUsed[p] {
@@ -469,9 +346,9 @@ func (a *allocation) port(svc *corev1.Service, p int32) error {
 	return nil
 }
 
-// nextPort reserves a free node port, from a random start in the upper
+// NextPort reserves a free node port, from a random start in the upper
 // band, then in the lower one.
-func (a *allocation) nextPort(svc *corev1.Service) (int32, error) {
+func (a *allocation) NextPort(svc metav1.Object) (int32, error) {
 	if a.dry {
 		// kube's dry run makes up ports above the range: 32769, 32770, ...
 		if a.dryPort == 0 {
@@ -509,10 +386,12 @@ func (a *allocation) nextPort(svc *corev1.Service) (int32, error) {
 	return 0, errRangeFull
 }
 
-func (a *allocation) releaseIP(ip string) {
+// ReleaseIP gives back ip once the write succeeds.
+func (a *allocation) ReleaseIP(ip string) {
 	if addr, err := netip.ParseAddr(ip); err == nil {
 		a.release = append(a.release, serviceIPPrefix+addr.Unmap().String())
 	}
 }
 
-func (a *allocation) releasePort(p int32) { a.release = append(a.release, portKey(p)) }
+// ReleasePort gives back p once the write succeeds.
+func (a *allocation) ReleasePort(p int32) { a.release = append(a.release, portKey(p)) }

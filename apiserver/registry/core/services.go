@@ -1,23 +1,152 @@
-package apiserver
+package core
 
 import (
 	"fmt"
-	"net/netip"
+	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
-// Service validation (D.5): kube's rules for a Service's spec, in kube's
-// order, checked after the defaults and the allocation of cluster IPs and
-// node ports (which check the IP fields themselves, in svcalloc.go).
+// Services (D.6): the defaults kube-apiserver gives a Service, its
+// validation (D.5) and table. Their cluster IPs and node ports are
+// reserved around the write by allocateService, in servicealloc.go.
 // Fields the defaults always fill (type, sessionAffinity, the traffic
 // policies) can only be wrong, never missing.
+
+var serviceKind = schema.GroupKind{Kind: "Service"}
+
+// serviceResource is the Service kind. No controller acts on Services
+// but the endpoints controllers; the scheduler's default topology
+// spreading reads pods' owners and services.
+func serviceResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("services"), Kind: "Service", Singular: "service", Namespaced: true,
+		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
+		ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSLabel, Defaults: defaultService, Validate: validateService,
+		ResetStatus: resetServiceStatus, Allocate: allocateService, Release: releaseService, Table: serviceTable}
+}
+
+// defaultService fills the defaults kube-apiserver's decoding gives every
+// Service written, create or update.
+func defaultService(obj runtime.Object) {
+	spec := &obj.(*corev1.Service).Spec
+	if spec.SessionAffinity == "" {
+		spec.SessionAffinity = corev1.ServiceAffinityNone
+	}
+	switch spec.SessionAffinity {
+	case corev1.ServiceAffinityNone:
+		spec.SessionAffinityConfig = nil
+	case corev1.ServiceAffinityClientIP:
+		if c := spec.SessionAffinityConfig; c == nil || c.ClientIP == nil || c.ClientIP.TimeoutSeconds == nil {
+			timeout := corev1.DefaultClientIPServiceAffinitySeconds
+			spec.SessionAffinityConfig = &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: &timeout}}
+		}
+	}
+	if spec.Type == "" {
+		spec.Type = corev1.ServiceTypeClusterIP
+	}
+	for i := range spec.Ports {
+		p := &spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == intstr.FromInt32(0) || p.TargetPort == intstr.FromString("") {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+	if externallyReachable(obj.(*corev1.Service)) && spec.ExternalTrafficPolicy == "" {
+		spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	}
+	if spec.Type == corev1.ServiceTypeExternalName {
+		// kube defaults it on ExternalName too, but drops it on every
+		// read; never storing it shows the same.
+		spec.InternalTrafficPolicy = nil
+	} else if spec.InternalTrafficPolicy == nil {
+		p := corev1.ServiceInternalTrafficPolicyCluster
+		spec.InternalTrafficPolicy = &p
+	}
+	if spec.Type == corev1.ServiceTypeLoadBalancer && spec.AllocateLoadBalancerNodePorts == nil {
+		t := true
+		spec.AllocateLoadBalancerNodePorts = &t
+	}
+}
+
+func resetServiceStatus(obj, old runtime.Object) {
+	svc := obj.(*corev1.Service)
+	if old == nil {
+		svc.Status = corev1.ServiceStatus{}
+		return
+	}
+	svc.Status = old.(*corev1.Service).Status
+}
+
+// externallyReachable: node ports, a load balancer or external IPs.
+func externallyReachable(svc *corev1.Service) bool {
+	t := svc.Spec.Type
+	return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer ||
+		t == corev1.ServiceTypeClusterIP && len(svc.Spec.ExternalIPs) > 0
+}
+
+func needsClusterIP(svc *corev1.Service) bool { return svc.Spec.Type != corev1.ServiceTypeExternalName }
+
+func isHeadless(svc *corev1.Service) bool {
+	return len(svc.Spec.ClusterIPs) > 0 && svc.Spec.ClusterIPs[0] == corev1.ClusterIPNone
+}
+
+// allocatesNodePorts reports whether ports without a nodePort get one.
+func allocatesNodePorts(svc *corev1.Service) bool {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		return true
+	case corev1.ServiceTypeLoadBalancer:
+		return svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func needsHealthCheckPort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
+// validateServiceUpdate refuses a change of cluster IP, which kube never
+// allows but through ExternalName.
+func validateServiceUpdate(obj, old runtime.Object) field.ErrorList {
+	if old == nil {
+		return nil
+	}
+	svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
+	if !needsClusterIP(svc) || !needsClusterIP(oldSvc) || isHeadless(svc) && isHeadless(oldSvc) {
+		return nil
+	}
+	ips, oldIPs := svc.Spec.ClusterIPs, oldSvc.Spec.ClusterIPs
+	path := field.NewPath("spec", "clusterIPs")
+	var errs field.ErrorList
+	switch {
+	case len(ips) == len(oldIPs):
+		for i := range oldIPs {
+			if ips[i] != oldIPs[i] {
+				errs = append(errs, field.Invalid(path.Index(i), ips, "may not change once set"))
+			}
+		}
+	case len(ips) == 0:
+		errs = append(errs, field.Invalid(path.Index(0), ips, "primary clusterIP can not be unset"))
+	case len(oldIPs) > 0 && ips[0] != oldIPs[0]:
+		errs = append(errs, field.Invalid(path.Index(0), ips, "may not change once set"))
+	}
+	return errs
+}
 
 var (
 	// Listed sorted, as kube lists them.
@@ -64,7 +193,7 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 	if spec.Selector != nil {
 		errs = append(errs, metav1validation.ValidateLabels(spec.Selector, specPath.Child("selector"))...)
 	}
-	errs = append(errs, OneOf(specPath.Child("sessionAffinity"), spec.SessionAffinity, sessionAffinities)...)
+	errs = append(errs, apiserver.OneOf(specPath.Child("sessionAffinity"), spec.SessionAffinity, sessionAffinities)...)
 	switch spec.SessionAffinity {
 	case corev1.ServiceAffinityClientIP:
 		// The defaults fill the timeout: only its range can be wrong.
@@ -74,7 +203,7 @@ func validateService(obj, old runtime.Object) field.ErrorList {
 		}
 	}
 	errs = append(errs, validateExternalIPs(spec.ExternalIPs, old, specPath.Child("externalIPs"))...)
-	errs = append(errs, OneOf(specPath.Child("type"), spec.Type, serviceTypes)...)
+	errs = append(errs, apiserver.OneOf(specPath.Child("type"), spec.Type, serviceTypes)...)
 	errs = append(errs, validateServicePortSets(spec, specPath.Child("ports"))...)
 	errs = append(errs, validateLoadBalancerFields(spec, old, specPath)...)
 	errs = append(errs, validateTrafficPolicies(svc, specPath)...)
@@ -144,7 +273,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names map[stri
 	case p.Name == "" && requireName:
 		errs = append(errs, field.Required(path.Child("name"), ""))
 	case p.Name != "":
-		errs = append(errs, DNSLabel(path.Child("name"), p.Name)...)
+		errs = append(errs, apiserver.DNSLabel(path.Child("name"), p.Name)...)
 		if names[p.Name] {
 			errs = append(errs, field.Duplicate(path.Child("name"), p.Name))
 		}
@@ -153,7 +282,7 @@ func validateServicePort(p *corev1.ServicePort, requireName bool, names map[stri
 	for _, msg := range validation.IsValidPortNum(int(p.Port)) {
 		errs = append(errs, field.Invalid(path.Child("port"), p.Port, msg))
 	}
-	errs = append(errs, OneOf(path.Child("protocol"), p.Protocol, portProtocols)...)
+	errs = append(errs, apiserver.OneOf(path.Child("protocol"), p.Protocol, portProtocols)...)
 	if p.TargetPort.Type == intstr.String {
 		for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
 			errs = append(errs, field.Invalid(path.Child("targetPort"), p.TargetPort.StrVal, msg))
@@ -183,31 +312,9 @@ func validateExternalIPs(ips []string, old runtime.Object, path *field.Path) fie
 			errs = append(errs, bad...)
 			continue
 		}
-		errs = append(errs, NonSpecialIP(p, ip)...)
+		errs = append(errs, apiserver.NonSpecialIP(p, ip)...)
 	}
 	return errs
-}
-
-// NonSpecialIP refuses, as kube's ValidateNonSpecialIP, an address no
-// node or pod could be reached at: unspecified, loopback or link-local.
-// An address the parser refuses gets no error here.
-func NonSpecialIP(p *field.Path, ip string) field.ErrorList {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return nil
-	}
-	a = a.Unmap()
-	switch {
-	case a.IsUnspecified():
-		return field.ErrorList{field.Invalid(p, ip, fmt.Sprintf("may not be unspecified (%v)", ip))}
-	case a.IsLoopback():
-		return field.ErrorList{field.Invalid(p, ip, "may not be in the loopback range (127.0.0.0/8, ::1/128)")}
-	case a.IsLinkLocalUnicast():
-		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local range (169.254.0.0/16, fe80::/10)")}
-	case a.IsLinkLocalMulticast():
-		return field.ErrorList{field.Invalid(p, ip, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)")}
-	}
-	return nil
 }
 
 // servicePortKey is how kube shows a duplicated port: its internal
@@ -270,7 +377,7 @@ func validateTrafficPolicies(svc *corev1.Service, specPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(etp, spec.ExternalTrafficPolicy, "may only be set for externally-accessible services"))
 		}
 	} else {
-		errs = append(errs, OneOf(etp, spec.ExternalTrafficPolicy, externalTrafficPol)...)
+		errs = append(errs, apiserver.OneOf(etp, spec.ExternalTrafficPolicy, externalTrafficPol)...)
 	}
 	hc := specPath.Child("healthCheckNodePort")
 	if !needsHealthCheckPort(svc) {
@@ -303,12 +410,65 @@ func validateLoadBalancerClassUpdate(svc, old *corev1.Service) field.ErrorList {
 	return field.ErrorList{field.Invalid(field.NewPath("spec", "loadBalancerClass"), a, "may not change once set")}
 }
 
-// qualifiedName checks a name with an optional DNS subdomain prefix, as
-// label keys are.
-func qualifiedName(path *field.Path, v string) field.ErrorList {
-	var errs field.ErrorList
-	for _, msg := range validation.IsQualifiedName(v) {
-		errs = append(errs, field.Invalid(path, v, msg))
+var serviceSpecDoc = corev1.ServiceSpec{}.SwaggerDoc()
+
+var serviceTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
+		{Name: "Type", Type: "string", Description: serviceSpecDoc["type"]},
+		{Name: "Cluster-IP", Type: "string", Description: serviceSpecDoc["clusterIP"]},
+		{Name: "External-IP", Type: "string", Description: serviceSpecDoc["externalIPs"]},
+		{Name: "Port(s)", Type: "string", Description: serviceSpecDoc["ports"]},
+		apiserver.AgeColumn,
+		{Name: "Selector", Type: "string", Priority: 1, Description: serviceSpecDoc["selector"]},
+	},
+	Cells: func(obj runtime.Object, now time.Time) []any {
+		svc := obj.(*corev1.Service)
+		clusterIP := "<none>"
+		if len(svc.Spec.ClusterIPs) > 0 {
+			clusterIP = svc.Spec.ClusterIPs[0]
+		}
+		var ports []string
+		for _, p := range svc.Spec.Ports {
+			if p.NodePort > 0 {
+				ports = append(ports, fmt.Sprintf("%d:%d/%s", p.Port, p.NodePort, p.Protocol))
+			} else {
+				ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+			}
+		}
+		return []any{svc.Name, string(svc.Spec.Type), clusterIP, serviceExternalIP(svc), noneIfEmpty(strings.Join(ports, ",")),
+			apiserver.Age(svc.CreationTimestamp, now), labels.FormatLabels(svc.Spec.Selector)}
+	},
+}
+
+// serviceExternalIP is the External-IP cell: the external IPs, for a load
+// balancer after its ingress addresses ("<pending>" while it has none), and
+// the external name of an ExternalName service. kube-apiserver renders the
+// wide form, which does not shorten long load balancer lists.
+func serviceExternalIP(svc *corev1.Service) string {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
+		return noneIfEmpty(strings.Join(svc.Spec.ExternalIPs, ","))
+	case corev1.ServiceTypeLoadBalancer:
+		seen := map[string]bool{}
+		var ips []string
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			a := in.IP
+			if a == "" {
+				a = in.Hostname
+			}
+			if a != "" && !seen[a] {
+				seen[a] = true
+				ips = append(ips, a)
+			}
+		}
+		sort.Strings(ips)
+		ips = append(ips, svc.Spec.ExternalIPs...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	case corev1.ServiceTypeExternalName:
+		return svc.Spec.ExternalName
 	}
-	return errs
+	return "<unknown>"
 }

@@ -1,18 +1,27 @@
-package apiserver
+package core
 
 import (
-	"encoding/json"
 	"reflect"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
-// ConfigMap and Secret validation (D.5).
+// ConfigMaps: their validation (D.5) and table; the checks of their data
+// that Secrets share.
+
+func configMapResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("configmaps"), Kind: "ConfigMap", Singular: "configmap", Namespaced: true,
+		ShortNames: []string{"cm"}, ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateConfigMap, Table: configMapTable}
+}
 
 // maxDataBytes bounds the values of a ConfigMap or a Secret together.
 const maxDataBytes = corev1.MaxSecretSize
@@ -68,76 +77,6 @@ func validateConfigMap(obj, old runtime.Object) field.ErrorList {
 	return errs
 }
 
-func validateSecret(obj, old runtime.Object) field.ErrorList {
-	s := obj.(*corev1.Secret)
-	var errs field.ErrorList
-	if old != nil {
-		o := old.(*corev1.Secret)
-		errs = append(errs, apivalidation.ValidateImmutableField(s.Type, o.Type, field.NewPath("type"))...)
-		errs = append(errs, immutableData(o.Immutable, s.Immutable, field.ErrorList{changed("data", s.Data, o.Data)})...)
-	}
-	data := field.NewPath("data")
-	size := 0
-	for _, k := range sortedKeys(s.Data) {
-		errs = append(errs, configKey(data, k)...)
-		size += len(s.Data[k])
-	}
-	if size > maxDataBytes {
-		errs = append(errs, field.TooLong(data, "", maxDataBytes))
-	}
-	return append(errs, validateSecretType(s)...)
-}
-
-// validateSecretType checks the keys each built-in secret type requires.
-func validateSecretType(s *corev1.Secret) field.ErrorList {
-	data := field.NewPath("data")
-	required := func(keys ...string) field.ErrorList {
-		var errs field.ErrorList
-		for _, k := range keys {
-			errs = append(errs, field.Required(data.Key(k), ""))
-		}
-		return errs
-	}
-	jsonKey := func(key string) field.ErrorList {
-		v, ok := s.Data[key]
-		if !ok {
-			return required(key)
-		}
-		if err := json.Unmarshal(v, &map[string]any{}); err != nil {
-			return field.ErrorList{field.Invalid(data.Key(key), "<secret contents redacted>", err.Error())}
-		}
-		return nil
-	}
-	has := func(key string) bool { _, ok := s.Data[key]; return ok }
-	switch s.Type {
-	case corev1.SecretTypeServiceAccountToken:
-		if s.Annotations[corev1.ServiceAccountNameKey] == "" {
-			return field.ErrorList{field.Required(field.NewPath("metadata", "annotations").Key(corev1.ServiceAccountNameKey), "")}
-		}
-	case corev1.SecretTypeDockercfg:
-		return jsonKey(corev1.DockerConfigKey)
-	case corev1.SecretTypeDockerConfigJson:
-		return jsonKey(corev1.DockerConfigJsonKey)
-	case corev1.SecretTypeBasicAuth:
-		if !has(corev1.BasicAuthUsernameKey) && !has(corev1.BasicAuthPasswordKey) {
-			return required(corev1.BasicAuthUsernameKey, corev1.BasicAuthPasswordKey)
-		}
-	case corev1.SecretTypeSSHAuth:
-		if len(s.Data[corev1.SSHAuthPrivateKey]) == 0 {
-			return required(corev1.SSHAuthPrivateKey)
-		}
-	case corev1.SecretTypeTLS:
-		var errs field.ErrorList
-		for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
-			if !has(k) {
-				errs = append(errs, required(k)...)
-			}
-		}
-		return errs
-	}
-	return nil
-}
-
 // changed is a Forbidden error on path when the data differs, else nil.
 func changed(path string, v, old any) *field.Error {
 	if reflect.DeepEqual(v, old) {
@@ -162,4 +101,14 @@ func immutableData(oldImmutable, immutable *bool, dataChanges field.ErrorList) f
 		}
 	}
 	return errs
+}
+
+var configMapTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
+		{Name: "Data", Type: "string", Description: corev1.ConfigMap{}.SwaggerDoc()["data"]}, apiserver.AgeColumn},
+	Cells: func(obj runtime.Object, now time.Time) []any {
+		cm := obj.(*corev1.ConfigMap)
+		// Binary keys count too.
+		return []any{cm.Name, int64(len(cm.Data) + len(cm.BinaryData)), apiserver.Age(cm.CreationTimestamp, now)}
+	},
 }

@@ -1,18 +1,42 @@
-package apiserver
+package core
 
 import (
 	"net/netip"
+	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
-// Node defaults and validation (D.5).
+// Nodes: their defaults, validation (D.5), selectable fields and table.
+
+func nodeResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node", Singular: "node", ShortNames: []string{"no"},
+		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}, ValidateName: apivalidation.NameIsDNSSubdomain,
+		Defaults: defaultNode, Validate: validateNode, ResetStatus: resetNodeStatus, Fields: nodeFields, Table: nodeTable}
+}
+
+func nodeFields(obj runtime.Object, set fields.Set) {
+	set["spec.unschedulable"] = strconv.FormatBool(obj.(*corev1.Node).Spec.Unschedulable)
+}
+
+func resetNodeStatus(obj, old runtime.Object) {
+	if old == nil {
+		return // a node registers with its status, as kubelets do
+	}
+	obj.(*corev1.Node).Status = old.(*corev1.Node).Status
+}
 
 // defaultNode keeps podCIDR and podCIDRs together as kube's conversion
 // does: podCIDR wins when the two differ, and is podCIDRs[0] on the way out.
@@ -101,7 +125,7 @@ func validateTaints(taints []corev1.Taint, path *field.Path) field.ErrorList {
 		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
 			errs = append(errs, field.Invalid(p.Child("value"), t.Value, strings.Join(msgs, ";")))
 		}
-		errs = append(errs, OneOf(p.Child("effect"), t.Effect, taintEffects)...)
+		errs = append(errs, apiserver.OneOf(p.Child("effect"), t.Effect, taintEffects)...)
 		k := keyEffect{t.Key, t.Effect}
 		if seen[k] {
 			dup := field.Duplicate(p, taint{t.Key, t.Value, t.Effect, t.TimeAdded})
@@ -132,4 +156,88 @@ func validatePodCIDRs(cidrs []string) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+var (
+	nodeInfoDoc   = corev1.NodeSystemInfo{}.SwaggerDoc()
+	nodeStatusDoc = corev1.NodeStatus{}.SwaggerDoc()
+)
+
+var nodeTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
+		{Name: "Status", Type: "string", Description: "The status of the node"},
+		{Name: "Roles", Type: "string", Description: "The roles of the node"},
+		apiserver.AgeColumn,
+		{Name: "Version", Type: "string", Description: nodeInfoDoc["kubeletVersion"]},
+		{Name: "Internal-IP", Type: "string", Priority: 1, Description: nodeStatusDoc["addresses"]},
+		{Name: "External-IP", Type: "string", Priority: 1, Description: nodeStatusDoc["addresses"]},
+		{Name: "OS-Image", Type: "string", Priority: 1, Description: nodeInfoDoc["osImage"]},
+		{Name: "Kernel-Version", Type: "string", Priority: 1, Description: nodeInfoDoc["kernelVersion"]},
+		{Name: "Container-Runtime", Type: "string", Priority: 1, Description: nodeInfoDoc["containerRuntimeVersion"]},
+	},
+	Cells: nodeCells,
+}
+
+// nodeCells shows a node Ready only when its Ready condition is True, and
+// NotReady when that condition is False or Unknown; without the condition
+// the node is Unknown.
+func nodeCells(obj runtime.Object, now time.Time) []any {
+	n := obj.(*corev1.Node)
+	status := "Unknown"
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			status = "NotReady"
+			if c.Status == corev1.ConditionTrue {
+				status = "Ready"
+			}
+		}
+	}
+	if n.Spec.Unschedulable {
+		status += ",SchedulingDisabled"
+	}
+	seen := map[string]bool{}
+	var roles []string
+	for k, v := range n.Labels {
+		role := ""
+		switch {
+		case strings.HasPrefix(k, "node-role.kubernetes.io/"):
+			role = strings.TrimPrefix(k, "node-role.kubernetes.io/")
+		case k == "kubernetes.io/role":
+			role = v
+		}
+		if role != "" && !seen[role] {
+			seen[role] = true
+			roles = append(roles, role)
+		}
+	}
+	sort.Strings(roles)
+	addr := func(t corev1.NodeAddressType) string {
+		for _, a := range n.Status.Addresses {
+			if a.Type == t {
+				return a.Address
+			}
+		}
+		return "<none>"
+	}
+	orUnknown := func(s string) string {
+		if s == "" {
+			return "<unknown>"
+		}
+		return s
+	}
+	info := n.Status.NodeInfo
+	kernel := orUnknown(info.KernelVersion)
+	if info.Architecture != "" {
+		kernel += " (" + info.Architecture + ")"
+	}
+	return []any{n.Name, status, noneIfEmpty(strings.Join(roles, ",")), apiserver.Age(n.CreationTimestamp, now), info.KubeletVersion,
+		addr(corev1.NodeInternalIP), addr(corev1.NodeExternalIP), orUnknown(info.OSImage), kernel, orUnknown(info.ContainerRuntimeVersion)}
+}
+
+// noneIfEmpty is a table cell's "<none>" for an empty value.
+func noneIfEmpty(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }
