@@ -1,4 +1,4 @@
-package apiserver
+package core_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
 )
 
 // TestSecretStringDataFoldsIntoData checks that stringData is merged into
@@ -15,8 +17,8 @@ import (
 // create, update and patch, as kube-apiserver does.
 func TestSecretStringDataFoldsIntoData(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	secrets := ts.clientset(t, false).CoreV1().Secrets("default")
+	srv := apiservertest.Start(t)
+	secrets := srv.Client.CoreV1().Secrets("default")
 	ctx := context.Background()
 	check := func(step string, s *corev1.Secret, want map[string]string) {
 		t.Helper()

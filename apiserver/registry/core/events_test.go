@@ -1,4 +1,4 @@
-package apiserver
+package core_test
 
 import (
 	"fmt"
@@ -6,13 +6,16 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
 
 // The answers these tests expect are kube-apiserver v1.37.2's (D.5).
 
 func TestNamespaceEventValidation_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t)
 	invalidV, required := metav1.CauseTypeFieldValueInvalid, metav1.CauseTypeFieldValueRequired
 	tests := []struct {
 		name, method, path, body string
@@ -21,47 +24,45 @@ func TestNamespaceEventValidation_D5(t *testing.T) {
 	}{
 		{"namespace finalizers", "POST", "/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"ns1"},"spec":{"finalizers":["bad finalizer!","kubernetes","example.com/f"]}}`,
 			"Namespace", "ns1", []metav1.StatusCause{
-				cause(invalidV, "spec.finalizers", `Invalid value: "bad finalizer!": `+namePartMsg),
-				cause(invalidV, "spec.finalizers", `Invalid value: "bad finalizer!": name is neither a standard finalizer name nor is it fully qualified`)}},
+				rt.Cause(invalidV, "spec.finalizers", `Invalid value: "bad finalizer!": `+namePartMsg),
+				rt.Cause(invalidV, "spec.finalizers", `Invalid value: "bad finalizer!": name is neither a standard finalizer name nor is it fully qualified`)}},
 		{"namespace terminating without deletion", "PUT", "/api/v1/namespaces/default/status", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"default"},"status":{"phase":"Terminating"}}`,
 			"Namespace", "default", []metav1.StatusCause{
-				cause(invalidV, "status.Phase", "Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty")}},
+				rt.Cause(invalidV, "status.Phase", "Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty")}},
 		{"core event of another namespace's object", "POST", "/api/v1/namespaces/default/events", `{"apiVersion":"v1","kind":"Event","metadata":{"name":"e2"},"involvedObject":{"namespace":"other"},"type":"Normal"}`,
 			"Event", "e2", []metav1.StatusCause{
-				cause(invalidV, "involvedObject.namespace", `Invalid value: "other": does not match event.namespace`)}},
+				rt.Cause(invalidV, "involvedObject.namespace", `Invalid value: "other": does not match event.namespace`)}},
 		{"events.k8s.io event without its fields", "POST", "/apis/events.k8s.io/v1/namespaces/default/events", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e4"},"eventTime":"2024-01-01T00:00:00.000000Z","type":"Bad"}`,
 			"Event", "e4", []metav1.StatusCause{
-				cause(required, "reportingController", "Required value"),
-				cause(invalidV, "reportingController", `Invalid value: "": name part must be non-empty`),
-				cause(invalidV, "reportingController", `Invalid value: "": `+namePartMsg),
-				cause(required, "reportingInstance", "Required value"),
-				cause(required, "action", "Required value"),
-				cause(required, "reason", "Required value"),
-				cause(invalidV, "type", `Invalid value: "": has invalid value: Bad`)}},
+				rt.Cause(required, "reportingController", "Required value"),
+				rt.Cause(invalidV, "reportingController", `Invalid value: "": name part must be non-empty`),
+				rt.Cause(invalidV, "reportingController", `Invalid value: "": `+namePartMsg),
+				rt.Cause(required, "reportingInstance", "Required value"),
+				rt.Cause(required, "action", "Required value"),
+				rt.Cause(required, "reason", "Required value"),
+				rt.Cause(invalidV, "type", `Invalid value: "": has invalid value: Bad`)}},
 		{"events.k8s.io event without eventTime", "POST", "/apis/events.k8s.io/v1/namespaces/default/events", `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e5"},"type":"Normal","reason":"R","action":"A","reportingController":"c","reportingInstance":"i"}`,
 			"Event", "e5", []metav1.StatusCause{
-				cause(required, "eventTime", "Required value")}},
+				rt.Cause(required, "eventTime", "Required value")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := ts.send(t, tt.method, tt.path, "", tt.body)
-			msg, causes := invalid(tt.kind, tt.object, tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+			code, body := rt.Do(t, srv, tt.method, tt.path, tt.body, nil)
+			rt.WantInvalid(t, code, body, tt.kind, tt.object, tt.causes...)
 		})
 	}
 }
 
 func TestEventsV1EventUpdateValidation_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t)
 	const path = "/apis/events.k8s.io/v1/namespaces/default/events"
 	ev := `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"ev1"},"eventTime":"2024-01-01T00:00:00.000000Z","type":"Normal","reason":"%s","action":"%s","reportingController":"c","reportingInstance":"i","regarding":{"kind":"Pod","name":"p","namespace":"default"}}`
-	if code, body := ts.send(t, "POST", path, "", fmt.Sprintf(ev, "R", "A")); code != http.StatusCreated {
+	if code, body := rt.Do(t, srv, "POST", path, fmt.Sprintf(ev, "R", "A"), nil); code != http.StatusCreated {
 		t.Fatalf("create: %d %s", code, body)
 	}
-	code, body := ts.send(t, "PUT", path+"/ev1", "", fmt.Sprintf(ev, "R2", "A2"))
-	msg, causes := invalid("Event", "ev1",
-		cause(metav1.CauseTypeFieldValueInvalid, "reason", `Invalid value: "R2": field is immutable`),
-		cause(metav1.CauseTypeFieldValueInvalid, "action", `Invalid value: "A2": field is immutable`))
-	wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+	code, body := rt.Do(t, srv, "PUT", path+"/ev1", fmt.Sprintf(ev, "R2", "A2"), nil)
+	rt.WantInvalid(t, code, body, "Event", "ev1",
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "reason", `Invalid value: "R2": field is immutable`),
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "action", `Invalid value: "A2": field is immutable`))
 }
