@@ -80,9 +80,6 @@ func cause(reason metav1.CauseType, field, message string) metav1.StatusCause {
 // causeForbidden is field.ErrorTypeForbidden, which metav1 has no name for.
 const causeForbidden = metav1.CauseType("FieldValueForbidden")
 
-// causeTooLong is field.ErrorTypeTooLong.
-const causeTooLong = metav1.CauseType("FieldValueTooLong")
-
 const dnsLabelMsg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 
 func TestPodCreateValidation_D5(t *testing.T) {
@@ -197,93 +194,6 @@ func TestPodDefaults_D5(t *testing.T) {
 	wantHook := map[string]any{"httpGet": map[string]any{"path": "/", "port": 81.0, "scheme": "HTTP"}}
 	if got := p.Spec.Containers[0].Lifecycle.PreStop; !reflect.DeepEqual(got, wantHook) {
 		t.Errorf("preStop = %v, want %v", got, wantHook)
-	}
-}
-
-const configKeyMsg = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
-
-func TestConfigMapAndSecretValidation_D5(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	big := strings.Repeat("x", 1<<20)
-	tests := []struct {
-		name, kind, object string
-		causes             []metav1.StatusCause
-	}{
-		{"config map key with a slash", "ConfigMap", `"data":{"no/slash":"x"}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "data[no/slash]", `Invalid value: "no/slash": `+configKeyMsg)}},
-		{"config map key in data and binaryData", "ConfigMap", `"data":{"a":"x"},"binaryData":{"a":"eA=="}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "data[a]", `Invalid value: "a": duplicate of key present in binaryData`)}},
-		{"config map key '.'", "ConfigMap", `"binaryData":{".":"eA=="}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "binaryData[.]", `Invalid value: ".": must not be '.'`)}},
-		{"config map over 1 MiB", "ConfigMap", `"data":{"a":"` + big + `","b":"y"}`, []metav1.StatusCause{
-			cause(causeTooLong, "[]", "Too long: may not be more than 1048576 bytes")}},
-		{"secret key with a slash", "Secret", `"data":{"no/slash":"eA=="}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "data[no/slash]", `Invalid value: "no/slash": `+configKeyMsg)}},
-		{"secret stringData key", "Secret", `"stringData":{"bad key":"x"}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "data[bad key]", `Invalid value: "bad key": `+configKeyMsg)}},
-		{"secret over 1 MiB", "Secret", `"stringData":{"a":"` + big + `","b":"y"}`, []metav1.StatusCause{
-			cause(causeTooLong, "data", "Too long: may not be more than 1048576 bytes")}},
-		{"TLS secret without its keys", "Secret", `"type":"kubernetes.io/tls","data":{"a":"eA=="}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueRequired, "data[tls.crt]", "Required value"),
-			cause(metav1.CauseTypeFieldValueRequired, "data[tls.key]", "Required value")}},
-		{"docker config that is not JSON", "Secret", `"type":"kubernetes.io/dockerconfigjson","data":{".dockerconfigjson":"eA=="}`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "data[.dockerconfigjson]", `Invalid value: "<secret contents redacted>": invalid character 'x' looking for beginning of value`)}},
-		{"basic auth without username and password", "Secret", `"type":"kubernetes.io/basic-auth"`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueRequired, "data[username]", "Required value"),
-			cause(metav1.CauseTypeFieldValueRequired, "data[password]", "Required value")}},
-		{"service account token without its account", "Secret", `"type":"kubernetes.io/service-account-token"`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueRequired, "metadata.annotations[kubernetes.io/service-account.name]", "Required value")}},
-		{"ssh auth without a key", "Secret", `"type":"kubernetes.io/ssh-auth"`, []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueRequired, "data[ssh-privatekey]", "Required value")}},
-	}
-	for i, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			name := fmt.Sprintf("o%d", i)
-			code, body := ts.send(t, "POST", "/api/v1/namespaces/default/"+strings.ToLower(tt.kind)+"s", "",
-				`{"apiVersion":"v1","kind":"`+tt.kind+`","metadata":{"name":"`+name+`"},`+tt.object+`}`)
-			msg, causes := invalid(tt.kind, name, tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
-		})
-	}
-}
-
-func TestImmutableConfigMapAndSecret_D5(t *testing.T) {
-	t.Parallel()
-	ts := newTestServer(t)
-	const merge = "application/merge-patch+json"
-	steps := []struct {
-		name, method, path, contentType, body string
-		wantCode                              int
-		kind, object                          string
-		causes                                []metav1.StatusCause
-	}{
-		{"create config map", "POST", "/api/v1/namespaces/default/configmaps", "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"imm"},"data":{"a":"b"}}`, http.StatusCreated, "", "", nil},
-		{"make it immutable", "PATCH", "/api/v1/namespaces/default/configmaps/imm", merge, `{"immutable":true}`, http.StatusOK, "", "", nil},
-		{"change its data", "PATCH", "/api/v1/namespaces/default/configmaps/imm", merge, `{"data":{"a":"c"},"binaryData":{"z":"eA=="}}`, http.StatusUnprocessableEntity, "ConfigMap", "imm", []metav1.StatusCause{
-			cause(causeForbidden, "data", "Forbidden: field is immutable when `immutable` is set"),
-			cause(causeForbidden, "binaryData", "Forbidden: field is immutable when `immutable` is set")}},
-		{"make it mutable again", "PATCH", "/api/v1/namespaces/default/configmaps/imm", merge, `{"immutable":false}`, http.StatusUnprocessableEntity, "ConfigMap", "imm", []metav1.StatusCause{
-			cause(causeForbidden, "immutable", "Forbidden: field is immutable when `immutable` is set")}},
-		{"create secret", "POST", "/api/v1/namespaces/default/secrets", "", `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"simm"},"data":{"a":"Yg=="},"immutable":true}`, http.StatusCreated, "", "", nil},
-		{"change its data and immutability", "PATCH", "/api/v1/namespaces/default/secrets/simm", merge, `{"data":{"a":"eA=="},"immutable":null}`, http.StatusUnprocessableEntity, "Secret", "simm", []metav1.StatusCause{
-			cause(causeForbidden, "immutable", "Forbidden: field is immutable when `immutable` is set"),
-			cause(causeForbidden, "data", "Forbidden: field is immutable when `immutable` is set")}},
-		{"change its type", "PATCH", "/api/v1/namespaces/default/secrets/simm", merge, `{"type":"kubernetes.io/tls"}`, http.StatusUnprocessableEntity, "Secret", "simm", []metav1.StatusCause{
-			cause(metav1.CauseTypeFieldValueInvalid, "type", `Invalid value: "kubernetes.io/tls": field is immutable`),
-			cause(metav1.CauseTypeFieldValueRequired, "data[tls.crt]", "Required value"),
-			cause(metav1.CauseTypeFieldValueRequired, "data[tls.key]", "Required value")}},
-	}
-	for _, s := range steps {
-		code, body := ts.send(t, s.method, s.path, s.contentType, s.body)
-		if s.kind == "" {
-			if code != s.wantCode {
-				t.Fatalf("%s: got %d %s, want %d", s.name, code, body, s.wantCode)
-			}
-			continue
-		}
-		msg, causes := invalid(s.kind, s.object, s.causes...)
-		wantStatus(t, code, body, s.wantCode, metav1.StatusReasonInvalid, msg, causes)
 	}
 }
 
