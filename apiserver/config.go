@@ -1,7 +1,6 @@
 // Package apiserver serves a Kubernetes-compatible REST API over a store.Store:
-// discovery, OpenAPI, the resources still defined here (apps) and
-// those of Config.Resources (the
-// groups of apiserver/registry) with their verbs (create, get, list, watch,
+// discovery, OpenAPI, and the resources of Config.Resources (the groups
+// of apiserver/registry) with their verbs (create, get, list, watch,
 // update, patch, delete, deletecollection), Table output, and the
 // authentication, impersonation, authorization and admission chain in
 // front of them.
@@ -44,8 +43,8 @@ type Config struct {
 	// Authorizer with authz.Impersonate and the request runs as the
 	// impersonated user. When false they are rejected with 403.
 	Impersonation bool
-	// Resources are the resources served besides those still defined in
-	// this package: the API groups of apiserver/registry/<group>, which
+	// Resources are the resources served, none of them defined in this
+	// package: the API groups of apiserver/registry/<group>, which
 	// apiserver/registry.Resources lists. Each must be a value of its own
 	// (New keeps and completes it) with a group, version and resource no
 	// other has. They must include the core group's namespaces

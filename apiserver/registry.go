@@ -171,24 +171,6 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// builtinResources returns the stored resources the server serves.
-func builtinResources() []*Resource {
-	subdomain := apivalidation.NameIsDNSSubdomain
-	label := apivalidation.NameIsDNSLabel
-	rs := []*Resource{
-		{GVR: appsv1.SchemeGroupVersion.WithResource("replicasets"), Kind: "ReplicaSet", Singular: "replicaset",
-			Namespaced: true, ShortNames: []string{"rs"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: subdomain, Generation: true,
-			Fields: replicaSetFields, Defaults: defaultReplicaSet, Validate: validateReplicaSet, ValidateUpdate: validateReplicaSetUpdate, Warnings: replicaSetWarnings,
-			ValidateStatus: validateReplicaSetStatus, ResetStatus: resetReplicaSetStatus, Table: replicaSetTable},
-		{GVR: appsv1.SchemeGroupVersion.WithResource("statefulsets"), Kind: "StatefulSet", Singular: "statefulset",
-			Namespaced: true, ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()), ValidateName: label, Generation: true,
-			Defaults: defaultStatefulSet, Validate: validateStatefulSet, ValidateUpdate: validateStatefulSetUpdate, Warnings: statefulSetWarnings,
-			ValidateStatus: validateStatefulSetStatus, ResetStatus: resetStatefulSetStatus, Table: statefulSetTable},
-	}
-	rs = append(rs, deploymentResource(), daemonSetResource(), controllerRevisionResource())
-	return rs
-}
-
 // registry finds resources by group, version and plural name.
 type registry struct {
 	byGVR map[schema.GroupVersionResource]*Resource

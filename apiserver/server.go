@@ -161,12 +161,10 @@ func (s *Server) initCodecs() error {
 	return nil
 }
 
-// initResources registers the built-in resources, c's Resources and c's
-// Creators.
+// initResources registers c's Resources and c's Creators.
 func (s *Server) initResources(c Config) error {
-	rs := builtinResources()
-	seen := make(map[schema.GroupVersionResource]bool, len(rs)+len(c.Resources))
-	for _, r := range append(rs, c.Resources...) {
+	seen := make(map[schema.GroupVersionResource]bool, len(c.Resources))
+	for _, r := range c.Resources {
 		if r == nil || r.GVR.Resource == "" || r.Kind == "" {
 			return errors.New("apiserver config: a resource without a name or a kind")
 		}
@@ -175,7 +173,7 @@ func (s *Server) initResources(c Config) error {
 		}
 		seen[r.GVR] = true
 	}
-	s.reg = newRegistry(append(rs, c.Resources...))
+	s.reg = newRegistry(c.Resources)
 	if _, ok := s.reg.get(namespacesGVR); !ok {
 		// The namespace lifecycle, and every namespaced write, needs them.
 		return errors.New("apiserver config: no namespaces resource; give the core group's, apiserver/registry/core, in Resources")

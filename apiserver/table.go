@@ -62,7 +62,9 @@ func Age(ts metav1.Time, now time.Time) string {
 	return duration.HumanDuration(now.Sub(ts.Time))
 }
 
-func orNone(s string) string {
+// OrNone is a table cell's "<none>" for an empty value, as kube's
+// printers show it.
+func OrNone(s string) string {
 	if s == "" {
 		return "<none>"
 	}

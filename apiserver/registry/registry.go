@@ -1,7 +1,7 @@
 // Package registry lists the resources of the API groups defined in
 // apiserver/registry/<group>, which an API server serves by passing them
-// as apiserver.Config.Resources. Package apiserver never imports them;
-// the groups not moved here yet are still built into it. The
+// as apiserver.Config.Resources. Package apiserver never imports them
+// and defines no kind of its own. The
 // authentication and authorization groups are not listed: their reviews
 // need the server's authenticators and authorizer, and their packages'
 // Creators give them as apiserver.Config.Creators.
@@ -9,6 +9,7 @@ package registry
 
 import (
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/apps"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
@@ -32,6 +33,7 @@ func Resources() []*apiserver.Resource {
 		batch.Resources,
 		policy.Resources,
 		core.Resources,
+		apps.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

@@ -230,14 +230,6 @@ func nodeCells(obj runtime.Object, now time.Time) []any {
 	if info.Architecture != "" {
 		kernel += " (" + info.Architecture + ")"
 	}
-	return []any{n.Name, status, noneIfEmpty(strings.Join(roles, ",")), apiserver.Age(n.CreationTimestamp, now), info.KubeletVersion,
+	return []any{n.Name, status, apiserver.OrNone(strings.Join(roles, ",")), apiserver.Age(n.CreationTimestamp, now), info.KubeletVersion,
 		addr(corev1.NodeInternalIP), addr(corev1.NodeExternalIP), orUnknown(info.OSImage), kernel, orUnknown(info.ContainerRuntimeVersion)}
-}
-
-// noneIfEmpty is a table cell's "<none>" for an empty value.
-func noneIfEmpty(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

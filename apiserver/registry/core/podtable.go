@@ -98,7 +98,7 @@ func podCells(obj runtime.Object, now time.Time) []any {
 		ip = pod.Status.PodIPs[0].IP
 	}
 	return []any{pod.Name, fmt.Sprintf("%d/%d", row.ready, row.total), row.reason, restartCell,
-		apiserver.Age(pod.CreationTimestamp, now), orNone(ip), orNone(pod.Spec.NodeName), orNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
+		apiserver.Age(pod.CreationTimestamp, now), apiserver.OrNone(ip), apiserver.OrNone(pod.Spec.NodeName), apiserver.OrNone(pod.Status.NominatedNodeName), readinessGatesCell(pod)}
 }
 
 // podRow gathers a pod's READY, STATUS and RESTARTS as its containers are
@@ -246,12 +246,4 @@ func readinessGatesCell(pod *corev1.Pod) string {
 		}
 	}
 	return fmt.Sprintf("%d/%d", passed, n)
-}
-
-// orNone is kubectl's "<none>" for an empty cell.
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }

@@ -27,9 +27,13 @@ var (
 	dnsPolicies     = []corev1.DNSPolicy{corev1.DNSClusterFirstWithHostNet, corev1.DNSClusterFirst, corev1.DNSDefault, corev1.DNSNone}
 	// pullPolicies and portProtocols are listed sorted, as kube lists them.
 	pullPolicies             = []corev1.PullPolicy{corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever}
-	portProtocols            = apiserver.PortProtocols()
+	portProtocols            = []corev1.Protocol{corev1.ProtocolSCTP, corev1.ProtocolTCP, corev1.ProtocolUDP}
 	terminationMessagePolicy = []corev1.TerminationMessagePolicy{corev1.TerminationMessageReadFile, corev1.TerminationMessageFallbackToLogsOnError}
 )
+
+// PortProtocols returns the protocols a port may have, sorted as kube
+// lists them in its errors.
+func PortProtocols() []corev1.Protocol { return slices.Clone(portProtocols) }
 
 // validatePod checks a pod on create and update (old not nil); what an
 // update may change is validatePodUpdate's.

@@ -2,15 +2,14 @@ package core
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
 
 // What ReplicationControllers share with the apps group's replicated kinds:
-// the default replica count, the label selector of the apps kinds, the
-// status counts' rules and the replica columns of their tables.
+// the default replica count, the status counts' rules and the replica
+// columns of their tables.
 
 // DefaultReplicas sets an unset replica count to one, as kube defaults it.
 func DefaultReplicas(r **int32) {
@@ -18,20 +17,6 @@ func DefaultReplicas(r **int32) {
 		one := int32(1)
 		*r = &one
 	}
-}
-
-// AppsSelector checks the label selector of an apps kind: required, valid
-// (label values included), not empty. kindWord is the word kube's message
-// uses: "deployment" for a ReplicaSet (sic), "statefulset".
-func AppsSelector(sel *metav1.LabelSelector, kindWord string, path *field.Path) field.ErrorList {
-	if sel == nil {
-		return field.ErrorList{field.Required(path, "")}
-	}
-	errs := metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{}, path)
-	if len(sel.MatchLabels)+len(sel.MatchExpressions) == 0 {
-		errs = append(errs, field.Invalid(path, sel, "empty selector is invalid for "+kindWord))
-	}
-	return errs
 }
 
 // StatusCount is one count of a status, named by its field, made by N32,

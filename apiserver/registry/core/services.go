@@ -435,7 +435,7 @@ var serviceTable = &apiserver.TableDef{
 				ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
 			}
 		}
-		return []any{svc.Name, string(svc.Spec.Type), clusterIP, serviceExternalIP(svc), noneIfEmpty(strings.Join(ports, ",")),
+		return []any{svc.Name, string(svc.Spec.Type), clusterIP, serviceExternalIP(svc), apiserver.OrNone(strings.Join(ports, ",")),
 			apiserver.Age(svc.CreationTimestamp, now), labels.FormatLabels(svc.Spec.Selector)}
 	},
 }
@@ -447,7 +447,7 @@ var serviceTable = &apiserver.TableDef{
 func serviceExternalIP(svc *corev1.Service) string {
 	switch svc.Spec.Type {
 	case corev1.ServiceTypeClusterIP, corev1.ServiceTypeNodePort:
-		return noneIfEmpty(strings.Join(svc.Spec.ExternalIPs, ","))
+		return apiserver.OrNone(strings.Join(svc.Spec.ExternalIPs, ","))
 	case corev1.ServiceTypeLoadBalancer:
 		seen := map[string]bool{}
 		var ips []string

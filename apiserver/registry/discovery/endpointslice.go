@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // Resources returns the group's resources, each a new value, for
@@ -187,7 +188,7 @@ func validateSlicePorts(ports []discoveryv1.EndpointPort, path *field.Path) fiel
 		if p.Protocol == nil {
 			errs = append(errs, field.Required(pp.Child("protocol"), ""))
 		} else {
-			errs = append(errs, apiserver.OneOf(pp.Child("protocol"), *p.Protocol, apiserver.PortProtocols())...)
+			errs = append(errs, apiserver.OneOf(pp.Child("protocol"), *p.Protocol, core.PortProtocols())...)
 		}
 		if p.AppProtocol != nil {
 			for _, msg := range validation.IsQualifiedName(*p.AppProtocol) {

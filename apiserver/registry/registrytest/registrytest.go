@@ -132,12 +132,22 @@ func Object(t testing.TB, body []byte) map[string]any {
 }
 
 // WantFields fails the test unless each dotted path of obj (such as
-// metadata.generation) holds the JSON of want; "" for a field obj lacks.
+// metadata.generation, or spec.containers.[0].name with [n] indexing a
+// list) holds the JSON of want; "" for a field obj lacks.
 func WantFields(t testing.TB, obj map[string]any, want map[string]string) {
 	t.Helper()
 	for path, w := range want {
 		var v any = obj
 		for _, name := range strings.Split(path, ".") {
+			var i int
+			if n, _ := fmt.Sscanf(name, "[%d]", &i); n == 1 {
+				l, _ := v.([]any)
+				v = nil
+				if i >= 0 && i < len(l) {
+					v = l[i]
+				}
+				continue
+			}
 			m, _ := v.(map[string]any)
 			v = m[name]
 		}

@@ -1,22 +1,25 @@
-package apiserver
+package apps_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
 
 const deploysPath = "/apis/apps/v1/namespaces/default/deployments"
 
 func TestDeploymentDefaults_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	d := ts.createJSON(t, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
-	wantFields(t, d, map[string]string{
+	srv := apiservertest.Start(t)
+	d := createJSON(t, srv, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
+	rt.WantFields(t, d, map[string]string{
 		"metadata.generation":          "1",
 		"spec.replicas":                "1",
 		"spec.strategy":                `{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}`,
@@ -26,18 +29,18 @@ func TestDeploymentDefaults_D5(t *testing.T) {
 		"status":                       `{}`,
 	})
 	// Recreate gets no rolling update parameters; values given are kept.
-	d = ts.createJSON(t, deploysPath, manifest("Deployment", "r", appSelector+`"strategy":{"type":"Recreate"},"replicas":0,"revisionHistoryLimit":0,`, workloadTemplate("")))
-	wantFields(t, d, map[string]string{"spec.strategy": `{"type":"Recreate"}`, "spec.replicas": "0", "spec.revisionHistoryLimit": "0"})
+	d = createJSON(t, srv, deploysPath, manifest("Deployment", "r", appSelector+`"strategy":{"type":"Recreate"},"replicas":0,"revisionHistoryLimit":0,`, workloadTemplate("")))
+	rt.WantFields(t, d, map[string]string{"spec.strategy": `{"type":"Recreate"}`, "spec.replicas": "0", "spec.revisionHistoryLimit": "0"})
 	// A maxSurge given keeps the default maxUnavailable.
-	d = ts.createJSON(t, deploysPath, manifest("Deployment", "s", appSelector+`"strategy":{"rollingUpdate":{"maxSurge":2}},`, workloadTemplate("")))
-	wantFields(t, d, map[string]string{"spec.strategy.rollingUpdate": `{"maxSurge":2,"maxUnavailable":"25%"}`})
+	d = createJSON(t, srv, deploysPath, manifest("Deployment", "s", appSelector+`"strategy":{"rollingUpdate":{"maxSurge":2}},`, workloadTemplate("")))
+	rt.WantFields(t, d, map[string]string{"spec.strategy.rollingUpdate": `{"maxSurge":2,"maxUnavailable":"25%"}`})
 }
 
 func TestDeploymentCreateValidation_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t)
 	inv := func(field, msg string) metav1.StatusCause {
-		return cause(metav1.CauseTypeFieldValueInvalid, field, msg)
+		return rt.Cause(metav1.CauseTypeFieldValueInvalid, field, msg)
 	}
 	tests := []struct {
 		name, spec, template string
@@ -53,62 +56,55 @@ func TestDeploymentCreateValidation_D5(t *testing.T) {
 		{"both zero", appSelector + `"strategy":{"rollingUpdate":{"maxUnavailable":0,"maxSurge":"0%"}},`, workloadTemplate(""), []metav1.StatusCause{
 			inv("spec.strategy.rollingUpdate.maxUnavailable", "Invalid value: 0: may not be 0 when `maxSurge` is 0")}},
 		{"recreate with rolling update", appSelector + `"strategy":{"type":"Recreate","rollingUpdate":{"maxSurge":1}},`, workloadTemplate(""), []metav1.StatusCause{
-			cause(causeForbidden, "spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'")}},
+			rt.Cause(causeForbidden, "spec.strategy.rollingUpdate", "Forbidden: may not be specified when strategy `type` is 'Recreate'")}},
 		{"deadline not above minReadySeconds", appSelector + `"progressDeadlineSeconds":10,"minReadySeconds":10,`, workloadTemplate(""), []metav1.StatusCause{
 			inv("spec.progressDeadlineSeconds", "Invalid value: 10: must be greater than minReadySeconds")}},
 		{"template restart policy", appSelector, workloadTemplate(`"activeDeadlineSeconds":5`), []metav1.StatusCause{
-			cause(causeForbidden, "spec.template.spec.activeDeadlineSeconds", "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported")}},
+			rt.Cause(causeForbidden, "spec.template.spec.activeDeadlineSeconds", "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported")}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := fmt.Sprintf("d%d", i)
-			code, body := ts.send(t, "POST", deploysPath, "", manifest("Deployment", name, tt.spec, tt.template))
-			msg, causes := invalid("Deployment.apps", name, tt.causes...)
-			wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+			code, body := rt.Do(t, srv, http.MethodPost, deploysPath, manifest("Deployment", name, tt.spec, tt.template), nil)
+			rt.WantInvalid(t, code, body, "Deployment.apps", name, tt.causes...)
 		})
 	}
 }
 
 func TestDeploymentUpdateAndStatus_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	ts.createJSON(t, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
-	const merge = "application/merge-patch+json"
+	srv := apiservertest.Start(t)
+	createJSON(t, srv, deploysPath, manifest("Deployment", "d", appSelector, workloadTemplate("")))
 	patch := func(path, body string, wantCode int) map[string]any {
 		t.Helper()
-		code, b := ts.send(t, "PATCH", deploysPath+path, merge, body)
-		if code != wantCode {
-			t.Fatalf("PATCH %s %s: %d %s", path, body, code, b)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
+		return patchJSON(t, srv, deploysPath+path, body, wantCode)
 	}
 	m := patch("/d", `{"spec":{"selector":{"matchLabels":{"app":"a","t":"u"}},"template":{"metadata":{"labels":{"t":"u"}}}}}`, http.StatusUnprocessableEntity)
-	wantFields(t, m, map[string]string{"details.causes.[0].field": `"spec.selector"`})
+	rt.WantFields(t, m, map[string]string{"details.causes.[0].field": `"spec.selector"`})
 	// Annotations move the generation, as a spec does; labels do not.
-	wantFields(t, patch("/d", `{"metadata":{"annotations":{"n":"1"}}}`, http.StatusOK), map[string]string{"metadata.generation": "2"})
-	wantFields(t, patch("/d", `{"spec":{"paused":true}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
-	wantFields(t, patch("/d", `{"metadata":{"labels":{"x":"y"}}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
+	rt.WantFields(t, patch("/d", `{"metadata":{"annotations":{"n":"1"}}}`, http.StatusOK), map[string]string{"metadata.generation": "2"})
+	rt.WantFields(t, patch("/d", `{"spec":{"paused":true}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
+	rt.WantFields(t, patch("/d", `{"metadata":{"labels":{"x":"y"}}}`, http.StatusOK), map[string]string{"metadata.generation": "3"})
 	// The status subresource changes the status only, checked as kube does.
 	m = patch("/d/status", `{"spec":{"replicas":4},"status":{"replicas":2,"readyReplicas":1,"availableReplicas":1,"collisionCount":2}}`, http.StatusOK)
-	wantFields(t, m, map[string]string{"spec.replicas": "1", "status.replicas": "2", "metadata.generation": "3"})
-	code, body := ts.send(t, "PATCH", deploysPath+"/d/status", merge, `{"status":{"updatedReplicas":3,"unavailableReplicas":-1,"collisionCount":1}}`)
-	msg, causes := invalid("Deployment.apps", "d",
-		cause(metav1.CauseTypeFieldValueInvalid, "status.unavailableReplicas", "Invalid value: -1: must be greater than or equal to 0"),
-		cause(metav1.CauseTypeFieldValueInvalid, "status.updatedReplicas", "Invalid value: 3: cannot be greater than status.replicas"),
-		cause(metav1.CauseTypeFieldValueInvalid, "status.collisionCount", "Invalid value: 1: cannot be decremented"))
-	wantStatus(t, code, body, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, msg, causes)
+	rt.WantFields(t, m, map[string]string{"spec.replicas": "1", "status.replicas": "2", "metadata.generation": "3"})
+	code, body := rt.Do(t, srv, http.MethodPatch, deploysPath+"/d/status", `{"status":{"updatedReplicas":3,"unavailableReplicas":-1,"collisionCount":1}}`, nil)
+	rt.WantInvalid(t, code, body, "Deployment.apps", "d",
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "status.unavailableReplicas", "Invalid value: -1: must be greater than or equal to 0"),
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "status.updatedReplicas", "Invalid value: 3: cannot be greater than status.replicas"),
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "status.collisionCount", "Invalid value: 1: cannot be decremented"))
 }
 
 func TestDeploymentNameWarning_D5(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	req, _ := http.NewRequest(http.MethodPost, ts.http.URL+deploysPath, strings.NewReader(manifest("Deployment", "a.b", appSelector, workloadTemplate(""))))
+	srv := apiservertest.Start(t)
+	client, err := rest.HTTPClientFor(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.Config.Host+deploysPath, strings.NewReader(manifest("Deployment", "a.b", appSelector, workloadTemplate(""))))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := ts.http.Client().Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

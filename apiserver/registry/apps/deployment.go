@@ -1,4 +1,4 @@
-package apiserver
+package apps
 
 import (
 	"fmt"
@@ -12,15 +12,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // Deployments, stored with kube-apiserver's defaults and validation and
 // with no controller acting on them (D.5). Their generation also counts
 // changed annotations, as kube's deployment strategy does.
 
-func deploymentResource() *Resource {
-	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Singular: "deployment",
-		Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource(), scaleSubresource()),
+func deploymentResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: appsv1.SchemeGroupVersion.WithResource("deployments"), Kind: "Deployment", Singular: "deployment",
+		Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: statusAndScale(),
 		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GenerationCountsAnnotations: true,
 		Defaults: defaultDeployment, Validate: validateDeployment, ValidateUpdate: validateDeploymentUpdate, Warnings: deploymentWarnings,
 		ValidateStatus: validateDeploymentStatus, ResetStatus: resetDeploymentStatus, Table: deploymentTable}
@@ -32,7 +36,7 @@ func deploymentResource() *Resource {
 // spec defaults. A Recreate strategy gets no rolling update parameters.
 func defaultDeployment(obj runtime.Object) {
 	s := &obj.(*appsv1.Deployment).Spec
-	defaultReplicas(&s.Replicas)
+	core.DefaultReplicas(&s.Replicas)
 	st := &s.Strategy
 	if st.Type == "" {
 		st.Type = appsv1.RollingUpdateDeploymentStrategyType
@@ -41,7 +45,7 @@ func defaultDeployment(obj runtime.Object) {
 		if st.RollingUpdate == nil {
 			st.RollingUpdate = &appsv1.RollingUpdateDeployment{}
 		}
-		quarter := func() *intstr.IntOrString { q := intstr.FromString("25%"); return &q }
+		quarter := func() *intstr.IntOrString { return ptr.To(intstr.FromString("25%")) }
 		if st.RollingUpdate.MaxUnavailable == nil {
 			st.RollingUpdate.MaxUnavailable = quarter()
 		}
@@ -50,14 +54,12 @@ func defaultDeployment(obj runtime.Object) {
 		}
 	}
 	if s.RevisionHistoryLimit == nil {
-		ten := int32(10)
-		s.RevisionHistoryLimit = &ten
+		s.RevisionHistoryLimit = ptr.To[int32](10)
 	}
 	if s.ProgressDeadlineSeconds == nil {
-		d := int32(600)
-		s.ProgressDeadlineSeconds = &d
+		s.ProgressDeadlineSeconds = ptr.To[int32](600)
 	}
-	DefaultPodSpec(&s.Template.Spec)
+	core.DefaultPodSpec(&s.Template.Spec)
 }
 
 func resetDeploymentStatus(obj, old runtime.Object) {
@@ -77,13 +79,13 @@ func deploymentWarnings(obj, old runtime.Object) []string {
 		if apiequality.Semantic.DeepEqual(d.Spec, o.Spec) && apiequality.Semantic.DeepEqual(d.Annotations, o.Annotations) {
 			return nil
 		}
-		return PodTemplateWarnings(&d.Spec.Template)
+		return core.PodTemplateWarnings(&d.Spec.Template)
 	}
 	var w []string
 	if msgs := validation.IsDNS1123Label(d.Name); len(msgs) != 0 {
 		w = append(w, fmt.Sprintf("metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: %v", msgs))
 	}
-	return append(w, PodTemplateWarnings(&d.Spec.Template)...)
+	return append(w, core.PodTemplateWarnings(&d.Spec.Template)...)
 }
 
 // validateDeployment is kube's ValidateDeploymentSpec: replicas, the
@@ -93,23 +95,23 @@ func deploymentWarnings(obj, old runtime.Object) []string {
 func validateDeployment(obj, _ runtime.Object) field.ErrorList {
 	s := &obj.(*appsv1.Deployment).Spec
 	path := field.NewPath("spec")
-	errs := NonNegative(deref(s.Replicas), path.Child("replicas"))
+	errs := apiserver.NonNegative(ptr.Deref(s.Replicas, 0), path.Child("replicas"))
 	errs = append(errs, appsSelector(s.Selector, "deployment", path.Child("selector"))...)
 	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err != nil {
 		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, "invalid label selector"))
 	} else {
 		tp := path.Child("template")
-		errs = append(errs, matchesTemplate(sel, &s.Template, tp)...)
-		errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
-		errs = append(errs, keepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
+		errs = append(errs, core.MatchesTemplate(sel, &s.Template, tp)...)
+		errs = append(errs, core.ValidatePodTemplate(&s.Template, tp)...)
+		errs = append(errs, core.KeepsPodsRunning(&s.Template.Spec, "ReplicaSet", tp.Child("spec"))...)
 	}
 	errs = append(errs, validateDeploymentStrategy(&s.Strategy, path.Child("strategy"))...)
-	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, apiserver.NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	if s.RevisionHistoryLimit != nil {
-		errs = append(errs, NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
+		errs = append(errs, apiserver.NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
 	}
 	if p := s.ProgressDeadlineSeconds; p != nil {
-		errs = append(errs, NonNegative(*p, path.Child("progressDeadlineSeconds"))...)
+		errs = append(errs, apiserver.NonNegative(*p, path.Child("progressDeadlineSeconds"))...)
 		if *p <= s.MinReadySeconds {
 			errs = append(errs, field.Invalid(path.Child("progressDeadlineSeconds"), *p, "must be greater than minReadySeconds"))
 		}
@@ -139,47 +141,20 @@ func validateDeploymentStrategy(st *appsv1.DeploymentStrategy, path *field.Path)
 // validateRollingUpdateDeployment: each a count or a percentage, not both
 // 0, and maxUnavailable not above 100%.
 func validateRollingUpdateDeployment(r *appsv1.RollingUpdateDeployment, path *field.Path) field.ErrorList {
-	mu, ms := deref(r.MaxUnavailable), deref(r.MaxSurge)
-	errs := intOrPercent(mu, path.Child("maxUnavailable"))
-	errs = append(errs, intOrPercent(ms, path.Child("maxSurge"))...)
+	mu, ms := ptr.Deref(r.MaxUnavailable, intstr.IntOrString{}), ptr.Deref(r.MaxSurge, intstr.IntOrString{})
+	errs := apiserver.IntOrPercent(mu, path.Child("maxUnavailable"))
+	errs = append(errs, apiserver.IntOrPercent(ms, path.Child("maxSurge"))...)
 	if intOrPercentValue(mu) == 0 && intOrPercentValue(ms) == 0 {
 		errs = append(errs, field.Invalid(path.Child("maxUnavailable"), mu, "may not be 0 when `maxSurge` is 0"))
 	}
-	if pct, ok := percent(mu); ok && pct > 100 {
+	if pct, ok := apiserver.Percent(mu); ok && pct > 100 {
 		errs = append(errs, field.Invalid(path.Child("maxUnavailable"), mu, "must not be greater than 100%"))
 	}
 	return errs
 }
 
-// intOrPercent is kube's ValidatePositiveIntOrPercent.
-func intOrPercent(v intstr.IntOrString, path *field.Path) field.ErrorList {
-	switch v.Type {
-	case intstr.String:
-		var errs field.ErrorList
-		for _, msg := range validation.IsValidPercent(v.StrVal) {
-			errs = append(errs, field.Invalid(path, v, msg))
-		}
-		return errs
-	case intstr.Int:
-		return NonNegative(int64(v.IntValue()), path)
-	}
-	return field.ErrorList{field.Invalid(path, v, "must be an integer or percentage (e.g '5%%')")}
-}
-
-// IntOrPercentUpTo100 checks a count or a percentage as kube's
-// ValidatePositiveIntOrPercent does, then, as its IsNotMoreThan100Percent,
-// that a percentage is not above 100%: a PodDisruptionBudget's
-// minAvailable and maxUnavailable (G.12).
-func IntOrPercentUpTo100(v intstr.IntOrString, path *field.Path) field.ErrorList {
-	errs := intOrPercent(v, path)
-	if pct, ok := percent(v); ok && pct > 100 {
-		errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
-	}
-	return errs
-}
-
 func intOrPercentValue(v intstr.IntOrString) int {
-	if pct, ok := percent(v); ok {
+	if pct, ok := apiserver.Percent(v); ok {
 		return pct
 	}
 	return v.IntValue()
@@ -200,7 +175,7 @@ type internalRollingUpdateDeployment struct {
 func toInternalDeploymentStrategy(st *appsv1.DeploymentStrategy) *internalDeploymentStrategy {
 	in := &internalDeploymentStrategy{Type: st.Type}
 	if r := st.RollingUpdate; r != nil {
-		in.RollingUpdate = &internalRollingUpdateDeployment{MaxUnavailable: deref(r.MaxUnavailable), MaxSurge: deref(r.MaxSurge)}
+		in.RollingUpdate = &internalRollingUpdateDeployment{MaxUnavailable: ptr.Deref(r.MaxUnavailable, intstr.IntOrString{}), MaxSurge: ptr.Deref(r.MaxSurge, intstr.IntOrString{})}
 	}
 	return in
 }
@@ -215,11 +190,11 @@ func validateDeploymentUpdate(obj, old runtime.Object) field.ErrorList {
 func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 	st := &obj.(*appsv1.Deployment).Status
 	path := field.NewPath("status")
-	errs := nonNegativeCounts(path, n64("observedGeneration", st.ObservedGeneration), n32("replicas", st.Replicas),
-		n32("updatedReplicas", st.UpdatedReplicas), n32("readyReplicas", st.ReadyReplicas), n32("availableReplicas", st.AvailableReplicas),
-		n32("unavailableReplicas", st.UnavailableReplicas), opt32("terminatingReplicas", st.TerminatingReplicas), opt32("collisionCount", st.CollisionCount))
-	errs = append(errs, notAboveReplicas(path, st.Replicas, st.AvailableReplicas, st.ReadyReplicas, "cannot be greater than readyReplicas",
-		n32("updatedReplicas", st.UpdatedReplicas), n32("readyReplicas", st.ReadyReplicas), n32("availableReplicas", st.AvailableReplicas))...)
+	errs := core.NonNegativeCounts(path, core.N64("observedGeneration", st.ObservedGeneration), core.N32("replicas", st.Replicas),
+		core.N32("updatedReplicas", st.UpdatedReplicas), core.N32("readyReplicas", st.ReadyReplicas), core.N32("availableReplicas", st.AvailableReplicas),
+		core.N32("unavailableReplicas", st.UnavailableReplicas), core.Opt32("terminatingReplicas", st.TerminatingReplicas), core.Opt32("collisionCount", st.CollisionCount))
+	errs = append(errs, core.NotAboveReplicas(path, st.Replicas, st.AvailableReplicas, st.ReadyReplicas, "cannot be greater than readyReplicas",
+		core.N32("updatedReplicas", st.UpdatedReplicas), core.N32("readyReplicas", st.ReadyReplicas), core.N32("availableReplicas", st.AvailableReplicas))...)
 	if old == nil {
 		return errs
 	}
@@ -227,22 +202,22 @@ func validateDeploymentStatus(obj, old runtime.Object) field.ErrorList {
 }
 
 // deploymentTable has the columns of kubectl get deploy -o wide.
-var deploymentTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var deploymentTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Ready", Type: "string", Description: "Number of the pod with ready state"},
 		{Name: "Up-to-date", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["updatedReplicas"]},
 		{Name: "Available", Type: "string", Description: appsv1.DeploymentStatus{}.SwaggerDoc()["availableReplicas"]},
-		AgeColumn, ContainersColumn, ImagesColumn,
+		apiserver.AgeColumn, core.ContainersColumn, core.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DeploymentSpec{}.SwaggerDoc()["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.Deployment)
-		names, images := ContainerCells(d.Spec.Template.Spec.Containers)
+		names, images := core.ContainerCells(d.Spec.Template.Spec.Containers)
 		selector := "<invalid>"
 		if sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector); err == nil {
 			selector = sel.String()
 		}
-		return []any{d.Name, fmt.Sprintf("%d/%d", int64(d.Status.ReadyReplicas), replicas(d.Spec.Replicas)),
-			int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), Age(d.CreationTimestamp, now), names, images, selector}
+		return []any{d.Name, fmt.Sprintf("%d/%d", int64(d.Status.ReadyReplicas), core.Replicas(d.Spec.Replicas)),
+			int64(d.Status.UpdatedReplicas), int64(d.Status.AvailableReplicas), apiserver.Age(d.CreationTimestamp, now), names, images, selector}
 	},
 }

@@ -1,4 +1,4 @@
-package apiserver
+package apps
 
 import (
 	"strconv"
@@ -14,6 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/core"
 )
 
 // DaemonSets, stored with kube-apiserver's defaults and validation (D.5);
@@ -21,9 +25,9 @@ import (
 // the generation; a change of the template also moves
 // spec.templateGeneration, as kube's daemonset strategy does.
 
-func daemonSetResource() *Resource {
-	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("daemonsets"), Kind: "DaemonSet", Singular: "daemonset",
-		Namespaced: true, ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: subresources(statusSubresource()),
+func daemonSetResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: appsv1.SchemeGroupVersion.WithResource("daemonsets"), Kind: "DaemonSet", Singular: "daemonset",
+		Namespaced: true, ShortNames: []string{"ds"}, Categories: []string{"all"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
 		Defaults: defaultDaemonSet, Prepare: prepareDaemonSet, Validate: validateDaemonSet, ValidateUpdate: validateDaemonSetUpdate,
 		Warnings: daemonSetWarnings, ValidateStatus: validateDaemonSetStatus, ResetStatus: resetDaemonSetStatus, Table: daemonSetTable}
@@ -43,19 +47,16 @@ func defaultDaemonSet(obj runtime.Object) {
 			st.RollingUpdate = &appsv1.RollingUpdateDaemonSet{}
 		}
 		if st.RollingUpdate.MaxUnavailable == nil {
-			v := intstr.FromInt32(1)
-			st.RollingUpdate.MaxUnavailable = &v
+			st.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 		}
 		if st.RollingUpdate.MaxSurge == nil {
-			v := intstr.FromInt32(0)
-			st.RollingUpdate.MaxSurge = &v
+			st.RollingUpdate.MaxSurge = ptr.To(intstr.FromInt32(0))
 		}
 	}
 	if s.RevisionHistoryLimit == nil {
-		ten := int32(10)
-		s.RevisionHistoryLimit = &ten
+		s.RevisionHistoryLimit = ptr.To[int32](10)
 	}
-	DefaultPodSpec(&s.Template.Spec)
+	core.DefaultPodSpec(&s.Template.Spec)
 	// kube writes the template generation back as an annotation when it
 	// converts, so the writer owns it; prepareDaemonSet sets its value.
 	d := obj.(*appsv1.DaemonSet)
@@ -112,7 +113,7 @@ func daemonSetWarnings(obj, old runtime.Object) []string {
 	if o, ok := old.(*appsv1.DaemonSet); ok && apiequality.Semantic.DeepEqual(d.Spec.Template, o.Spec.Template) {
 		return nil
 	}
-	return PodTemplateWarnings(&d.Spec.Template)
+	return core.PodTemplateWarnings(&d.Spec.Template)
 }
 
 // validateDaemonSet is kube's ValidateDaemonSetSpec, in its order: the
@@ -124,18 +125,20 @@ func validateDaemonSet(obj, _ runtime.Object) field.ErrorList {
 	path := field.NewPath("spec")
 	tp := path.Child("template")
 	errs := metav1validation.ValidateLabelSelector(s.Selector, metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))
-	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err == nil && !sel.Matches(labels.Set(s.Template.Labels)) {
-		errs = append(errs, field.Invalid(tp.Child("metadata", "labels"), s.Template.Labels, selectorMismatch))
+	// A missing selector selects nothing, so its template's labels do not
+	// match it either.
+	if sel, err := metav1.LabelSelectorAsSelector(s.Selector); err == nil {
+		errs = append(errs, core.MatchesTemplate(sel, &s.Template, tp)...)
 	}
 	if s.Selector != nil && len(s.Selector.MatchLabels)+len(s.Selector.MatchExpressions) == 0 {
 		errs = append(errs, field.Invalid(path.Child("selector"), s.Selector, "empty selector is invalid for daemonset"))
 	}
-	errs = append(errs, ValidatePodTemplate(&s.Template, tp)...)
-	errs = append(errs, keepsPodsRunning(&s.Template.Spec, "DaemonSet", tp.Child("spec"))...)
-	errs = append(errs, NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
+	errs = append(errs, core.ValidatePodTemplate(&s.Template, tp)...)
+	errs = append(errs, core.KeepsPodsRunning(&s.Template.Spec, "DaemonSet", tp.Child("spec"))...)
+	errs = append(errs, apiserver.NonNegative(s.MinReadySeconds, path.Child("minReadySeconds"))...)
 	errs = append(errs, validateDaemonSetStrategy(&s.UpdateStrategy, path.Child("updateStrategy"))...)
 	if s.RevisionHistoryLimit != nil {
-		errs = append(errs, NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
+		errs = append(errs, apiserver.NonNegative(*s.RevisionHistoryLimit, path.Child("revisionHistoryLimit"))...)
 	}
 	return errs
 }
@@ -158,13 +161,13 @@ func validateDaemonSetStrategy(st *appsv1.DaemonSetUpdateStrategy, path *field.P
 // validateRollingUpdateDaemonSet: each a count or a percentage, neither
 // above 100%, and exactly one of them not 0.
 func validateRollingUpdateDaemonSet(r *appsv1.RollingUpdateDaemonSet, path *field.Path) field.ErrorList {
-	mu, ms := deref(r.MaxUnavailable), deref(r.MaxSurge)
-	errs := intOrPercent(mu, path.Child("maxUnavailable"))
-	errs = append(errs, intOrPercent(ms, path.Child("maxSurge"))...)
-	if pct, ok := percent(mu); ok && pct > 100 {
+	mu, ms := ptr.Deref(r.MaxUnavailable, intstr.IntOrString{}), ptr.Deref(r.MaxSurge, intstr.IntOrString{})
+	errs := apiserver.IntOrPercent(mu, path.Child("maxUnavailable"))
+	errs = append(errs, apiserver.IntOrPercent(ms, path.Child("maxSurge"))...)
+	if pct, ok := apiserver.Percent(mu); ok && pct > 100 {
 		errs = append(errs, field.Invalid(path.Child("maxUnavailable"), mu, "must not be greater than 100%"))
 	}
-	if pct, ok := percent(ms); ok && pct > 100 {
+	if pct, ok := apiserver.Percent(ms); ok && pct > 100 {
 		errs = append(errs, field.Invalid(path.Child("maxSurge"), ms, "must not be greater than 100%"))
 	}
 	hasUnavailable, hasSurge := intOrPercentValue(mu) != 0, intOrPercentValue(ms) != 0
@@ -192,7 +195,7 @@ type internalRollingUpdateDaemonSet struct {
 func toInternalDaemonSetStrategy(st *appsv1.DaemonSetUpdateStrategy) *internalDaemonSetStrategy {
 	in := &internalDaemonSetStrategy{Type: st.Type}
 	if r := st.RollingUpdate; r != nil {
-		in.RollingUpdate = &internalRollingUpdateDaemonSet{MaxUnavailable: deref(r.MaxUnavailable), MaxSurge: deref(r.MaxSurge)}
+		in.RollingUpdate = &internalRollingUpdateDaemonSet{MaxUnavailable: ptr.Deref(r.MaxUnavailable, intstr.IntOrString{}), MaxSurge: ptr.Deref(r.MaxSurge, intstr.IntOrString{})}
 	}
 	return in
 }
@@ -207,10 +210,10 @@ func validateDaemonSetUpdate(obj, old runtime.Object) field.ErrorList {
 func validateDaemonSetStatus(obj, old runtime.Object) field.ErrorList {
 	st := &obj.(*appsv1.DaemonSet).Status
 	path := field.NewPath("status")
-	errs := nonNegativeCounts(path, n32("currentNumberScheduled", st.CurrentNumberScheduled), n32("numberMisscheduled", st.NumberMisscheduled),
-		n32("desiredNumberScheduled", st.DesiredNumberScheduled), n32("numberReady", st.NumberReady), n64("observedGeneration", st.ObservedGeneration),
-		n32("updatedNumberScheduled", st.UpdatedNumberScheduled), n32("numberAvailable", st.NumberAvailable), n32("numberUnavailable", st.NumberUnavailable),
-		opt32("collisionCount", st.CollisionCount))
+	errs := core.NonNegativeCounts(path, core.N32("currentNumberScheduled", st.CurrentNumberScheduled), core.N32("numberMisscheduled", st.NumberMisscheduled),
+		core.N32("desiredNumberScheduled", st.DesiredNumberScheduled), core.N32("numberReady", st.NumberReady), core.N64("observedGeneration", st.ObservedGeneration),
+		core.N32("updatedNumberScheduled", st.UpdatedNumberScheduled), core.N32("numberAvailable", st.NumberAvailable), core.N32("numberUnavailable", st.NumberUnavailable),
+		core.Opt32("collisionCount", st.CollisionCount))
 	if old == nil {
 		return errs
 	}
@@ -218,24 +221,24 @@ func validateDaemonSetStatus(obj, old runtime.Object) field.ErrorList {
 }
 
 // daemonSetTable has the columns of kubectl get ds -o wide.
-var daemonSetTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var daemonSetTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Desired", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["desiredNumberScheduled"]},
 		{Name: "Current", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["currentNumberScheduled"]},
 		{Name: "Ready", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberReady"]},
 		{Name: "Up-to-date", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["updatedNumberScheduled"]},
 		{Name: "Available", Type: "integer", Description: appsv1.DaemonSetStatus{}.SwaggerDoc()["numberAvailable"]},
 		{Name: "Node Selector", Type: "string", Description: corev1.PodSpec{}.SwaggerDoc()["nodeSelector"]},
-		AgeColumn, ContainersColumn, ImagesColumn,
+		apiserver.AgeColumn, core.ContainersColumn, core.ImagesColumn,
 		{Name: "Selector", Type: "string", Priority: 1, Description: appsv1.DaemonSetSpec{}.SwaggerDoc()["selector"]},
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		d := obj.(*appsv1.DaemonSet)
 		st := &d.Status
-		names, images := ContainerCells(d.Spec.Template.Spec.Containers)
+		names, images := core.ContainerCells(d.Spec.Template.Spec.Containers)
 		return []any{d.Name, int64(st.DesiredNumberScheduled), int64(st.CurrentNumberScheduled), int64(st.NumberReady),
 			int64(st.UpdatedNumberScheduled), int64(st.NumberAvailable), labels.FormatLabels(d.Spec.Template.Spec.NodeSelector),
-			Age(d.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
+			apiserver.Age(d.CreationTimestamp, now), names, images, metav1.FormatLabelSelector(d.Spec.Selector)}
 	},
 	HiddenAnnotations: []string{appsv1.DeprecatedTemplateGeneration},
 }

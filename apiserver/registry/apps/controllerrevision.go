@@ -1,4 +1,4 @@
-package apiserver
+package apps
 
 import (
 	"encoding/json"
@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 // ControllerRevisions (apps/v1), the snapshots of a template that the
@@ -19,8 +21,8 @@ import (
 // generation, no status. The data must be a JSON object on create and
 // never changes afterwards; the revision is not negative.
 
-func controllerRevisionResource() *Resource {
-	return &Resource{GVR: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), Kind: "ControllerRevision",
+func controllerRevisionResource() *apiserver.Resource {
+	return &apiserver.Resource{GVR: appsv1.SchemeGroupVersion.WithResource("controllerrevisions"), Kind: "ControllerRevision",
 		Singular: "controllerrevision", Namespaced: true, ValidateName: apivalidation.NameIsDNSSubdomain,
 		Validate: validateControllerRevision, Table: controllerRevisionTable}
 }
@@ -30,7 +32,7 @@ func controllerRevisionResource() *Resource {
 // create the data's shape and on update its immutability.
 func validateControllerRevision(obj, old runtime.Object) field.ErrorList {
 	cr := obj.(*appsv1.ControllerRevision)
-	errs := NonNegative(cr.Revision, field.NewPath("revision"))
+	errs := apiserver.NonNegative(cr.Revision, field.NewPath("revision"))
 	path := field.NewPath("data")
 	if old != nil {
 		return append(errs, apivalidation.ValidateImmutableField(cr.Data, old.(*appsv1.ControllerRevision).Data, path)...)
@@ -54,11 +56,11 @@ func validateControllerRevision(obj, old runtime.Object) field.ErrorList {
 
 // controllerRevisionTable has kube's columns: the controller as
 // kind.group/name, and the revision.
-var controllerRevisionTable = &TableDef{
-	Columns: []metav1.TableColumnDefinition{NameColumn,
+var controllerRevisionTable = &apiserver.TableDef{
+	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
 		{Name: "Controller", Type: "string", Description: "Controller of the object"},
 		{Name: "Revision", Type: "string", Description: appsv1.ControllerRevision{}.SwaggerDoc()["revision"]},
-		AgeColumn,
+		apiserver.AgeColumn,
 	},
 	Cells: func(obj runtime.Object, now time.Time) []any {
 		cr := obj.(*appsv1.ControllerRevision)
@@ -71,6 +73,6 @@ var controllerRevisionTable = &TableDef{
 				}
 			}
 		}
-		return []any{cr.Name, controller, cr.Revision, Age(cr.CreationTimestamp, now)}
+		return []any{cr.Name, controller, cr.Revision, apiserver.Age(cr.CreationTimestamp, now)}
 	},
 }
