@@ -2,10 +2,87 @@ package apiserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 )
+
+const (
+	rcsPath = "/api/v1/namespaces/default/replicationcontrollers"
+	rssPath = "/apis/apps/v1/namespaces/default/replicasets"
+	// appSelector selects the labels of workloadTemplate.
+	appSelector = `"selector":{"matchLabels":{"app":"a"}},`
+)
+
+// workloadTemplate is a pod template labelled app=a with one container,
+// and extra pod spec fields.
+func workloadTemplate(extraSpec string) string {
+	spec := `"containers":[{"name":"c","image":"i"}]`
+	if extraSpec != "" {
+		spec += "," + extraSpec
+	}
+	return `{"metadata":{"labels":{"app":"a"}},"spec":{` + spec + `}}`
+}
+
+// manifest is an object of kind (apps/v1 unless ReplicationController)
+// whose spec has the given fields before the template.
+func manifest(kind, name, spec, template string) string {
+	apiVersion := "apps/v1"
+	if kind == "ReplicationController" {
+		apiVersion = "v1"
+	}
+	return fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":%q},"spec":{%s"template":%s}}`, apiVersion, kind, name, spec, template)
+}
+
+// createJSON creates an object and returns its answer decoded as JSON.
+func (ts *testServer) createJSON(t *testing.T, path, body string) map[string]any {
+	t.Helper()
+	code, b := ts.send(t, "POST", path, "", body)
+	if code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// at reads a value of a decoded JSON object by a dotted path; [n] indexes
+// a list.
+func at(t *testing.T, v any, path string) any {
+	t.Helper()
+	for _, p := range strings.Split(path, ".") {
+		var idx int
+		if n, _ := fmt.Sscanf(p, "[%d]", &idx); n == 1 {
+			l, _ := v.([]any)
+			if idx >= len(l) {
+				return nil
+			}
+			v = l[idx]
+			continue
+		}
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	return v
+}
+
+// wantFields compares the values at paths (JSON-encoded; "" for absent).
+func wantFields(t *testing.T, obj map[string]any, want map[string]string) {
+	t.Helper()
+	for path, w := range want {
+		got := ""
+		if v := at(t, obj, path); v != nil {
+			b, _ := json.Marshal(v)
+			got = string(b)
+		}
+		if got != w {
+			t.Errorf("%s = %s, want %s", path, got, w)
+		}
+	}
+}
 
 // The scale subresource shows and changes spec.replicas as an
 // autoscaling/v1 Scale, bumps the generation as an update of the object

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -57,20 +56,6 @@ func wantStatus(t *testing.T, code int, body []byte, wantCode int, reason metav1
 	if !reflect.DeepEqual(got, causes) {
 		t.Errorf("causes: got %+v\nwant %+v", got, causes)
 	}
-}
-
-// invalid builds the message and causes of a 422 about a kind's object
-// from "field: Kind: detail" causes (Kind: FieldValueXxx).
-func invalid(kind, name string, causes ...metav1.StatusCause) (string, []metav1.StatusCause) {
-	var parts []string
-	for _, c := range causes {
-		parts = append(parts, c.Field+": "+c.Message)
-	}
-	msg := strings.Join(parts, ", ")
-	if len(parts) > 1 {
-		msg = "[" + msg + "]"
-	}
-	return fmt.Sprintf("%s %q is invalid: %s", kind, name, msg), causes
 }
 
 func cause(reason metav1.CauseType, field, message string) metav1.StatusCause {

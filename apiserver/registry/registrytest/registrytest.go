@@ -26,6 +26,14 @@ const TableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io"
 // srv, with header's fields, and returns the answer's status and body.
 func Do(t testing.TB, srv *apiservertest.Server, method, path, body string, header map[string]string) (int, []byte) {
 	t.Helper()
+	code, _, data := DoHeader(t, srv, method, path, body, header)
+	return code, data
+}
+
+// DoHeader is Do that returns the answer's header too, for what a server
+// says beside the body: its Warning and Retry-After fields.
+func DoHeader(t testing.TB, srv *apiservertest.Server, method, path, body string, header map[string]string) (int, http.Header, []byte) {
+	t.Helper()
 	client, err := rest.HTTPClientFor(srv.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +58,7 @@ func Do(t testing.TB, srv *apiservertest.Server, method, path, body string, head
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, data
+	return resp.StatusCode, resp.Header, data
 }
 
 // Create posts each JSON object to its path and fails the test unless the
