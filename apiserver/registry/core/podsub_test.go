@@ -1,9 +1,9 @@
-package apiserver
+package core_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,15 +12,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
+	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
 )
+
+// answer sends body with method to path on srv and decodes the answer as
+// far as it is a JSON object (a 204 decodes to nil).
+func answer(t *testing.T, srv *apiservertest.Server, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	code, data := rt.Do(t, srv, method, path, body, nil)
+	var st map[string]any
+	_ = json.Unmarshal(data, &st)
+	return code, st
+}
 
 // Logs, exec, attach and port-forward check the pod and its container as
 // kube-apiserver does before it calls a kubelet (D.9).
 func TestPodConnectAnswers_D9(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	cs := srv.Client
 	ctx := context.Background()
 	pods := cs.CoreV1().Pods("default")
 	if _, err := pods.Create(ctx, testPod("unbound"), metav1.CreateOptions{}); err != nil {
@@ -59,22 +72,15 @@ func TestPodConnectAnswers_D9(t *testing.T) {
 		{"a verb the log does not take", "POST", "running/log", 405, "the server does not allow this method on the requested resource"},
 	}
 	for _, tt := range tests {
-		code, st := rawRequest(t, ts, tt.method, "/api/v1/namespaces/default/pods/"+tt.path, "", "")
+		code, st := answer(t, srv, tt.method, "/api/v1/namespaces/default/pods/"+tt.path, "")
 		if code != tt.code || (tt.message != "" && st["message"] != tt.message) {
 			t.Errorf("%s: got %d %q, want %d %q", tt.name, code, st["message"], tt.code, tt.message)
 		}
 	}
 
-	logReq, _ := http.NewRequest("GET", ts.http.URL+"/api/v1/namespaces/default/pods/running/log", nil)
-	logReq.Header.Set("Accept", "text/plain")
-	resp, err := http.DefaultClient.Do(logReq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `container "app" of pod default/running runs on the simulated node node-1`) {
-		t.Errorf("log of a pod on a simulated node: %d %q", resp.StatusCode, body)
+	code, body := rt.Do(t, srv, http.MethodGet, "/api/v1/namespaces/default/pods/running/log", "", map[string]string{"Accept": "text/plain"})
+	if code != 200 || !strings.Contains(string(body), `container "app" of pod default/running runs on the simulated node node-1`) {
+		t.Errorf("log of a pod on a simulated node: %d %q", code, body)
 	}
 }
 
@@ -82,18 +88,18 @@ func TestPodConnectAnswers_D9(t *testing.T) {
 // budget, and answers 201 (D.9).
 func TestEviction_D9(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	cs := ts.clientset(t, false)
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
+	cs := srv.Client
 	ctx := context.Background()
 	if _, err := cs.CoreV1().Pods("default").Create(ctx, testPod("app"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	code, st := rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction", "application/json",
+	code, st := answer(t, srv, "POST", "/api/v1/namespaces/default/pods/app/eviction",
 		`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}`)
 	if code != 400 || st["message"] != "name in URL does not match name in Eviction object" {
 		t.Errorf("eviction of another name: %d %v", code, st)
 	}
-	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction?dryRun=All", "application/json",
+	code, st = answer(t, srv, "POST", "/api/v1/namespaces/default/pods/app/eviction?dryRun=All",
 		`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"app"}}`)
 	if code != 201 {
 		t.Fatalf("dry-run eviction: %d %v", code, st)
@@ -101,12 +107,12 @@ func TestEviction_D9(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("default").Get(ctx, "app", metav1.GetOptions{}); err != nil {
 		t.Fatalf("a dry-run eviction deleted the pod: %v", err)
 	}
-	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction", "application/json",
+	code, st = answer(t, srv, "POST", "/api/v1/namespaces/default/pods/app/eviction",
 		`{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"app"},"deleteOptions":{"propagationPolicy":"Nope"}}`)
 	if code != 422 || !strings.Contains(fmt.Sprint(st["message"]), `propagationPolicy: Unsupported value: "Nope"`) {
 		t.Errorf("eviction with bad delete options: %d %v, want 422", code, st)
 	}
-	code, st = rawRequest(t, ts, "POST", "/api/v1/namespaces/default/pods/app/eviction", "application/json",
+	code, st = answer(t, srv, "POST", "/api/v1/namespaces/default/pods/app/eviction",
 		`{"apiVersion":"policy/v1beta1","kind":"Eviction","metadata":{"name":"app"}}`)
 	if code != 201 || st["status"] != "Success" {
 		t.Fatalf("eviction: %d %v", code, st)
@@ -120,27 +126,20 @@ func TestEviction_D9(t *testing.T) {
 // the create a POST would need too, as in kube-apiserver (D.9).
 func TestConnectOverGetNeedsCreate_D9(t *testing.T) {
 	t.Parallel()
-	onlyGet := func(c *Config) {
-		c.Authorizer = authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
-			if a.Subresource == "exec" && a.Verb != "get" {
-				return authz.NoOpinion, "", nil
-			}
-			return authz.Allow, "", nil
-		})
-	}
-	ts := newTestServer(t, onlyGet)
-	if _, err := ts.clientset(t, false).CoreV1().Pods("default").Create(context.Background(), testPod("app"), metav1.CreateOptions{}); err != nil {
+	onlyGet := authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
+		if a.Subresource == "exec" && a.Verb != "get" {
+			return authz.NoOpinion, "", nil
+		}
+		return authz.Allow, "", nil
+	})
+	users := map[string]authn.User{"execer": {Name: "execer", Groups: []string{authn.AllAuthenticated}}}
+	srv := apiservertest.Start(t, apiservertest.WithAdmission(), apiservertest.WithUsers(users, onlyGet))
+	if _, err := srv.Client.CoreV1().Pods("default").Create(context.Background(), testPod("app"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", ts.http.URL+"/api/v1/namespaces/default/pods/app/exec?command=ls&stdout=true", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("exec over GET with only get on pods/exec: %d, want 403", resp.StatusCode)
+	code, body := rt.Do(t, srv, http.MethodGet, "/api/v1/namespaces/default/pods/app/exec?command=ls&stdout=true", "",
+		map[string]string{"Authorization": "Bearer execer", "Connection": "Upgrade", "Upgrade": "websocket"})
+	if code != http.StatusForbidden {
+		t.Errorf("exec over GET with only get on pods/exec: %d %s, want 403", code, body)
 	}
 }
