@@ -1,9 +1,11 @@
-package apiserver
+package core_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
 
 const (
@@ -16,18 +18,12 @@ const (
 // kinds do not.
 func TestEndpointsAreDeprecatedOnEveryRequest_G10(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
+	srv := apiservertest.Start(t, apiservertest.WithAdmission())
 	const want = `299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"`
 	do := func(method, path, body string) http.Header {
 		t.Helper()
-		req, _ := http.NewRequest(method, ts.http.URL+path, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.Header
+		_, h, _ := rt.DoHeader(t, srv, method, path, body, nil)
+		return h
 	}
 	body := `{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"e"},"subsets":[{"addresses":[{"ip":"10.0.0.1"}],"ports":[{"port":80}]}]}`
 	for _, r := range []struct{ method, path, body string }{
