@@ -30,7 +30,10 @@ func (bindingSubresource) Serve(req *apiserver.Request) error {
 }
 
 // bindingsEntry serves the legacy bindings resource: any path under it
-// reaches the entry, which serves only the collection.
+// reaches the entry, which serves only the namespaced collection. kube
+// has no cluster-wide route for it; there a Binding's name would be the
+// pod's whole key, "NAMESPACE/POD", past the namespace lifecycle and
+// admission of that namespace.
 type bindingsEntry struct{}
 
 func (bindingsEntry) Name() string                  { return "" }
@@ -38,7 +41,7 @@ func (bindingsEntry) Verbs() []string               { return []string{"create"} 
 func (bindingsEntry) Kind() schema.GroupVersionKind { return schema.GroupVersionKind{} }
 func (bindingsEntry) TakesAnyPath() bool            { return true }
 func (bindingsEntry) Serve(req *apiserver.Request) error {
-	if req.Name() != "" {
+	if req.Name() != "" || req.Namespace() == "" {
 		return apiserver.NotServed()
 	}
 	return bind(req, "")
