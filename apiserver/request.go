@@ -123,14 +123,26 @@ func (r *Request) Update(gvr schema.GroupVersionResource, name, sub, manager str
 }
 
 // Delete deletes the object name of gvr in the request's namespace with
-// opts, as a DELETE does: checked against opts' preconditions and by
-// admission, or only marked deleting while finalizers or a pod's grace
-// period are pending.
+// opts (nil: none), as a DELETE does: checked against opts' preconditions
+// and by admission, or only marked deleting while finalizers or a pod's
+// grace period are pending. The dry run the request asks is honoured, as
+// Update honours it, when opts ask none.
 func (r *Request) Delete(gvr schema.GroupVersionResource, name string, opts *metav1.DeleteOptions) error {
 	if _, err := r.served(gvr); err != nil {
 		return err
 	}
-	_, _, err := r.q.as(gvr, name, "").deleteOne(name, opts)
+	dry, err := r.q.dryRun()
+	if err != nil {
+		return err
+	}
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if dry && len(opts.DryRun) == 0 {
+		opts = opts.DeepCopy()
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, _, err = r.q.as(gvr, name, "").deleteOne(name, opts)
 	return err
 }
 
