@@ -113,8 +113,10 @@ func (r *Request) List(gvr schema.GroupVersionResource, namespace string) ([]run
 // is given the stored object and returns its new state, and is called
 // again when another writer changed the object meanwhile, unless the new
 // state names a resourceVersion (then that must be the stored one).
-// manager owns the written fields in managedFields; "" names the writer
-// as the request does. The dry run the request asks is honoured.
+// manager owns the written fields in managedFields; "" records no
+// manager and leaves managedFields as stored, as kube's writes straight
+// to storage do (a pod's binding). The dry run the request asks is
+// honoured.
 func (r *Request) Update(gvr schema.GroupVersionResource, name, sub, manager string, mutate func(old runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
 	if _, err := r.served(gvr); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -26,4 +27,22 @@ func TestLegacyBindingsHasNoClusterPath_D4(t *testing.T) {
 	}
 	_, body := rt.Do(t, srv, http.MethodGet, "/api/v1/namespaces/default/pods/p", "", nil)
 	rt.WantFields(t, rt.Object(t, body), map[string]string{"spec.nodeName": ""})
+}
+
+// A binding writes the pod as kube's storage does, not as a client's
+// update: managedFields stay as they were (D.4).
+func TestBindingLeavesManagedFields_D4(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	rt.Create(t, srv, [2]string{"/api/v1/namespaces/default/pods",
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"nginx:1"}]}}`})
+	_, before := rt.Do(t, srv, http.MethodGet, "/api/v1/namespaces/default/pods/p", "", nil)
+	code, body := rt.Do(t, srv, http.MethodPost, "/api/v1/namespaces/default/pods/p/binding?fieldManager=scheduler",
+		`{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"name":"n1"}}`, nil)
+	if code != http.StatusCreated {
+		t.Fatalf("binding: %d %s", code, body)
+	}
+	_, after := rt.Do(t, srv, http.MethodGet, "/api/v1/namespaces/default/pods/p", "", nil)
+	b, _ := json.Marshal(rt.Object(t, before)["metadata"].(map[string]any)["managedFields"])
+	rt.WantFields(t, rt.Object(t, after), map[string]string{"spec.nodeName": `"n1"`, "metadata.managedFields": string(b)})
 }
