@@ -15,6 +15,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
 	"github.com/kubegate/kubegate/apiserver/registry/core"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
+	"github.com/kubegate/kubegate/apiserver/registry/events"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
@@ -34,6 +35,7 @@ func Resources() []*apiserver.Resource {
 		policy.Resources,
 		core.Resources,
 		apps.Resources,
+		events.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

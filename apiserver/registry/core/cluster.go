@@ -9,11 +9,10 @@ import (
 
 // clusterResources are the group's kinds a cluster is made of besides its
 // workloads: namespaces, nodes, service accounts, secrets, config maps,
-// events (with events.k8s.io's, stored as core Events), services and
-// endpoints.
+// events, services and endpoints.
 func clusterResources() []*apiserver.Resource {
 	return []*apiserver.Resource{namespaceResource(), nodeResource(), serviceAccountResource(), secretResource(), configMapResource(),
-		coreEventResource(), serviceResource(), eventsV1Resource(), endpointsResource()}
+		coreEventResource(), serviceResource(), endpointsResource()}
 }
 
 // qualifiedName checks a name with an optional DNS subdomain prefix, as

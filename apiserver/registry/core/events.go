@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -17,22 +16,14 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 )
 
-// Events, core/v1 and events.k8s.io/v1: kube-apiserver stores both as
-// core v1 Events, validates both with one set of rules and prints both
-// with one table. The events.k8s.io resource is defined here beside the
-// core one, not in a package of its own group, so that those rules and
-// columns stay unexported.
+// Events, core/v1: kube-apiserver stores events.k8s.io/v1 events as core
+// v1 Events too, validates both with one set of rules and prints both with
+// one table; apiserver/registry/events writes its events in their core
+// form for ValidateEventCommon, EventColumns and EventCells.
 
 func coreEventResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: apiserver.GCUnsupported,
 		ShortNames: []string{"ev"}, ValidateName: apivalidation.NameIsDNSSubdomain, Fields: coreEventFields, Validate: validateCoreEvent, Table: coreEventTable}
-}
-
-// eventsV1Resource is events.k8s.io/v1 events, stored as core v1 Events.
-func eventsV1Resource() *apiserver.Resource {
-	return &apiserver.Resource{GVR: eventsv1.SchemeGroupVersion.WithResource("events"), Kind: "Event", Singular: "event", Namespaced: true, GC: apiserver.GCUnsupported,
-		ShortNames: []string{"ev"}, ValidateName: apivalidation.NameIsDNSSubdomain, StoredAs: corev1.SchemeGroupVersion.WithKind("Event"),
-		Validate: validateEventsV1Event, Table: eventsTable}
 }
 
 func coreEventFields(obj runtime.Object, set fields.Set) {
@@ -50,15 +41,6 @@ func coreEventFields(obj runtime.Object, set fields.Set) {
 	set["type"] = e.Type
 }
 
-// eventFields is what kube's event validation reads, from either API
-// version. Paths use kube's internal names (involvedObject, message).
-type eventFields struct {
-	namespace, involvedNamespace                           string
-	eventTime                                              metav1.MicroTime
-	reportingController, reportingInstance, action, reason string
-	message, eventType                                     string
-}
-
 // Length limits of events.
 const (
 	reportingInstanceMax = 128
@@ -67,28 +49,28 @@ const (
 	noteMax              = 1024
 )
 
-// validateEventCommon is what every Event must satisfy, whichever API
-// wrote it. An event without eventTime is an old-style one: only its
-// namespace is checked. controllerField names the reporting controller
-// as the request's API version does.
-func validateEventCommon(e eventFields, controllerField string) field.ErrorList {
+// ValidateEventCommon is what every Event must satisfy, whichever API
+// wrote it, given in its core form. An event without eventTime is an
+// old-style one: only its namespace is checked. controllerField names the
+// reporting controller as the request's API version does.
+func ValidateEventCommon(e *corev1.Event, controllerField string) field.ErrorList {
 	var errs field.ErrorList
 	ns := field.NewPath("involvedObject", "namespace")
-	if e.eventTime.IsZero() {
+	if e.EventTime.IsZero() {
 		switch {
-		case e.involvedNamespace == "" && e.namespace != "" && e.namespace != metav1.NamespaceDefault,
-			e.involvedNamespace != "" && e.namespace != e.involvedNamespace:
-			errs = append(errs, field.Invalid(ns, e.involvedNamespace, "does not match event.namespace"))
+		case e.InvolvedObject.Namespace == "" && e.Namespace != "" && e.Namespace != metav1.NamespaceDefault,
+			e.InvolvedObject.Namespace != "" && e.Namespace != e.InvolvedObject.Namespace:
+			errs = append(errs, field.Invalid(ns, e.InvolvedObject.Namespace, "does not match event.namespace"))
 		}
 		return errs
 	}
-	if e.involvedNamespace == "" && e.namespace != metav1.NamespaceDefault && e.namespace != metav1.NamespaceSystem {
-		errs = append(errs, field.Invalid(ns, e.involvedNamespace, "does not match event.namespace"))
+	if e.InvolvedObject.Namespace == "" && e.Namespace != metav1.NamespaceDefault && e.Namespace != metav1.NamespaceSystem {
+		errs = append(errs, field.Invalid(ns, e.InvolvedObject.Namespace, "does not match event.namespace"))
 	}
-	if e.reportingController == "" {
+	if e.ReportingController == "" {
 		errs = append(errs, field.Required(field.NewPath(controllerField), ""))
 	}
-	errs = append(errs, qualifiedName(field.NewPath(controllerField), e.reportingController)...)
+	errs = append(errs, qualifiedName(field.NewPath(controllerField), e.ReportingController)...)
 	tooLong := func(name, v string, max int) {
 		if v == "" && name != "message" {
 			errs = append(errs, field.Required(field.NewPath(name), ""))
@@ -98,74 +80,24 @@ func validateEventCommon(e eventFields, controllerField string) field.ErrorList 
 			errs = append(errs, field.Invalid(field.NewPath(name), "", fmt.Sprintf("can have at most %v characters", max)))
 		}
 	}
-	tooLong("reportingInstance", e.reportingInstance, reportingInstanceMax)
-	tooLong("action", e.action, actionMax)
-	tooLong("reason", e.reason, reasonMax)
-	tooLong("message", e.message, noteMax)
+	tooLong("reportingInstance", e.ReportingInstance, reportingInstanceMax)
+	tooLong("action", e.Action, actionMax)
+	tooLong("reason", e.Reason, reasonMax)
+	tooLong("message", e.Message, noteMax)
 	return errs
 }
 
 // validateCoreEvent: a core/v1 Event gets only the common checks, on
 // create and update alike.
 func validateCoreEvent(obj, _ runtime.Object) field.ErrorList {
-	e := obj.(*corev1.Event)
-	return validateEventCommon(eventFields{namespace: e.Namespace, involvedNamespace: e.InvolvedObject.Namespace,
-		eventTime: e.EventTime, reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		action: e.Action, reason: e.Reason, message: e.Message, eventType: e.Type}, "reportingComponent")
-}
-
-// validateEventsV1Event: events.k8s.io/v1 adds stricter rules on create,
-// and on update keeps what the event reports fixed.
-func validateEventsV1Event(obj, old runtime.Object) field.ErrorList {
-	e := obj.(*eventsv1.Event)
-	errs := validateEventCommon(eventFields{namespace: e.Namespace, involvedNamespace: e.Regarding.Namespace,
-		eventTime: e.EventTime, reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-		action: e.Action, reason: e.Reason, message: e.Note, eventType: e.Type}, "reportingController")
-	if old != nil {
-		o := old.(*eventsv1.Event)
-		// kube checks reason twice and reports it once. The reference,
-		// source, times and count are not compared here.
-		for _, f := range []struct {
-			name     string
-			new, old string
-		}{{"reason", e.Reason, o.Reason}, {"message", e.Note, o.Note}, {"type", e.Type, o.Type},
-			{"action", e.Action, o.Action}, {"reportingController", e.ReportingController, o.ReportingController},
-			{"reportingInstance", e.ReportingInstance, o.ReportingInstance}} {
-			errs = append(errs, apivalidation.ValidateImmutableField(f.new, f.old, field.NewPath(f.name))...)
-		}
-		return errs
-	}
-	if s := e.Series; s != nil {
-		if s.Count < 2 {
-			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
-		}
-		if s.LastObservedTime.IsZero() {
-			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
-		}
-	}
-	if e.EventTime.IsZero() {
-		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
-	}
-	if e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning {
-		errs = append(errs, field.Invalid(field.NewPath("type"), "", fmt.Sprintf("has invalid value: %v", e.Type)))
-	}
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{{"firstTimestamp", !e.DeprecatedFirstTimestamp.IsZero()}, {"lastTimestamp", !e.DeprecatedLastTimestamp.IsZero()},
-		{"count", e.DeprecatedCount != 0}, {"source", e.DeprecatedSource.Component != "" || e.DeprecatedSource.Host != ""}} {
-		if f.set {
-			errs = append(errs, field.Invalid(field.NewPath(f.name), "", "needs to be unset"))
-		}
-	}
-	return errs
+	return ValidateEventCommon(obj.(*corev1.Event), "reportingComponent")
 }
 
 var eventDoc = corev1.Event{}.SwaggerDoc()
 
-// eventColumns are the same for core and events.k8s.io events: kube
+// EventColumns are the same for core and events.k8s.io events: kube
 // prints both from one internal type.
-var eventColumns = []metav1.TableColumnDefinition{
+var EventColumns = []metav1.TableColumnDefinition{
 	{Name: "Last Seen", Type: "string", Description: eventDoc["lastTimestamp"]},
 	{Name: "Type", Type: "string", Description: eventDoc["type"]},
 	{Name: "Reason", Type: "string", Description: eventDoc["reason"]},
@@ -179,42 +111,16 @@ var eventColumns = []metav1.TableColumnDefinition{
 }
 
 var coreEventTable = &apiserver.TableDef{
-	Columns: eventColumns,
+	Columns: EventColumns,
 	Cells: func(obj runtime.Object, now time.Time) []any {
-		return eventCells(obj.(*corev1.Event), now)
+		return EventCells(obj.(*corev1.Event), now)
 	},
 }
 
-// eventsTable shows events.k8s.io events through their core form: the
-// fields kube maps onto each other when it converts between the two.
-var eventsTable = &apiserver.TableDef{
-	Columns: eventColumns,
-	Cells: func(obj runtime.Object, now time.Time) []any {
-		e := obj.(*eventsv1.Event)
-		core := &corev1.Event{
-			ObjectMeta:          e.ObjectMeta,
-			InvolvedObject:      e.Regarding,
-			Reason:              e.Reason,
-			Message:             e.Note,
-			Source:              e.DeprecatedSource,
-			FirstTimestamp:      e.DeprecatedFirstTimestamp,
-			LastTimestamp:       e.DeprecatedLastTimestamp,
-			Count:               e.DeprecatedCount,
-			Type:                e.Type,
-			EventTime:           e.EventTime,
-			ReportingController: e.ReportingController,
-			ReportingInstance:   e.ReportingInstance,
-		}
-		if e.Series != nil {
-			core.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
-		}
-		return eventCells(core, now)
-	},
-}
-
-// eventCells falls back from the old timestamps to eventTime, and from a
-// count to the series' count (1 for a single event).
-func eventCells(e *corev1.Event, now time.Time) []any {
+// EventCells are an event's row, in its core form: the old timestamps
+// fall back to eventTime, and a count to the series' count (1 for a
+// single event).
+func EventCells(e *corev1.Event, now time.Time) []any {
 	micro := func(t metav1.MicroTime) string {
 		if t.IsZero() {
 			return "<unknown>"
