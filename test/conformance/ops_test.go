@@ -122,6 +122,10 @@ func operations() []op {
 		op{name: "error/method-not-allowed", method: "PUT", path: ns + "/configmaps"},
 		op{name: "error/delete-collection-all-namespaces", method: "DELETE", path: "/api/v1/configmaps"},
 		op{name: "error/delete-collection-not-allowed", method: "DELETE", path: "/api/v1/namespaces/" + testNS + "/bindings"},
+		// The legacy bindings are namespaced and create-only: no path
+		// outside a namespace (D.4).
+		op{name: "error/bindings-cluster-path", method: "POST", path: "/api/v1/bindings",
+			body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"` + testNS + `/app"},"target":{"kind":"Node","name":"node-1"}}`},
 	)
 
 	// ConfigMaps: the whole life of a simple object.
