@@ -11,10 +11,10 @@ import (
 )
 
 // The namespace lifecycle (G.9): no new content in a namespace being
-// deleted, and the write path of the finalize subresource (defined with
-// the namespaces in apiserver/registry/core) through which its
-// finalizers go: an update there keeps the status and skips Prepare, and
-// a namespace being deleted that is left with no finalizers goes.
+// deleted, and a namespace being deleted that is left with no finalizers
+// goes, as it may once an update of its finalize subresource (defined
+// with the namespaces in apiserver/registry/core as their
+// SpecSubresource) has taken its spec.finalizers.
 
 // namespaceFinalizing reports whether obj is a namespace whose
 // spec.finalizers still hold it (G.9).

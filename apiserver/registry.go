@@ -46,6 +46,13 @@ type Resource struct {
 	// virtual: nothing of it is stored, and that entry serves it (a
 	// review's create).
 	Subresources map[string]Subresource
+	// SpecSubresource names a subresource whose update may change what
+	// Prepare keeps as stored on an update of the object (a namespace's
+	// finalize and spec.finalizers, G.9): its body replaces the object but
+	// for the status, kept as an update of the object keeps it, and
+	// Prepare does not run; a subresource Serves it with
+	// Request.ServeUpdate. "": none.
+	SpecSubresource string
 	// Untracked lists, per subresource ("" for the object itself), the
 	// fields an update there leaves as they were and so no writer owns in
 	// managedFields, as kube-apiserver's reset fields (H.1); nil: none

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -68,7 +69,7 @@ func (r *Request) AuthorizeAs(verb string) error { return r.q.authorizeAs(verb) 
 // cluster-scoped resource), with its resourceVersion; a missing one is
 // kube's NotFound.
 func (r *Request) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	res, err := r.served(gvr)
+	res, err := r.object(gvr, name)
 	if err != nil {
 		return nil, err
 	}
@@ -118,10 +119,11 @@ func (r *Request) List(gvr schema.GroupVersionResource, namespace string) ([]run
 // to storage do (a pod's binding). The dry run the request asks is
 // honoured.
 func (r *Request) Update(gvr schema.GroupVersionResource, name, sub, manager string, mutate func(old runtime.Object) (runtime.Object, error)) (runtime.Object, error) {
-	if _, err := r.served(gvr); err != nil {
+	res, err := r.object(gvr, name)
+	if err != nil {
 		return nil, err
 	}
-	return r.q.as(gvr, name, sub).guaranteedUpdate(mutate, manager)
+	return r.q.as(res, name, sub).guaranteedUpdate(mutate, manager)
 }
 
 // Delete deletes the object name of gvr in the request's namespace with
@@ -130,7 +132,8 @@ func (r *Request) Update(gvr schema.GroupVersionResource, name, sub, manager str
 // grace period are pending. The dry run the request asks is honoured, as
 // Update honours it, when opts ask none.
 func (r *Request) Delete(gvr schema.GroupVersionResource, name string, opts *metav1.DeleteOptions) error {
-	if _, err := r.served(gvr); err != nil {
+	res, err := r.object(gvr, name)
+	if err != nil {
 		return err
 	}
 	dry, err := r.q.dryRun()
@@ -144,7 +147,7 @@ func (r *Request) Delete(gvr schema.GroupVersionResource, name string, opts *met
 		opts = opts.DeepCopy()
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	_, _, err = r.q.as(gvr, name, "").deleteOne(name, opts)
+	_, _, err = r.q.as(res, name, "").deleteOne(name, opts)
 	return err
 }
 
@@ -167,12 +170,29 @@ func (r *Request) served(gvr schema.GroupVersionResource) (*Resource, error) {
 	return res, nil
 }
 
+// object returns the resource gvr, which the server must serve, for an
+// object named name, which must be one segment of a path as the store's
+// keys are (kube's 400 otherwise).
+func (r *Request) object(gvr schema.GroupVersionResource, name string) (*Resource, error) {
+	res, err := r.served(gvr)
+	if err != nil {
+		return nil, err
+	}
+	if msgs := ValidatePathSegmentName(name, false); len(msgs) > 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", name, strings.Join(msgs, ";")))
+	}
+	return res, nil
+}
+
 // as returns a copy of the request that acts on another object of the
-// server, for the writes a subresource makes besides its own.
-func (q *request) as(gvr schema.GroupVersionResource, name, sub string) *request {
-	res, _ := q.s.reg.get(gvr)
+// server, for the writes a subresource makes besides its own: the object
+// name of res, in the request's namespace if res is namespaced.
+func (q *request) as(res *Resource, name, sub string) *request {
 	pq := *q
 	pq.res, pq.name, pq.sub = res, name, sub
+	if !res.Namespaced {
+		pq.ns = ""
+	}
 	return &pq
 }
 

@@ -615,7 +615,7 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	if q.res.PrepareSubresource != nil && (q.sub == "status" || q.sub == "approval") {
 		q.res.PrepareSubresource(q.sub, obj, old, q.s.now())
 	}
-	if q.res.Allocate != nil && q.sub == "" {
+	if q.res.Allocate != nil && (q.sub == "" || q.sub == q.res.SpecSubresource) {
 		alloc = q.s.svcAlloc.begin(q.ctx(), dry)
 		if err := q.res.Allocate(alloc, obj, old); err != nil {
 			return nil, alloc, err
@@ -694,7 +694,7 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
 		obj, acc = merged, mAcc
-	} else if (sub == "" || sub == "finalize") && res.ResetStatus != nil {
+	} else if (sub == "" || sub == res.SpecSubresource) && res.ResetStatus != nil {
 		res.ResetStatus(obj, old)
 	}
 	acc.SetUID(oldAcc.GetUID())
@@ -714,7 +714,7 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 // spec, as kube-apiserver's update strategies do once admission has run
 // (D.1, D.8).
 func finishUpdate(res *Resource, sub string, obj, old runtime.Object) {
-	if res.Prepare != nil && sub != "finalize" {
+	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) {
 		res.Prepare(obj, old)
 	}
 	if !res.Generation || sub != "" && sub != "scale" {

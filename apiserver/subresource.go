@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -57,10 +58,16 @@ func (r *Request) User() authn.User { return r.q.user() }
 // Resource is the resource the request names.
 func (r *Request) Resource() *Resource { return r.q.res }
 
-// ServeUpdate serves the request as kube serves an update through a
-// subresource: the body replaces the stored object, but for what the
-// subresource leaves as stored (a namespace's status on finalize, G.9).
-func (r *Request) ServeUpdate() error { return r.q.update() }
+// ServeUpdate serves the request, an update of its resource's
+// SpecSubresource, as kube serves one (a namespace's finalize, G.9); any
+// other subresource is refused with an internal error, as the server
+// knows no rules for what its update keeps.
+func (r *Request) ServeUpdate() error {
+	if r.q.sub == "" || r.q.sub != r.q.res.SpecSubresource {
+		return apierrors.NewInternalError(fmt.Errorf("%s/%s is not the SpecSubresource of its resource", r.q.res.GVR.Resource, r.q.sub))
+	}
+	return r.q.update()
+}
 
 // openAPIShape says which paths the OpenAPI document gives a built-in
 // subresource.

@@ -23,7 +23,7 @@ import (
 func namespaceResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("namespaces"), Kind: "Namespace", Singular: "namespace", ShortNames: []string{"ns"},
 		ReturnDeleted: true, NoDeleteCollection: true, Undeletable: apiserver.UndeletableNamespace,
-		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource(), "finalize": finalizeSubresource{}},
+		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource(), "finalize": finalizeSubresource{}}, SpecSubresource: "finalize",
 		ValidateName: apivalidation.NameIsDNSLabel, Defaults: defaultNamespace, Validate: validateNamespace, Prepare: prepareNamespace,
 		ResetStatus: resetNamespaceStatus, Table: namespaceTable}
 }
