@@ -7,8 +7,10 @@ import (
 )
 
 // fieldManager returns the managed-fields tracker of res (and subresource),
-// built once. The fields res.untracked names for the subresource are left
-// out of every writer's set, so that an object whose writers set only
+// built once. The fields the subresource resets (Resource.Untracked) are
+// left out of every writer's set and out of an apply's conflicts, so that
+// an apply of a manifest that carries them neither owns them nor
+// conflicts with their writer (B.8), and an object whose writers set only
 // those has no managedFields at all, and, as kube-apiserver does for an
 // object without them, its later updates start none (H.1).
 func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldManager, error) {
@@ -18,7 +20,7 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 	}
 	gvk := res.gvk()
 	var untracked map[fieldpath.APIVersion]fieldpath.Filter
-	if set := res.Untracked[sub]; set != nil {
+	if set := res.resetFields(sub); set != nil {
 		untracked = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gvk.GroupVersion().String()): set})
 	}
 	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)

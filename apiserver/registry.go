@@ -54,9 +54,14 @@ type Resource struct {
 	// Request.ServeUpdate. "": none.
 	SpecSubresource string
 	// Untracked lists, per subresource ("" for the object itself), the
-	// fields an update there leaves as they were and so no writer owns in
-	// managedFields, as kube-apiserver's reset fields (H.1); nil: none
-	// beyond what the server resets before it tracks the fields.
+	// fields an update or apply there leaves as they were and so no writer
+	// owns in managedFields nor conflicts on, as kube-apiserver's reset
+	// fields (B.8, H.1). A subresource without an entry gets the rule of
+	// kube's strategies for a kind with a status subresource: the object
+	// itself and its SpecSubresource reset status, the status subresource
+	// resets spec; other subresources, and every one of a kind without a
+	// status subresource, reset nothing. An entry, nil included, replaces
+	// that rule.
 	Untracked map[string]*fieldpath.Set
 	// NoDeleteCollection: the collection cannot be deleted in one request
 	// (namespaces, as in kube-apiserver); discovery leaves the verb out and
@@ -151,6 +156,24 @@ type Resource struct {
 }
 
 func (r *Resource) gvk() schema.GroupVersionKind { return r.GVR.GroupVersion().WithKind(r.Kind) }
+
+// resetFields returns the fields a write of sub resets, which Untracked
+// describes; nil: none.
+func (r *Resource) resetFields(sub string) *fieldpath.Set {
+	if set, ok := r.Untracked[sub]; ok {
+		return set
+	}
+	if _, ok := r.Subresources["status"]; !ok {
+		return nil
+	}
+	switch {
+	case sub == "" || sub == r.SpecSubresource:
+		return fieldpath.NewSet(fieldpath.MakePathOrDie("status"))
+	case sub == "status":
+		return fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	}
+	return nil
+}
 
 // groupResource is the "pods" or "roles.rbac.authorization.k8s.io" used in
 // error messages.

@@ -1,6 +1,7 @@
 package apps_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -112,5 +113,67 @@ func TestDeploymentNameWarning_D5(t *testing.T) {
 	const want = `299 - "metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]"`
 	if got := resp.Header.Values("Warning"); resp.StatusCode != http.StatusCreated || len(got) != 1 || got[0] != want {
 		t.Errorf("create a.b: %d, Warning %q, want [%s]", resp.StatusCode, got, want)
+	}
+}
+
+// An exported Deployment, status included, applied server-side after a
+// status writer has set the status: the status is the object's reset
+// field, so the applier neither owns it nor conflicts with the status
+// writer, and the stored status stays (B.8).
+func TestDeploymentApplyWithStatus_B8(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	createJSON(t, srv, deploysPath+"?fieldManager=creator", manifest("Deployment", "d", appSelector, workloadTemplate("")))
+	patchJSON(t, srv, deploysPath+"/d/status?fieldManager=status-writer", `{"status":{"replicas":2,"readyReplicas":1,"observedGeneration":1}}`, http.StatusOK)
+	exported := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+  labels: {tier: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: a}}
+  template:
+    metadata: {labels: {app: a}}
+    spec: {containers: [{name: c, image: i}]}
+status:
+  replicas: 7
+  readyReplicas: 5
+  observedGeneration: 1
+`
+	apply := map[string]string{"Content-Type": "application/apply-patch+yaml"}
+	code, body := rt.Do(t, srv, http.MethodPatch, deploysPath+"/d?fieldManager=kubectl&force=false", exported, apply)
+	if code != http.StatusOK {
+		t.Fatalf("apply with status: %d %s, want 200", code, body)
+	}
+	d := rt.Object(t, body)
+	rt.WantFields(t, d, map[string]string{
+		"spec.replicas":        "1",
+		"metadata.labels":      `{"tier":"web"}`,
+		"status.replicas":      "2",
+		"status.readyReplicas": "1",
+	})
+	owners := map[string]string{}
+	for _, e := range d["metadata"].(map[string]any)["managedFields"].([]any) {
+		e := e.(map[string]any)
+		fields, _ := json.Marshal(e["fieldsV1"])
+		owners[fmt.Sprint(e["manager"], " ", e["operation"], " ", e["subresource"])] = string(fields)
+	}
+	if got := owners["kubectl Apply <nil>"]; got == "" || strings.Contains(got, `"f:status"`) || !strings.Contains(got, `"f:tier"`) {
+		t.Errorf("kubectl's Apply entry: got %s, want the spec and labels it applied without f:status (all: %v)", got, owners)
+	}
+	if got := owners["status-writer Update status"]; !strings.Contains(got, `"f:readyReplicas"`) {
+		t.Errorf("status-writer's entry: got %s, want it to keep f:status.f:readyReplicas (all: %v)", got, owners)
+	}
+	// A second applier that changes the label kubectl owns conflicts on
+	// it, and only on it: the status it carries is nobody's.
+	second := strings.Replace(exported, "tier: web", "tier: api", 1)
+	code, body = rt.Do(t, srv, http.MethodPatch, deploysPath+"/d?fieldManager=other&force=false", second, apply)
+	rt.WantFields(t, rt.Object(t, body), map[string]string{
+		"code":    "409",
+		"message": `"Apply failed with 1 conflict: conflict with \"kubectl\": .metadata.labels.tier"`,
+	})
+	if code != http.StatusConflict {
+		t.Errorf("second apply: %d %s, want 409", code, body)
 	}
 }
