@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/registry/core"
@@ -27,7 +28,19 @@ func deploymentResource() *apiserver.Resource {
 		Namespaced: true, ShortNames: []string{"deploy"}, Categories: []string{"all"}, Subresources: statusAndScale(),
 		ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, GenerationCountsAnnotations: true,
 		Defaults: defaultDeployment, Validate: validateDeployment, ValidateUpdate: validateDeploymentUpdate, Warnings: deploymentWarnings,
-		ValidateStatus: validateDeploymentStatus, ResetStatus: resetDeploymentStatus, Table: deploymentTable}
+		ValidateStatus: validateDeploymentStatus, ResetStatus: resetDeploymentStatus, PrepareSubresource: keepDeploymentLabels, Table: deploymentTable,
+		// The status subresource resets the labels too, as kube's
+		// deployment status strategy does (B.8).
+		Untracked: map[string]*fieldpath.Set{"status": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("metadata", "labels"))}}
+}
+
+// keepDeploymentLabels keeps the stored labels on an update of the status
+// subresource: kube's deployment status strategy resets them with the
+// spec, unlike the other kinds' (B.8).
+func keepDeploymentLabels(sub string, obj, old runtime.Object, _ time.Time) {
+	if sub == "status" {
+		obj.(*appsv1.Deployment).Labels = old.(*appsv1.Deployment).Labels
+	}
 }
 
 // defaultDeployment is kube's SetDefaults_Deployment: one replica; a

@@ -7,6 +7,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
@@ -24,7 +25,11 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 func podResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: podsGVR, Kind: "Pod", Singular: "pod", Namespaced: true, ShortNames: []string{"po"},
 		Categories: []string{"all"}, Subresources: podSubresources(), ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
-		Fields: podFields, Defaults: defaultPod, Prepare: preparePod, Validate: validatePod, ValidateUpdate: validatePodUpdate, ResetStatus: resetPodStatus, Table: podTable}
+		Fields: podFields, Defaults: defaultPod, Prepare: preparePod, Validate: validatePod, ValidateUpdate: validatePodUpdate, ResetStatus: resetPodStatus, Table: podTable,
+		// The status subresource resets the deletion and the owners with
+		// the spec, as kube's pod status strategy does (B.8).
+		Untracked: map[string]*fieldpath.Set{"status": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"),
+			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"), fieldpath.MakePathOrDie("metadata", "ownerReferences"))}}
 }
 
 func podFields(obj runtime.Object, set fields.Set) {
