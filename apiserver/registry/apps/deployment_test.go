@@ -176,4 +176,19 @@ status:
 	if code != http.StatusConflict {
 		t.Errorf("second apply: %d %s, want 409", code, body)
 	}
+	// Through the status subresource the spec is reset, and a
+	// Deployment's labels: neither changes nor is the applier's.
+	viaStatus := strings.NewReplacer("tier: web", "tier: db", "replicas: 1", "replicas: 4", "replicas: 7", "replicas: 2", "readyReplicas: 5", "readyReplicas: 1").Replace(exported)
+	code, body = rt.Do(t, srv, http.MethodPatch, deploysPath+"/d/status?fieldManager=status-applier&force=false", viaStatus, apply)
+	if code != http.StatusOK {
+		t.Fatalf("apply to /status: %d %s, want 200", code, body)
+	}
+	d = rt.Object(t, body)
+	rt.WantFields(t, d, map[string]string{"spec.replicas": "1", "metadata.labels": `{"tier":"web"}`, "status.replicas": "2"})
+	for _, e := range d["metadata"].(map[string]any)["managedFields"].([]any) {
+		e := e.(map[string]any)
+		if fields, _ := json.Marshal(e["fieldsV1"]); e["manager"] == "status-applier" && (strings.Contains(string(fields), `"f:spec"`) || strings.Contains(string(fields), `"f:labels"`)) {
+			t.Errorf("status-applier's entry: got %s, want no f:spec nor f:labels", fields)
+		}
+	}
 }
