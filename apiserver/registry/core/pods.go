@@ -62,9 +62,22 @@ func resetPodStatus(obj, old runtime.Object) {
 // (schedulers, kubelets, kubectl describe) see the same fields: those of
 // every pod spec, and those kube gives a Pod only.
 func defaultPod(obj runtime.Object) {
-	s := &obj.(*corev1.Pod).Spec
-	DefaultPodSpec(s)
-	defaultPodOnly(s)
+	p := obj.(*corev1.Pod)
+	DefaultPodSpec(&p.Spec)
+	defaultPodOnly(&p.Spec)
+	defaultPodIPs(&p.Status)
+}
+
+// defaultPodIPs keeps status.podIP and status.podIPs in step, as kube's
+// SetDefaults_PodStatus does: each is filled from the other, and podIP
+// wins when both are set and the first of podIPs differs.
+func defaultPodIPs(st *corev1.PodStatus) {
+	switch {
+	case st.PodIP != "" && (len(st.PodIPs) == 0 || st.PodIPs[0].IP != st.PodIP):
+		st.PodIPs = []corev1.PodIP{{IP: st.PodIP}}
+	case st.PodIP == "" && len(st.PodIPs) > 0:
+		st.PodIP = st.PodIPs[0].IP
+	}
 }
 
 // defaultPodOnly fills what kube defaults on a Pod and not in a pod

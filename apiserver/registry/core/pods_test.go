@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -191,5 +192,46 @@ func TestPodUpdateMayChangeOnlySomeFields_D5(t *testing.T) {
 			}
 			rt.WantInvalid(t, code, body, "Pod", s.pod, s.causes...)
 		})
+	}
+}
+
+// A pod applied server-side with a status keeps the status the kubelet
+// wrote, and an apply to pods/status leaves the spec and the owners alone
+// without conflicting on them (B.8); podIP fills podIPs, as kube's
+// defaults keep the two in step.
+func TestPodApplyWithStatus_B8(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	const path = "/api/v1/namespaces/default/pods/p"
+	apply := map[string]string{"Content-Type": "application/apply-patch+yaml"}
+	manifest := func(image, status string) string {
+		return "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: " + image + "}]}\nstatus: " + status + "\n"
+	}
+	code, body := rt.Do(t, srv, http.MethodPatch, path+"?fieldManager=kubectl", manifest("i", "{phase: Running, podIP: 10.0.0.9}"), apply)
+	if code != http.StatusCreated {
+		t.Fatalf("apply create: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{"status.phase": `"Pending"`, "status.podIP": ""})
+	if code, body = rt.Do(t, srv, http.MethodPatch, path+"/status?fieldManager=kubelet", `{"status":{"phase":"Running","podIP":"10.0.0.1"}}`, nil); code != http.StatusOK {
+		t.Fatalf("status patch: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{"status.podIPs": `[{"ip":"10.0.0.1"}]`})
+	code, body = rt.Do(t, srv, http.MethodPatch, path+"?fieldManager=kubectl", manifest("i", "{phase: Succeeded, podIP: 10.0.0.2}"), apply)
+	if code != http.StatusOK {
+		t.Fatalf("apply with a stale status: %d %s, want 200", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{"status.phase": `"Running"`, "status.podIP": `"10.0.0.1"`})
+	code, body = rt.Do(t, srv, http.MethodPatch, path+"/status?fieldManager=kubelet-apply", manifest("j", "{phase: Running, podIP: 10.0.0.1}"), apply)
+	if code != http.StatusOK {
+		t.Fatalf("apply to pods/status with another image: %d %s, want 200", code, body)
+	}
+	p := rt.Object(t, body)
+	rt.WantFields(t, p, map[string]string{"spec.containers.[0].image": `"i"`})
+	for _, e := range p["metadata"].(map[string]any)["managedFields"].([]any) {
+		e := e.(map[string]any)
+		fields, _ := json.Marshal(e["fieldsV1"])
+		if e["manager"] == "kubectl" && strings.Contains(string(fields), `"f:status"`) || e["manager"] == "kubelet-apply" && strings.Contains(string(fields), `"f:spec"`) {
+			t.Errorf("%s's entry: got %s, want no reset field", e["manager"], fields)
+		}
 	}
 }
