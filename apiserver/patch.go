@@ -10,6 +10,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -135,10 +136,15 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 	apply := func(live runtime.Object) (runtime.Object, error) {
 		out, err := fm.Apply(live, applied.DeepCopy(), manager, force)
 		if err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
 				return nil, err
 			}
-			return nil, apierrors.NewBadRequest(err.Error())
+			// kube-apiserver answers the field manager's other errors (a
+			// field the kind's schema lacks, such as the status of a
+			// ConfigMap) as an error it knows nothing of: a 500 without a
+			// reason (B.8).
+			return nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
 		}
 		return q.typed(out)
 	}

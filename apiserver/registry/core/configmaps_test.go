@@ -98,3 +98,19 @@ func TestImmutableConfigMapAndSecret_D5(t *testing.T) {
 		rt.WantInvalid(t, code, body, s.kind, s.object, s.causes...)
 	}
 }
+
+// A ConfigMap has no status: an apply that carries one fails in the field
+// manager, which kube-apiserver answers as an error it has no reason for,
+// a 500 (B.8).
+func TestConfigMapApplyWithStatus_B8(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	code, body := rt.Do(t, srv, http.MethodPatch, "/api/v1/namespaces/default/configmaps/c?fieldManager=kubectl",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: \"1\"}\nstatus: {phase: Done}\n",
+		map[string]string{"Content-Type": "application/apply-patch+yaml"})
+	const want = `failed to create typed patch object (/c; /v1, Kind=ConfigMap): .status: field not declared in schema`
+	st := rt.Object(t, body)
+	if code != http.StatusInternalServerError || st["code"] != float64(500) || st["reason"] != nil || st["message"] != want {
+		t.Errorf("got %d %s\nwant 500 without a reason, message %q", code, body, want)
+	}
+}
