@@ -212,10 +212,19 @@ var ageRE = regexp.MustCompile(`(?m)\b(\d+[smhd])+\b`)
 // padRE matches the blanks between two columns of kubectl's tables.
 var padRE = regexp.MustCompile(`  +`)
 
-// kubectlOutput normalizes what kubectl printed: ages, and the padding
+// diffDirRE matches the temporary directories kubectl diff compares, and
+// diffTimeRE the modification times diff prints beside their files.
+var (
+	diffDirRE  = regexp.MustCompile(`/(LIVE|MERGED)-\d+/`)
+	diffTimeRE = regexp.MustCompile(`\t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? [+-]\d{4}`)
+)
+
+// kubectlOutput normalizes what kubectl printed: ages, the padding
 // between columns, which follows from the widths of the cells (an age of
-// "9s" on one server and "10s" on the other moves every column after it).
+// "9s" on one server and "10s" on the other moves every column after it),
+// and the temporary files of kubectl diff.
 func (n normalizer) kubectlOutput(s string) string {
+	s = diffTimeRE.ReplaceAllString(diffDirRE.ReplaceAllString(s, "/$1/"), "\t<time>")
 	return padRE.ReplaceAllString(ageRE.ReplaceAllString(n.text(s), "<age>"), "   ")
 }
 

@@ -349,6 +349,7 @@ func operations() []op {
 		op{name: "kubectl/get-sts-wide", kubectl: []string{"get", "sts", "-n", testNS, "-o", "wide"}},
 	)
 	add(deploymentOps()...)
+	add(applyStatusOps()...)
 	add(daemonSetOps()...)
 	add(revisionOps()...)
 	add(pdbOps()...)
