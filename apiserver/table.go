@@ -2,15 +2,20 @@ package apiserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -76,16 +81,25 @@ type tableRequest struct {
 	includeObject metav1.IncludeObjectPolicy
 }
 
+// tableRequest reads the request's TableOptions as kube-apiserver does: an
+// includeObject other than None, Metadata, Object or empty is 400, and
+// empty means Metadata (B.5).
 func (s *Server) tableRequest(r *http.Request) (*tableRequest, error) {
-	p := metav1.IncludeObjectPolicy(r.URL.Query().Get("includeObject"))
-	switch p {
-	case "":
-		p = metav1.IncludeMetadata
-	case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
-	default:
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("includeObject: unsupported value %q", p))
+	var opts metav1.TableOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	return &tableRequest{includeObject: p}, nil
+	switch errs := metav1validation.ValidateTableOptions(&opts); len(errs) {
+	case 0:
+	case 1:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs))
+	}
+	if opts.IncludeObject == "" {
+		opts.IncludeObject = metav1.IncludeMetadata
+	}
+	return &tableRequest{includeObject: opts.IncludeObject}, nil
 }
 
 // table renders obj (one object or a list) as a Table.
@@ -97,6 +111,12 @@ func (s *Server) table(r *http.Request, res *Resource, obj runtime.Object) (*met
 	return s.tableOf(tr, res, obj, true)
 }
 
+// tableOf renders obj as a Table, with the column definitions when
+// headers. Each row carries what tr asks for (B.5): nothing for None; the
+// object's metadata as a meta.k8s.io/v1 PartialObjectMetadata for
+// Metadata; for Object the whole object in the resource's version, with
+// its apiVersion and kind even where a list's items have none, which
+// kubectl needs to decode it (to sort the rows by its fields).
 func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, headers bool) (*metav1.Table, error) {
 	def := res.Table
 	if def == nil {
@@ -119,39 +139,109 @@ func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, he
 		t.ResourceVersion = acc.GetResourceVersion()
 	}
 	now := s.now()
-	t.Rows = make([]metav1.TableRow, 0, len(items))
-	for _, item := range items {
-		row := metav1.TableRow{Cells: def.Cells(item, now)}
+	t.Rows = make([]metav1.TableRow, len(items))
+	for i, item := range items {
+		row := &t.Rows[i]
+		row.Cells = def.Cells(item, now)
 		if def.Conditions != nil {
 			row.Conditions = def.Conditions(item)
 		}
-		var embedded runtime.Object
+	}
+	if tr.includeObject == metav1.IncludeNone {
+		return t, nil
+	}
+	// The rows' objects are encoded one after another into one buffer,
+	// which the rows then share.
+	enc := rowEncoder{kind: res.gvk()}
+	ends := make([]int, len(items))
+	for i, item := range items {
+		var err error
 		switch tr.includeObject {
 		case metav1.IncludeObject:
-			embedded = item
+			err = enc.object(item)
 		case metav1.IncludeMetadata:
-			acc, _ := meta.Accessor(item)
-			pm := meta.AsPartialObjectMetadata(acc)
-			pm.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
-			if len(def.HiddenAnnotations) > 0 && pm.Annotations != nil {
-				pm.Annotations = maps.Clone(pm.Annotations)
-				for _, k := range def.HiddenAnnotations {
-					delete(pm.Annotations, k)
-				}
-				if len(pm.Annotations) == 0 {
-					pm.Annotations = nil
-				}
-			}
-			embedded = pm
+			err = enc.metadata(item, def.HiddenAnnotations)
 		}
-		if embedded != nil {
-			var buf bytes.Buffer
-			if err := s.json.Serializer.Encode(embedded, &buf); err != nil {
-				return nil, err
-			}
-			row.Object.Raw = bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+		if err != nil {
+			return nil, err
 		}
-		t.Rows = append(t.Rows, row)
+		ends[i] = enc.buf.Len()
+	}
+	raw, start := enc.buf.Bytes(), 0
+	for i := range t.Rows {
+		t.Rows[i].Object.Raw = raw[start:ends[i]:ends[i]]
+		start = ends[i]
 	}
 	return t, nil
+}
+
+// rowEncoder appends the JSON of Table rows' objects to buf, each as
+// encoding/json writes it (kube-apiserver marshals a row's object so).
+type rowEncoder struct {
+	kind schema.GroupVersionKind
+	buf  bytes.Buffer
+	tmp  bytes.Buffer
+	enc  *json.Encoder
+}
+
+func (e *rowEncoder) encode(obj any) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.tmp)
+	}
+	e.tmp.Reset()
+	if err := e.enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(e.tmp.Bytes(), []byte("\n")), nil
+}
+
+// object appends obj in its resource's version. An object without
+// apiVersion and kind (a list's item) gets those of the resource in front
+// of its fields, where encoding/json writes them, rather than set on obj,
+// which may be shared.
+func (e *rowEncoder) object(obj runtime.Object) error {
+	b, err := e.encode(obj)
+	if err != nil {
+		return err
+	}
+	if !obj.GetObjectKind().GroupVersionKind().Empty() || len(b) < 2 || b[0] != '{' {
+		e.buf.Write(b)
+		return nil
+	}
+	apiVersion, kind := e.kind.ToAPIVersionAndKind()
+	e.buf.WriteString(`{"kind":`)
+	e.buf.WriteString(strconv.Quote(kind))
+	e.buf.WriteString(`,"apiVersion":`)
+	e.buf.WriteString(strconv.Quote(apiVersion))
+	if len(b) > 2 {
+		e.buf.WriteByte(',')
+	}
+	e.buf.Write(b[1:])
+	return nil
+}
+
+// metadata appends obj's metadata as a PartialObjectMetadata, without the
+// hidden annotations.
+func (e *rowEncoder) metadata(obj runtime.Object, hidden []string) error {
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return err
+	}
+	pm := meta.AsPartialObjectMetadata(acc)
+	pm.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
+	if len(hidden) > 0 && pm.Annotations != nil {
+		pm.Annotations = maps.Clone(pm.Annotations)
+		for _, k := range hidden {
+			delete(pm.Annotations, k)
+		}
+		if len(pm.Annotations) == 0 {
+			pm.Annotations = nil
+		}
+	}
+	b, err := e.encode(pm)
+	if err != nil {
+		return err
+	}
+	e.buf.Write(b)
+	return nil
 }
