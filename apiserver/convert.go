@@ -22,7 +22,7 @@ func (s *Server) convert(r *http.Request, res *Resource, out output, obj runtime
 	gv := out.convert.GroupVersion()
 	switch out.convert.Kind {
 	case "Table":
-		return s.table(r, res, obj)
+		return s.table(r, res, obj, nil)
 	case "PartialObjectMetadata":
 		if meta.IsListType(obj) {
 			return nil, notAcceptable(fmt.Sprintf("you requested PartialObjectMetadata, but the requested object is a list (%s)", internalTypeName(res, obj)))

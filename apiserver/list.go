@@ -214,7 +214,13 @@ func (q *request) list() error {
 		la, _ := meta.ListAccessor(list)
 		la.SetRemainingItemCount(&pg.remaining)
 	}
-	if list, err = q.s.convert(q.r, q.res, out, list); err != nil {
+	if out.table() {
+		// A Table's rows may take their objects' encodings from the
+		// item cache, by the page's keys.
+		if list, err = q.s.table(q.r, q.res, list, pg.kvs); err != nil {
+			return err
+		}
+	} else if list, err = q.s.convert(q.r, q.res, out, list); err != nil {
 		return err
 	}
 	q.s.write(q.w, out, http.StatusOK, list)

@@ -15,8 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubegate/kubegate/store"
 )
 
 // TableDef is how a resource is shown by kubectl get: its columns and a
@@ -102,13 +103,15 @@ func (s *Server) tableRequest(r *http.Request) (*tableRequest, error) {
 	return &tableRequest{includeObject: opts.IncludeObject}, nil
 }
 
-// table renders obj (one object or a list) as a Table.
-func (s *Server) table(r *http.Request, res *Resource, obj runtime.Object) (*metav1.Table, error) {
+// table renders obj (one object or a list) as a Table. kvs, when obj is a
+// list page, are its items as stored, whose JSON encodings the item cache
+// may hold.
+func (s *Server) table(r *http.Request, res *Resource, obj runtime.Object, kvs []store.KV) (*metav1.Table, error) {
 	tr, err := s.tableRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	return s.tableOf(tr, res, obj, true)
+	return s.tableOf(tr, res, obj, kvs, true)
 }
 
 // tableOf renders obj as a Table, with the column definitions when
@@ -116,8 +119,9 @@ func (s *Server) table(r *http.Request, res *Resource, obj runtime.Object) (*met
 // object's metadata as a meta.k8s.io/v1 PartialObjectMetadata for
 // Metadata; for Object the whole object in the resource's version, with
 // its apiVersion and kind even where a list's items have none, which
-// kubectl needs to decode it (to sort the rows by its fields).
-func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, headers bool) (*metav1.Table, error) {
+// kubectl needs to decode it (to sort the rows by its fields). kvs are
+// obj's items as stored, or nil.
+func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, kvs []store.KV, headers bool) (*metav1.Table, error) {
 	def := res.Table
 	if def == nil {
 		def = defaultTable
@@ -138,52 +142,62 @@ func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, he
 		acc, _ := meta.Accessor(obj)
 		t.ResourceVersion = acc.GetResourceVersion()
 	}
+	if len(kvs) != len(items) {
+		kvs = nil
+	}
 	now := s.now()
 	t.Rows = make([]metav1.TableRow, len(items))
+	enc := rowEncoder{s: s, res: res}
 	for i, item := range items {
 		row := &t.Rows[i]
 		row.Cells = def.Cells(item, now)
 		if def.Conditions != nil {
 			row.Conditions = def.Conditions(item)
 		}
-	}
-	if tr.includeObject == metav1.IncludeNone {
-		return t, nil
-	}
-	// The rows' objects are encoded one after another into one buffer,
-	// which the rows then share.
-	enc := rowEncoder{kind: res.gvk()}
-	ends := make([]int, len(items))
-	for i, item := range items {
 		var err error
 		switch tr.includeObject {
 		case metav1.IncludeObject:
-			err = enc.object(item)
+			var kv *store.KV
+			if kvs != nil {
+				kv = &kvs[i]
+			}
+			row.Object.Raw, err = enc.object(item, kv)
 		case metav1.IncludeMetadata:
-			err = enc.metadata(item, def.HiddenAnnotations)
+			row.Object.Raw, err = enc.metadata(item, def.HiddenAnnotations)
 		}
 		if err != nil {
 			return nil, err
 		}
-		ends[i] = enc.buf.Len()
-	}
-	raw, start := enc.buf.Bytes(), 0
-	for i := range t.Rows {
-		t.Rows[i].Object.Raw = raw[start:ends[i]:ends[i]]
-		start = ends[i]
 	}
 	return t, nil
 }
 
-// rowEncoder appends the JSON of Table rows' objects to buf, each as
-// encoding/json writes it (kube-apiserver marshals a row's object so).
+// rowEncoder gives Table rows their objects' JSON, each as encoding/json
+// writes it (kube-apiserver marshals a row's object so). The rows' bytes
+// are cut from shared slabs, so that a Table of many rows makes few
+// allocations.
 type rowEncoder struct {
-	kind schema.GroupVersionKind
-	buf  bytes.Buffer
+	s    *Server
+	res  *Resource
 	tmp  bytes.Buffer
 	enc  *json.Encoder
+	slab []byte
 }
 
+// rowSlab is the size of the slabs rows are cut from.
+const rowSlab = 64 << 10
+
+// alloc returns n bytes of the current slab, or of a new one.
+func (e *rowEncoder) alloc(n int) []byte {
+	if cap(e.slab)-len(e.slab) < n {
+		e.slab = make([]byte, 0, max(rowSlab, n))
+	}
+	b := e.slab[len(e.slab) : len(e.slab)+n : len(e.slab)+n]
+	e.slab = e.slab[:len(e.slab)+n]
+	return b
+}
+
+// encode returns obj's JSON, valid until the next call.
 func (e *rowEncoder) encode(obj any) ([]byte, error) {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.tmp)
@@ -195,37 +209,46 @@ func (e *rowEncoder) encode(obj any) ([]byte, error) {
 	return bytes.TrimSuffix(e.tmp.Bytes(), []byte("\n")), nil
 }
 
-// object appends obj in its resource's version. An object without
+// object returns obj in its resource's version. An object without
 // apiVersion and kind (a list's item) gets those of the resource in front
 // of its fields, where encoding/json writes them, rather than set on obj,
-// which may be shared.
-func (e *rowEncoder) object(obj runtime.Object) error {
-	b, err := e.encode(obj)
-	if err != nil {
-		return err
+// which may be shared; its encoding without them is that of a JSON list's
+// item, which the item cache holds by kv.
+func (e *rowEncoder) object(obj runtime.Object, kv *store.KV) ([]byte, error) {
+	typed := !obj.GetObjectKind().GroupVersionKind().Empty()
+	var b []byte
+	var k itemKey
+	if kv != nil && !typed {
+		k = itemKey{gvr: e.res.GVR, key: kv.Key, rev: kv.ModRevision}
+		b = e.s.items.get(k)
 	}
-	if !obj.GetObjectKind().GroupVersionKind().Empty() || len(b) < 2 || b[0] != '{' {
-		e.buf.Write(b)
-		return nil
+	if b == nil {
+		var err error
+		if b, err = e.encode(obj); err != nil {
+			return nil, err
+		}
+		if kv != nil && !typed {
+			e.s.items.put(k, bytes.Clone(b))
+		}
 	}
-	apiVersion, kind := e.kind.ToAPIVersionAndKind()
-	e.buf.WriteString(`{"kind":`)
-	e.buf.WriteString(strconv.Quote(kind))
-	e.buf.WriteString(`,"apiVersion":`)
-	e.buf.WriteString(strconv.Quote(apiVersion))
+	if typed || len(b) < 2 || b[0] != '{' {
+		return append(e.alloc(len(b))[:0], b...), nil
+	}
+	apiVersion, kind := e.res.gvk().ToAPIVersionAndKind()
+	head := `{"kind":` + strconv.Quote(kind) + `,"apiVersion":` + strconv.Quote(apiVersion)
 	if len(b) > 2 {
-		e.buf.WriteByte(',')
+		head += ","
 	}
-	e.buf.Write(b[1:])
-	return nil
+	out := append(e.alloc(len(head) + len(b) - 1)[:0], head...)
+	return append(out, b[1:]...), nil
 }
 
-// metadata appends obj's metadata as a PartialObjectMetadata, without the
+// metadata returns obj's metadata as a PartialObjectMetadata, without the
 // hidden annotations.
-func (e *rowEncoder) metadata(obj runtime.Object, hidden []string) error {
+func (e *rowEncoder) metadata(obj runtime.Object, hidden []string) ([]byte, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pm := meta.AsPartialObjectMetadata(acc)
 	pm.TypeMeta = metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}
@@ -240,8 +263,7 @@ func (e *rowEncoder) metadata(obj runtime.Object, hidden []string) error {
 	}
 	b, err := e.encode(pm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.buf.Write(b)
-	return nil
+	return append(e.alloc(len(b))[:0], b...), nil
 }

@@ -51,8 +51,9 @@ func tableRows(t *testing.T, ts *testServer, path string) []metav1.TableRow {
 // and a watch, to the includeObject asked for: no object for None, the
 // PartialObjectMetadata for Metadata and by default, and for Object the
 // object as a GET answers it, apiVersion and kind included, which kubectl
-// needs to decode it and sort by its fields (get --sort-by). Roles have
-// kube's default columns and the same objects.
+// needs to decode it and sort by its fields (get --sort-by), also when a
+// LIST takes it from the item cache. Roles have kube's default columns and
+// the same objects.
 func TestTableIncludeObject_B5(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
@@ -72,6 +73,8 @@ func TestTableIncludeObject_B5(t *testing.T) {
 		whole = bytes.TrimSuffix(whole, []byte("\n"))
 		for _, read := range []struct{ name, path string }{
 			{"list", kind.collection + "?"},
+			// the item cache holds the objects the last LIST encoded
+			{"list-again", kind.collection + "?"},
 			{"get", kind.collection + "/app?"},
 			{"watch", kind.collection + "?watch=1&"},
 		} {

@@ -44,7 +44,7 @@ type watchStream struct {
 func (ws *watchStream) send(typ watch.EventType, obj runtime.Object) error {
 	switch {
 	case ws.table != nil && typ != watch.Error && typ != watch.Bookmark:
-		t, err := ws.s.tableOf(ws.table, ws.res, obj, !ws.tableHdr)
+		t, err := ws.s.tableOf(ws.table, ws.res, obj, nil, !ws.tableHdr)
 		if err != nil {
 			return err
 		}
