@@ -361,6 +361,7 @@ func operations() []op {
 	add(kubernetesEndpointsOps()...)
 	add(controllerRoleOps()...)
 	add(rbacOrderOps()...)
+	add(tableOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
