@@ -62,11 +62,18 @@ func newCronJob(name, schedule string, policy batchv1.ConcurrencyPolicy) *batchv
 	}
 }
 
-func create(t *testing.T, c kubernetes.Interface, cj *batchv1.CronJob) *batchv1.CronJob {
+// create creates cj and makes sure clk is a little past the first whole
+// minute after its creation, the first time the controller may schedule
+// (G.7): a start slow enough to create cj after the minute start set clk
+// past (near a minute's end, on a loaded machine) moves clk a minute on.
+func create(t *testing.T, c kubernetes.Interface, clk *testingclock.FakeClock, cj *batchv1.CronJob) *batchv1.CronJob {
 	t.Helper()
 	cj, err := c.BatchV1().CronJobs("default").Create(context.Background(), cj, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if first := cj.CreationTimestamp.Truncate(time.Minute).Add(time.Minute); clk.Now().Before(first) {
+		clk.SetTime(first.Add(5 * time.Second))
 	}
 	return cj
 }
@@ -158,7 +165,7 @@ func TestJobAtScheduledTime_G7(t *testing.T) {
 	c, clk := start(t)
 	cj := newCronJob("tick", "*/1 * * * *", batchv1.AllowConcurrent)
 	cj.Spec.TimeZone = ptr.To("Asia/Tokyo")
-	cj = create(t, c, cj)
+	cj = create(t, c, clk, cj)
 	due := clk.Now().Truncate(time.Minute)
 	js := waitJobs(t, c, cj, minuteName("tick", due))
 	j := js[0]
@@ -201,8 +208,8 @@ func TestForbidSkipsWhileActive_G7(t *testing.T) {
 	// One worker syncs the CronJobs in the order they change, so that once
 	// the second (Allow) has acted on a time, the first has too.
 	c, clk := startWorkers(t, 1)
-	cj := create(t, c, newCronJob("solo", "* * * * *", batchv1.ForbidConcurrent))
-	free := create(t, c, newCronJob("free", "* * * * *", batchv1.AllowConcurrent))
+	cj := create(t, c, clk, newCronJob("solo", "* * * * *", batchv1.ForbidConcurrent))
+	free := create(t, c, clk, newCronJob("free", "* * * * *", batchv1.AllowConcurrent))
 	due := clk.Now().Truncate(time.Minute)
 	first := waitJobs(t, c, cj, minuteName("solo", due))[0]
 	waitJobs(t, c, free, minuteName("free", due))
@@ -250,7 +257,7 @@ func touch(t *testing.T, c kubernetes.Interface, name string) {
 func TestReplaceDeletesActive_G7(t *testing.T) {
 	t.Parallel()
 	c, clk := start(t)
-	cj := create(t, c, newCronJob("swap", "* * * * *", batchv1.ReplaceConcurrent))
+	cj := create(t, c, clk, newCronJob("swap", "* * * * *", batchv1.ReplaceConcurrent))
 	due := clk.Now().Truncate(time.Minute)
 	first := waitJobs(t, c, cj, minuteName("swap", due))[0]
 	active(t, c, cj, first.Name)
@@ -291,7 +298,7 @@ func TestHistoryLimits_G7(t *testing.T) {
 	cj := newCronJob("hist", "* * * * *", batchv1.AllowConcurrent)
 	cj.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
 	cj.Spec.FailedJobsHistoryLimit = ptr.To[int32](0)
-	cj = create(t, c, cj)
+	cj = create(t, c, clk, cj)
 	due := clk.Now().Truncate(time.Minute)
 	var want []string
 	for i := range 3 {
@@ -328,7 +335,7 @@ func TestOwnJobOfTheTimeGoesBackIntoActive_G7(t *testing.T) {
 	ctx := context.Background()
 	cj := newCronJob("lost", "* * * * *", batchv1.AllowConcurrent)
 	cj.Spec.Suspend = ptr.To(true)
-	cj = create(t, c, cj)
+	cj = create(t, c, clk, cj)
 	due := clk.Now().Truncate(time.Minute)
 	name := minuteName("lost", due)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: cj.Spec.JobTemplate.Labels,
