@@ -311,6 +311,11 @@ func TestHistoryLimits_G7(t *testing.T) {
 				j = x
 			}
 		}
+		// The Job finishes once the CronJob's status lists it, as a real
+		// Job does: the status write that records its schedule time has
+		// landed, so deleting it past the history limit cannot make
+		// that time due again (G.7).
+		active(t, c, cj, name)
 		// The first two succeed, the third fails.
 		finishJob(t, c, j, i < 2, clk.Now())
 		if i == 1 {
