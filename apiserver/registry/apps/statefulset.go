@@ -12,7 +12,6 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -213,25 +212,9 @@ func internalRollingUpdate(r *appsv1.RollingUpdateStatefulSetStrategy) *internal
 
 // maxUnavailable is a count or a percentage, above 0 and at most 100%.
 func maxUnavailable(v intstr.IntOrString, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	switch v.Type {
-	case intstr.String:
-		for _, msg := range validation.IsValidPercent(v.StrVal) {
-			errs = append(errs, field.Invalid(path, v, msg))
-		}
-	case intstr.Int:
-		errs = append(errs, apiserver.NonNegative(v.IntVal, path)...)
-	}
-	pct, isPct := apiserver.Percent(v)
-	n := v.IntValue()
-	if isPct {
-		n = pct
-	}
-	if n == 0 {
+	errs := apiserver.IntOrPercentUpTo100(v, path)
+	if intOrPercentValue(v) == 0 {
 		errs = append(errs, field.Invalid(path, v, "cannot be 0"))
-	}
-	if isPct && pct > 100 {
-		errs = append(errs, field.Invalid(path, v, "must not be greater than 100%"))
 	}
 	return errs
 }
