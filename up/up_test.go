@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +72,9 @@ func clusterWith(t *testing.T, o Options) (*kubernetes.Clientset, func() error) 
 	dir := o.Dir
 	ctx, cancel := context.WithCancel(context.Background())
 	var status strings.Builder
-	o.InitPKI, o.Status, o.Logger = initPKI, &status, slog.New(slog.DiscardHandler)
+	logs := &lockedBuffer{}
+	o.InitPKI, o.Status = initPKI, &status
+	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := Start(ctx, o)
 	if err != nil {
 		cancel()
@@ -108,8 +111,41 @@ func clusterWith(t *testing.T, o Options) (*kubernetes.Clientset, func() error) 
 			return nil
 		}
 	}
-	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		// A cluster that stopped on its own before the test stopped it
+		// explains the failures that followed.
+		if t.Failed() && !stopped {
+			select {
+			case err := <-done:
+				stopped = true
+				t.Logf("the cluster had stopped on its own: %v", err)
+			default:
+			}
+		}
+		_ = stop()
+		if t.Failed() {
+			t.Logf("the cluster's warnings and errors:\n%s", logs.String())
+		}
+	})
 	return cs, stop
+}
+
+// lockedBuffer is a log destination shared by the cluster's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func TestRunKeepsStateAcrossRestarts(t *testing.T) {
