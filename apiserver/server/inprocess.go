@@ -7,13 +7,17 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/kubegate/kubegate/internal/serving"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/internal/serving"
 )
 
 // errShuttingDown refuses in-process requests once the API server stops.
@@ -86,6 +90,9 @@ type inProcessTransport struct {
 	local    *localRequests
 	cert     *serving.KeyPair // the front-proxy client certificate
 	fallback http.RoundTripper
+	// loopback: the requests are the server's own (apiserver.WithLoopback)
+	// and present no certificate; cert and fallback are nil.
+	loopback bool
 
 	tls atomic.Pointer[peerState]
 }
@@ -129,23 +136,33 @@ func (t *inProcessTransport) CloseIdleConnections() {
 
 // RoundTrip serves req with the handler.
 func (t *inProcessTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("Upgrade") != "" {
-		return t.fallback.RoundTrip(req)
-	}
 	body := req.Body
 	if body == nil {
 		body = http.NoBody
 	}
-	st, err := t.connectionState()
-	if err != nil {
-		body.Close()
-		return nil, err
+	if req.Header.Get("Upgrade") != "" {
+		if t.fallback == nil {
+			body.Close()
+			return nil, errors.New("the API server's loopback client does not upgrade connections")
+		}
+		return t.fallback.RoundTrip(req)
+	}
+	var st *tls.ConnectionState
+	if !t.loopback {
+		var err error
+		if st, err = t.connectionState(); err != nil {
+			body.Close()
+			return nil, err
+		}
 	}
 	if !t.local.begin() {
 		body.Close()
 		return nil, errShuttingDown
 	}
 	ctx, cancel := context.WithCancel(req.Context())
+	if t.loopback {
+		ctx = apiserver.WithLoopback(ctx)
+	}
 	stopWithServer := context.AfterFunc(t.local.streams, cancel)
 	host := req.Host
 	if host == "" {
@@ -350,4 +367,18 @@ type pipeBody struct {
 func (b *pipeBody) Close() error {
 	b.cancel()
 	return b.PipeReader.Close()
+}
+
+// LoopbackConfig returns a client configuration for the server's own
+// clients (kube-apiserver's loopback client): its requests are served by
+// the handler in process, authenticated as apiserver.LoopbackUserName in
+// system:masters, and refused once the server stops. Nothing leaves the
+// process, so no credential exists that a remote client could replay.
+func (s *Server) LoopbackConfig() *rest.Config {
+	return &rest.Config{
+		Host:      s.URL(),
+		Transport: &inProcessTransport{handler: s.Server.Handler(), local: s.local, loopback: true},
+		UserAgent: "kube-apiserver/loopback",
+		QPS:       -1, // kube-apiserver's loopback client is not rate limited
+	}
 }
