@@ -59,16 +59,17 @@ func discoveryETag(list *apidiscoveryv2.APIGroupDiscoveryList) (string, error) {
 // legacy APIResourceList lists them, with the subresources inside their
 // resource.
 func (s *Server) aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
-	groups := s.reg.groups
+	reg := s.registry()
+	groups := reg.groups
 	if core {
 		groups = []string{""}
 	}
-	gvs := s.groupVersions()
+	gvs := reg.groupVersions(false)
 	list := &apidiscoveryv2.APIGroupDiscoveryList{Items: []apidiscoveryv2.APIGroupDiscovery{}}
 	for _, g := range groups {
 		item := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g}}
 		for _, v := range gvs[g] {
-			rl := s.resourceList(schema.GroupVersion{Group: g, Version: v})
+			rl := reg.resourceList(schema.GroupVersion{Group: g, Version: v})
 			if rl == nil {
 				continue
 			}

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -220,9 +221,14 @@ func Key(gvr schema.GroupVersionResource, namespace, name string) string {
 
 // DecodeStored decodes a stored value (the protobuf envelope the server
 // writes, or the JSON of a versioned object with apiVersion and kind) into
-// its typed object from scheme, and sets its resourceVersion to rev.
+// its typed object from scheme, and sets its resourceVersion to rev. A
+// JSON value of a kind scheme does not know (a custom resource, stored as
+// JSON) is decoded into an *unstructured.Unstructured.
 func DecodeStored(scheme *runtime.Scheme, data []byte, rev int64) (runtime.Object, error) {
 	obj, _, err := storedDecoder(scheme).Decode(data, nil, nil)
+	if err != nil && runtime.IsNotRegisteredError(err) && !bytes.HasPrefix(data, protobufPrefix) {
+		obj, _, err = unstructured.UnstructuredJSONScheme.Decode(data, nil, &unstructured.Unstructured{})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decode stored object: %w", err)
 	}

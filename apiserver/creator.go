@@ -45,12 +45,12 @@ func (s *Server) addCreators(cs map[string]Creator) error {
 			return fmt.Errorf("apiserver config: Creators key %q: %w", key, err)
 		}
 		e.gvk = kinds[0]
-		res, ok := s.reg.get(e.gvr)
+		res, ok := s.registry().get(e.gvr)
 		if len(parts) == 3 {
 			if ok {
 				return fmt.Errorf("apiserver config: Creators key %q: %s is served already", key, e.gvr)
 			}
-			s.reg.add(&Resource{GVR: e.gvr, Kind: c.Kind(), Singular: strings.ToLower(c.Kind()), Namespaced: c.Namespaced(),
+			s.registry().add(&Resource{GVR: e.gvr, Kind: c.Kind(), Singular: strings.ToLower(c.Kind()), Namespaced: c.Namespaced(),
 				Subresources: subresources(e)})
 			continue
 		}
@@ -132,7 +132,7 @@ func (s *Server) runCreator(q *request, c *creatorEntry) error {
 
 // getObject reads a stored object of gvr, for Creators.
 func (s *Server) getObject(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	res, ok := s.reg.get(gvr)
+	res, ok := s.registry().get(gvr)
 	if !ok {
 		return nil, errNoResource(gvr)
 	}

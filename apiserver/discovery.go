@@ -72,7 +72,12 @@ func sortGroups(groups []string) {
 
 // groupVersions returns every group (core as "") with its versions, the
 // preferred (most stable, newest) first as kube-apiserver orders them.
-func (s *Server) groupVersions() map[string][]string {
+func (s *Server) groupVersions() map[string][]string { return s.registry().groupVersions(false) }
+
+// groupVersions returns reg's groups with their versions as
+// Server.groupVersions does; without those of unstructured kinds when
+// typedOnly.
+func (reg *registry) groupVersions(typedOnly bool) map[string][]string {
 	gv := map[string]map[string]bool{}
 	add := func(g, v string) {
 		if gv[g] == nil {
@@ -80,7 +85,10 @@ func (s *Server) groupVersions() map[string][]string {
 		}
 		gv[g][v] = true
 	}
-	for gvr := range s.reg.byGVR {
+	for gvr, res := range reg.byGVR {
+		if typedOnly && res.unstructuredKind() {
+			continue
+		}
 		add(gvr.Group, gvr.Version)
 	}
 	out := map[string][]string{}
@@ -138,9 +146,10 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	if s.serveAggregated(w, r, false) {
 		return
 	}
-	gvs := s.groupVersions()
+	reg := s.registry()
+	gvs := reg.groupVersions(false)
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	for _, g := range s.reg.groups {
+	for _, g := range reg.groups {
 		list.Groups = append(list.Groups, s.apiGroupOf(g, gvs[g]))
 	}
 	s.writeDiscovery(w, r, list)
@@ -170,7 +179,7 @@ func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r)
 		return
 	}
-	list := s.resourceList(gv)
+	list := s.registry().resourceList(gv)
 	if list == nil {
 		s.notFound(w, r)
 		return
@@ -181,6 +190,9 @@ func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
 // verbs are the verbs discovery lists for the resource itself, sorted as
 // kube-apiserver sorts them.
 func (r *Resource) verbs() metav1.Verbs {
+	if r.Verbs != nil {
+		return r.Verbs
+	}
 	if r.NoDeleteCollection {
 		return metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}
 	}
@@ -202,9 +214,9 @@ func (r *Resource) storageVersionHash() string {
 
 // resourceList is the discovery document of one group version; nil when the
 // server has no such group version.
-func (s *Server) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
+func (reg *registry) resourceList(gv schema.GroupVersion) *metav1.APIResourceList {
 	var rs []metav1.APIResource
-	for gvr, res := range s.reg.byGVR {
+	for gvr, res := range reg.byGVR {
 		if gvr.GroupVersion() != gv {
 			continue
 		}

@@ -82,7 +82,7 @@ func (s *Server) ensureKubernetesEndpoints(ctx context.Context, external string,
 				apiequality.Semantic.DeepEqual(old.Ports, slice.Ports) && old.AddressType == slice.AddressType
 		}},
 	} {
-		res, ok := s.reg.get(w.gvr)
+		res, ok := s.registry().get(w.gvr)
 		if !ok {
 			// EndpointSlices are apiserver/registry/discovery's, and a
 			// server without them writes none.

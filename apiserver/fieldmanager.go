@@ -14,7 +14,7 @@ import (
 // those has no managedFields at all, and, as kube-apiserver does for an
 // object without them, its later updates start none (H.1).
 func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldManager, error) {
-	key := res.GVR.String() + "/" + sub
+	key := fieldManagerKey{res: res, sub: sub}
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
@@ -23,12 +23,26 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 	if set := res.resetFields(sub); set != nil {
 		untracked = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gvk.GroupVersion().String()): set})
 	}
-	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
+	var fm *managedfields.FieldManager
+	var err error
+	if res.New != nil {
+		fm, err = managedfields.NewDefaultCRDFieldManager(res.typeConverter(), unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{res}, gvk, gvk.GroupVersion(), sub, untracked)
+	} else {
+		fm, err = managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
+	}
 	if err != nil {
 		return nil, err
 	}
 	got, _ := s.fieldManagers.LoadOrStore(key, fm)
 	return got.(*managedfields.FieldManager), nil
+}
+
+// fieldManagerKey is what fieldManager keeps a tracker under: the
+// resource itself, as one installed again after its removal may not
+// have the same fields.
+type fieldManagerKey struct {
+	res *Resource
+	sub string
 }
 
 // trackFields records in obj's managedFields what manager set, relative to

@@ -184,6 +184,11 @@ func (q *request) list() error {
 	if err != nil {
 		return err
 	}
+	if q.res.unstructuredKind() {
+		if err := q.checkEncodable(out, q.res.newUnstructuredList()); err != nil {
+			return err
+		}
+	}
 	sel, err := q.selectors()
 	if err != nil {
 		return err
@@ -199,7 +204,7 @@ func (q *request) list() error {
 	if out.convert == nil && out.info.MediaType == mediaProtobuf && q.s.writeStoredList(q.w, out, q.res, pg) {
 		return nil
 	}
-	if out.convert == nil && out.info.MediaType == mediaJSON {
+	if out.convert == nil && out.info.MediaType == mediaJSON && !q.res.unstructuredKind() {
 		return q.s.writeJSONList(q.w, out, q.res, pg)
 	}
 	items, err := pg.objects(q.s, q.res)
@@ -379,6 +384,9 @@ func (q *request) addMatching(pg *listPage, sel selector, kvs []store.KV) error 
 // newList builds the resource's List kind holding items.
 func (s *Server) newList(res *Resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
 	gvk := res.GVR.GroupVersion().WithKind(res.Kind + "List")
+	if res.New != nil {
+		return newUnstructuredList(res, items, rev, cont)
+	}
 	list, err := s.scheme.New(gvk)
 	if err != nil {
 		return nil, err

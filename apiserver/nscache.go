@@ -68,7 +68,7 @@ func (s *Server) ensureNamespaces(ctx context.Context) error {
 			continue
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		res, _ := s.reg.get(namespacesGVR)
+		res, _ := s.registry().get(namespacesGVR)
 		if _, err := s.createStored(ctx, res, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}

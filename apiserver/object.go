@@ -26,6 +26,9 @@ import (
 
 // newObject returns an empty object of res's kind.
 func (s *Server) newObject(res *Resource) runtime.Object {
+	if res.New != nil {
+		return res.newUnstructured()
+	}
 	obj, err := s.scheme.New(res.gvk())
 	if err != nil {
 		panic(fmt.Sprintf("apiserver: kind %s is not in the scheme", res.gvk()))
@@ -40,6 +43,13 @@ func (s *Server) decodeKV(res *Resource, kv store.KV) (runtime.Object, error) {
 }
 
 func (s *Server) decodeValue(res *Resource, data []byte, rev int64) (runtime.Object, error) {
+	if res.New != nil {
+		obj, err := decodeStoredJSON(res, data)
+		if err != nil {
+			return nil, err
+		}
+		return obj, setResourceVersion(obj, rev)
+	}
 	into := s.newObject(res)
 	gvk := res.gvk()
 	dec := s.json.Serializer
@@ -72,6 +82,9 @@ var protobufPrefix = []byte("k8s\x00")
 // encodeStored returns the stored form of obj: its protobuf envelope with
 // apiVersion and kind and without resourceVersion.
 func (s *Server) encodeStored(res *Resource, obj runtime.Object) ([]byte, error) {
+	if res.New != nil {
+		return encodeStoredJSON(res, obj)
+	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
 		return nil, err

@@ -42,7 +42,7 @@ func (s *Server) openAPI() *openAPIDocs {
 	s.openapiOnce.Do(func() {
 		d := &openAPIDocs{docs: map[string]openAPIDoc{}}
 		paths := obj{}
-		for g, vs := range s.groupVersions() {
+		for g, vs := range s.registry().groupVersions(true) {
 			for _, v := range vs {
 				gv := schema.GroupVersion{Group: g, Version: v}
 				body, _ := json.Marshal(s.openAPIGroupVersion(gv))
@@ -96,8 +96,8 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 	prefix := "/" + gvPath(gv)
 	gvkExt := func(kind string) obj { return obj{"group": gv.Group, "version": gv.Version, "kind": kind} }
 	refOf := func(o runtime.Object) obj { return g.kind(o, s.scheme) }
-	for gvr, res := range s.reg.byGVR {
-		if gvr.GroupVersion() != gv || res.virtual() {
+	for gvr, res := range s.registry().byGVR {
+		if gvr.GroupVersion() != gv || res.virtual() || res.unstructuredKind() {
 			continue
 		}
 		item := refOf(s.newObject(res))
@@ -181,7 +181,7 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 // creatorEntries are the Creators' entries under group version gv.
 func (s *Server) creatorEntries(gv schema.GroupVersion) []*creatorEntry {
 	var out []*creatorEntry
-	for gvr, res := range s.reg.byGVR {
+	for gvr, res := range s.registry().byGVR {
 		if gvr.GroupVersion() != gv {
 			continue
 		}

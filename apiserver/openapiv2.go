@@ -41,7 +41,7 @@ func (s *Server) openAPIV2Service() *handler.OpenAPIService {
 // v2 document.
 func (s *Server) openAPIV2Doc() obj {
 	paths, defs := obj{}, obj{}
-	for g, vs := range s.groupVersions() {
+	for g, vs := range s.registry().groupVersions(true) {
 		for _, v := range vs {
 			doc := s.openAPIGroupVersion(schema.GroupVersion{Group: g, Version: v})
 			for p, item := range doc["paths"].(obj) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/handlers/negotiation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -27,6 +29,11 @@ func (q *request) patchRequest() (types.PatchType, []byte, string, error) {
 		return "", nil, "", err
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))
+	if q.res.unstructuredKind() && (err != nil || !slices.Contains(unstructuredPatchTypes, ct)) {
+		// No strategic merge patch: an unstructured kind has no patch
+		// strategies, and kube's own handler refuses it.
+		return "", nil, "", negotiation.NewUnsupportedMediaTypeError(unstructuredPatchTypes)
+	}
 	if err != nil {
 		return "", nil, "", unsupportedPatchType()
 	}
@@ -40,6 +47,9 @@ func (q *request) patchRequest() (types.PatchType, []byte, string, error) {
 	}
 	return types.PatchType(ct), patch, directive, nil
 }
+
+// unstructuredPatchTypes are the patches an unstructured kind takes.
+var unstructuredPatchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.ApplyYAMLPatchType)}
 
 func (q *request) patch() error {
 	pt, patch, directive, err := q.patchRequest()
@@ -183,7 +193,7 @@ func (q *request) serverSideApply(body []byte) (runtime.Object, int, error) {
 // typed converts an apply result to the resource's Go type.
 func (q *request) typed(obj runtime.Object) (runtime.Object, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || q.res.unstructuredKind() {
 		obj.GetObjectKind().SetGroupVersionKind(q.res.gvk())
 		return obj, nil
 	}

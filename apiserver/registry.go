@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -41,6 +42,17 @@ type Resource struct {
 	Namespaced bool
 	ShortNames []string
 	Categories []string
+	// New returns an empty object of an unstructured kind (a custom
+	// resource's *unstructured.Unstructured); its objects are stored as
+	// JSON and served as JSON and YAML, a protobuf answer being kube's
+	// 406. nil: the scheme's typed object, stored in the protobuf envelope.
+	New func() runtime.Object
+	// TypeConverter types an unstructured kind's objects for managedFields
+	// and apply; nil: one deduced from each object.
+	TypeConverter managedfields.TypeConverter
+	// Verbs are the verbs discovery lists for the resource itself, in
+	// the order listed; nil: the generic verbs, sorted (B.6).
+	Verbs metav1.Verbs
 	// Subresources are served by name, RESOURCE/NAME/SUB (status, scale,
 	// pods/log, ...), each with its verbs. An entry "" makes the resource
 	// virtual: nothing of it is stored, and that entry serves it (a
@@ -201,13 +213,18 @@ func newScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// registry finds resources by group, version and plural name.
+// registry finds resources by group, version and plural name. A registry
+// is never changed once the server serves it: the server swaps it whole
+// for another (Server.SetResources), and a request resolves its resource
+// once, from the registry it loaded first.
 type registry struct {
 	byGVR map[schema.GroupVersionResource]*Resource
 	// all holds the resources in the order they were added.
 	all []*Resource
 	// groups lists the API groups (without core) in discovery order.
 	groups []string
+	// owners holds the resources SetResources installed, by owner.
+	owners map[string][]*Resource
 }
 
 func newRegistry(rs []*Resource) *registry {
@@ -240,6 +257,42 @@ func (reg *registry) addGroup(g string) {
 func (reg *registry) get(gvr schema.GroupVersionResource) (*Resource, bool) {
 	r, ok := reg.byGVR[gvr]
 	return r, ok
+}
+
+// with returns a copy of reg in which owner's resources are rs, replacing
+// those it had; nil rs removes them. A resource of another owner, or one
+// New was given, with the group, version and resource of one of rs is an
+// error.
+func (reg *registry) with(owner string, rs []*Resource) (*registry, error) {
+	mine := make(map[*Resource]bool, len(reg.owners[owner]))
+	for _, r := range reg.owners[owner] {
+		mine[r] = true
+	}
+	next := &registry{byGVR: make(map[schema.GroupVersionResource]*Resource, len(reg.byGVR)+len(rs)),
+		owners: make(map[string][]*Resource, len(reg.owners)+1)}
+	for _, r := range reg.all {
+		if !mine[r] {
+			next.add(r)
+		}
+	}
+	for o, have := range reg.owners {
+		if o != owner {
+			next.owners[o] = have
+		}
+	}
+	for _, r := range rs {
+		if r == nil || r.GVR.Resource == "" || r.Kind == "" {
+			return nil, fmt.Errorf("resources of %s: a resource without a name or a kind", owner)
+		}
+		if _, ok := next.byGVR[r.GVR]; ok {
+			return nil, fmt.Errorf("resources of %s: %s is served already", owner, r.GVR)
+		}
+		next.add(r)
+	}
+	if len(rs) > 0 {
+		next.owners[owner] = rs
+	}
+	return next, nil
 }
 
 // ValidatePathSegmentName accepts any name that can be one segment of a

@@ -163,7 +163,7 @@ func (r *Request) WriteCreated() { r.q.writeCreated() }
 
 // served returns the resource gvr, which the server must serve.
 func (r *Request) served(gvr schema.GroupVersionResource) (*Resource, error) {
-	res, ok := r.q.s.reg.get(gvr)
+	res, ok := r.q.s.registry().get(gvr)
 	if !ok {
 		return nil, apierrors.NewInternalError(fmt.Errorf("%s is not served", gvr))
 	}

@@ -134,6 +134,9 @@ func (q *request) respond(code int, obj runtime.Object) error {
 	if err != nil {
 		return err
 	}
+	if err := q.checkEncodable(out, obj); err != nil {
+		return err
+	}
 	if obj, err = q.s.convert(q.r, q.res, out, obj); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -39,7 +40,11 @@ type Server struct {
 	// The serializers of the three media types.
 	json, yaml, protobuf runtime.SerializerInfo
 
-	reg *registry
+	// reg is the registry requests resolve their resources in, swapped
+	// whole by SetResources.
+	reg atomic.Pointer[registry]
+	// regMu serializes the swaps.
+	regMu sync.Mutex
 	// The caches admission reads (Lister), and their followers' ends.
 	ns *watchCache[*corev1.Namespace]
 	// terminating holds the namespaces this server has marked for
@@ -54,7 +59,7 @@ type Server struct {
 	watchEvents sharedEvents
 
 	typeConverter managedfields.TypeConverter
-	fieldManagers sync.Map // schema.GroupVersionKind+subresource → *managedfields.FieldManager
+	fieldManagers sync.Map // fieldManagerKey → *managedfields.FieldManager
 
 	metrics *requestMetrics
 	// items caches the JSON encodings of list items.
@@ -173,12 +178,12 @@ func (s *Server) initResources(c Config) error {
 		}
 		seen[r.GVR] = true
 	}
-	s.reg = newRegistry(c.Resources)
-	if _, ok := s.reg.get(namespacesGVR); !ok {
+	s.reg.Store(newRegistry(c.Resources))
+	if _, ok := s.registry().get(namespacesGVR); !ok {
 		// The namespace lifecycle, and every namespaced write, needs them.
 		return errors.New("apiserver config: no namespaces resource; give the core group's, apiserver/registry/core, in Resources")
 	}
-	for _, res := range s.reg.byGVR {
+	for _, res := range s.registry().byGVR {
 		if !res.virtual() {
 			res.storedList = metadataFirst(s.newObject(res))
 		}
@@ -209,7 +214,7 @@ func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
 // ensureInitialObjects creates each resource's Initial objects that are
 // missing, in the order the resources were registered.
 func (s *Server) ensureInitialObjects(ctx context.Context) error {
-	for _, res := range s.reg.all {
+	for _, res := range s.registry().all {
 		if res.Initial == nil {
 			continue
 		}
@@ -341,7 +346,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gvr := schema.GroupVersionResource{Group: ri.APIGroup, Version: ri.APIVersion, Resource: ri.Resource}
-	res, ok := s.reg.get(gvr)
+	res, ok := s.registry().get(gvr)
 	if ok && res.virtual() {
 		s.serveVirtual(w, r, ri, res)
 		return

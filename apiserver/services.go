@@ -29,7 +29,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 	if port == 0 {
 		port = 6443
 	}
-	res, ok := s.reg.get(servicesGVR)
+	res, ok := s.registry().get(servicesGVR)
 	if !ok {
 		return nil // a server without Services has no kubernetes Service
 	}

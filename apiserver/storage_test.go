@@ -85,7 +85,7 @@ func TestStoredFormat(t *testing.T) {
 func TestUnmarshalStored(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t)
-	res, _ := ts.reg.get(podsGVR)
+	res, _ := ts.registry().get(podsGVR)
 	pod := testPod("app")
 	pod.UID = "app-uid"
 	proto, err := ts.encodeStored(res, pod.DeepCopy())

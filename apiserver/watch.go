@@ -96,6 +96,9 @@ func (q *request) watch() error {
 	if err != nil {
 		return err
 	}
+	if err := q.checkEncodable(out, q.s.newObject(q.res)); err != nil {
+		return err
+	}
 	if out.info.StreamSerializer == nil {
 		return notAcceptable("only the following media types are accepted: application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch")
 	}

@@ -1,0 +1,222 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+)
+
+// Resources that come and go while the server serves, custom resources
+// among them: their objects are *unstructured.Unstructured (Resource.New),
+// stored as JSON, as kube-apiserver stores custom resources, and served
+// as JSON and YAML.
+
+// SetResources makes owner's resources rs, replacing those it had; nil rs
+// removes them. It is how the server comes to serve a kind it was not
+// started with (a custom resource's version) and stops serving it: each
+// request resolves its resource once, in the set of resources it found
+// when it began, so a request in flight finishes with the resource it
+// started with. A resource with the group, version and resource of one
+// another owner or Config.Resources holds is an error, and nothing
+// changes.
+func (s *Server) SetResources(owner string, rs []*Resource) error {
+	if owner == "" {
+		return errors.New("set resources: an owner is required")
+	}
+	for _, r := range rs {
+		if r != nil && r.ValidateName == nil {
+			// kube's generic rule for a name: one segment of a path.
+			r.ValidateName = ValidatePathSegmentName
+		}
+		if r != nil && r.New == nil && r.Kind != "" && !r.virtual() {
+			if _, err := s.scheme.New(r.gvk()); err != nil {
+				return fmt.Errorf("set resources of %s: %w", owner, err)
+			}
+			r.storedList = metadataFirst(s.newObject(r))
+		}
+	}
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	old := s.registry()
+	next, err := old.with(owner, rs)
+	if err != nil {
+		return err
+	}
+	s.reg.Store(next)
+	// The trackers of what went are dropped; a kind installed again gets
+	// new ones, for its fields may have changed.
+	for _, r := range old.owners[owner] {
+		for _, sub := range append([]string{""}, mapKeys(r.Subresources)...) {
+			s.fieldManagers.Delete(fieldManagerKey{res: r, sub: sub})
+		}
+	}
+	return nil
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// registry is the set of resources served now.
+func (s *Server) registry() *registry { return s.reg.Load() }
+
+// unstructuredKind reports whether r's objects are unstructured (a
+// custom resource's), stored as JSON and never as protobuf.
+func (r *Resource) unstructuredKind() bool { return r.New != nil }
+
+// typeConverter is the converter r's managed fields are tracked with:
+// TypeConverter, or one deduced from each object, in which every list
+// is atomic.
+func (r *Resource) typeConverter() managedfields.TypeConverter {
+	if r.TypeConverter != nil {
+		return r.TypeConverter
+	}
+	return managedfields.NewDeducedTypeConverter()
+}
+
+// newUnstructured returns an empty object of r's unstructured kind with
+// its apiVersion and kind.
+func (r *Resource) newUnstructured() runtime.Object {
+	obj := r.New()
+	obj.GetObjectKind().SetGroupVersionKind(r.gvk())
+	return obj
+}
+
+// newUnstructuredList returns r's empty list, with apiVersion and kind.
+func (r *Resource) newUnstructuredList() *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(r.GVR.GroupVersion().WithKind(r.Kind + "List"))
+	return list
+}
+
+// encodeStoredJSON is the stored form of an unstructured object: its JSON,
+// with apiVersion and kind and without resourceVersion.
+func encodeStoredJSON(res *Resource, obj runtime.Object) ([]byte, error) {
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("encode %s: %T is not unstructured", res.Kind, obj)
+	}
+	content := u.UnstructuredContent()
+	md, _ := content["metadata"].(map[string]any)
+	rv, hadRV := md["resourceVersion"]
+	if hadRV {
+		delete(md, "resourceVersion")
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	data, err := json.Marshal(content)
+	if hadRV {
+		md["resourceVersion"] = rv
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", res.Kind, err)
+	}
+	return data, nil
+}
+
+// decodeStoredJSON decodes a stored unstructured object.
+func decodeStoredJSON(res *Resource, data []byte) (runtime.Object, error) {
+	if bytes.HasPrefix(data, protobufPrefix) {
+		return nil, fmt.Errorf("decode stored %s: a protobuf value where JSON was expected", res.Kind)
+	}
+	obj := res.New()
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("decode stored %s: %T is not unstructured", res.Kind, obj)
+	}
+	if _, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, u); err != nil {
+		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+	}
+	return obj, nil
+}
+
+// errNotMarshalable is kube-apiserver's answer to a client asking a custom
+// resource as protobuf: the protobuf encoder's 406.
+func errNotMarshalable(obj runtime.Object) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable,
+		Reason: metav1.StatusReasonNotAcceptable,
+		Message: fmt.Sprintf("object %v does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message",
+			reflect.TypeOf(obj))}}
+}
+
+// checkEncodable refuses an answer in protobuf of an unstructured kind's
+// own objects, which have no protobuf encoding.
+func (q *request) checkEncodable(out output, obj runtime.Object) error {
+	if q.res.unstructuredKind() && out.convert == nil && out.info.MediaType == mediaProtobuf {
+		return errNotMarshalable(obj)
+	}
+	return nil
+}
+
+// The field manager's converter, defaulter and creater of an unstructured
+// kind, which has one version.
+type (
+	unstructuredConvertor struct{}
+	unstructuredDefaulter struct{}
+	unstructuredCreater   struct{ res *Resource }
+)
+
+func (unstructuredConvertor) Convert(in, out, _ any) error {
+	u, ok := in.(runtime.Unstructured)
+	o, ok2 := out.(runtime.Unstructured)
+	if !ok || !ok2 {
+		return fmt.Errorf("convert %T to %T: not unstructured", in, out)
+	}
+	o.SetUnstructuredContent(runtime.DeepCopyJSON(u.UnstructuredContent()))
+	return nil
+}
+
+func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	kind := in.GetObjectKind().GroupVersionKind()
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{kind})
+	if !ok {
+		return nil, fmt.Errorf("convert %s: no version of %v", kind, gv)
+	}
+	in.GetObjectKind().SetGroupVersionKind(target)
+	return in, nil
+}
+
+func (unstructuredConvertor) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+func (unstructuredDefaulter) Default(runtime.Object) {}
+
+func (c unstructuredCreater) New(kind schema.GroupVersionKind) (runtime.Object, error) {
+	obj := c.res.New()
+	obj.GetObjectKind().SetGroupVersionKind(kind)
+	return obj, nil
+}
+
+// newUnstructuredList is an unstructured kind's List holding items, whose
+// apiVersion and kind stay, as kube-apiserver encodes a custom resource's
+// list items.
+func newUnstructuredList(res *Resource, items []runtime.Object, rev int64, cont string) (runtime.Object, error) {
+	list := res.newUnstructuredList()
+	list.Items = make([]unstructured.Unstructured, 0, len(items))
+	for _, item := range items {
+		u, ok := item.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("list %s: item %T is not unstructured", res.Kind, item)
+		}
+		u.SetGroupVersionKind(res.gvk())
+		list.Items = append(list.Items, *u)
+	}
+	list.SetResourceVersion(strconv.FormatInt(rev, 10))
+	list.SetContinue(cont)
+	return list, nil
+}
