@@ -220,3 +220,27 @@ func newUnstructuredList(res *Resource, items []runtime.Object, rev int64, cont 
 	list.SetContinue(cont)
 	return list, nil
 }
+
+// coerce runs the resource's Coerce on a decoded body and adds the fields
+// it dropped to the body's unknown fields, as `unknown field "PATH"`.
+func (q *request) coerce(d *decoded) error {
+	if q.res.Coerce == nil {
+		return nil
+	}
+	unknown, err := q.res.Coerce(d.obj)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	var errs []error
+	if se, ok := runtime.AsStrictDecodingError(d.strictErr); ok {
+		errs = se.Errors()
+	}
+	for _, p := range unknown {
+		errs = append(errs, fmt.Errorf("unknown field %q", p))
+	}
+	d.strictErr = runtime.NewStrictDecodingError(errs)
+	return nil
+}

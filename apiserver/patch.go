@@ -107,6 +107,9 @@ func (q *request) applyPatch(pt types.PatchType, directive string, old runtime.O
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patch did not produce a valid %s: %v", q.res.Kind, err))
 	}
+	if err := q.coerce(&d); err != nil {
+		return nil, err
+	}
 	if err := checkFields(q.w, directive, q.res.gvk(), d.strictErr); err != nil {
 		return nil, err
 	}

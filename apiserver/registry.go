@@ -19,6 +19,7 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,11 @@ type Resource struct {
 	// JSON and served as JSON and YAML, a protobuf answer being kube's
 	// 406. nil: the scheme's typed object, stored in the protobuf envelope.
 	New func() runtime.Object
+	// Coerce prunes and coerces a decoded body of an unstructured kind,
+	// as kube's decoder of custom resources does, and returns the paths
+	// of the fields it dropped, which the fieldValidation directive
+	// reports as unknown fields; nil: nothing to do.
+	Coerce func(obj runtime.Object) (unknown []string, err error)
 	// TypeConverter types an unstructured kind's objects for managedFields
 	// and apply; nil: one deduced from each object.
 	TypeConverter managedfields.TypeConverter
@@ -202,6 +208,7 @@ func newScheme() (*runtime.Scheme, error) {
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
 		certificatesv1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

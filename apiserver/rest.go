@@ -175,6 +175,9 @@ func (q *request) decodeBody() (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := q.coerce(&d); err != nil {
+		return nil, err
+	}
 	if err := checkFields(q.w, directive, q.res.gvk(), d.strictErr); err != nil {
 		return nil, err
 	}

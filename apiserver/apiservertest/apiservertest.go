@@ -45,6 +45,9 @@ type Server struct {
 	Config *rest.Config
 	// Client is a clientset made from Config.
 	Client kubernetes.Interface
+	// API is the server itself, for what only its methods do (installing
+	// resources at run time).
+	API *apiserver.Server
 }
 
 // Option changes how Start runs the server.
@@ -208,7 +211,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Server{Config: cfg, Client: cs}
+	return &Server{Config: cfg, Client: cs, API: srv}
 }
 
 // Run runs run(ctx) in the background until the test ends, then checks

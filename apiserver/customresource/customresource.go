@@ -1,0 +1,313 @@
+// Package customresource turns a CustomResourceDefinition into the
+// apiserver.Resource of each version it serves, with the behaviour
+// kube-apiserver gives custom resources, taken from
+// k8s.io/apiextensions-apiserver's own code: the structural schema,
+// pruning and defaulting, the custom-resource strategy (what the server
+// sets, the schema and CEL validation, the status subresource, the
+// selectable fields) and the Table of the additional printer columns
+// (docs/kubernetes-behaviour.md, D.12).
+package customresource
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/crdserverscheme"
+	registry "k8s.io/apiextensions-apiserver/pkg/registry/customresource"
+	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubegate/kubegate/apiserver"
+)
+
+// verbs are the verbs kube-apiserver's discovery lists for a custom
+// resource, in its order.
+var verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
+// Owner is the owner apiserver.Server.SetResources knows crd's resources
+// by: its name.
+func Owner(crd *apiextensionsv1.CustomResourceDefinition) string { return crd.Name }
+
+// Resources returns the resources of crd's served versions, named by its
+// accepted names, as kube-apiserver serves them once crd is
+// established.
+func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Resource, error) {
+	storage, err := apihelpers.GetCRDStorageVersion(crd)
+	if err != nil {
+		return nil, err
+	}
+	names := crd.Status.AcceptedNames
+	storedAs := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: names.Kind}
+	var out []*apiserver.Resource
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		r, err := versionResource(crd, v)
+		if err != nil {
+			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		r.StoredAs = storedAs
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// version is what one served version of a CRD needs besides its names.
+type version struct {
+	kind       schema.GroupVersionKind
+	structural *structuralschema.Structural
+	preserve   bool
+	strategy   strategy
+	status     statusStrategy
+}
+
+// strategy and statusStrategy are what the server calls of kube's
+// custom-resource strategies, whose types are not exported.
+type strategy interface {
+	PrepareForCreate(ctx context.Context, obj runtime.Object)
+	PrepareForUpdate(ctx context.Context, obj, old runtime.Object)
+	Validate(ctx context.Context, obj runtime.Object) field.ErrorList
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+	WarningsOnCreate(ctx context.Context, obj runtime.Object) []string
+	WarningsOnUpdate(ctx context.Context, obj, old runtime.Object) []string
+	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
+}
+
+type statusStrategy interface {
+	ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) (*apiserver.Resource, error) {
+	names := crd.Status.AcceptedNames
+	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural}
+	ver := &version{kind: gvr.GroupVersion().WithKind(names.Kind), preserve: crd.Spec.PreserveUnknownFields}
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+
+	val, err := apihelpers.GetSchemaForVersion(crd, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	var props *apiextensionsinternal.JSONSchemaProps
+	if val != nil {
+		internal := &apiextensionsinternal.CustomResourceValidation{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+			return nil, fmt.Errorf("convert the schema: %w", err)
+		}
+		props = internal.OpenAPIV3Schema
+		s, err := structuralschema.NewStructural(props)
+		if err != nil && !ver.preserve {
+			return nil, fmt.Errorf("structural schema: %w", err)
+		}
+		if s != nil {
+			s = s.DeepCopy()
+			if err := structuraldefaulting.PruneDefaults(s); err != nil {
+				return nil, fmt.Errorf("prune defaults: %w", err)
+			}
+		}
+		ver.structural = s
+	}
+	validator, _, err := apiservervalidation.NewSchemaValidator(props)
+	if err != nil {
+		return nil, fmt.Errorf("schema validator: %w", err)
+	}
+
+	subs, err := apihelpers.GetSubresourcesForVersion(crd, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	var statusSpec *apiextensionsinternal.CustomResourceSubresourceStatus
+	var statusValidator apiservervalidation.SchemaValidator
+	if subs != nil && subs.Status != nil {
+		statusSpec = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+		if props != nil && props.Properties != nil {
+			if st, ok := props.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+					return nil, fmt.Errorf("status schema validator: %w", err)
+				}
+			}
+		}
+	}
+	var scaleSpec *apiextensionsinternal.CustomResourceSubresourceScale
+	if subs != nil && subs.Scale != nil {
+		scaleSpec = &apiextensionsinternal.CustomResourceSubresourceScale{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(subs.Scale, scaleSpec, nil); err != nil {
+			return nil, fmt.Errorf("convert the scale subresource: %w", err)
+		}
+	}
+	st := registry.NewStrategy(crdserverscheme.NewUnstructuredObjectTyper(), namespaced, ver.kind, validator, statusValidator,
+		ver.structural, statusSpec, scaleSpec, v.SelectableFields)
+	ver.strategy = st
+	ver.status = registry.NewStatusStrategy(st)
+
+	r := &apiserver.Resource{
+		GVR: gvr, Kind: names.Kind, Singular: names.Singular, Namespaced: namespaced,
+		ShortNames: names.ShortNames, Categories: names.Categories, Verbs: verbs,
+		New:               func() runtime.Object { return &unstructured.Unstructured{} },
+		ValidateName:      apiserver.ValidatePathSegmentName,
+		Coerce:            ver.coerce,
+		Defaults:          ver.defaults,
+		Generation:        true,
+		GenerationChanged: ver.generationChanged,
+		Validate:          ver.validate,
+		Warnings:          ver.warnings,
+		Fields:            ver.fields,
+		Table:             table(crd, v),
+	}
+	if statusSpec != nil {
+		r.Subresources = map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}
+		r.ResetStatus = ver.resetStatus
+		r.ValidateStatus = ver.validateStatus
+	}
+	if v.Deprecated {
+		r.Deprecation = deprecationWarning(crd, v)
+	}
+	return r, nil
+}
+
+// deprecationWarning is the warning kube-apiserver gives on every request
+// for a deprecated version.
+func deprecationWarning(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) string {
+	if v.DeprecationWarning != nil {
+		return *v.DeprecationWarning
+	}
+	return fmt.Sprintf("%s/%s %s is deprecated", crd.Spec.Group, v.Name, crd.Spec.Names.Kind)
+}
+
+// coerce prunes a decoded body as kube's decoder does: the fields the
+// schema does not know go, and their paths are returned for the
+// fieldValidation directive; the metadata is made well-formed.
+func (ver *version) coerce(obj runtime.Object) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("coerce %T: not unstructured", obj)
+	}
+	kind, apiVersion := u.GetKind(), u.GetAPIVersion()
+	objectMeta, hasMeta, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+	if err != nil {
+		return nil, err
+	}
+	if !ver.preserve && ver.structural != nil {
+		unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, ver.structural, true,
+			structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
+		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, ver.structural)
+	}
+	if ver.structural != nil {
+		err, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, ver.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+		if err != nil {
+			return nil, err
+		}
+		unknown = append(unknown, paths...)
+	}
+	if kind != "" {
+		u.SetKind(kind)
+	}
+	if apiVersion != "" {
+		u.SetAPIVersion(apiVersion)
+	}
+	if hasMeta {
+		if err := schemaobjectmeta.SetObjectMeta(u.Object, objectMeta); err != nil {
+			return nil, err
+		}
+	}
+	return unknown, nil
+}
+
+// defaults fills the schema's defaults.
+func (ver *version) defaults(obj runtime.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && ver.structural != nil {
+		structuraldefaulting.Default(u.Object, ver.structural)
+	}
+}
+
+// resetStatus is kube's strategy on the status of a kind with the status
+// subresource: a create has none, an update keeps old's (old nil: a
+// create).
+func (ver *version) resetStatus(obj, old runtime.Object) {
+	if old == nil {
+		ver.strategy.PrepareForCreate(context.Background(), obj)
+		return
+	}
+	ver.strategy.PrepareForUpdate(context.Background(), obj, old)
+}
+
+// generationChanged reports whether kube's strategy moves the generation
+// on this update: anything but metadata changed.
+func (ver *version) generationChanged(obj, old runtime.Object) bool {
+	probe := obj.(*unstructured.Unstructured).DeepCopy()
+	oldGen := old.(*unstructured.Unstructured).GetGeneration()
+	probe.SetGeneration(oldGen)
+	ver.strategy.PrepareForUpdate(context.Background(), probe, old)
+	return probe.GetGeneration() != oldGen
+}
+
+func (ver *version) validate(obj, old runtime.Object) field.ErrorList {
+	if old == nil {
+		return ver.strategy.Validate(context.Background(), obj)
+	}
+	return ver.strategy.ValidateUpdate(context.Background(), obj, old)
+}
+
+func (ver *version) validateStatus(obj, old runtime.Object) field.ErrorList {
+	return ver.status.ValidateUpdate(context.Background(), obj, old)
+}
+
+func (ver *version) warnings(obj, old runtime.Object) []string {
+	if old == nil {
+		return ver.strategy.WarningsOnCreate(context.Background(), obj)
+	}
+	return ver.strategy.WarningsOnUpdate(context.Background(), obj, old)
+}
+
+// fields adds the version's selectable fields.
+func (ver *version) fields(obj runtime.Object, set fields.Set) {
+	_, fs, err := ver.strategy.GetAttrs(obj)
+	if err != nil {
+		return
+	}
+	for k, v := range fs {
+		set[k] = v
+	}
+}
+
+// table is the Table of v's additional printer columns (an Age column
+// when it has none), or nil, kube's default, when kube's convertor
+// refuses them.
+func table(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion) *apiserver.TableDef {
+	cols := v.AdditionalPrinterColumns
+	if len(cols) == 0 {
+		cols = []apiextensionsv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date",
+			Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"}}
+	}
+	conv, err := tableconvertor.New(cols)
+	if err != nil {
+		return nil
+	}
+	head, err := conv.ConvertToTable(context.Background(), &unstructured.UnstructuredList{}, nil)
+	if err != nil {
+		return nil
+	}
+	return &apiserver.TableDef{Columns: head.ColumnDefinitions,
+		Cells: func(obj runtime.Object, _ time.Time) []any {
+			t, err := conv.ConvertToTable(context.Background(), obj, &metav1.TableOptions{NoHeaders: true})
+			if err != nil || len(t.Rows) != 1 {
+				return make([]any, len(head.ColumnDefinitions))
+			}
+			return t.Rows[0].Cells
+		}}
+}

@@ -1,0 +1,303 @@
+package customresource_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	"github.com/kubegate/kubegate/apiserver/customresource"
+)
+
+// crontabs is the CRD of kube's documentation, with a default, a CEL rule,
+// the status subresource, printer columns and a selectable field.
+const crontabs = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: SCOPE
+  names: {plural: crontabs, singular: crontab, kind: CronTab, listKind: CronTabList, shortNames: [ct], categories: [all]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    selectableFields: [{jsonPath: .spec.image}]
+    additionalPrinterColumns:
+    - {name: Spec, type: string, jsonPath: .spec.cronSpec}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.replicas <= 10"
+              message: "at most 10 replicas"
+            properties:
+              cronSpec: {type: string, pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'}
+              image: {type: string}
+              replicas: {type: integer, minimum: 1, default: 1}
+          status:
+            type: object
+            properties:
+              lastRun: {type: string}
+status:
+  acceptedNames: {plural: crontabs, singular: crontab, kind: CronTab, listKind: CronTabList, shortNames: [ct], categories: [all]}
+  storedVersions: [v1]
+`
+
+var crontabsGVR = schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+
+func crd(t *testing.T, scope string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	var c apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(strings.Replace(crontabs, "SCOPE", scope, 1)), &c); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
+// start serves the crontabs of scope on a new server.
+func start(t *testing.T, scope string) (*apiservertest.Server, dynamic.ResourceInterface) {
+	t.Helper()
+	srv := apiservertest.Start(t)
+	c := crd(t, scope)
+	rs, err := customresource.Resources(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ri dynamic.ResourceInterface = dc.Resource(crontabsGVR)
+	if scope == "Namespaced" {
+		ri = dc.Resource(crontabsGVR).Namespace("default")
+	}
+	return srv, ri
+}
+
+func crontab(name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]any{"name": name}, "spec": spec}}
+}
+
+func TestVerbsOfBothScopes_D12(t *testing.T) {
+	for _, scope := range []string{"Namespaced", "Cluster"} {
+		t.Run(scope, func(t *testing.T) {
+			_, ri := start(t, scope)
+			ctx := context.Background()
+			created, err := ri.Create(ctx, crontab("a", map[string]any{"cronSpec": "* * * * */5", "image": "img"}), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (created.GetNamespace() == "default") != (scope == "Namespaced") || created.GetGeneration() != 1 {
+				t.Errorf("created: namespace %q generation %d", created.GetNamespace(), created.GetGeneration())
+			}
+			got, err := ri.Get(ctx, "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := got.Object["spec"].(map[string]any)
+			spec["image"] = "img2"
+			updated, err := ri.Update(ctx, got, metav1.UpdateOptions{})
+			if err != nil || updated.GetGeneration() != 2 {
+				t.Fatalf("update: generation %d, %v; want 2", updated.GetGeneration(), err)
+			}
+			labelled, err := ri.Patch(ctx, "a", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+			if err != nil || labelled.GetGeneration() != 2 {
+				t.Fatalf("label patch: generation %d, %v; want 2 (metadata does not count)", labelled.GetGeneration(), err)
+			}
+			list, err := ri.List(ctx, metav1.ListOptions{FieldSelector: "spec.image=img2"})
+			if err != nil || len(list.Items) != 1 {
+				t.Fatalf("list by spec.image: got %v, %v", list, err)
+			}
+			if err := ri.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ri.Get(ctx, "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("after delete: got %v, want 404", err)
+			}
+		})
+	}
+}
+
+func TestPruningAndDefaulting_D12(t *testing.T) {
+	srv, ri := start(t, "Namespaced")
+	body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"p"},"spec":{"cronSpec":"* * * * *","junk":1},"extra":true}`
+	req, _ := http.NewRequest(http.MethodPost, srv.Config.Host+"/apis/stable.example.com/v1/namespaces/default/crontabs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: got %d %s", resp.StatusCode, data)
+	}
+	warnings := strings.Join(resp.Header.Values("Warning"), "\n")
+	for _, want := range []string{`unknown field \"extra\"`, `unknown field \"spec.junk\"`} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings %q lack %s", warnings, want)
+		}
+	}
+	got, err := ri.Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Object["extra"]; ok {
+		t.Error("extra was not pruned")
+	}
+	spec := got.Object["spec"].(map[string]any)
+	if _, ok := spec["junk"]; ok {
+		t.Error("spec.junk was not pruned")
+	}
+	if spec["replicas"] != int64(1) {
+		t.Errorf("spec.replicas: got %v, want the default 1", spec["replicas"])
+	}
+
+	req, _ = http.NewRequest(http.MethodPost, srv.Config.Host+"/apis/stable.example.com/v1/namespaces/default/crontabs?fieldValidation=Strict",
+		strings.NewReader(strings.Replace(body, `"p"`, `"q"`, 1)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), `strict decoding error: unknown field \"extra\"`) {
+		t.Errorf("strict create: got %d %s", resp.StatusCode, data)
+	}
+}
+
+func TestSchemaAndCELErrors_D12(t *testing.T) {
+	_, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		spec map[string]any
+		want []string
+	}{
+		{"pattern", map[string]any{"cronSpec": "nope"}, []string{`spec.cronSpec: Invalid value: "nope": spec.cronSpec in body should match`}},
+		{"minimum", map[string]any{"replicas": int64(0)}, []string{`spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1`}},
+		{"type", map[string]any{"replicas": "x"}, []string{`spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`}},
+		{"cel", map[string]any{"replicas": int64(11)}, []string{`spec: Invalid value: at most 10 replicas`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ri.Create(ctx, crontab("bad-"+tc.name, tc.spec), metav1.CreateOptions{})
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want 422", err)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("got %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestStatusSubresource_D12(t *testing.T) {
+	_, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	c := crontab("s", map[string]any{"cronSpec": "* * * * *"})
+	c.Object["status"] = map[string]any{"lastRun": "never"}
+	created, err := ri.Create(ctx, c, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := created.Object["status"]; ok {
+		t.Errorf("a create kept the status: %v", created.Object["status"])
+	}
+	created.Object["status"] = map[string]any{"lastRun": "now"}
+	st, err := ri.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Object["status"].(map[string]any)["lastRun"] != "now" || st.GetGeneration() != 1 {
+		t.Errorf("status update: got %v generation %d", st.Object["status"], st.GetGeneration())
+	}
+	st.Object["status"] = map[string]any{"lastRun": "later"}
+	st.Object["spec"].(map[string]any)["image"] = "i"
+	up, err := ri.Update(ctx, st, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Object["status"].(map[string]any)["lastRun"] != "now" || up.GetGeneration() != 2 {
+		t.Errorf("update: got status %v generation %d, want the status kept and generation 2", up.Object["status"], up.GetGeneration())
+	}
+}
+
+func TestTable_D12(t *testing.T) {
+	srv, ri := start(t, "Namespaced")
+	if _, err := ri.Create(context.Background(), crontab("t", map[string]any{"cronSpec": "* * * * *", "replicas": int64(3)}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.Config.Host+"/apis/stable.example.com/v1/namespaces/default/crontabs", nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range table.ColumnDefinitions {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "Name,Spec,Replicas,Age" {
+		t.Errorf("columns: got %v, want Name,Spec,Replicas,Age", names)
+	}
+	if len(table.Rows) != 1 || table.Rows[0].Cells[0] != "t" || table.Rows[0].Cells[1] != "* * * * *" || table.Rows[0].Cells[2] != float64(3) {
+		t.Errorf("rows: got %+v", table.Rows)
+	}
+}
+
+func TestDeprecatedVersionAndUnservedVersion_D12(t *testing.T) {
+	c := crd(t, "Namespaced")
+	v2 := c.Spec.Versions[0]
+	v2.Name, v2.Storage, v2.Served = "v2", false, false
+	c.Spec.Versions[0].Deprecated = true
+	c.Spec.Versions = append(c.Spec.Versions, v2)
+	rs, err := customresource.Resources(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].GVR.Version != "v1" {
+		t.Fatalf("got %d resources, want v1 alone", len(rs))
+	}
+	if rs[0].Deprecation != "stable.example.com/v1 CronTab is deprecated" {
+		t.Errorf("deprecation: got %q", rs[0].Deprecation)
+	}
+	c.Spec.Versions[0].DeprecationWarning = ptr.To("use v2")
+	rs, _ = customresource.Resources(c)
+	if rs[0].Deprecation != "use v2" {
+		t.Errorf("deprecation: got %q, want use v2", rs[0].Deprecation)
+	}
+}
