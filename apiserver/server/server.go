@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
+	"github.com/kubegate/kubegate/apiserver/customresource"
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
 	"github.com/kubegate/kubegate/apiserver/registry"
 	authnapi "github.com/kubegate/kubegate/apiserver/registry/authentication"
@@ -253,6 +254,11 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	// service account before the first request is served.
 	if s.Server, err = apiserver.New(cfg); err != nil {
 		return nil, err
+	}
+	// The custom resources of the established definitions are served
+	// from the first request on, and follow the definitions after.
+	if _, err := customresource.Follow(ctx, s.Store, s.Server, logger); err != nil {
+		return nil, fmt.Errorf("follow custom resource definitions: %w", err)
 	}
 	sas := &admission.ServiceAccounts{Store: s.Store, Logger: logger, AtStartOnly: o.ServiceAccountsAtStartOnly}
 	if err := sas.Start(ctx); err != nil {
