@@ -56,6 +56,9 @@ type Resource struct {
 	// TypeConverter types an unstructured kind's objects for managedFields
 	// and apply; nil: one deduced from each object.
 	TypeConverter managedfields.TypeConverter
+	// ScalePaths locate an unstructured kind's replicas and selector for
+	// its scale subresource; nil for a typed kind.
+	ScalePaths *ScalePaths
 	// Verbs are the verbs discovery lists for the resource itself, in
 	// the order listed; nil: the generic verbs, sorted (B.6).
 	Verbs metav1.Verbs

@@ -44,11 +44,17 @@ var replicasField = managedfields.ResourcePathMappings{
 // scaleOf returns obj's Scale: its identity, its spec.replicas and
 // status.replicas, and its selector written as a string (a label selector
 // for the apps kinds, a map for ReplicationControllers).
-func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
+func scaleOf(res *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 	var spec *int32
 	var status int32
 	var sel string
 	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		n, st, selector, err := res.ScalePaths.read(o)
+		if err != nil {
+			return nil, err
+		}
+		spec, status, sel = &n, st, selector
 	case *appsv1.Deployment:
 		spec, status = o.Spec.Replicas, o.Status.Replicas
 		s, err := metav1.LabelSelectorAsSelector(o.Spec.Selector)
@@ -90,8 +96,10 @@ func scaleOf(obj runtime.Object) (*autoscalingv1.Scale, error) {
 }
 
 // setReplicas sets obj's spec.replicas.
-func setReplicas(obj runtime.Object, n int32) {
+func setReplicas(res *Resource, obj runtime.Object, n int32) {
 	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		res.ScalePaths.setReplicas(o, n)
 	case *appsv1.Deployment:
 		o.Spec.Replicas = &n
 	case *appsv1.ReplicaSet:
@@ -158,7 +166,7 @@ var scaleResource = &Resource{GVR: autoscalingv1.SchemeGroupVersion.WithResource
 
 // respondScale answers with obj's Scale.
 func (q *request) respondScale(obj runtime.Object) error {
-	sc, err := scaleOf(obj)
+	sc, err := scaleOf(q.res, obj)
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
@@ -357,11 +365,11 @@ func (q *request) changeScale(change func(old *autoscalingv1.Scale) (*autoscalin
 		if err != nil {
 			return nil, err
 		}
-		oldScale, err := scaleOf(old)
+		oldScale, err := scaleOf(q.res, old)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), q.res.GVR.GroupVersion(), replicasField)
+		handler := managedfields.NewScaleHandler(acc.GetManagedFields(), q.res.GVR.GroupVersion(), q.res.replicasField())
 		if oldScale.ManagedFields, err = handler.ToSubresource(); err != nil {
 			return nil, err
 		}
@@ -386,7 +394,7 @@ func (q *request) changeScale(change func(old *autoscalingv1.Scale) (*autoscalin
 				//lint:ignore ST1005 kube's message, word for word
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", sc.UID, acc.GetUID()))
 		}
-		setReplicas(old, sc.Spec.Replicas)
+		setReplicas(q.res, old, sc.Spec.Replicas)
 		acc.SetResourceVersion(sc.ResourceVersion)
 		entries, err := handler.ToParent(sc.ManagedFields)
 		if err != nil {

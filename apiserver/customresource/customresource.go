@@ -169,10 +169,20 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		Fields:            ver.fields,
 		Table:             table(crd, v),
 	}
+	if statusSpec != nil || scaleSpec != nil {
+		r.Subresources = map[string]apiserver.Subresource{}
+	}
 	if statusSpec != nil {
-		r.Subresources = map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}
+		r.Subresources["status"] = apiserver.StatusSubresource()
 		r.ResetStatus = ver.resetStatus
 		r.ValidateStatus = ver.validateStatus
+	}
+	if scaleSpec != nil {
+		r.Subresources["scale"] = apiserver.ScaleSubresource()
+		r.ScalePaths = &apiserver.ScalePaths{SpecReplicas: scaleSpec.SpecReplicasPath, StatusReplicas: scaleSpec.StatusReplicasPath}
+		if scaleSpec.LabelSelectorPath != nil {
+			r.ScalePaths.LabelSelector = *scaleSpec.LabelSelectorPath
+		}
 	}
 	if v.Deprecated {
 		r.Deprecation = deprecationWarning(crd, v)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ spec:
   - name: v1
     served: true
     storage: true
-    subresources: {status: {}}
+    subresources: {status: {}, scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas, labelSelectorPath: .status.selector}}
     selectableFields: [{jsonPath: .spec.image}]
     additionalPrinterColumns:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
@@ -60,6 +61,8 @@ spec:
             type: object
             properties:
               lastRun: {type: string}
+              replicas: {type: integer}
+              selector: {type: string}
 status:
   acceptedNames: {plural: crontabs, singular: crontab, kind: CronTab, listKind: CronTabList, shortNames: [ct], categories: [all]}
   storedVersions: [v1]
@@ -299,5 +302,43 @@ func TestDeprecatedVersionAndUnservedVersion_D12(t *testing.T) {
 	rs, _ = customresource.Resources(c)
 	if rs[0].Deprecation != "use v2" {
 		t.Errorf("deprecation: got %q, want use v2", rs[0].Deprecation)
+	}
+}
+
+func TestScaleSubresource_D12(t *testing.T) {
+	srv, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	c, err := ri.Create(ctx, crontab("sc", map[string]any{"cronSpec": "* * * * *", "replicas": int64(2)}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Object["status"] = map[string]any{"replicas": int64(2), "selector": "app=x"}
+	if _, err := ri.UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	scales := srv.Client.AppsV1().RESTClient() // any REST client reaches the path
+	var sc autoscalingv1.Scale
+	if err := scales.Get().AbsPath("/apis/stable.example.com/v1/namespaces/default/crontabs/sc/scale").Do(ctx).Into(&sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Spec.Replicas != 2 || sc.Status.Replicas != 2 || sc.Status.Selector != "app=x" {
+		t.Fatalf("scale: got %+v", sc)
+	}
+	var patched autoscalingv1.Scale
+	if err := scales.Patch(types.MergePatchType).AbsPath("/apis/stable.example.com/v1/namespaces/default/crontabs/sc/scale").
+		Body([]byte(`{"spec":{"replicas":5}}`)).Do(ctx).Into(&patched); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ri.Get(ctx, "sc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := got.Object["spec"].(map[string]any)["replicas"]; n != int64(5) || got.GetGeneration() != 2 || patched.Spec.Replicas != 5 {
+		t.Errorf("after scaling to 5: spec.replicas %v generation %d scale %d", n, got.GetGeneration(), patched.Spec.Replicas)
+	}
+	err = scales.Patch(types.MergePatchType).AbsPath("/apis/stable.example.com/v1/namespaces/default/crontabs/sc/scale").
+		Body([]byte(`{"spec":{"replicas":11}}`)).Do(ctx).Error()
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at most 10 replicas") {
+		t.Errorf("scaling to 11: got %v, want the CEL rule's 422", err)
 	}
 }
