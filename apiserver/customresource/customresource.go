@@ -53,6 +53,10 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 	}
 	names := crd.Status.AcceptedNames
 	storedAs := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: names.Kind}
+	tc, err := typeConverter(crd)
+	if err != nil {
+		return nil, fmt.Errorf("custom resource %s: type converter: %w", crd.Name, err)
+	}
 	var out []*apiserver.Resource
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
@@ -62,7 +66,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
-		r.StoredAs = storedAs
+		r.StoredAs, r.TypeConverter = storedAs, tc
 		out = append(out, r)
 	}
 	return out, nil

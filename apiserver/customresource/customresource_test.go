@@ -56,6 +56,11 @@ spec:
             properties:
               cronSpec: {type: string, pattern: '^(\d+|\*)(/\d+)?(\s+(\d+|\*)(/\d+)?){4}$'}
               image: {type: string}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items: {type: object, required: [name], properties: {name: {type: string}, port: {type: integer}}}
               replicas: {type: integer, minimum: 1, default: 1}
           status:
             type: object
@@ -340,5 +345,50 @@ func TestScaleSubresource_D12(t *testing.T) {
 		Body([]byte(`{"spec":{"replicas":11}}`)).Do(ctx).Error()
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "at most 10 replicas") {
 		t.Errorf("scaling to 11: got %v, want the CEL rule's 422", err)
+	}
+}
+
+func TestServerSideApply_D12(t *testing.T) {
+	_, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	applied, err := ri.Apply(ctx, "ssa", crontab("ssa", map[string]any{"cronSpec": "* * * * *", "image": "a"}), metav1.ApplyOptions{FieldManager: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := applied.GetManagedFields()
+	if len(mf) != 1 || mf[0].Manager != "one" || mf[0].Operation != metav1.ManagedFieldsOperationApply ||
+		!strings.Contains(string(mf[0].FieldsV1.Raw), `"f:image"`) {
+		t.Fatalf("managedFields: got %+v", mf)
+	}
+	// The default of spec.replicas is filled and owned by no applier.
+	if applied.Object["spec"].(map[string]any)["replicas"] != int64(1) {
+		t.Errorf("spec.replicas: got %v, want the default", applied.Object["spec"])
+	}
+	_, err = ri.Apply(ctx, "ssa", crontab("ssa", map[string]any{"image": "b"}), metav1.ApplyOptions{FieldManager: "two"})
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `conflict with "one": .spec.image`) {
+		t.Fatalf("second applier: got %v, want a conflict on .spec.image", err)
+	}
+	forced, err := ri.Apply(ctx, "ssa", crontab("ssa", map[string]any{"image": "b"}), metav1.ApplyOptions{FieldManager: "two", Force: true})
+	if err != nil || forced.Object["spec"].(map[string]any)["image"] != "b" {
+		t.Fatalf("forced apply: got %v, %v", forced, err)
+	}
+}
+
+// A list the schema makes a map merges the items of two appliers, as the
+// type converter built from the schema says, where a deduced one would
+// make it atomic.
+func TestApplyMergesListMaps_D12(t *testing.T) {
+	_, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	port := func(name string) map[string]any { return map[string]any{"name": name, "port": int64(80)} }
+	if _, err := ri.Apply(ctx, "lm", crontab("lm", map[string]any{"ports": []any{port("a")}}), metav1.ApplyOptions{FieldManager: "one"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ri.Apply(ctx, "lm", crontab("lm", map[string]any{"ports": []any{port("b")}}), metav1.ApplyOptions{FieldManager: "two"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ports := got.Object["spec"].(map[string]any)["ports"].([]any); len(ports) != 2 {
+		t.Errorf("ports: got %v, want a and b", ports)
 	}
 }
