@@ -117,8 +117,16 @@ func encodeStoredJSON(res *Resource, obj runtime.Object) ([]byte, error) {
 	if hadRV {
 		delete(md, "resourceVersion")
 	}
-	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	// Stored in the storage version (StoredAs), which is another only for
+	// a custom resource served in several versions: their schemas hold
+	// the same fields (conversion None), so only apiVersion changes.
+	stored := res.gvk()
+	if !res.StoredAs.Empty() {
+		stored = res.StoredAs
+	}
+	obj.GetObjectKind().SetGroupVersionKind(stored)
 	data, err := json.Marshal(content)
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
 	if hadRV {
 		md["resourceVersion"] = rv
 	}
@@ -141,6 +149,7 @@ func decodeStoredJSON(res *Resource, data []byte) (runtime.Object, error) {
 	if _, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, u); err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 	}
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk()) // in the version read, as conversion None gives it
 	return obj, nil
 }
 

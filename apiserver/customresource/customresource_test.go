@@ -392,3 +392,37 @@ func TestApplyMergesListMaps_D12(t *testing.T) {
 		t.Errorf("ports: got %v, want a and b", ports)
 	}
 }
+
+// Two served versions with conversion None share the objects: each is
+// read in the version asked and stored in the storage version.
+func TestVersionsWithoutConversion_D12(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := crd(t, "Namespaced")
+	v2 := *c.Spec.Versions[0].DeepCopy()
+	v2.Name, v2.Storage = "v2", false
+	c.Spec.Versions = append(c.Spec.Versions, v2)
+	rs, err := customresource.Resources(c)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("got %d resources, %v; want 2", len(rs), err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+		t.Fatal(err)
+	}
+	dc, _ := dynamic.NewForConfig(srv.Config)
+	ctx := context.Background()
+	obj := crontab("v", map[string]any{"cronSpec": "* * * * *"})
+	obj.SetAPIVersion("stable.example.com/v2")
+	v2GVR := crontabsGVR
+	v2GVR.Version = "v2"
+	if _, err := dc.Resource(v2GVR).Namespace("default").Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dc.Resource(crontabsGVR).Namespace("default").Get(ctx, "v", metav1.GetOptions{})
+	if err != nil || got.GetAPIVersion() != "stable.example.com/v1" {
+		t.Fatalf("get as v1: got %v, %v", got, err)
+	}
+	list, err := dc.Resource(v2GVR).Namespace("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(list.Items) != 1 || list.Items[0].GetAPIVersion() != "stable.example.com/v2" {
+		t.Fatalf("list as v2: got %v, %v", list, err)
+	}
+}
