@@ -59,6 +59,9 @@ type acceptOptions struct {
 	// apidiscovery.k8s.io/v2 discovery; clauses without "as=" are skipped
 	// (B.6).
 	aggregated bool
+	// noProtobuf: the answer has no protobuf encoding (an unstructured
+	// kind's, D.12).
+	noProtobuf bool
 }
 
 // negotiate picks the response encoding from the Accept header. An empty
@@ -80,6 +83,9 @@ func (s *Server) negotiateMedia(r *http.Request, opts acceptOptions) (output, er
 	// not rule one out.
 	for _, c := range goautoneg.ParseAccept(header) {
 		for _, info := range []runtime.SerializerInfo{s.json, s.yaml, s.protobuf} {
+			if opts.noProtobuf && info.MediaType == mediaProtobuf {
+				continue
+			}
 			typ, sub, _ := strings.Cut(info.MediaType, "/")
 			if !(c.Type == "*" && c.SubType == "*" || c.Type == typ && (c.SubType == "*" || c.SubType == sub)) {
 				continue

@@ -58,7 +58,7 @@ func checkDeleteOptions(opts *metav1.DeleteOptions) error {
 }
 
 func (q *request) delete() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	opts, err := q.deleteOptions()
@@ -345,7 +345,7 @@ func (s *Server) gracefulPending(res *Resource, obj runtime.Object) bool {
 }
 
 func (q *request) deleteCollection() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	opts, err := q.deleteOptions()

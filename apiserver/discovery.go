@@ -235,7 +235,7 @@ func (reg *registry) resourceList(gv schema.GroupVersion) *metav1.APIResourceLis
 	if len(rs) == 0 {
 		return nil
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	sort.Slice(rs, func(i, j int) bool { return discoveryLess(reg, gv, rs[i].Name, rs[j].Name) })
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(), APIResources: rs}
 	if gv == coreGV {
@@ -253,4 +253,23 @@ func subresourceDiscovery(res *Resource, sub Subresource) metav1.APIResource {
 	}
 	return metav1.APIResource{Name: res.GVR.Resource + "/" + sub.Name(), Namespaced: res.Namespaced, Group: k.Group, Version: k.Version,
 		Kind: k.Kind, Verbs: sub.Verbs()}
+}
+
+// discoveryLess orders a group version's discovery entries by name, a
+// resource before its subresources, which come by name too except for an
+// unstructured kind's (a custom resource's): kube lists its status before
+// its scale.
+func discoveryLess(reg *registry, gv schema.GroupVersion, a, b string) bool {
+	pa, sa, _ := strings.Cut(a, "/")
+	pb, sb, _ := strings.Cut(b, "/")
+	if pa != pb || sa == "" || sb == "" {
+		return a < b
+	}
+	if res, ok := reg.get(gv.WithResource(pa)); ok && res.unstructuredKind() {
+		rank := map[string]int{"status": 1, "scale": 2}
+		if rank[sa] != rank[sb] {
+			return rank[sa] < rank[sb]
+		}
+	}
+	return sa < sb
 }

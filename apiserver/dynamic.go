@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"reflect"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -153,22 +150,13 @@ func decodeStoredJSON(res *Resource, data []byte) (runtime.Object, error) {
 	return obj, nil
 }
 
-// errNotMarshalable is kube-apiserver's answer to a client asking a custom
-// resource as protobuf: the protobuf encoder's 406.
-func errNotMarshalable(obj runtime.Object) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotAcceptable,
-		Reason: metav1.StatusReasonNotAcceptable,
-		Message: fmt.Sprintf("object %v does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message",
-			reflect.TypeOf(obj))}}
-}
-
-// checkEncodable refuses an answer in protobuf of an unstructured kind's
-// own objects, which have no protobuf encoding.
-func (q *request) checkEncodable(out output, obj runtime.Object) error {
-	if q.res.unstructuredKind() && out.convert == nil && out.info.MediaType == mediaProtobuf {
-		return errNotMarshalable(obj)
-	}
-	return nil
+// negotiate picks the answer's encoding as Server.negotiate does, without
+// protobuf for an unstructured kind, which has no protobuf encoding: a
+// client that accepts JSON too gets JSON, one that accepts protobuf alone
+// kube's 406.
+func (q *request) negotiate(opts acceptOptions) (output, error) {
+	opts.noProtobuf = q.res.unstructuredKind()
+	return q.s.negotiate(q.r, opts)
 }
 
 // The field manager's converter, defaulter and creater of an unstructured
@@ -252,4 +240,16 @@ func (q *request) coerce(d *decoded) error {
 	}
 	d.strictErr = runtime.NewStrictDecodingError(errs)
 	return nil
+}
+
+// servesTyped reports whether reg serves a typed kind in group g: kube
+// answers the paths it does not serve under such a group with a NotFound
+// Status, and under a group of custom resources alone with a plain 404.
+func (reg *registry) servesTyped(g string) bool {
+	for gvr, res := range reg.byGVR {
+		if gvr.Group == g && !res.unstructuredKind() {
+			return true
+		}
+	}
+	return false
 }

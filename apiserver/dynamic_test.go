@@ -136,7 +136,8 @@ func TestUnstructuredResourceRefusesProtobuf_D12(t *testing.T) {
 		if resp.StatusCode != http.StatusNotAcceptable {
 			t.Errorf("GET %s as protobuf: got %d, want 406", path, resp.StatusCode)
 		}
-		req.Header.Set("Accept", "application/json")
+		// JSON when the client accepts it too, as kube falls back to it.
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf, application/json")
 		resp, err = http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -180,14 +180,9 @@ func (q *request) validateListOptions() (*metainternalversion.ListOptions, error
 }
 
 func (q *request) list() error {
-	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
+	out, err := q.negotiate(acceptOptions{convert: true})
 	if err != nil {
 		return err
-	}
-	if q.res.unstructuredKind() {
-		if err := q.checkEncodable(out, q.res.newUnstructuredList()); err != nil {
-			return err
-		}
 	}
 	sel, err := q.selectors()
 	if err != nil {

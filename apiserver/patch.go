@@ -25,7 +25,7 @@ import (
 // patchRequest negotiates the answer and reads what every PATCH carries:
 // its patch type, its body and its fieldValidation directive.
 func (q *request) patchRequest() (types.PatchType, []byte, string, error) {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return "", nil, "", err
 	}
 	ct, _, err := mime.ParseMediaType(q.r.Header.Get("Content-Type"))

@@ -59,6 +59,10 @@ type Resource struct {
 	// ScalePaths locate an unstructured kind's replicas and selector for
 	// its scale subresource; nil for a typed kind.
 	ScalePaths *ScalePaths
+	// NeedsResourceVersion: an update (PUT) must name the resourceVersion
+	// it replaces, as kube's strategies that refuse unconditional updates
+	// (custom resources) require; without one it is 422.
+	NeedsResourceVersion bool
 	// Verbs are the verbs discovery lists for the resource itself, in
 	// the order listed; nil: the generic verbs, sorted (B.6).
 	Verbs metav1.Verbs

@@ -153,7 +153,7 @@ func (r *Request) Delete(gvr schema.GroupVersionResource, name string, opts *met
 
 // Write answers with obj, encoded as the request accepts, and code.
 func (r *Request) Write(code int, obj runtime.Object) {
-	out, _ := r.q.s.negotiate(r.q.r, acceptOptions{})
+	out, _ := r.q.negotiate(acceptOptions{})
 	r.q.s.write(r.q.w, out, code, obj)
 }
 

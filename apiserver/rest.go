@@ -130,11 +130,8 @@ func (q *request) serveObject() error {
 // respond writes obj, as a Table or its metadata when the client asked
 // for that.
 func (q *request) respond(code int, obj runtime.Object) error {
-	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
+	out, err := q.negotiate(acceptOptions{convert: true})
 	if err != nil {
-		return err
-	}
-	if err := q.checkEncodable(out, obj); err != nil {
 		return err
 	}
 	if obj, err = q.s.convert(q.r, q.res, out, obj); err != nil {
@@ -205,7 +202,7 @@ func (q *request) checkNamespace(acc metav1.Object) error {
 }
 
 func (q *request) create() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	dry, err := q.dryRun()
@@ -508,7 +505,7 @@ func onlyGCFieldsChange(obj, old runtime.Object) bool {
 }
 
 func (q *request) update() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	body, err := q.decodeBody()
@@ -524,6 +521,11 @@ func (q *request) update() error {
 	}
 	manager := fieldManagerName(q.r)
 	obj, err := q.guaranteedUpdate(func(old runtime.Object) (runtime.Object, error) {
+		if q.res.NeedsResourceVersion && acc.GetResourceVersion() == "" {
+			// kube names the resource where the kind would be.
+			return nil, apierrors.NewInvalid(schema.GroupKind{Group: q.res.GVR.Group, Kind: q.res.GVR.Resource}, q.name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
+		}
 		return body.DeepCopyObject(), nil
 	}, manager)
 	if err != nil {

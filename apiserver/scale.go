@@ -170,7 +170,7 @@ func (q *request) respondScale(obj runtime.Object) error {
 	if err != nil {
 		return apierrors.NewBadRequest(err.Error())
 	}
-	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
+	out, err := q.negotiate(acceptOptions{convert: true})
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func (q *request) respondScale(obj runtime.Object) error {
 }
 
 func (q *request) updateScale() error {
-	if _, err := q.s.negotiate(q.r, acceptOptions{convert: true}); err != nil {
+	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
 	}
 	directive, err := fieldValidation(q.r)

@@ -305,14 +305,15 @@ func (s *Server) buildHandler() http.Handler {
 
 // notFound answers a path the server serves nothing at as kube does (D.5):
 // under /api, or under /apis/GROUP of a served group, with its NotFound
-// Status; anywhere else (an unknown group, outside the API) with Go's
-// plain-text 404, which clients turn into the same message.
+// Status; anywhere else (an unknown group, a group of custom resources
+// alone, outside the API) with Go's plain-text 404, which clients turn
+// into the same message (D.12).
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	api := p == "/api" || strings.HasPrefix(p, "/api/")
 	if g, ok := strings.CutPrefix(p, "/apis/"); ok {
 		g, _, _ = strings.Cut(g, "/")
-		api = g != "" && len(s.groupVersions()[g]) > 0
+		api = g != "" && s.registry().servesTyped(g)
 	}
 	if !api {
 		http.NotFound(w, r)

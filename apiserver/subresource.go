@@ -181,7 +181,7 @@ func (q *request) acceptsAny() bool {
 // body of a POST to a subresource (a Binding, an Eviction) and the
 // serializer of its Content-Type.
 func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
-	if _, err := q.s.negotiate(q.r, acceptOptions{}); err != nil {
+	if _, err := q.negotiate(acceptOptions{}); err != nil {
 		return runtime.SerializerInfo{}, nil, err
 	}
 	info, err := q.s.bodyInfo(q.r)
@@ -195,7 +195,7 @@ func (q *request) subresourceBody() (runtime.SerializerInfo, []byte, error) {
 // writeCreated answers a POST to a subresource that made nothing to show:
 // 201 with a success Status.
 func (q *request) writeCreated() {
-	out, _ := q.s.negotiate(q.r, acceptOptions{})
+	out, _ := q.negotiate(acceptOptions{})
 	q.s.write(q.w, out, http.StatusCreated, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }

@@ -92,11 +92,8 @@ func (ws *watchStream) bookmark(rev int64, initialEnd bool) error {
 }
 
 func (q *request) watch() error {
-	out, err := q.s.negotiate(q.r, acceptOptions{convert: true})
+	out, err := q.negotiate(acceptOptions{convert: true})
 	if err != nil {
-		return err
-	}
-	if err := q.checkEncodable(out, q.s.newObject(q.res)); err != nil {
 		return err
 	}
 	if out.info.StreamSerializer == nil {

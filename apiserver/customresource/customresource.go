@@ -162,16 +162,18 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	r := &apiserver.Resource{
 		GVR: gvr, Kind: names.Kind, Singular: names.Singular, Namespaced: namespaced,
 		ShortNames: names.ShortNames, Categories: names.Categories, Verbs: verbs,
-		New:               func() runtime.Object { return &unstructured.Unstructured{} },
-		ValidateName:      apiserver.ValidatePathSegmentName,
-		Coerce:            ver.coerce,
-		Defaults:          ver.defaults,
-		Generation:        true,
-		GenerationChanged: ver.generationChanged,
-		Validate:          ver.validate,
-		Warnings:          ver.warnings,
-		Fields:            ver.fields,
-		Table:             table(crd, v),
+		New:          func() runtime.Object { return &unstructured.Unstructured{} },
+		ValidateName: apiserver.ValidatePathSegmentName,
+		Coerce:       ver.coerce,
+		Defaults:     ver.defaults,
+		Generation:   true,
+		// kube's custom-resource strategy refuses unconditional updates.
+		NeedsResourceVersion: true,
+		GenerationChanged:    ver.generationChanged,
+		Validate:             ver.validate,
+		Warnings:             ver.warnings,
+		Fields:               ver.fields,
+		Table:                table(crd, v),
 	}
 	if statusSpec != nil || scaleSpec != nil {
 		r.Subresources = map[string]apiserver.Subresource{}

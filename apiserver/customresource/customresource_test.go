@@ -357,7 +357,7 @@ func TestServerSideApply_D12(t *testing.T) {
 	}
 	mf := applied.GetManagedFields()
 	if len(mf) != 1 || mf[0].Manager != "one" || mf[0].Operation != metav1.ManagedFieldsOperationApply ||
-		!strings.Contains(string(mf[0].FieldsV1.Raw), `"f:image"`) {
+		!strings.Contains(mf[0].FieldsV1.GetRawString(), `"f:image"`) {
 		t.Fatalf("managedFields: got %+v", mf)
 	}
 	// The default of spec.replicas is filled and owned by no applier.
@@ -424,5 +424,50 @@ func TestVersionsWithoutConversion_D12(t *testing.T) {
 	list, err := dc.Resource(v2GVR).Namespace("default").List(ctx, metav1.ListOptions{})
 	if err != nil || len(list.Items) != 1 || list.Items[0].GetAPIVersion() != "stable.example.com/v2" {
 		t.Fatalf("list as v2: got %v, %v", list, err)
+	}
+}
+
+func TestUpdateNeedsResourceVersion_D12(t *testing.T) {
+	_, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	if _, err := ri.Create(ctx, crontab("rv", map[string]any{"cronSpec": "* * * * *"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ri.Update(ctx, crontab("rv", map[string]any{"cronSpec": "5 * * * *"}), metav1.UpdateOptions{})
+	want := `crontabs.stable.example.com "rv" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`
+	if !apierrors.IsInvalid(err) || err.Error() != want {
+		t.Errorf("update without resourceVersion: got %v, want %s", err, want)
+	}
+}
+
+func TestDiscoveryAndPathsOfACustomGroup_D12(t *testing.T) {
+	srv, _ := start(t, "Namespaced")
+	resp, err := http.Get(srv.Config.Host + "/apis/stable.example.com/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rl metav1.APIResourceList
+	err = json.NewDecoder(resp.Body).Decode(&rl)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rl.APIResources {
+		names = append(names, r.Name)
+	}
+	if strings.Join(names, ",") != "crontabs,crontabs/status,crontabs/scale" {
+		t.Errorf("resources: got %v, want the status before the scale, as kube lists them", names)
+	}
+	for _, path := range []string{"/apis/stable.example.com/v1/widgets", "/apis/stable.example.com/v2"} {
+		resp, err := http.Get(srv.Config.Host + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET %s: got %d %s %q, want a plain 404", path, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
 	}
 }
