@@ -42,7 +42,34 @@ type op struct {
 	// A kubectl command, with its standard input.
 	kubectl []string
 	stdin   string
+
+	// until, when set, sends the request again until its answer satisfies
+	// it, for at most untilTimeout, and then compares the last answer:
+	// for what a server does a moment after a write (a definition
+	// becoming established, its resources served).
+	until func(status int, body any) bool
 }
+
+// untilTimeout bounds how long an op with until waits.
+const untilTimeout = 30 * time.Second
+
+// runUntil runs o until its until holds or untilTimeout passes, polling
+// every untilPoll.
+func (o op) runUntil(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	deadline := time.Now().Add(untilTimeout)
+	tick := time.NewTicker(untilPoll)
+	defer tick.Stop()
+	for {
+		a := o.runOnce(t, s, n)
+		if o.until(a.status, a.body) || time.Now().After(deadline) {
+			return a
+		}
+		<-tick.C
+	}
+}
+
+const untilPoll = 100 * time.Millisecond
 
 // answer is what a server gave for an op, normalized.
 type answer struct {
@@ -55,6 +82,14 @@ type answer struct {
 }
 
 func (o op) run(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	if o.until != nil {
+		return o.runUntil(t, s, n)
+	}
+	return o.runOnce(t, s, n)
+}
+
+func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {
 	t.Helper()
 	if o.kubectl != nil {
 		code, stdout, stderr := s.kubectl(t, o.stdin, o.kubectl...)
