@@ -48,6 +48,16 @@ func (s *Server) decodeValue(res *Resource, data []byte, rev int64) (runtime.Obj
 		if err != nil {
 			return nil, err
 		}
+		// As kube's storage decoder of custom resources: what the schema
+		// no longer knows is dropped and its new defaults are filled.
+		if res.Coerce != nil {
+			if _, err := res.Coerce(obj); err != nil {
+				return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+			}
+		}
+		if res.Defaults != nil {
+			res.Defaults(obj)
+		}
 		return obj, setResourceVersion(obj, rev)
 	}
 	into := s.newObject(res)

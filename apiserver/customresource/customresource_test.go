@@ -471,3 +471,47 @@ func TestDiscoveryAndPathsOfACustomGroup_D12(t *testing.T) {
 		}
 	}
 }
+
+// An object stored before its schema had a default, or a field, is read
+// with the default filled and without the field, as kube's storage
+// decoder reads it.
+func TestReadDefaultsAndPrunes_D12(t *testing.T) {
+	srv := apiservertest.Start(t)
+	c := crd(t, "Namespaced")
+	props := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	replicas := props.Properties["replicas"]
+	replicas.Default = nil
+	props.Properties["replicas"] = replicas
+	props.Properties["old"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	props.XValidations = nil // its rule needs replicas
+	c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = props
+	install := func(c *apiextensionsv1.CustomResourceDefinition) {
+		rs, err := customresource.Resources(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install(c)
+	dc, _ := dynamic.NewForConfig(srv.Config)
+	ri := dc.Resource(crontabsGVR).Namespace("default")
+	ctx := context.Background()
+	created, err := ri.Create(ctx, crontab("old", map[string]any{"cronSpec": "* * * * *", "old": "x"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := created.Object["spec"].(map[string]any)["replicas"]; ok {
+		t.Fatal("replicas defaulted without a default")
+	}
+	install(crd(t, "Namespaced"))
+	got, err := ri.Get(ctx, "old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := got.Object["spec"].(map[string]any)
+	if spec["replicas"] != int64(1) || spec["old"] != nil {
+		t.Errorf("spec read after the schema changed: got %v, want replicas 1 and no old", spec)
+	}
+}
