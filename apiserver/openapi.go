@@ -31,6 +31,13 @@ type openAPIDocs struct {
 	docs map[string]openAPIDoc // "api/v1", "apis/G/V"
 }
 
+// customOpenAPI is the OpenAPI v3 documents of one registry: the typed
+// kinds' and those of its custom resources.
+type customOpenAPI struct {
+	reg  *registry
+	docs *openAPIDocs
+}
+
 type openAPIDoc struct {
 	body []byte
 	hash string
@@ -71,11 +78,11 @@ func gvPath(gv schema.GroupVersion) string {
 // text/plain as kube-apiserver labels it (B.7).
 func (s *Server) openAPIRoot(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write(s.openAPI().root)
+	_, _ = w.Write(s.openAPIWithCustom().root)
 }
 
 func (s *Server) openAPIDoc(w http.ResponseWriter, r *http.Request) {
-	doc, ok := s.openAPI().docs[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]
+	doc, ok := s.openAPIWithCustom().docs[strings.TrimPrefix(r.URL.Path, "/openapi/v3/")]
 	if !ok {
 		s.notFound(w, r)
 		return

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/spec3"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/authn"
@@ -63,6 +64,10 @@ type Resource struct {
 	// it replaces, as kube's strategies that refuse unconditional updates
 	// (custom resources) require; without one it is 422.
 	NeedsResourceVersion bool
+	// OpenAPIV3 is the OpenAPI v3 document of an unstructured kind's
+	// version (a custom resource's, as kube builds it); the documents of
+	// one group version are merged. nil: none.
+	OpenAPIV3 *spec3.OpenAPI
 	// Verbs are the verbs discovery lists for the resource itself, in
 	// the order listed; nil: the generic verbs, sorted (B.6).
 	Verbs metav1.Verbs

@@ -67,6 +67,9 @@ type Server struct {
 
 	openapiOnce sync.Once
 	openapi     *openAPIDocs
+	// openapiCustom holds the documents with those of the custom
+	// resources of the registry they were made for.
+	openapiCustom atomic.Pointer[customOpenAPI]
 
 	handler http.Handler
 	stop    context.CancelFunc

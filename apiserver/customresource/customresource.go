@@ -21,6 +21,7 @@ import (
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apiextensions-apiserver/pkg/crdserverscheme"
 	registry "k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
@@ -192,6 +193,9 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	}
 	if v.Deprecated {
 		r.Deprecation = deprecationWarning(crd, v)
+	}
+	if r.OpenAPIV3, err = builder.BuildOpenAPIV3(crd, v.Name, builder.Options{IncludeSelectableFields: true}); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return r, nil
 }

@@ -515,3 +515,35 @@ func TestReadDefaultsAndPrunes_D12(t *testing.T) {
 		t.Errorf("spec read after the schema changed: got %v, want replicas 1 and no old", spec)
 	}
 }
+
+// Each served version has its OpenAPI v3 document, as kube builds it, for
+// as long as it is served.
+func TestOpenAPIV3_D12(t *testing.T) {
+	srv, _ := start(t, "Namespaced")
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.Config.Host + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if _, root := get("/openapi/v3"); !strings.Contains(root, `"apis/stable.example.com/v1"`) || !strings.Contains(root, `"api/v1"`) {
+		t.Fatalf("root lacks apis/stable.example.com/v1 or api/v1: %.300s", root)
+	}
+	code, doc := get("/openapi/v3/apis/stable.example.com/v1")
+	if code != http.StatusOK || !strings.Contains(doc, `"/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}"`) ||
+		!strings.Contains(doc, `"com.example.stable.v1.CronTab"`) {
+		t.Fatalf("document: %d %.300s", code, doc)
+	}
+	if err := srv.API.SetResources("crontabs.stable.example.com", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, root := get("/openapi/v3"); strings.Contains(root, "stable.example.com") {
+		t.Errorf("root still lists the removed group version")
+	}
+	if code, _ := get("/openapi/v3/apis/stable.example.com/v1"); code != http.StatusNotFound {
+		t.Errorf("removed document: got %d, want 404", code)
+	}
+}
