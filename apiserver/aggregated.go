@@ -73,8 +73,9 @@ func (s *Server) aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscover
 			if rl == nil {
 				continue
 			}
+			gv := schema.GroupVersion{Group: g, Version: v}
 			item.Versions = append(item.Versions, apidiscoveryv2.APIVersionDiscovery{Version: v,
-				Resources: resourcesForDiscovery(rl.APIResources), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
+				Resources: reg.customResponseKinds(gv, resourcesForDiscovery(rl.APIResources)), Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent})
 		}
 		if len(item.Versions) > 0 {
 			list.Items = append(list.Items, item)
@@ -112,4 +113,26 @@ func resourcesForDiscovery(rs []metav1.APIResource) []apidiscoveryv2.APIResource
 			ResponseKind: kind, Verbs: r.Verbs})
 	}
 	return out
+}
+
+// customResponseKinds gives the response kinds of an unstructured kind
+// (a custom resource) and of its subresources of that kind their group
+// and version, which kube's discovery of custom resources names.
+func (reg *registry) customResponseKinds(gv schema.GroupVersion, rs []apidiscoveryv2.APIResourceDiscovery) []apidiscoveryv2.APIResourceDiscovery {
+	fill := func(k *metav1.GroupVersionKind) {
+		if k != nil && k.Group == "" && k.Version == "" {
+			k.Group, k.Version = gv.Group, gv.Version
+		}
+	}
+	for i := range rs {
+		res, ok := reg.get(gv.WithResource(rs[i].Resource))
+		if !ok || !res.unstructuredKind() {
+			continue
+		}
+		fill(rs[i].ResponseKind)
+		for j := range rs[i].Subresources {
+			fill(rs[i].Subresources[j].ResponseKind)
+		}
+	}
+	return rs
 }
