@@ -91,6 +91,12 @@ func customResourceOps() []op {
 		{name: "cr/ct-delete", method: "DELETE", path: crontabs + "/ct5"},
 		{name: "cr/ct-deletecollection", method: "DELETE", path: crontabs + "?labelSelector=tier%3Da"},
 		{name: "cr/ct-list-after-delete", method: "GET", path: crontabs},
+		{name: "cr/ct-create-after-list", method: "POST", path: crontabs, body: tab("ct7", `{"cronSpec":"* * * * *"}`)},
+		{name: "cr/ct-watch-from-rv", method: "GET", path: crontabs + "?watch=1&timeoutSeconds=1&resourceVersion={rv}"},
+		{name: "cr/ct-watch-table-from-rv", method: "GET", path: crontabs + "?watch=1&timeoutSeconds=1&resourceVersion={rv}", accept: tableAccept},
+		{name: "cr/ct-aggregated-discovery", method: "GET", path: "/apis", accept: aggregatedAccept, project: discoveryGroup("stable.example.com")},
+		{name: "cr/ct-openapi-schema", method: "GET", path: "/openapi/v3/apis/stable.example.com/v1", project: openAPISchema("com.example.stable.v1.CronTab")},
+		{name: "cr/ct-kubectl-explain", kubectl: []string{"explain", "crontabs.spec"}},
 		{name: "cr/delete-gizmos-crd", method: "DELETE", path: crds + "/gizmos.other.example.com", project: statusOnly},
 		{name: "cr/gizmos-gone", method: "GET", path: gizmos, until: func(code int, _ any) bool { return code == http.StatusNotFound }},
 		{name: "cr/gizmos-group-gone", method: "GET", path: others},
@@ -176,4 +182,33 @@ func establishedOnly(body any) any {
 		}
 	}
 	return nil
+}
+
+// aggregatedAccept asks for aggregated discovery.
+const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// discoveryGroup is the entry of group in an aggregated discovery
+// document.
+func discoveryGroup(group string) func(any) any {
+	return func(v any) any {
+		m, _ := v.(map[string]any)
+		items, _ := m["items"].([]any)
+		for _, it := range items {
+			md, _ := it.(map[string]any)["metadata"].(map[string]any)
+			if md["name"] == group {
+				return it
+			}
+		}
+		return nil
+	}
+}
+
+// openAPISchema is the component schema name of an OpenAPI v3 document.
+func openAPISchema(name string) func(any) any {
+	return func(v any) any {
+		m, _ := v.(map[string]any)
+		c, _ := m["components"].(map[string]any)
+		s, _ := c["schemas"].(map[string]any)
+		return s[name]
+	}
 }
