@@ -137,7 +137,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			return nil, false, err
 		}
 		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.GVR, Kind: q.res.gvk(), Namespace: q.ns,
-			Name: name, User: q.user(), OldObject: old, DryRun: dry}
+			Name: name, User: q.user(), OldObject: old, DryRun: dry, Options: opts}
 		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, false, err
 		}

@@ -439,14 +439,19 @@ func (r *Resource) invalidKind() schema.GroupKind {
 }
 
 // admit runs every plugin's Admit, in order: kube-apiserver's mutating
-// admission.
+// admission. A plugin that asks for reinvocation has them all run once
+// more, as kube-apiserver's chain does (D.8).
 func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
 	for _, adm := range s.cfg.Admission {
 		if err := adm.Admit(ctx, a); err != nil {
 			return err
 		}
 	}
-	return nil
+	if !a.Reinvoke || a.Reinvocation {
+		return nil
+	}
+	a.Reinvoke, a.Reinvocation = false, true
+	return s.admit(ctx, a)
 }
 
 // validateAdmission runs the Validate of every plugin that has one, in
