@@ -144,6 +144,11 @@ func (d *Dynamic) Start(ctx context.Context, c DynamicConfig) error {
 		started = append(started, k)
 	}
 	c.Informers.Start(ctx.Done())
+	for typ, ok := range c.Informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("dynamic admission: informer of %v not synced: %w", typ, ctx.Err())
+		}
+	}
 	for _, k := range started {
 		ready, ok := k.Plugin.(interface{ WaitForReady() bool })
 		for ok && !ready.WaitForReady() {

@@ -165,7 +165,11 @@ type Server struct {
 	RBAC   *rbacsource.Source
 	logger *slog.Logger
 	cancel context.CancelFunc // ends the controllers and file watches
-	local  *localRequests     // requests served in process (InProcessTransport)
+	// stopAdmission ends the dynamic admission plugins' informers, whose
+	// watches are in-process requests that shutdown would otherwise wait
+	// for.
+	stopAdmission context.CancelFunc
+	local         *localRequests // requests served in process (InProcessTransport)
 }
 
 // URL returns the server's base URL on its listener.
@@ -186,7 +190,8 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{logger: logger, cancel: cancel, local: newLocalRequests()}
+	admissionCtx, stopAdmission := context.WithCancel(ctx)
+	s := &Server{logger: logger, cancel: cancel, stopAdmission: stopAdmission, local: newLocalRequests()}
 	defer func() {
 		if err != nil {
 			cancel()
@@ -205,13 +210,20 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if err != nil {
 		return nil, err
 	}
+	// kube-apiserver's dynamic admission (D.12) comes after every other
+	// plugin; it is started once the server can answer its loopback
+	// client, before New returns.
+	dyn, err := admission.NewDynamic()
+	if err != nil {
+		return nil, err
+	}
 	cfg := apiserver.Config{
 		Store:           s.Store,
 		Authenticator:   a.request,
 		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
 		Resources:       registry.Resources(),
-		Admission:       admission.Chain(s.Store),
+		Admission:       append(admission.Chain(s.Store), dyn.Plugins()...),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,
 		// The kubernetes Service targets the port clients reach.
@@ -276,6 +288,9 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -329,6 +344,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
 	select {
 	case err := <-errc:
+		s.stopAdmission()
 		s.local.close()
 		s.local.endStreams()
 		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -337,6 +353,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stopAdmission()
 	s.local.close()
 	grace, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
