@@ -42,6 +42,31 @@ type op struct {
 	// A kubectl command, with its standard input.
 	kubectl []string
 	stdin   string
+
+	// until, when set, sends the op again until its answer satisfies it,
+	// for at most untilDeadline, and compares the last answer: the first
+	// request a new policy or webhook configuration must affect, which an
+	// API server's admission informers see a moment after it is written.
+	until func(answer) bool
+}
+
+// untilDeadline is how long an op with until is retried.
+const untilDeadline = 30 * time.Second
+
+func (o op) run(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	a := o.runOnce(t, s, n)
+	if o.until == nil {
+		return a
+	}
+	deadline := time.Now().Add(untilDeadline)
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for !o.until(a) && time.Now().Before(deadline) {
+		<-poll.C
+		a = o.runOnce(t, s, n)
+	}
+	return a
 }
 
 // answer is what a server gave for an op, normalized.
@@ -54,7 +79,7 @@ type answer struct {
 	stderr    string   // kubectl
 }
 
-func (o op) run(t *testing.T, s *server, n normalizer) answer {
+func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {
 	t.Helper()
 	if o.kubectl != nil {
 		code, stdout, stderr := s.kubectl(t, o.stdin, o.kubectl...)
