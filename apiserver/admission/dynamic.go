@@ -75,9 +75,10 @@ type DynamicConfig struct {
 	// Scheme is the server's, for the objects the plugins convert, create
 	// and decode (a mutating webhook's patched object); Resources answers
 	// which kind each resource is; nil: only the exact resource matches a
-	// rule.
+	// rule; Defaulter gives a patched object its defaults, nil: none.
 	Scheme    *runtime.Scheme
 	Resources runtime.EquivalentResourceMapper
+	Defaulter runtime.ObjectDefaulter
 	// Client, Informers, DynamicClient and RESTMapper reach the server
 	// itself: the plugins read the configurations, policies, bindings and
 	// namespaces through informers of Informers, which Start starts, and
@@ -118,7 +119,7 @@ var excludedResources = []schema.GroupResource{
 // have synced, as kube-apiserver becomes ready only after them, so that
 // no write is refused as not ready. The plugins stop when ctx is done.
 func (d *Dynamic) Start(ctx context.Context, c DynamicConfig) error {
-	objects := ObjectInterfaces(c.Scheme, c.Resources)
+	objects := ObjectInterfaces(c.Scheme, c.Resources, c.Defaulter)
 	inits := kubeadmission.PluginInitializers{
 		initializer.NewAPIServerIDInitializer("kubegate"),
 		// The feature gates are k8s.io/apiserver's defaults, those of

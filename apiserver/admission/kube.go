@@ -133,14 +133,46 @@ func operationOptions(a *apiserver.AdmissionAttributes) runtime.Object {
 // plugin's conversion between the two is a copy of one object of a type
 // into another of the same type, which the scheme itself has no
 // conversion for. mapper answers which kind each resource is, for the
-// plugins' matchPolicy Equivalent.
-func ObjectInterfaces(scheme *runtime.Scheme, mapper runtime.EquivalentResourceMapper) kubeadmission.ObjectInterfaces {
+// plugins' matchPolicy Equivalent; defaulter gives an object its
+// defaults (a mutating webhook's patched object is defaulted, as kube's
+// scheme defaults it), nil: the scheme's, which has none.
+func ObjectInterfaces(scheme *runtime.Scheme, mapper runtime.EquivalentResourceMapper, defaulter runtime.ObjectDefaulter) kubeadmission.ObjectInterfaces {
 	o := kubeadmission.NewObjectInterfacesFromScheme(scheme).(*kubeadmission.RuntimeObjectInterfaces)
 	o.ObjectConvertor = sameTypeConvertor{scheme}
 	if mapper != nil {
 		o.EquivalentResourceMapper = mapper
 	}
+	if defaulter != nil {
+		o.ObjectDefaulter = defaulter
+	}
 	return o
+}
+
+// Defaulter defaults an object by its Go type with the Defaults of the
+// resource of that type in scheme (the first of resources that has one).
+func Defaulter(scheme *runtime.Scheme, resources []*apiserver.Resource) runtime.ObjectDefaulter {
+	d := defaulter{}
+	for _, r := range resources {
+		if r.Defaults == nil {
+			continue
+		}
+		obj, err := scheme.New(r.GVR.GroupVersion().WithKind(r.Kind))
+		if err != nil {
+			continue
+		}
+		if t := reflect.TypeOf(obj); d[t] == nil {
+			d[t] = r.Defaults
+		}
+	}
+	return d
+}
+
+type defaulter map[reflect.Type]func(runtime.Object)
+
+func (d defaulter) Default(obj runtime.Object) {
+	if f := d[reflect.TypeOf(obj)]; f != nil {
+		f(obj)
+	}
 }
 
 // sameTypeConvertor converts as the scheme does, but copies an object

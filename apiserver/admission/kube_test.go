@@ -73,7 +73,7 @@ func startDynamic(t *testing.T, objs ...runtime.Object) *Dynamic {
 	t.Cleanup(cancel)
 	err = d.Start(ctx, DynamicConfig{
 		Scheme: scheme, Client: withOpenAPI{client}, Informers: informers.NewSharedInformerFactory(client, 0),
-		DynamicClient: dyn, RESTMapper: mapper,
+		DynamicClient: dyn, RESTMapper: mapper, Defaulter: markDefaulted{},
 		Authorizer: authz.AuthorizerFunc(func(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
 			if a.User.Name == "alice" && a.Verb == "approve" {
 				return authz.Allow, "", nil
@@ -147,6 +147,16 @@ var (
 	coreOpenAPIDoc  []byte
 	coreOpenAPIErr  error
 )
+
+// markDefaulted is the defaulter of the tests: it marks the config maps
+// it defaults.
+type markDefaulted struct{}
+
+func (markDefaulted) Default(obj runtime.Object) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		metav1.SetMetaDataAnnotation(&cm.ObjectMeta, "defaulted", "yes")
+	}
+}
 
 // hookWarnings collects the warnings of one write, from any goroutine.
 type hookWarnings struct {
@@ -491,6 +501,11 @@ func TestWebhooks_D12(t *testing.T) {
 			checkErr(t, err, tt.wantCode, tt.wantErr)
 			if got := tt.cm.Labels["hooked"]; got != tt.wantLabel {
 				t.Errorf("label hooked = %q, want %q", got, tt.wantLabel)
+			}
+			// A patched object is defaulted again, as kube's scheme
+			// defaults it.
+			if got := tt.cm.Annotations["defaulted"]; got != tt.wantLabel {
+				t.Errorf("annotation defaulted = %q, want %q", got, tt.wantLabel)
 			}
 			if tt.wantLabel != "" && strings.Join(w.texts, "\n") != "labelled by the webhook" {
 				t.Errorf("warnings = %q, want the webhook's", w.texts)

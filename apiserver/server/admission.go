@@ -92,6 +92,7 @@ func (s *Server) startDynamicAdmission(ctx context.Context, dyn *admission.Dynam
 	return dyn.Start(ctx, admission.DynamicConfig{
 		Scheme:        s.Server.Scheme(),
 		Resources:     equivalents,
+		Defaulter:     admission.Defaulter(s.Server.Scheme(), resources),
 		Client:        client,
 		Informers:     factory,
 		DynamicClient: dynamicClient,
