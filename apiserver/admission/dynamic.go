@@ -28,7 +28,7 @@ import (
 // Dynamic is kube-apiserver's dynamic admission: the plugins that admit
 // writes by the ValidatingAdmissionPolicies, MutatingAdmissionPolicies
 // and admission webhook configurations stored in the cluster, which are
-// k8s.io/apiserver's own plugins run through Kube steps (G.13).
+// k8s.io/apiserver's own plugins run through Kube steps (D.13).
 type Dynamic struct {
 	MutatingPolicy, MutatingWebhook, ValidatingPolicy, ValidatingWebhook *Kube
 }

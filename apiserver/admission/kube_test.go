@@ -240,7 +240,7 @@ func binding(name, policy string, actions []admissionregistrationv1.ValidationAc
 
 var deny = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
 
-func TestValidatingAdmissionPolicy_D12(t *testing.T) {
+func TestValidatingAdmissionPolicy_D13(t *testing.T) {
 	t.Parallel()
 	d := startDynamic(t,
 		namespace("team", nil),
@@ -323,7 +323,7 @@ func checkErr(t *testing.T, err error, code int32, msg string) {
 	}
 }
 
-func TestMutatingAdmissionPolicy_D12(t *testing.T) {
+func TestMutatingAdmissionPolicy_D13(t *testing.T) {
 	t.Parallel()
 	d := startDynamic(t, namespace("team", nil),
 		&admissionregistrationv1.MutatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "stamp"},
@@ -440,7 +440,7 @@ func mutatingHook(name string, cc admissionregistrationv1.WebhookClientConfig, m
 		Webhooks: []admissionregistrationv1.MutatingWebhook{w}}
 }
 
-func TestWebhooks_D12(t *testing.T) {
+func TestWebhooks_D13(t *testing.T) {
 	t.Parallel()
 	h := newHookServer(t)
 	down := admissionregistrationv1.WebhookClientConfig{URL: ptr.To(downURL(t))}
@@ -514,7 +514,7 @@ func TestWebhooks_D12(t *testing.T) {
 	}
 }
 
-func TestWebhookReinvocation_D12(t *testing.T) {
+func TestWebhookReinvocation_D13(t *testing.T) {
 	t.Parallel()
 	h := newHookServer(t)
 	d := startDynamic(t, namespace("team", nil),
@@ -536,7 +536,7 @@ func TestWebhookReinvocation_D12(t *testing.T) {
 	}
 }
 
-func TestNotStartedRefuses_D12(t *testing.T) {
+func TestNotStartedRefuses_D13(t *testing.T) {
 	t.Parallel()
 	d, err := NewDynamic()
 	if err != nil {

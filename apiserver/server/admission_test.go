@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestWebhookServiceResolvesToAReadyEndpoint_D12(t *testing.T) {
+func TestWebhookServiceResolvesToAReadyEndpoint_D13(t *testing.T) {
 	t.Parallel()
 	svc := func(name string, typ corev1.ServiceType, ports ...corev1.ServicePort) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "hooks", Name: name},

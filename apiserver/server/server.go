@@ -210,7 +210,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if err != nil {
 		return nil, err
 	}
-	// kube-apiserver's dynamic admission (D.12) comes after every other
+	// kube-apiserver's dynamic admission (D.13) comes after every other
 	// plugin; it is started once the server can answer its loopback
 	// client, before New returns.
 	dyn, err := admission.NewDynamic()

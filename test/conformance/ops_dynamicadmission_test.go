@@ -18,7 +18,7 @@ import (
 
 // dynamicAdmissionOps apply ValidatingAdmissionPolicies,
 // MutatingAdmissionPolicies and admission webhooks, then send requests
-// they allow, deny, warn about or mutate (D.12). The webhooks are
+// they allow, deny, warn about or mutate (D.13). The webhooks are
 // dynadmHooks, run by the test over TLS for both servers. Each policy or
 // configuration matches only objects named or labelled dynadm, and all are
 // deleted at the end. The first request a new one must affect is retried

@@ -107,10 +107,10 @@ webhooks:
 `, kind, name, name, clientConfig, name, failurePolicy)
 }
 
-// TestDynamicAdmissionWithKubectl_D12 applies a ValidatingAdmissionPolicy
+// TestDynamicAdmissionWithKubectl_D13 applies a ValidatingAdmissionPolicy
 // and admission webhooks run by the test to `kubegate up`, and checks
 // with kubectl what they refuse, change and let through.
-func TestDynamicAdmissionWithKubectl_D12(t *testing.T) {
+func TestDynamicAdmissionWithKubectl_D13(t *testing.T) {
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0)
 	defer c.stop(t)
