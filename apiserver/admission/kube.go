@@ -110,6 +110,14 @@ func KubeAttributes(a *apiserver.AdmissionAttributes) kubeadmission.Attributes {
 // a dry run.
 func operationOptions(a *apiserver.AdmissionAttributes) runtime.Object {
 	if a.Options != nil && !reflect.ValueOf(a.Options).IsNil() {
+		if a.Options.GetObjectKind().GroupVersionKind().Empty() {
+			// kube-apiserver's handlers name the options' kind.
+			opts := a.Options.DeepCopyObject()
+			if kinds, _, err := optionsScheme.ObjectKinds(opts); err == nil && len(kinds) > 0 {
+				opts.GetObjectKind().SetGroupVersionKind(kinds[0])
+			}
+			return opts
+		}
 		return a.Options
 	}
 	var dry []string
@@ -126,6 +134,13 @@ func operationOptions(a *apiserver.AdmissionAttributes) runtime.Object {
 	}
 	return nil
 }
+
+// optionsScheme knows the options' kinds, in meta.k8s.io/v1.
+var optionsScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	s.AddKnownTypes(metav1.SchemeGroupVersion, &metav1.CreateOptions{}, &metav1.UpdateOptions{}, &metav1.DeleteOptions{}, &metav1.PatchOptions{})
+	return s
+}()
 
 // ObjectInterfaces are the object interfaces of scheme for k8s.io/apiserver's
 // plugins. kubegate's scheme holds each kind in its served version only,

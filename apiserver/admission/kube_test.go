@@ -545,3 +545,21 @@ func TestNotStartedRefuses_D13(t *testing.T) {
 	_, err = write(d, createConfigMap(configMap("team", "a", nil, nil), false))
 	checkErr(t, err, 403, "not yet ready to handle request")
 }
+
+func TestKubeAttributesOptions_D13(t *testing.T) {
+	t.Parallel()
+	opts := &metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}
+	a := &apiserver.AdmissionAttributes{Operation: apiserver.Delete, Resource: configMapsGVR, Options: opts, DryRun: true}
+	got, ok := KubeAttributes(a).GetOperationOptions().(*metav1.DeleteOptions)
+	if !ok || got.Kind != "DeleteOptions" || got.APIVersion != "meta.k8s.io/v1" || got.PropagationPolicy == nil {
+		t.Errorf("delete options = %#v, want the request's, with their kind", got)
+	}
+	if opts.Kind != "" {
+		t.Errorf("the request's options were changed: %#v", opts)
+	}
+	a = &apiserver.AdmissionAttributes{Operation: apiserver.Create, Resource: configMapsGVR, DryRun: true}
+	created, ok := KubeAttributes(a).GetOperationOptions().(*metav1.CreateOptions)
+	if !ok || created.Kind != "CreateOptions" || len(created.DryRun) != 1 || created.DryRun[0] != metav1.DryRunAll {
+		t.Errorf("create options = %#v, want CreateOptions with dryRun All", created)
+	}
+}

@@ -84,6 +84,15 @@ func dynamicAdmissionOps() []op {
 		{name: "dynadm/kubectl-vap-deny", kubectl: []string{"create", "deployment", "dynadm-kc", "--image=registry.example/app:1", "--replicas=6", "-n", testNS}},
 		{name: "dynadm/vap-other-namespace", method: "POST", path: "/apis/apps/v1/namespaces/" + limitedNS + "/deployments" + dry, body: deployment("dynadm-six", 6)},
 
+		// namespaceSelector: a webhook for the limited namespace only, before
+		// a policy whose params are not there refuses every config map of it.
+		{name: "dynadm/ns-create", method: "POST", path: vwcs, body: object("ValidatingWebhookConfiguration", "dynadm-ns", `"webhooks":[`+
+			webhook("ns", hooks.client("/deny"), `,"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"`+limitedNS+`"}},`+
+				`"objectSelector":{"matchLabels":{"dynadm-ns":"yes"}}`)+`]`)},
+		{name: "dynadm/ns-deny", method: "POST", path: "/api/v1/namespaces/" + limitedNS + "/configmaps" + dry, body: cm("dynadm-ns", `"dynadm-ns":"yes"`, ""),
+			until: status(403)},
+		{name: "dynadm/ns-other-allowed", method: "POST", path: cms, body: cm("dynadm-ns", `"dynadm-ns":"yes"`, "")},
+
 		// Warn and Audit: allowed, with a warning.
 		{name: "dynadm/warn-policy-create", method: "POST", path: vaps, body: spec("ValidatingAdmissionPolicy", "dynadm-legacy",
 			`"matchConstraints":{"resourceRules":`+rules("", "configmaps", "CREATE", "UPDATE")+`},`+
@@ -155,14 +164,6 @@ func dynamicAdmissionOps() []op {
 		{name: "dynadm/down-fail", method: "POST", path: cms + dry, body: cm("dynadm-down", `"dynadm-down":"fail"`, ""), until: status(500)},
 		{name: "dynadm/down-ignore", method: "POST", path: cms, body: cm("dynadm-ignored", `"dynadm-down":"ignore"`, "")},
 		{name: "dynadm/down-timeout", method: "POST", path: cms + dry, body: cm("dynadm-slow", `"dynadm-down":"slow"`, ""), until: status(500)},
-
-		// namespaceSelector: a webhook for the limited namespace only.
-		{name: "dynadm/ns-create", method: "POST", path: vwcs, body: object("ValidatingWebhookConfiguration", "dynadm-ns", `"webhooks":[`+
-			webhook("ns", hooks.client("/deny"), `,"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"`+limitedNS+`"}},`+
-				`"objectSelector":{"matchLabels":{"dynadm-ns":"yes"}}`)+`]`)},
-		{name: "dynadm/ns-deny", method: "POST", path: "/api/v1/namespaces/" + limitedNS + "/configmaps" + dry, body: cm("dynadm-ns", `"dynadm-ns":"yes"`, ""),
-			until: status(403)},
-		{name: "dynadm/ns-other-allowed", method: "POST", path: cms, body: cm("dynadm-ns", `"dynadm-ns":"yes"`, "")},
 
 		// Everything goes.
 		{name: "dynadm/delete-vap-binding", method: "DELETE", path: vapbs + "/dynadm-replicas"},
