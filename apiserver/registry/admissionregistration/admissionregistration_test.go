@@ -64,7 +64,7 @@ func TestDefaultsAndGeneration_D12(t *testing.T) {
 				"spec.matchConstraints.objectSelector": `{}`, "spec.matchConstraints.resourceRules.[0].scope": `"*"`, "status": `{}`}},
 		{"validatingadmissionpolicybindings", vapb("b", `"policyName":"p","validationActions":["Deny"],"matchResources":{}`), `{"spec":{"validationActions":["Warn"]}}`,
 			map[string]string{"spec.matchResources": `{"matchPolicy":"Equivalent","namespaceSelector":{},"objectSelector":{}}`}},
-		{"mutatingadmissionpolicies", mapol("p", `"mutations":[{"patchType":"JSONPatch","jsonPatch":{"expression":"[]"}}],"reinvocationPolicy":"Never"`),
+		{"mutatingadmissionpolicies", mapol("p", `"mutations":[{"patchType":"JSONPatch","jsonPatch":{"expression":"[JSONPatch{op: \"test\", path: \"/metadata/name\", value: object.metadata.name}]"}}],"reinvocationPolicy":"Never"`),
 			`{"spec":{"reinvocationPolicy":"IfNeeded"}}`,
 			map[string]string{"spec.failurePolicy": `"Fail"`, "spec.matchConstraints.resourceRules.[0].scope": `"*"`}},
 		{"mutatingadmissionpolicybindings", mapb("b", `"policyName":"p"`), `{"spec":{"policyName":"q"}}`,
