@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
@@ -112,4 +113,31 @@ func vapb(name, spec string) string {
 
 func mapb(name, spec string) string {
 	return `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"MutatingAdmissionPolicyBinding","metadata":{"name":"` + name + `"},"spec":{` + spec + `}}`
+}
+
+// The Tables have kube's columns and cells: the number of webhooks,
+// validations or mutations, the paramKind and the paramRef (B.5, D.12).
+func TestTables_D12(t *testing.T) {
+	t.Parallel()
+	// A fixed clock, so that every object is 0s old.
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	srv := apiservertest.Start(t, apiservertest.WithClock(func() time.Time { return now }))
+	rt.Create(t, srv,
+		[2]string{group + "validatingwebhookconfigurations", webhookConfig("ValidatingWebhookConfiguration", "v", hook)},
+		[2]string{group + "validatingadmissionpolicies", vap("p", `"paramKind":{"apiVersion":"v1","kind":"ConfigMap"},"validations":[{"expression":"true"},{"expression":"params != null"}]`)},
+		[2]string{group + "validatingadmissionpolicybindings", vapb("named", `"policyName":"p","validationActions":["Deny"],"paramRef":{"name":"c","parameterNotFoundAction":"Deny"}`)},
+		[2]string{group + "validatingadmissionpolicybindings", vapb("selected", `"policyName":"p","validationActions":["Deny"],"paramRef":{"selector":{"matchLabels":{"a":"b"}},"parameterNotFoundAction":"Deny"}`)},
+		[2]string{group + "mutatingadmissionpolicybindings", mapb("m", `"policyName":"q","paramRef":{"name":"c","namespace":"default","parameterNotFoundAction":"Allow"}`)},
+	)
+	for path, want := range map[string][]string{
+		"validatingwebhookconfigurations":   {`["v",1,"0s"]`},
+		"validatingadmissionpolicies":       {`["p",2,"v1/ConfigMap","0s"]`},
+		"validatingadmissionpolicybindings": {`["named","p","*/c","0s"]`, `["selected","p","\u0026LabelSelector{MatchLabels:map[string]string{a: b,},MatchExpressions:[]LabelSelectorRequirement{},}","0s"]`},
+		"mutatingadmissionpolicybindings":   {`["m","q","default/c","0s"]`},
+	} {
+		rows := rt.Rows(t, srv, group+path)
+		if strings.Join(rows, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s rows:\n%s\nwant\n%s", path, strings.Join(rows, "\n"), strings.Join(want, "\n"))
+		}
+	}
 }
