@@ -135,6 +135,10 @@ type Resource struct {
 	// GenerationChanged, when set, decides whether an update moves the
 	// generation in place of a changed .spec.
 	GenerationChanged func(obj, old runtime.Object) bool
+	// RequireResourceVersion: an update must name the resourceVersion it
+	// replaces, as for the kinds whose kube strategy refuses unconditional
+	// updates; one without is kube's 422 (D.12).
+	RequireResourceVersion bool
 	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
 	Deprecation string
