@@ -78,6 +78,7 @@ webhooks:
 			body: `[{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":20}]`},
 		{name: "admreg/vwc-put-stale", method: "PUT", path: vwcs + "/checks",
 			body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"checks","resourceVersion":"1"},"webhooks":[` + good("widgets.example.com") + `]}`},
+		{name: "admreg/vwc-put-without-rv", method: "PUT", path: vwcs + "/checks", body: config("ValidatingWebhookConfiguration", "checks", good("widgets.example.com"))},
 		{name: "admreg/vwc-patch-invalid", method: "PATCH", path: vwcs + "/checks", contentType: jsonPatch,
 			body: `[{"op":"replace","path":"/webhooks/0/sideEffects","value":"Some"}]`},
 		{name: "admreg/vwc-create-empty-hook", method: "POST", path: vwcs, body: config("ValidatingWebhookConfiguration", "empty", hook("", ""))},
@@ -131,6 +132,7 @@ webhooks:
 			body: `{"spec":{"failurePolicy":"Fail"},"status":{"conditions":[{"type":"Checked","status":"True","reason":"Done","message":"ok","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`},
 		{name: "admreg/vap-status-invalid", method: "PATCH", path: vaps + "/widgets/status", contentType: mergePatch,
 			body: `{"status":{"conditions":[{"type":"bad type!","status":"Maybe"}],"typeChecking":{"expressionWarnings":[{"fieldRef":"spec.validations[","warning":""}]}}}`},
+		{name: "admreg/vap-status-put-without-rv", method: "PUT", path: vaps + "/widgets/status", body: vap("widgets", match+`,"validations":[{"expression":"true"}]`)},
 		{name: "admreg/vap-get-after-status", method: "GET", path: vaps + "/widgets", project: withoutStatus},
 		{name: "admreg/vap-create-empty", method: "POST", path: vaps, body: vap("empty", `"failurePolicy":"Maybe"`)},
 		{name: "admreg/vap-create-bad-expressions", method: "POST", path: vaps, body: vap("expressions", match+`,`+
@@ -152,6 +154,7 @@ webhooks:
 		{name: "admreg/vapb-get", method: "GET", path: vapbs + "/widgets-by-name"},
 		{name: "admreg/vapb-table", method: "GET", path: vapbs, accept: tableAccept},
 		{name: "admreg/vapb-patch", method: "PATCH", path: vapbs + "/widgets-by-selector", contentType: mergePatch, body: `{"spec":{"validationActions":["Audit"]}}`},
+		{name: "admreg/kubectl-replace-vapb", kubectl: []string{"replace", "-f", "-"}, stdin: vapb("widgets-by-name", `"policyName":"widgets","validationActions":["Audit"]`)},
 		{name: "admreg/vapb-create-empty", method: "POST", path: vapbs, body: vapb("empty", `"paramRef":{}`)},
 		{name: "admreg/vapb-create-bad-actions", method: "POST", path: vapbs, body: vapb("actions", `"policyName":"Bad_Name","validationActions":["Deny","Warn","Deny","Block"],`+
 			`"paramRef":{"name":"a/b","selector":{},"parameterNotFoundAction":"Ignore"}`)},

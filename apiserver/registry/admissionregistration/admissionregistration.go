@@ -29,7 +29,7 @@ func Resources() []*apiserver.Resource {
 	gv := admissionregistrationv1.SchemeGroupVersion
 	kind := func(resource, kind, singular string) *apiserver.Resource {
 		return &apiserver.Resource{GVR: gv.WithResource(resource), Kind: kind, Singular: singular, Categories: []string{category},
-			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true}
+			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, RequireResourceVersion: true}
 	}
 	vwc := kind("validatingwebhookconfigurations", "ValidatingWebhookConfiguration", "validatingwebhookconfiguration")
 	vwc.Defaults, vwc.Validate, vwc.Warnings, vwc.GenerationChanged, vwc.Table =

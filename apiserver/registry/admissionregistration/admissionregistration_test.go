@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
 )
@@ -139,5 +141,23 @@ func TestTables_D12(t *testing.T) {
 		if strings.Join(rows, "\n") != strings.Join(want, "\n") {
 			t.Errorf("%s rows:\n%s\nwant\n%s", path, strings.Join(rows, "\n"), strings.Join(want, "\n"))
 		}
+	}
+}
+
+// An update must name the resourceVersion it replaces, as kube's
+// strategies of the group refuse unconditional updates (D.12).
+func TestUpdateNeedsResourceVersion_D12(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	const path = group + "validatingwebhookconfigurations"
+	rt.Create(t, srv, [2]string{path, webhookConfig("ValidatingWebhookConfiguration", "v", hook)})
+	code, body := rt.Do(t, srv, http.MethodPut, path+"/v", webhookConfig("ValidatingWebhookConfiguration", "v", hook), nil)
+	rt.WantInvalid(t, code, body, "validatingwebhookconfigurations.admissionregistration.k8s.io", "v",
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "metadata.resourceVersion", "Invalid value: 0: must be specified for an update"))
+	_, body = rt.Do(t, srv, http.MethodGet, path+"/v", "", nil)
+	rv := rt.Object(t, body)["metadata"].(map[string]any)["resourceVersion"].(string)
+	withRV := strings.Replace(webhookConfig("ValidatingWebhookConfiguration", "v", hook), `"name":"v"}`, `"name":"v","resourceVersion":"`+rv+`"}`, 1)
+	if code, body := rt.Do(t, srv, http.MethodPut, path+"/v", withRV, nil); code != http.StatusOK {
+		t.Errorf("PUT with its resourceVersion: %d %s", code, body)
 	}
 }
