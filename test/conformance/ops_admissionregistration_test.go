@@ -113,6 +113,9 @@ webhooks:
 		{name: "admreg/mwc-get", method: "GET", path: mwcs + "/mutators"},
 		{name: "admreg/mwc-patch-reinvocation", method: "PATCH", path: mwcs + "/mutators", contentType: jsonPatch,
 			body: `[{"op":"replace","path":"/webhooks/0/reinvocationPolicy","value":"IfNeeded"}]`},
+		{name: "admreg/mwc-list", method: "GET", path: mwcs},
+		{name: "admreg/mwc-patch-labels", method: "PATCH", path: mwcs + "/mutators", contentType: mergePatch, body: `{"metadata":{"labels":{"team":"b"}}}`},
+		{name: "admreg/mwc-watch-from-rv", method: "GET", path: mwcs + "?watch=1&timeoutSeconds=1&resourceVersion={rv}"},
 		{name: "admreg/mwc-create-invalid", method: "POST", path: mwcs, body: config("MutatingWebhookConfiguration", "bad",
 			hook("bad.example.com", service+`,"reinvocationPolicy":"Always","sideEffects":"Unknown"`))},
 		{name: "admreg/mwc-table", method: "GET", path: mwcs, accept: tableAccept},
@@ -174,6 +177,14 @@ webhooks:
 				`"mutations":[{},{"patchType":"JSONPatch"},{"patchType":"ApplyConfiguration","jsonPatch":{"expression":"[]"}},{"patchType":"Merge"},`+
 				`{"patchType":"JSONPatch","jsonPatch":{"expression":"[]"},"applyConfiguration":{"expression":" "}},`+
 				`{"patchType":"ApplyConfiguration","applyConfiguration":{"expression":"Object{"}}]`)},
+		{name: "admreg/map-get-protobuf", method: "GET", path: maps + "/labels", accept: protobuf},
+		{name: "admreg/map-apply", method: "PATCH", path: maps + "/applied?fieldManager=tester", contentType: applyPatch,
+			body: mapol("applied", match+`,"reinvocationPolicy":"Never","mutations":[{"patchType":"JSONPatch","jsonPatch":{"expression":"`+addLabel+`"}}]`)},
+		{name: "admreg/map-apply-again", method: "PATCH", path: maps + "/applied?fieldManager=tester", contentType: applyPatch,
+			body: mapol("applied", match+`,"reinvocationPolicy":"IfNeeded","mutations":[{"patchType":"JSONPatch","jsonPatch":{"expression":"`+addLabel+`"}}]`)},
+		{name: "admreg/map-create-unknown-field", method: "POST", path: maps + "?fieldValidation=Strict",
+			body: mapol("strict", match+`,"reinvocationPolicy":"Never","mutatons":[]`)},
+		{name: "admreg/map-delete-applied", method: "DELETE", path: maps + "/applied"},
 		{name: "admreg/kubectl-get-map", kubectl: []string{"get", "mutatingadmissionpolicies"}},
 
 		// MutatingAdmissionPolicyBindings.
