@@ -76,6 +76,8 @@ webhooks:
 		{name: "admreg/vwc-patch-labels", method: "PATCH", path: vwcs + "/checks", contentType: mergePatch, body: `{"metadata":{"labels":{"team":"a"}}}`},
 		{name: "admreg/vwc-patch-webhooks", method: "PATCH", path: vwcs + "/checks", contentType: jsonPatch,
 			body: `[{"op":"replace","path":"/webhooks/0/timeoutSeconds","value":20}]`},
+		{name: "admreg/vwc-patch-empty-conditions", method: "PATCH", path: vwcs + "/checks", contentType: jsonPatch,
+			body: `[{"op":"add","path":"/webhooks/0/matchConditions","value":[]}]`},
 		{name: "admreg/vwc-put-stale", method: "PUT", path: vwcs + "/checks",
 			body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingWebhookConfiguration","metadata":{"name":"checks","resourceVersion":"1"},"webhooks":[` + good("widgets.example.com") + `]}`},
 		{name: "admreg/vwc-put-without-rv", method: "PUT", path: vwcs + "/checks", body: config("ValidatingWebhookConfiguration", "checks", good("widgets.example.com"))},

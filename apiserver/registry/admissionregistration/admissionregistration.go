@@ -9,10 +9,10 @@
 package admissionregistration
 
 import (
+	"reflect"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,13 +54,14 @@ func Resources() []*apiserver.Resource {
 }
 
 // webhooksChanged: a webhook configuration has no spec; its generation
-// counts the changes of its webhooks.
+// counts the changes of its webhooks, compared as kube compares them,
+// strictly: an empty list where there was none is a change.
 func webhooksChanged(obj, old runtime.Object) bool {
 	switch c := obj.(type) {
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
-		return !apiequality.Semantic.DeepEqual(c.Webhooks, old.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks)
+		return !reflect.DeepEqual(c.Webhooks, old.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks)
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
-		return !apiequality.Semantic.DeepEqual(c.Webhooks, old.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks)
+		return !reflect.DeepEqual(c.Webhooks, old.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks)
 	}
 	return false
 }

@@ -90,8 +90,16 @@ func TestDefaultsAndGeneration_D12(t *testing.T) {
 		}
 		rt.WantFields(t, rt.Object(t, body), map[string]string{"metadata.generation": "2"})
 	}
+	// An empty list where there was none changes the webhooks, as kube
+	// compares them, though the stored object is the same.
+	code, body := rt.Do(t, srv, http.MethodPatch, group+"validatingwebhookconfigurations/v", `[{"op":"add","path":"/webhooks/0/matchConditions","value":[]}]`,
+		map[string]string{"Content-Type": "application/json-patch+json"})
+	if code != http.StatusOK {
+		t.Fatalf("patch: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{"metadata.generation": "3", "webhooks.[0].matchConditions": ""})
 	// A status write leaves the policy's generation and spec.
-	code, body := rt.Do(t, srv, http.MethodPatch, group+"validatingadmissionpolicies/p/status",
+	code, body = rt.Do(t, srv, http.MethodPatch, group+"validatingadmissionpolicies/p/status",
 		`{"spec":{"failurePolicy":"Ignore"},"status":{"observedGeneration":2}}`, nil)
 	if code != http.StatusOK {
 		t.Fatalf("status: %d %s", code, body)
