@@ -57,6 +57,8 @@ var kubeGroupPriority = map[string]int{
 	"scheduling.k8s.io":         16600,
 	"coordination.k8s.io":       16500,
 	"discovery.k8s.io":          16200,
+	// admissionregistration.k8s.io (D.12)
+	"admissionregistration.k8s.io": 16700,
 }
 
 // sortGroups puts API group names in kube-apiserver's discovery order.

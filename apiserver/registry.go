@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -134,6 +135,10 @@ type Resource struct {
 	// GenerationChanged, when set, decides whether an update moves the
 	// generation in place of a changed .spec.
 	GenerationChanged func(obj, old runtime.Object) bool
+	// RequireResourceVersion: an update must name the resourceVersion it
+	// replaces, as for the kinds whose kube strategy refuses unconditional
+	// updates; one without is kube's 422 (D.12).
+	RequireResourceVersion bool
 	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
 	Deprecation string
@@ -190,6 +195,7 @@ func newScheme() (*runtime.Scheme, error) {
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
 		certificatesv1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

@@ -585,6 +585,10 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 		return nil, nil, err
 	}
 	precondition := acc.GetResourceVersion()
+	if precondition == "" && q.res.RequireResourceVersion {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: q.res.GVR.Group, Kind: q.res.GVR.Resource}, q.name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+	}
 	// As in kube-apiserver, an update of a role or binding that changes
 	// nothing but what the garbage collector changes (owner references
 	// and finalizers) is not checked for escalation; the object is

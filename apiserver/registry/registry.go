@@ -9,6 +9,7 @@ package registry
 
 import (
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
 	"github.com/kubegate/kubegate/apiserver/registry/apps"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
@@ -36,6 +37,7 @@ func Resources() []*apiserver.Resource {
 		core.Resources,
 		apps.Resources,
 		events.Resources,
+		admissionregistration.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

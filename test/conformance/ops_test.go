@@ -362,6 +362,7 @@ func operations() []op {
 	add(controllerRoleOps()...)
 	add(rbacOrderOps()...)
 	add(tableOps()...)
+	add(admissionRegistrationOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
