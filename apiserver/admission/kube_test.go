@@ -470,6 +470,14 @@ func TestWebhooks_D13(t *testing.T) {
 			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"want": "effects"}}
 			w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
 		}),
+		validatingHook("unknown", h.client("/allow"), func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"want": "unknown"}}
+			w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassUnknown)
+		}),
+		validatingHook("dry-safe", h.client("/allow"), func(w *admissionregistrationv1.ValidatingWebhook) {
+			w.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"want": "dry-safe"}}
+			w.SideEffects = ptr.To(admissionregistrationv1.SideEffectClassNoneOnDryRun)
+		}),
 	)
 	tests := []struct {
 		name      string
@@ -494,6 +502,9 @@ func TestWebhooks_D13(t *testing.T) {
 		{name: "dry run refused", cm: configMap("team", "good", map[string]string{"want": "effects"}, nil), dry: true, wantCode: 400,
 			wantErr: `admission webhook "effects.example.com" does not support dry run`},
 		{name: "side effects not dry", cm: configMap("team", "good", map[string]string{"want": "effects"}, nil)},
+		{name: "unknown side effects dry run refused", cm: configMap("team", "good", map[string]string{"want": "unknown"}, nil), dry: true, wantCode: 400,
+			wantErr: `admission webhook "unknown.example.com" does not support dry run`},
+		{name: "none on dry run", cm: configMap("team", "good", map[string]string{"want": "dry-safe"}, nil), dry: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
