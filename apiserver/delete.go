@@ -156,6 +156,15 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 				return old, false, nil // still being emptied
 			}
 		}
+		if acc, _ := meta.Accessor(old); q.res.BeginDelete != nil && q.verb != "deletecollection" && acc.GetDeletionTimestamp() == nil {
+			marked := old.DeepCopyObject()
+			q.res.BeginDelete(marked, q.s.now())
+			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
+			if retry {
+				continue
+			}
+			return out, false, err
+		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {
 			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
 			if retry {

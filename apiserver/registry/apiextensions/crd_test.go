@@ -1,0 +1,168 @@
+package apiextensions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kubegate/kubegate/apiserver/apiservertest"
+	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
+)
+
+const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+// schema is a structural schema that keeps any spec.
+const schema = `{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}`
+
+// version is one entry of spec.versions, served, with schema.
+func version(name string, storage bool) string {
+	return fmt.Sprintf(`{"name":%q,"served":true,"storage":%t,"schema":%s}`, name, storage, schema)
+}
+
+// crd is a CRD manifest of names in group with versions.
+func crd(name, group, names, scope string, versions ...string) string {
+	return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"` + name +
+		`"},"spec":{"group":"` + group + `","names":{` + names + `},"scope":"` + scope + `","versions":[` + strings.Join(versions, ",") + `]}}`
+}
+
+// request sends body to path and returns the status and the decoded
+// answer.
+func request(t *testing.T, srv *apiservertest.Server, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	code, data := rt.Do(t, srv, method, path, body, nil)
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatalf("%s %s: %d %s", method, path, code, data)
+	}
+	return code, m
+}
+
+// at returns the value at the path of keys in a decoded object.
+func at(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
+}
+
+// A created CRD reads back with kube's defaults (the singular name and
+// list kind from the kind, the None conversion), the storage version in
+// status.storedVersions, no conditions yet and generation 1 (I.1).
+func TestCreateDefaults_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	code, got := request(t, ts, "POST", crds, crd("widgets.example.com", "example.com", `"plural":"widgets","kind":"Widget"`, "Namespaced", version("v1", true)))
+	if code != 201 {
+		t.Fatalf("create: %d %v", code, got)
+	}
+	_, got = request(t, ts, "GET", crds+"/widgets.example.com", "")
+	for _, c := range []struct {
+		keys []string
+		want any
+	}{
+		{[]string{"spec", "names", "singular"}, "widget"},
+		{[]string{"spec", "names", "listKind"}, "WidgetList"},
+		{[]string{"spec", "conversion", "strategy"}, "None"},
+		{[]string{"status", "storedVersions"}, []any{"v1"}},
+		{[]string{"status", "conditions"}, nil},
+		{[]string{"metadata", "generation"}, float64(1)},
+	} {
+		if v := at(got, c.keys...); !reflect.DeepEqual(v, c.want) {
+			t.Errorf("%s: got %v, want %v", strings.Join(c.keys, "."), v, c.want)
+		}
+	}
+}
+
+// The mistakes kube's validation refuses are 422s with its texts (I.1).
+func TestValidation_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	gadget := `"plural":"gadgets","kind":"Gadget"`
+	for _, tt := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"a bad group", crd("widgets.Example_Com", "Example_Com", `"plural":"widgets","kind":"Widget"`, "Namespaced", version("v1", true)),
+			[]string{`metadata.name: Invalid value: "widgets.Example_Com": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`,
+				`spec.group: Invalid value: "Example_Com": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters`}},
+		{"a group of one label", crd("widgets.example", "example", `"plural":"widgets","kind":"Widget"`, "Namespaced", version("v1", true)),
+			[]string{`spec.group: Invalid value: "example": should be a domain with at least one dot`}},
+		{"a bad plural", crd("Widgets.example.com", "example.com", `"plural":"Widgets","kind":"Widget"`, "Namespaced", version("v1", true)),
+			[]string{`spec.names.plural: Invalid value: "Widgets": a DNS-1035 label must consist of lower case alphanumeric characters`}},
+		{"a name that is not plural.group", crd("gadgets.example.com", "example.com", `"plural":"widgets","kind":"Widget"`, "Namespaced", version("v1", true)),
+			[]string{`metadata.name: Invalid value: "gadgets.example.com": must be spec.names.plural+"."+spec.group`}},
+		{"no storage version", crd("gadgets.example.com", "example.com", gadget, "Namespaced", version("v1", false)),
+			[]string{`spec.versions: Invalid value: `, `must have exactly one version marked as storage version`,
+				`status.storedVersions: Invalid value: null: must have at least one stored version`}},
+		{"two storage versions", crd("gadgets.example.com", "example.com", gadget, "Namespaced", version("v1", true), version("v2", true)),
+			[]string{`must have exactly one version marked as storage version`}},
+		{"a non-structural schema", crd("gadgets.example.com", "example.com", gadget, "Namespaced",
+			`{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"properties":{"size":{"type":"integer"}}}}}}}`),
+			// versions with one schema are checked as the spec's
+			[]string{`spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields`}},
+		{"a bad x-kubernetes-validations rule", crd("gadgets.example.com", "example.com", gadget, "Namespaced",
+			`{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.size >"}],"properties":{"size":{"type":"integer"}}}}}}}`),
+			[]string{`spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.size \u003e",`,
+				`compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>'`}},
+	} {
+		code, st := request(t, ts, "POST", crds, tt.body)
+		msg := fmt.Sprint(st["message"])
+		if code != 422 || st["reason"] != "Invalid" {
+			t.Errorf("%s: got %d %v, want 422", tt.name, code, st)
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: message %q lacks %q", tt.name, msg, w)
+			}
+		}
+		if n := strings.Count(msg, "metadata.name:"); n > 1 {
+			t.Errorf("%s: the name is reported %d times: %s", tt.name, n, msg)
+		}
+	}
+}
+
+// An update that adds a storage version counts in generation and adds
+// the version to status.storedVersions; a stored version stays in
+// spec.versions until status no longer lists it; a status write changes
+// neither the spec nor the generation (I.1).
+func TestStoredVersionsAndGeneration_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	path := crds + "/widgets.example.com"
+	if code, got := request(t, ts, "POST", crds, crd("widgets.example.com", "example.com", `"plural":"widgets","kind":"Widget"`, "Namespaced", version("v1", true))); code != 201 {
+		t.Fatalf("create: %d %v", code, got)
+	}
+	versions := func(vs ...string) string { return `{"spec":{"versions":[` + strings.Join(vs, ",") + `]}}` }
+	code, got := request(t, ts, "PATCH", path, versions(version("v1", false), version("v2", true)))
+	if code != 200 || at(got, "metadata", "generation") != float64(2) || !reflect.DeepEqual(at(got, "status", "storedVersions"), []any{"v1", "v2"}) {
+		t.Fatalf("add v2: %d generation %v storedVersions %v", code, at(got, "metadata", "generation"), at(got, "status", "storedVersions"))
+	}
+	// A label is no change of the spec.
+	if code, got := request(t, ts, "PATCH", path, `{"metadata":{"labels":{"a":"b"}},"status":{"storedVersions":["v9"]}}`); code != 200 ||
+		at(got, "metadata", "generation") != float64(2) || !reflect.DeepEqual(at(got, "status", "storedVersions"), []any{"v1", "v2"}) {
+		t.Fatalf("label: %d %v", code, got)
+	}
+	code, got = request(t, ts, "PATCH", path, versions(version("v2", true)))
+	want := `status.storedVersions[0]: Invalid value: "v1": missing from spec.versions; v1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1 and removes v1 from status.storedVersions`
+	if code != 422 || !strings.Contains(fmt.Sprint(got["message"]), want) {
+		t.Fatalf("drop v1: got %d %v, want 422 %q", code, got["message"], want)
+	}
+	code, got = request(t, ts, "PATCH", path+"/status", `{"spec":{"scope":"Cluster"},"status":{"storedVersions":["v2"]}}`)
+	if code != 200 || at(got, "spec", "scope") != "Namespaced" || at(got, "metadata", "generation") != float64(2) ||
+		!reflect.DeepEqual(at(got, "status", "storedVersions"), []any{"v2"}) {
+		t.Fatalf("status: %d %v", code, got)
+	}
+	if code, got := request(t, ts, "PATCH", path, versions(version("v2", true))); code != 200 || at(got, "metadata", "generation") != float64(3) {
+		t.Fatalf("drop v1 once migrated: %d %v", code, got)
+	}
+	// No stored version at all is the storage version again: kube's
+	// defaults fill it.
+	if code, got := request(t, ts, "PATCH", path+"/status", `{"status":{"storedVersions":[]}}`); code != 200 ||
+		!reflect.DeepEqual(at(got, "status", "storedVersions"), []any{"v2"}) {
+		t.Fatalf("empty storedVersions: %d %v", code, got)
+	}
+}
