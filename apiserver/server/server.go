@@ -166,6 +166,9 @@ type Server struct {
 	logger *slog.Logger
 	cancel context.CancelFunc // ends the controllers and file watches
 	local  *localRequests     // requests served in process (InProcessTransport)
+	// stopCRDControllers ends the apiextensions controllers, which call
+	// the server in process, before it stops serving.
+	stopCRDControllers func()
 }
 
 // URL returns the server's base URL on its listener.
@@ -276,6 +279,12 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// As in kube-apiserver, the controllers of CRDs run in the server's
+	// process, on its loopback client.
+	if s.stopCRDControllers, err = StartAPIExtensionsControllers(ctx, s.LoopbackConfig()); err != nil {
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
+	}
 	return s, nil
 }
 
@@ -312,6 +321,7 @@ func openStore(ctx context.Context, o *Options) (store.Store, error) {
 // store and its background work.
 func (s *Server) Close() error {
 	s.cancel()
+	s.stopCRDControllers()
 	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
 }
 
@@ -329,6 +339,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
 	select {
 	case err := <-errc:
+		s.stopCRDControllers()
 		s.local.close()
 		s.local.endStreams()
 		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -337,6 +348,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stopCRDControllers()
 	s.local.close()
 	grace, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

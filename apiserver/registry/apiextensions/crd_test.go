@@ -1,14 +1,18 @@
 package apiextensions_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	rt "github.com/kubegate/kubegate/apiserver/registry/registrytest"
+	"github.com/kubegate/kubegate/apiserver/server"
+	"github.com/kubegate/kubegate/internal/testwait"
 )
 
 const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -165,4 +169,116 @@ func TestStoredVersionsAndGeneration_I1(t *testing.T) {
 		!reflect.DeepEqual(at(got, "status", "storedVersions"), []any{"v2"}) {
 		t.Fatalf("empty storedVersions: %d %v", code, got)
 	}
+}
+
+// startControllers runs the API server's CRD controllers against ts until
+// the test ends.
+func startControllers(t *testing.T, ts *apiservertest.Server) {
+	t.Helper()
+	stop, err := server.StartAPIExtensionsControllers(context.Background(), ts.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+}
+
+// condition returns the status, reason and message of the condition typ
+// of the CRD name, "" when it has none.
+func condition(t *testing.T, ts *apiservertest.Server, name, typ string) (status, reason, message string) {
+	t.Helper()
+	_, got := request(t, ts, "GET", crds+"/"+name, "")
+	conds, _ := at(got, "status", "conditions").([]any)
+	for _, c := range conds {
+		if c, _ := c.(map[string]any); c["type"] == typ {
+			return fmt.Sprint(c["status"]), fmt.Sprint(c["reason"]), fmt.Sprint(c["message"])
+		}
+	}
+	return "", "", ""
+}
+
+// waitCondition waits for the condition typ of the CRD name to have
+// status.
+func waitCondition(t *testing.T, ts *apiservertest.Server, name, typ, status string) (reason, message string) {
+	t.Helper()
+	testwait.For(t, 30*time.Second, name+" "+typ+"="+status, func() (bool, string) {
+		s, r, m := condition(t, ts, name, typ)
+		reason, message = r, m
+		return s == status, s + " " + r
+	})
+	return reason, message
+}
+
+// The controllers accept a CRD's names and establish it; a second CRD of
+// the group that asks for a name in use gets NamesAccepted False with
+// kube's reason and message, and is not established (I.1).
+func TestConditions_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	startControllers(t, ts)
+	if code, got := request(t, ts, "POST", crds, crd("widgets.example.com", "example.com", `"plural":"widgets","kind":"Widget","shortNames":["wd"]`, "Namespaced", version("v1", true))); code != 201 {
+		t.Fatalf("create: %d %v", code, got)
+	}
+	if reason, msg := waitCondition(t, ts, "widgets.example.com", "NamesAccepted", "True"); reason != "NoConflicts" || msg != "no conflicts found" {
+		t.Errorf("NamesAccepted: %s %q", reason, msg)
+	}
+	if reason, _ := waitCondition(t, ts, "widgets.example.com", "Established", "True"); reason != "InitialNamesAccepted" {
+		t.Errorf("Established: %s", reason)
+	}
+	_, got := request(t, ts, "GET", crds+"/widgets.example.com", "")
+	if names := at(got, "status", "acceptedNames"); !reflect.DeepEqual(names, map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList", "shortNames": []any{"wd"}}) {
+		t.Errorf("acceptedNames: %v", names)
+	}
+	// Once established, the scope no longer changes.
+	if code, got := request(t, ts, "PATCH", crds+"/widgets.example.com", `{"spec":{"scope":"Cluster"}}`); code != 422 ||
+		!strings.Contains(fmt.Sprint(got["message"]), `spec.scope: Invalid value: "Cluster": field is immutable`) {
+		t.Errorf("scope change: %d %v", code, got["message"])
+	}
+
+	if code, got := request(t, ts, "POST", crds, crd("gizmos.example.com", "example.com", `"plural":"gizmos","kind":"Gizmo","shortNames":["wd"]`, "Namespaced", version("v1", true))); code != 201 {
+		t.Fatalf("create gizmos: %d %v", code, got)
+	}
+	if reason, msg := waitCondition(t, ts, "gizmos.example.com", "NamesAccepted", "False"); reason != "ShortNamesConflict" || msg != `"wd" is already in use` {
+		t.Errorf("gizmos NamesAccepted: %s %q", reason, msg)
+	}
+	if status, reason, msg := condition(t, ts, "gizmos.example.com", "Established"); status != "False" || reason != "NotAccepted" || msg != "not all names are accepted" {
+		t.Errorf("gizmos Established: %s %s %q", status, reason, msg)
+	}
+}
+
+// A deleted CRD is Terminating with the cleanup finalizer, which the CRD
+// finalizer removes once its custom resources are gone (none are served
+// here), and the CRD goes (I.1).
+func TestDeletionWithTheFinalizer_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	// Without the controllers the CRD stays, marked.
+	if code, got := request(t, ts, "POST", crds, crd("widgets.example.com", "example.com", `"plural":"widgets","kind":"Widget"`, "Cluster", version("v1", true))); code != 201 {
+		t.Fatalf("create: %d %v", code, got)
+	}
+	code, got := request(t, ts, "DELETE", crds+"/widgets.example.com", "")
+	if code != 200 || !reflect.DeepEqual(at(got, "metadata", "finalizers"), []any{"customresourcecleanup.apiextensions.k8s.io"}) ||
+		at(got, "metadata", "deletionTimestamp") == nil || at(got, "metadata", "generation") != float64(1) {
+		t.Fatalf("delete: %d %v", code, got)
+	}
+	if status, reason, _ := condition(t, ts, "widgets.example.com", "Terminating"); status != "True" || reason != "InstanceDeletionPending" {
+		t.Fatalf("Terminating: %s %s", status, reason)
+	}
+	startControllers(t, ts)
+	testwait.For(t, 30*time.Second, "the CRD gone", func() (bool, string) {
+		code, got := request(t, ts, "GET", crds+"/widgets.example.com", "")
+		return code == 404, fmt.Sprint(code, " ", at(got, "status", "conditions"))
+	})
+
+	// Established, its deletion finds no custom resources and ends too.
+	if code, got := request(t, ts, "POST", crds, crd("gadgets.example.com", "example.com", `"plural":"gadgets","kind":"Gadget"`, "Namespaced", version("v1", true))); code != 201 {
+		t.Fatalf("create gadgets: %d %v", code, got)
+	}
+	waitCondition(t, ts, "gadgets.example.com", "Established", "True")
+	if code, got := request(t, ts, "DELETE", crds+"/gadgets.example.com", ""); code != 200 {
+		t.Fatalf("delete gadgets: %d %v", code, got)
+	}
+	testwait.For(t, 30*time.Second, "gadgets gone", func() (bool, string) {
+		code, got := request(t, ts, "GET", crds+"/gadgets.example.com", "")
+		return code == 404, fmt.Sprint(code, " ", at(got, "status", "conditions"))
+	})
 }
