@@ -42,7 +42,15 @@ type op struct {
 	// A kubectl command, with its standard input.
 	kubectl []string
 	stdin   string
+
+	// until, when set, repeats the op on each server until its answer
+	// satisfies it or about 30 s have passed, for a state a server's
+	// controllers reach in their own time; the last answer is compared.
+	until func(answer) bool
 }
+
+// untilTimeout bounds how long an op with until waits for its answer.
+const untilTimeout = 30 * time.Second
 
 // answer is what a server gave for an op, normalized.
 type answer struct {
@@ -55,6 +63,21 @@ type answer struct {
 }
 
 func (o op) run(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	if o.until == nil {
+		return o.runOnce(t, s, n)
+	}
+	deadline := time.Now().Add(untilTimeout)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		a := o.runOnce(t, s, n)
+		if o.until(a) || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(pause)
+	}
+}
+
+func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {
 	t.Helper()
 	if o.kubectl != nil {
 		code, stdout, stderr := s.kubectl(t, o.stdin, o.kubectl...)
