@@ -282,3 +282,42 @@ func TestDeletionWithTheFinalizer_I1(t *testing.T) {
 		return code == 404, fmt.Sprint(code, " ", at(got, "status", "conditions"))
 	})
 }
+
+// A format kube does not know is a warning; kubectl get prints kube's
+// columns for CRDs; a deletecollection removes a CRD at once, without the
+// cleanup finalizer, as kube's generic store does (I.1).
+func TestWarningsTableAndDeleteCollection_I1(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	body := crd("gadgets.example.com", "example.com", `"plural":"gadgets","kind":"Gadget"`, "Cluster",
+		`{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"when":{"type":"string","format":"sometime"}}}}}}}`)
+	code, header, data := rt.DoHeader(t, ts, "POST", crds, body, nil)
+	if code != 201 || !reflect.DeepEqual(header.Values("Warning"), []string{`299 - "unrecognized format \"sometime\""`}) {
+		t.Fatalf("create: %d %q %s", code, header.Values("Warning"), data)
+	}
+	code, data = rt.Do(t, ts, "GET", crds+"/gadgets.example.com", "", map[string]string{"Accept": rt.TableAccept})
+	var table struct {
+		ColumnDefinitions []struct{ Name string }
+		Rows              []struct{ Cells []any }
+	}
+	if err := json.Unmarshal(data, &table); err != nil || code != 200 || len(table.Rows) != 1 {
+		t.Fatalf("table: %d %s", code, data)
+	}
+	var columns []string
+	for _, c := range table.ColumnDefinitions {
+		columns = append(columns, c.Name)
+	}
+	if got, want := strings.Join(columns, ","), "Name,Scope,Versions,Created At,Group,Kind,ShortNames,Established"; got != want {
+		t.Errorf("columns: got %s, want %s", got, want)
+	}
+	if cells := table.Rows[0].Cells; len(cells) != 8 || cells[1] != "Cluster" || cells[2] != "v1(storage)" || cells[7] != false {
+		t.Errorf("cells: %v", cells)
+	}
+	code, got := request(t, ts, "DELETE", crds, "")
+	if items, _ := got["items"].([]any); code != 200 || len(items) != 1 {
+		t.Fatalf("deletecollection: %d %v", code, got)
+	}
+	if code, _ := request(t, ts, "GET", crds+"/gadgets.example.com", ""); code != 404 {
+		t.Errorf("after deletecollection: got %d, want 404", code)
+	}
+}
