@@ -193,6 +193,9 @@ func (q *request) checkDeletePreconditions(name string, p *metav1.Preconditions,
 	if p == nil {
 		return nil
 	}
+	if q.res.DeletePreconditions != nil && q.verb != "deletecollection" {
+		return q.res.DeletePreconditions(p, old)
+	}
 	acc, _ := meta.Accessor(old)
 	if q.res.GVR == namespacesGVR {
 		// The namespace registry checks its preconditions itself, naming

@@ -136,6 +136,11 @@ type Resource struct {
 	// generation, as kube's CRD storage does. A deletecollection, and a
 	// delete of an object being deleted, follow the generic rules (G.8).
 	BeginDelete func(obj runtime.Object, now time.Time)
+	// DeletePreconditions, when set, checks the preconditions of a delete
+	// by name against the stored object in place of the generic check,
+	// with the errors of a kind whose storage checks them itself (CRDs);
+	// nil: the generic check.
+	DeletePreconditions func(p *metav1.Preconditions, obj runtime.Object) error
 	// ResetApproval copies into obj (a copy of the stored object) what
 	// an update of the approval subresource may change, from the body.
 	ResetApproval func(obj, from runtime.Object)

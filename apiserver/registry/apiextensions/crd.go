@@ -10,6 +10,7 @@ package apiextensions
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/client/applyconfiguration"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresourcedefinition/tableconvertor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -53,7 +55,7 @@ func Resources() []*apiserver.Resource {
 		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		Generation:   true, Defaults: defaultCRD, PrepareCreate: prepareCreate, Prepare: prepareUpdate,
 		Validate: validateCRD, ValidateStatus: validateStatus, Warnings: warnings, ResetStatus: resetStatus,
-		StatusTakesMetadata: true, BeginDelete: beginDelete, Table: crdTable,
+		StatusTakesMetadata: true, BeginDelete: beginDelete, DeletePreconditions: deletePreconditions, Table: crdTable,
 		TypeConverter: applyconfiguration.NewTypeConverter(scheme)}}
 }
 
@@ -176,6 +178,20 @@ func beginDelete(obj runtime.Object, now time.Time) {
 		Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
 	})
 	fromInternal(crd, obj)
+}
+
+// deletePreconditions checks a delete's preconditions as kube's CRD
+// storage does, with its conflicts, which name the resource.
+func deletePreconditions(p *metav1.Preconditions, obj runtime.Object) error {
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	gr := apiextensionsv1.Resource("customresourcedefinitions")
+	if p.UID != nil && *p.UID != crd.UID {
+		return apierrors.NewConflict(gr, crd.Name, fmt.Errorf("precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, crd.UID))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != crd.ResourceVersion {
+		return apierrors.NewConflict(gr, crd.Name, fmt.Errorf("precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, crd.ResourceVersion))
+	}
+	return nil
 }
 
 // crdTable is kube's table of CRDs, its columns and cells from

@@ -255,6 +255,17 @@ func TestDeletionWithTheFinalizer_I1(t *testing.T) {
 	if code, got := request(t, ts, "POST", crds, crd("widgets.example.com", "example.com", `"plural":"widgets","kind":"Widget"`, "Cluster", version("v1", true))); code != 201 {
 		t.Fatalf("create: %d %v", code, got)
 	}
+	// Its preconditions are checked as kube's CRD storage checks them.
+	for _, p := range []struct{ body, want string }{
+		{`{"preconditions":{"uid":"u-1"}}`, `precondition failed: UID in precondition: u-1, UID in object meta: `},
+		{`{"preconditions":{"resourceVersion":"1"}}`, `precondition failed: ResourceVersion in precondition: 1, ResourceVersion in object meta: `},
+	} {
+		code, got := request(t, ts, "DELETE", crds+"/widgets.example.com", p.body)
+		want := `Operation cannot be fulfilled on customresourcedefinitions.apiextensions.k8s.io "widgets.example.com": ` + p.want
+		if code != 409 || !strings.HasPrefix(fmt.Sprint(got["message"]), want) {
+			t.Errorf("delete with %s: got %d %v, want 409 %q", p.body, code, got["message"], want)
+		}
+	}
 	code, got := request(t, ts, "DELETE", crds+"/widgets.example.com", "")
 	if code != 200 || !reflect.DeepEqual(at(got, "metadata", "finalizers"), []any{"customresourcecleanup.apiextensions.k8s.io"}) ||
 		at(got, "metadata", "deletionTimestamp") == nil || at(got, "metadata", "generation") != float64(1) {
