@@ -114,6 +114,13 @@ func crdOps() []op {
 			stdin: crd("cogs.conformance.example.com", "conformance.example.com", `"plural":"cogs","kind":"Cog","shortNames":["cg"]`, "Cluster", version("v1", true, ""))},
 		{name: "crd/cogs-established", method: "GET", path: crds + "/cogs.conformance.example.com", until: crdCondition("Established", "True")},
 		{name: "crd/kubectl-delete", kubectl: []string{"delete", "crd", "cogs.conformance.example.com"}},
+		{name: "crd/create-webhook-bad-ca", method: "POST", path: crds,
+			body: `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"hooks.conformance.example.com"},"spec":{"group":"conformance.example.com","names":{"plural":"hooks","kind":"Hook"},"scope":"Cluster","versions":[` +
+				version("v1", true, "") + `,` + version("v2", false, "") + `],"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://conversion.example.com/convert","caBundle":"bm90IGEgY2VydA=="}}}}}`},
+		{name: "crd/webhook-bad-ca", method: "GET", path: crds + "/hooks.conformance.example.com", until: crdReason("Established", "InvalidCABundle")},
+		{name: "crd/delete-uid-precondition", method: "DELETE", path: crds + "/hooks.conformance.example.com",
+			body: `{"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`},
+		{name: "crd/delete-hooks", method: "DELETE", path: crds + "/hooks.conformance.example.com"},
 		{name: "crd/delete", method: "DELETE", path: crds + "/gadgets.conformance.example.com"},
 		{name: "crd/deleted", method: "GET", path: crds + "/gadgets.conformance.example.com", until: statusIs(404)},
 		{name: "crd/delete-missing", method: "DELETE", path: crds + "/gadgets.conformance.example.com"},
@@ -141,6 +148,21 @@ func crdCondition(typ, status string) func(answer) bool {
 		for _, c := range conds {
 			if c, _ := c.(map[string]any); c["type"] == typ {
 				return c["status"] == status
+			}
+		}
+		return false
+	}
+}
+
+// crdReason is satisfied by a CRD whose condition typ has reason.
+func crdReason(typ, reason string) func(answer) bool {
+	return func(a answer) bool {
+		m, _ := a.body.(map[string]any)
+		st, _ := m["status"].(map[string]any)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == typ {
+				return c["reason"] == reason
 			}
 		}
 		return false
