@@ -11,6 +11,7 @@ package apiextensions
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -144,7 +145,7 @@ func withoutMetadata(errs field.ErrorList, keepName bool) field.ErrorList {
 	for _, err := range errs {
 		switch {
 		case keepName && err.Type == field.ErrorTypeInvalid && (err.Field == "metadata.name" || err.Field == "metadata.generateName"):
-		case err.Field == "metadata" || len(err.Field) > len("metadata.") && err.Field[:len("metadata.")] == "metadata.":
+		case err.Field == "metadata" || strings.HasPrefix(err.Field, "metadata."):
 			continue
 		}
 		out = append(out, err)
