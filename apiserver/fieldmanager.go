@@ -23,7 +23,11 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 	if set := res.resetFields(sub); set != nil {
 		untracked = fieldpath.NewExcludeFilterSetMap(map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(gvk.GroupVersion().String()): set})
 	}
-	fm, err := managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
+	tc := s.typeConverter
+	if res.TypeConverter != nil {
+		tc = res.TypeConverter
+	}
+	fm, err := managedfields.NewDefaultFieldManager(tc, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
 	if err != nil {
 		return nil, err
 	}

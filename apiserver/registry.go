@@ -20,12 +20,14 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -122,6 +124,23 @@ type Resource struct {
 	// ResetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	ResetStatus func(obj, old runtime.Object)
+	// StatusTakesMetadata: an update of the status subresource takes the
+	// body's finalizers and owner references too, and Prepare does not run
+	// on it, as kube's CRD status strategy keeps only the spec of the stored
+	// object (the CRD finalizer removes its finalizer with a status update).
+	StatusTakesMetadata bool
+	// BeginDelete, when set, serves a delete by name of an object not yet
+	// being deleted: it marks obj, a copy of the stored object, for
+	// deletion at now (its deletion timestamp, finalizers, conditions),
+	// which is stored as it is, with neither a grace period nor a new
+	// generation, as kube's CRD storage does. A deletecollection, and a
+	// delete of an object being deleted, follow the generic rules (G.8).
+	BeginDelete func(obj runtime.Object, now time.Time)
+	// DeletePreconditions, when set, checks the preconditions of a delete
+	// by name against the stored object in place of the generic check,
+	// with the errors of a kind whose storage checks them itself (CRDs);
+	// nil: the generic check.
+	DeletePreconditions func(p *metav1.Preconditions, obj runtime.Object) error
 	// ResetApproval copies into obj (a copy of the stored object) what
 	// an update of the approval subresource may change, from the body.
 	ResetApproval func(obj, from runtime.Object)
@@ -150,6 +169,9 @@ type Resource struct {
 	Allocate func(a ServiceAllocation, obj, old runtime.Object) error
 	// Release gives back what a deleted object held; nil: nothing.
 	Release func(a ServiceAllocation, obj runtime.Object)
+	// TypeConverter types the kind for managedFields and apply when
+	// client-go's applyconfigurations do not know it; nil: theirs.
+	TypeConverter managedfields.TypeConverter
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
 	// Initial returns the objects every cluster has from the start (the
@@ -196,6 +218,7 @@ func newScheme() (*runtime.Scheme, error) {
 		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
 		certificatesv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
+		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

@@ -702,6 +702,10 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 		mAcc.SetLabels(acc.GetLabels())
 		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
+		if sub == "status" && res.StatusTakesMetadata {
+			mAcc.SetFinalizers(acc.GetFinalizers())
+			mAcc.SetOwnerReferences(acc.GetOwnerReferences())
+		}
 		obj, acc = merged, mAcc
 	} else if (sub == "" || sub == res.SpecSubresource) && res.ResetStatus != nil {
 		res.ResetStatus(obj, old)
@@ -723,7 +727,7 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 // spec, as kube-apiserver's update strategies do once admission has run
 // (D.1, D.8).
 func finishUpdate(res *Resource, sub string, obj, old runtime.Object) {
-	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) {
+	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) && (sub != "status" || !res.StatusTakesMetadata) {
 		res.Prepare(obj, old)
 	}
 	if !res.Generation || sub != "" && sub != "scale" {

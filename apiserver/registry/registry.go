@@ -10,6 +10,7 @@ package registry
 import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
+	"github.com/kubegate/kubegate/apiserver/registry/apiextensions"
 	"github.com/kubegate/kubegate/apiserver/registry/apps"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
@@ -38,6 +39,7 @@ func Resources() []*apiserver.Resource {
 		apps.Resources,
 		events.Resources,
 		admissionregistration.Resources,
+		apiextensions.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

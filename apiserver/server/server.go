@@ -170,6 +170,9 @@ type Server struct {
 	// for.
 	stopAdmission context.CancelFunc
 	local         *localRequests // requests served in process (InProcessTransport)
+	// stopCRDControllers ends the apiextensions controllers, which call
+	// the server in process, before it stops serving.
+	stopCRDControllers func()
 }
 
 // URL returns the server's base URL on its listener.
@@ -288,7 +291,15 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// As in kube-apiserver, the controllers of CRDs run in the server's
+	// process, on its loopback client.
+	if s.stopCRDControllers, err = StartAPIExtensionsControllers(ctx, s.LoopbackConfig()); err != nil {
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
+	}
 	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
+		s.stopCRDControllers()
+		s.Listener.Close()
 		return nil, err
 	}
 	return s, nil
@@ -327,6 +338,7 @@ func openStore(ctx context.Context, o *Options) (store.Store, error) {
 // store and its background work.
 func (s *Server) Close() error {
 	s.cancel()
+	s.stopCRDControllers()
 	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
 }
 
@@ -345,6 +357,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	select {
 	case err := <-errc:
 		s.stopAdmission()
+		s.stopCRDControllers()
 		s.local.close()
 		s.local.endStreams()
 		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -354,6 +367,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	s.stopAdmission()
+	s.stopCRDControllers()
 	s.local.close()
 	grace, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

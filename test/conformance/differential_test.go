@@ -43,31 +43,14 @@ type op struct {
 	kubectl []string
 	stdin   string
 
-	// until, when set, sends the op again until its answer satisfies it,
-	// for at most untilDeadline, and compares the last answer: the first
-	// request a new policy or webhook configuration must affect, which an
-	// API server's admission informers see a moment after it is written.
+	// until, when set, repeats the op on each server until its answer
+	// satisfies it or about 30 s have passed, for a state a server's
+	// controllers reach in their own time; the last answer is compared.
 	until func(answer) bool
 }
 
-// untilDeadline is how long an op with until is retried.
-const untilDeadline = 30 * time.Second
-
-func (o op) run(t *testing.T, s *server, n normalizer) answer {
-	t.Helper()
-	a := o.runOnce(t, s, n)
-	if o.until == nil {
-		return a
-	}
-	deadline := time.Now().Add(untilDeadline)
-	poll := time.NewTicker(100 * time.Millisecond)
-	defer poll.Stop()
-	for !o.until(a) && time.Now().Before(deadline) {
-		<-poll.C
-		a = o.runOnce(t, s, n)
-	}
-	return a
-}
+// untilTimeout bounds how long an op with until waits for its answer.
+const untilTimeout = 30 * time.Second
 
 // answer is what a server gave for an op, normalized.
 type answer struct {
@@ -77,6 +60,21 @@ type answer struct {
 	body      any      // the normalized body (HTTP)
 	stdout    string   // kubectl
 	stderr    string   // kubectl
+}
+
+func (o op) run(t *testing.T, s *server, n normalizer) answer {
+	t.Helper()
+	if o.until == nil {
+		return o.runOnce(t, s, n)
+	}
+	deadline := time.Now().Add(untilTimeout)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		a := o.runOnce(t, s, n)
+		if o.until(a) || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(pause)
+	}
 }
 
 func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {

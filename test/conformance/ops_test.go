@@ -363,6 +363,7 @@ func operations() []op {
 	add(rbacOrderOps()...)
 	add(tableOps()...)
 	add(admissionRegistrationOps()...)
+	add(crdOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
