@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +154,32 @@ func TestListerFollowsTheStore_D8(t *testing.T) {
 	}
 	if lrs := p.lister.LimitRanges("default"); lrs != nil {
 		t.Errorf("LimitRanges of a namespace without any: got %v, want nil", lrs)
+	}
+}
+
+func TestAdmissionReinvocation_D8(t *testing.T) {
+	t.Parallel()
+	var passes []string
+	first := AdmissionFunc(func(_ context.Context, a *AdmissionAttributes) error {
+		if a.Resource.Resource == "configmaps" {
+			passes = append(passes, "first:"+strconv.FormatBool(a.Reinvocation))
+		}
+		return nil
+	})
+	// The second asks for one more pass, every time: the server gives one.
+	second := AdmissionFunc(func(_ context.Context, a *AdmissionAttributes) error {
+		if a.Resource.Resource == "configmaps" {
+			passes = append(passes, "second:"+strconv.FormatBool(a.Reinvocation))
+			a.Reinvoke = true
+		}
+		return nil
+	})
+	ts := newTestServer(t, func(c *Config) { c.Admission = []Admission{first, second} })
+	code, body := ts.send(t, "POST", "/api/v1/namespaces/default/configmaps", "", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`)
+	if code != http.StatusCreated {
+		t.Fatalf("create: got %d %s, want 201", code, body)
+	}
+	if want := []string{"first:false", "second:false", "first:true", "second:true"}; !slices.Equal(passes, want) {
+		t.Fatalf("passes: got %v, want %v", passes, want)
 	}
 }

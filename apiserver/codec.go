@@ -60,7 +60,7 @@ type acceptOptions struct {
 	// (B.6).
 	aggregated bool
 	// noProtobuf: the answer has no protobuf encoding (an unstructured
-	// kind's, D.12).
+	// kind's, I.2).
 	noProtobuf bool
 }
 

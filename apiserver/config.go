@@ -99,6 +99,18 @@ type AdmissionAttributes struct {
 	Object          runtime.Object // the new object (typed, e.g. *corev1.Pod); nil on DELETE
 	OldObject       runtime.Object // nil on CREATE
 	DryRun          bool
+	// Options are the write's options as kube-apiserver hands them to
+	// admission (*metav1.DeleteOptions on DELETE); nil: a plugin that
+	// needs them builds them from DryRun.
+	Options runtime.Object
+	// Reinvoke is set by a mutating plugin that asks, as kube's
+	// reinvocation policy does, for every plugin's Admit to run once more
+	// after the first pass; Reinvocation is true during that second pass.
+	Reinvoke, Reinvocation bool
+	// Shared is what a plugin keeps for the length of the write, across
+	// both phases (the k8s.io/apiserver attributes record the dynamic
+	// plugins share); nil until one sets it.
+	Shared any
 }
 
 // Admission mutates and/or validates a write. Returning an

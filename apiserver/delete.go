@@ -137,7 +137,7 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			return nil, false, err
 		}
 		attrs := &AdmissionAttributes{Operation: Delete, Resource: q.res.GVR, Kind: q.res.gvk(), Namespace: q.ns,
-			Name: name, User: q.user(), OldObject: old, DryRun: dry}
+			Name: name, User: q.user(), OldObject: old, DryRun: dry, Options: opts}
 		if err := q.s.admit(q.ctx(), attrs); err != nil {
 			return nil, false, err
 		}
@@ -155,6 +155,15 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 			if len(ns.Spec.Finalizers) > 0 {
 				return old, false, nil // still being emptied
 			}
+		}
+		if acc, _ := meta.Accessor(old); q.res.BeginDelete != nil && q.verb != "deletecollection" && acc.GetDeletionTimestamp() == nil {
+			marked := old.DeepCopyObject()
+			q.res.BeginDelete(marked, q.s.now())
+			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
+			if retry {
+				continue
+			}
+			return out, false, err
 		}
 		if marked, ok := q.s.markDeleting(q, old, opts); ok {
 			out, retry, err := q.storeMarked(name, kv, marked, old, dry)
@@ -183,6 +192,9 @@ func (q *request) deleteOne(name string, opts *metav1.DeleteOptions) (runtime.Ob
 func (q *request) checkDeletePreconditions(name string, p *metav1.Preconditions, old runtime.Object) error {
 	if p == nil {
 		return nil
+	}
+	if q.res.DeletePreconditions != nil && q.verb != "deletecollection" {
+		return q.res.DeletePreconditions(p, old)
 	}
 	acc, _ := meta.Accessor(old)
 	if q.res.GVR == namespacesGVR {

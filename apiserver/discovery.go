@@ -54,9 +54,12 @@ var kubeGroupPriority = map[string]int{
 	"certificates.k8s.io":       17300,
 	"policy":                    17100,
 	"rbac.authorization.k8s.io": 17000,
+	"apiextensions.k8s.io":      16700,
 	"scheduling.k8s.io":         16600,
 	"coordination.k8s.io":       16500,
 	"discovery.k8s.io":          16200,
+	// admissionregistration.k8s.io (I.2)
+	"admissionregistration.k8s.io": 16700,
 }
 
 // sortGroups puts API group names in kube-apiserver's discovery order.

@@ -35,7 +35,7 @@ func widget(name string, size int64) *unstructured.Unstructured {
 	return u
 }
 
-func TestUnstructuredResourceVerbs_D12(t *testing.T) {
+func TestUnstructuredResourceVerbs_I2(t *testing.T) {
 	ts := newTestServer(t)
 	if err := ts.SetResources("widgets.example.com", []*Resource{widgets()}); err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestUnstructuredResourceVerbs_D12(t *testing.T) {
 	}
 }
 
-func TestUnstructuredResourceRefusesProtobuf_D12(t *testing.T) {
+func TestUnstructuredResourceRefusesProtobuf_I2(t *testing.T) {
 	ts := newTestServer(t)
 	if err := ts.SetResources("widgets.example.com", []*Resource{widgets()}); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestUnstructuredResourceRefusesProtobuf_D12(t *testing.T) {
 	}
 }
 
-func TestSetResourcesDiscovery_D12(t *testing.T) {
+func TestSetResourcesDiscovery_I2(t *testing.T) {
 	ts := newTestServer(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(ts.restConfig(false))
 	if err != nil {
@@ -213,7 +213,7 @@ func hasResourceList(rls []*metav1.APIResourceList, gv string) bool {
 
 // Requests keep being served while the resources change under them; run
 // with -race.
-func TestSetResourcesWhileServing_D12(t *testing.T) {
+func TestSetResourcesWhileServing_I2(t *testing.T) {
 	ts := newTestServer(t)
 	dc, _ := dynamic.NewForConfig(ts.restConfig(false))
 	disc, _ := discovery.NewDiscoveryClientForConfig(ts.restConfig(false))

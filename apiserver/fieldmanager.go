@@ -28,7 +28,11 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 	if res.New != nil {
 		fm, err = managedfields.NewDefaultCRDFieldManager(res.typeConverter(), unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{res}, gvk, gvk.GroupVersion(), sub, untracked)
 	} else {
-		fm, err = managedfields.NewDefaultFieldManager(s.typeConverter, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
+		tc := s.typeConverter
+		if res.TypeConverter != nil {
+			tc = res.TypeConverter
+		}
+		fm, err = managedfields.NewDefaultFieldManager(tc, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
 	}
 	if err != nil {
 		return nil, err

@@ -23,7 +23,19 @@ func wellKnownSchema(t reflect.Type) (obj, bool) {
 	case rawType, fieldsV1Type:
 		s = obj{"type": "object"}
 	default:
-		return nil, false
+		// A type that tells kube's generator its schema (the JSON values
+		// of a CRD's schema) is what it says, any value without a type.
+		typed, ok := reflect.Zero(t).Interface().(interface{ OpenAPISchemaType() []string })
+		if !ok {
+			return nil, false
+		}
+		s = obj{}
+		if ts := typed.OpenAPISchemaType(); len(ts) == 1 {
+			s["type"] = ts[0]
+		}
+		if f, ok := typed.(interface{ OpenAPISchemaFormat() string }); ok && f.OpenAPISchemaFormat() != "" {
+			s["format"] = f.OpenAPISchemaFormat()
+		}
 	}
 	if d := swaggerDoc(t)[""]; d != "" {
 		s["description"] = d

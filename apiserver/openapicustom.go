@@ -15,7 +15,7 @@ import (
 // openAPIWithCustom returns the OpenAPI v3 documents served now: those of
 // the typed kinds, built once, and, for each group version of custom
 // resources, their documents merged as kube merges them, built again
-// when the registry changes (D.12).
+// when the registry changes (I.2).
 func (s *Server) openAPIWithCustom() *openAPIDocs {
 	typed := s.openAPI()
 	reg := s.registry()

@@ -151,8 +151,9 @@ func v2Parameters(ps []any) []any {
 func v2Schema(v any) any {
 	switch v := v.(type) {
 	case obj:
-		if one, ok := v["oneOf"]; ok && one != nil {
-			// Quantity and IntOrString: v2 has no oneOf
+		if one, ok := v["oneOf"].([]any); ok && one != nil {
+			// Quantity and IntOrString: v2 has no oneOf (a property
+			// named oneOf, in a CRD's schema, is a schema, not a list)
 			out := obj{"type": "string"}
 			for k, e := range v {
 				if k != "oneOf" {

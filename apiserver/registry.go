@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -54,9 +55,6 @@ type Resource struct {
 	// of the fields it dropped, which the fieldValidation directive
 	// reports as unknown fields; nil: nothing to do.
 	Coerce func(obj runtime.Object) (unknown []string, err error)
-	// TypeConverter types an unstructured kind's objects for managedFields
-	// and apply; nil: one deduced from each object.
-	TypeConverter managedfields.TypeConverter
 	// ScalePaths locate an unstructured kind's replicas and selector for
 	// its scale subresource; nil for a typed kind.
 	ScalePaths *ScalePaths
@@ -151,6 +149,23 @@ type Resource struct {
 	// ResetStatus copies the status of old into obj on a main-resource
 	// update (nil on create: clear it).
 	ResetStatus func(obj, old runtime.Object)
+	// StatusTakesMetadata: an update of the status subresource takes the
+	// body's finalizers and owner references too, and Prepare does not run
+	// on it, as kube's CRD status strategy keeps only the spec of the stored
+	// object (the CRD finalizer removes its finalizer with a status update).
+	StatusTakesMetadata bool
+	// BeginDelete, when set, serves a delete by name of an object not yet
+	// being deleted: it marks obj, a copy of the stored object, for
+	// deletion at now (its deletion timestamp, finalizers, conditions),
+	// which is stored as it is, with neither a grace period nor a new
+	// generation, as kube's CRD storage does. A deletecollection, and a
+	// delete of an object being deleted, follow the generic rules (G.8).
+	BeginDelete func(obj runtime.Object, now time.Time)
+	// DeletePreconditions, when set, checks the preconditions of a delete
+	// by name against the stored object in place of the generic check,
+	// with the errors of a kind whose storage checks them itself (CRDs);
+	// nil: the generic check.
+	DeletePreconditions func(p *metav1.Preconditions, obj runtime.Object) error
 	// ResetApproval copies into obj (a copy of the stored object) what
 	// an update of the approval subresource may change, from the body.
 	ResetApproval func(obj, from runtime.Object)
@@ -164,6 +179,10 @@ type Resource struct {
 	// GenerationChanged, when set, decides whether an update moves the
 	// generation in place of a changed .spec.
 	GenerationChanged func(obj, old runtime.Object) bool
+	// RequireResourceVersion: an update must name the resourceVersion it
+	// replaces, as for the kinds whose kube strategy refuses unconditional
+	// updates; one without is kube's 422 (I.2).
+	RequireResourceVersion bool
 	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
 	Deprecation string
@@ -175,6 +194,10 @@ type Resource struct {
 	Allocate func(a ServiceAllocation, obj, old runtime.Object) error
 	// Release gives back what a deleted object held; nil: nothing.
 	Release func(a ServiceAllocation, obj runtime.Object)
+	// TypeConverter types the kind for managedFields and apply when
+	// client-go's applyconfigurations do not know it; nil: theirs, or
+	// for an unstructured kind one deduced from each object.
+	TypeConverter managedfields.TypeConverter
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
 	// Initial returns the objects every cluster has from the start (the
@@ -220,6 +243,7 @@ func newScheme() (*runtime.Scheme, error) {
 		policyv1.AddToScheme, policyv1beta1.AddToScheme, // Eviction
 		schedulingv1.AddToScheme, batchv1.AddToScheme, autoscalingv1.AddToScheme, discoveryv1.AddToScheme, // autoscaling: Scale
 		certificatesv1.AddToScheme,
+		admissionregistrationv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

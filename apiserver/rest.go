@@ -442,14 +442,19 @@ func (r *Resource) invalidKind() schema.GroupKind {
 }
 
 // admit runs every plugin's Admit, in order: kube-apiserver's mutating
-// admission.
+// admission. A plugin that asks for reinvocation has them all run once
+// more, as kube-apiserver's chain does (D.8).
 func (s *Server) admit(ctx context.Context, a *AdmissionAttributes) error {
 	for _, adm := range s.cfg.Admission {
 		if err := adm.Admit(ctx, a); err != nil {
 			return err
 		}
 	}
-	return nil
+	if !a.Reinvoke || a.Reinvocation {
+		return nil
+	}
+	a.Reinvoke, a.Reinvocation = false, true
+	return s.admit(ctx, a)
 }
 
 // validateAdmission runs the Validate of every plugin that has one, in
@@ -588,6 +593,10 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 		return nil, nil, err
 	}
 	precondition := acc.GetResourceVersion()
+	if precondition == "" && q.res.RequireResourceVersion {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: q.res.GVR.Group, Kind: q.res.GVR.Resource}, q.name,
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+	}
 	// As in kube-apiserver, an update of a role or binding that changes
 	// nothing but what the garbage collector changes (owner references
 	// and finalizers) is not checked for escalation; the object is
@@ -701,6 +710,10 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 		mAcc.SetLabels(acc.GetLabels())
 		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
+		if sub == "status" && res.StatusTakesMetadata {
+			mAcc.SetFinalizers(acc.GetFinalizers())
+			mAcc.SetOwnerReferences(acc.GetOwnerReferences())
+		}
 		obj, acc = merged, mAcc
 	} else if (sub == "" || sub == res.SpecSubresource) && res.ResetStatus != nil {
 		res.ResetStatus(obj, old)
@@ -722,7 +735,7 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 // spec, as kube-apiserver's update strategies do once admission has run
 // (D.1, D.8).
 func finishUpdate(res *Resource, sub string, obj, old runtime.Object) {
-	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) {
+	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) && (sub != "status" || !res.StatusTakesMetadata) {
 		res.Prepare(obj, old)
 	}
 	if !res.Generation || sub != "" && sub != "scale" {

@@ -11,7 +11,7 @@ import (
 
 // ScalePaths say where an unstructured kind keeps what its scale
 // subresource shows, as a CustomResourceDefinition's scale subresource
-// names them: JSON paths such as ".spec.replicas" (D.12).
+// names them: JSON paths such as ".spec.replicas" (I.2).
 type ScalePaths struct {
 	SpecReplicas, StatusReplicas string
 	// LabelSelector is "" when the kind has none.

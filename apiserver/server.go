@@ -310,7 +310,7 @@ func (s *Server) buildHandler() http.Handler {
 // under /api, or under /apis/GROUP of a served group, with its NotFound
 // Status; anywhere else (an unknown group, a group of custom resources
 // alone, outside the API) with Go's plain-text 404, which clients turn
-// into the same message (D.12).
+// into the same message (I.2).
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	api := p == "/api" || strings.HasPrefix(p, "/api/")

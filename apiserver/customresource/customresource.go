@@ -5,7 +5,7 @@
 // pruning and defaulting, the custom-resource strategy (what the server
 // sets, the schema and CEL validation, the status subresource, the
 // selectable fields) and the Table of the additional printer columns
-// (docs/kubernetes-behaviour.md, D.12).
+// (docs/kubernetes-behaviour.md, I.2).
 package customresource
 
 import (

@@ -112,7 +112,7 @@ func crontab(name string, spec map[string]any) *unstructured.Unstructured {
 		"metadata": map[string]any{"name": name}, "spec": spec}}
 }
 
-func TestVerbsOfBothScopes_D12(t *testing.T) {
+func TestVerbsOfBothScopes_I2(t *testing.T) {
 	for _, scope := range []string{"Namespaced", "Cluster"} {
 		t.Run(scope, func(t *testing.T) {
 			_, ri := start(t, scope)
@@ -152,7 +152,7 @@ func TestVerbsOfBothScopes_D12(t *testing.T) {
 	}
 }
 
-func TestPruningAndDefaulting_D12(t *testing.T) {
+func TestPruningAndDefaulting_I2(t *testing.T) {
 	srv, ri := start(t, "Namespaced")
 	body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"p"},"spec":{"cronSpec":"* * * * *","junk":1},"extra":true}`
 	req, _ := http.NewRequest(http.MethodPost, srv.Config.Host+"/apis/stable.example.com/v1/namespaces/default/crontabs", strings.NewReader(body))
@@ -201,7 +201,7 @@ func TestPruningAndDefaulting_D12(t *testing.T) {
 	}
 }
 
-func TestSchemaAndCELErrors_D12(t *testing.T) {
+func TestSchemaAndCELErrors_I2(t *testing.T) {
 	_, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -228,7 +228,7 @@ func TestSchemaAndCELErrors_D12(t *testing.T) {
 	}
 }
 
-func TestStatusSubresource_D12(t *testing.T) {
+func TestStatusSubresource_I2(t *testing.T) {
 	_, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	c := crontab("s", map[string]any{"cronSpec": "* * * * *"})
@@ -259,7 +259,7 @@ func TestStatusSubresource_D12(t *testing.T) {
 	}
 }
 
-func TestTable_D12(t *testing.T) {
+func TestTable_I2(t *testing.T) {
 	srv, ri := start(t, "Namespaced")
 	if _, err := ri.Create(context.Background(), crontab("t", map[string]any{"cronSpec": "* * * * *", "replicas": int64(3)}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -287,7 +287,7 @@ func TestTable_D12(t *testing.T) {
 	}
 }
 
-func TestDeprecatedVersionAndUnservedVersion_D12(t *testing.T) {
+func TestDeprecatedVersionAndUnservedVersion_I2(t *testing.T) {
 	c := crd(t, "Namespaced")
 	v2 := c.Spec.Versions[0]
 	v2.Name, v2.Storage, v2.Served = "v2", false, false
@@ -310,7 +310,7 @@ func TestDeprecatedVersionAndUnservedVersion_D12(t *testing.T) {
 	}
 }
 
-func TestScaleSubresource_D12(t *testing.T) {
+func TestScaleSubresource_I2(t *testing.T) {
 	srv, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	c, err := ri.Create(ctx, crontab("sc", map[string]any{"cronSpec": "* * * * *", "replicas": int64(2)}), metav1.CreateOptions{})
@@ -348,7 +348,7 @@ func TestScaleSubresource_D12(t *testing.T) {
 	}
 }
 
-func TestServerSideApply_D12(t *testing.T) {
+func TestServerSideApply_I2(t *testing.T) {
 	_, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	applied, err := ri.Apply(ctx, "ssa", crontab("ssa", map[string]any{"cronSpec": "* * * * *", "image": "a"}), metav1.ApplyOptions{FieldManager: "one"})
@@ -377,7 +377,7 @@ func TestServerSideApply_D12(t *testing.T) {
 // A list the schema makes a map merges the items of two appliers, as the
 // type converter built from the schema says, where a deduced one would
 // make it atomic.
-func TestApplyMergesListMaps_D12(t *testing.T) {
+func TestApplyMergesListMaps_I2(t *testing.T) {
 	_, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	port := func(name string) map[string]any { return map[string]any{"name": name, "port": int64(80)} }
@@ -395,7 +395,7 @@ func TestApplyMergesListMaps_D12(t *testing.T) {
 
 // Two served versions with conversion None share the objects: each is
 // read in the version asked and stored in the storage version.
-func TestVersionsWithoutConversion_D12(t *testing.T) {
+func TestVersionsWithoutConversion_I2(t *testing.T) {
 	srv := apiservertest.Start(t)
 	c := crd(t, "Namespaced")
 	v2 := *c.Spec.Versions[0].DeepCopy()
@@ -427,7 +427,7 @@ func TestVersionsWithoutConversion_D12(t *testing.T) {
 	}
 }
 
-func TestUpdateNeedsResourceVersion_D12(t *testing.T) {
+func TestUpdateNeedsResourceVersion_I2(t *testing.T) {
 	_, ri := start(t, "Namespaced")
 	ctx := context.Background()
 	if _, err := ri.Create(ctx, crontab("rv", map[string]any{"cronSpec": "* * * * *"}), metav1.CreateOptions{}); err != nil {
@@ -440,7 +440,7 @@ func TestUpdateNeedsResourceVersion_D12(t *testing.T) {
 	}
 }
 
-func TestDiscoveryAndPathsOfACustomGroup_D12(t *testing.T) {
+func TestDiscoveryAndPathsOfACustomGroup_I2(t *testing.T) {
 	srv, _ := start(t, "Namespaced")
 	resp, err := http.Get(srv.Config.Host + "/apis/stable.example.com/v1")
 	if err != nil {
@@ -475,7 +475,7 @@ func TestDiscoveryAndPathsOfACustomGroup_D12(t *testing.T) {
 // An object stored before its schema had a default, or a field, is read
 // with the default filled and without the field, as kube's storage
 // decoder reads it.
-func TestReadDefaultsAndPrunes_D12(t *testing.T) {
+func TestReadDefaultsAndPrunes_I2(t *testing.T) {
 	srv := apiservertest.Start(t)
 	c := crd(t, "Namespaced")
 	props := c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
@@ -518,7 +518,7 @@ func TestReadDefaultsAndPrunes_D12(t *testing.T) {
 
 // Each served version has its OpenAPI v3 document, as kube builds it, for
 // as long as it is served.
-func TestOpenAPIV3_D12(t *testing.T) {
+func TestOpenAPIV3_I2(t *testing.T) {
 	srv, _ := start(t, "Namespaced")
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.Config.Host + path)

@@ -76,7 +76,7 @@ func widgetCRD(established bool) *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-func TestFollowInstallsEstablishedDefinitions_D12(t *testing.T) {
+func TestFollowInstallsEstablishedDefinitions_I2(t *testing.T) {
 	st, err := bolt.Open(filepath.Join(t.TempDir(), "state.db"), bolt.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

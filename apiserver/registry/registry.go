@@ -9,6 +9,8 @@ package registry
 
 import (
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
+	"github.com/kubegate/kubegate/apiserver/registry/apiextensions"
 	"github.com/kubegate/kubegate/apiserver/registry/apps"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
@@ -36,6 +38,8 @@ func Resources() []*apiserver.Resource {
 		core.Resources,
 		apps.Resources,
 		events.Resources,
+		admissionregistration.Resources,
+		apiextensions.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

@@ -166,7 +166,14 @@ type Server struct {
 	RBAC   *rbacsource.Source
 	logger *slog.Logger
 	cancel context.CancelFunc // ends the controllers and file watches
-	local  *localRequests     // requests served in process (InProcessTransport)
+	// stopAdmission ends the dynamic admission plugins' informers, whose
+	// watches are in-process requests that shutdown would otherwise wait
+	// for.
+	stopAdmission context.CancelFunc
+	local         *localRequests // requests served in process (InProcessTransport)
+	// stopCRDControllers ends the apiextensions controllers, which call
+	// the server in process, before it stops serving.
+	stopCRDControllers func()
 }
 
 // URL returns the server's base URL on its listener.
@@ -187,7 +194,8 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		logger = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Server{logger: logger, cancel: cancel, local: newLocalRequests()}
+	admissionCtx, stopAdmission := context.WithCancel(ctx)
+	s := &Server{logger: logger, cancel: cancel, stopAdmission: stopAdmission, local: newLocalRequests()}
 	defer func() {
 		if err != nil {
 			cancel()
@@ -206,13 +214,20 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if err != nil {
 		return nil, err
 	}
+	// kube-apiserver's dynamic admission (D.13) comes after every other
+	// plugin; it is started once the server can answer its loopback
+	// client, before New returns.
+	dyn, err := admission.NewDynamic()
+	if err != nil {
+		return nil, err
+	}
 	cfg := apiserver.Config{
 		Store:           s.Store,
 		Authenticator:   a.request,
 		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
 		Resources:       registry.Resources(),
-		Admission:       admission.Chain(s.Store),
+		Admission:       append(admission.Chain(s.Store), dyn.Plugins()...),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,
 		// The kubernetes Service targets the port clients reach.
@@ -282,6 +297,17 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	// As in kube-apiserver, the controllers of CRDs run in the server's
+	// process, on its loopback client.
+	if s.stopCRDControllers, err = StartAPIExtensionsControllers(ctx, s.LoopbackConfig()); err != nil {
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
+	}
+	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
+		s.stopCRDControllers()
+		s.Listener.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -318,6 +344,7 @@ func openStore(ctx context.Context, o *Options) (store.Store, error) {
 // store and its background work.
 func (s *Server) Close() error {
 	s.cancel()
+	s.stopCRDControllers()
 	return errors.Join(s.Listener.Close(), s.Server.Close(), s.Store.Close())
 }
 
@@ -335,6 +362,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { errc <- s.HTTP.ServeTLS(s.Listener, "", "") }()
 	select {
 	case err := <-errc:
+		s.stopAdmission()
+		s.stopCRDControllers()
 		s.local.close()
 		s.local.endStreams()
 		final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -343,6 +372,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stopAdmission()
+	s.stopCRDControllers()
 	s.local.close()
 	grace, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

@@ -36,7 +36,7 @@ func widgetsCRD() *apiextensionsv1.CustomResourceDefinition {
 
 // The collector finds custom resources by discovery as it finds every
 // kind: a widget owned by a config map goes with it, and a config map
-// owned by a widget goes with the widget (G.8, D.12).
+// owned by a widget goes with the widget (G.8, I.2).
 func TestCustomResourcesAreCollected_G8(t *testing.T) {
 	t.Parallel()
 	s := apiservertest.Start(t)

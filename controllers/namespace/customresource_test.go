@@ -21,7 +21,7 @@ import (
 )
 
 // A deleted namespace's custom resources are deleted with the rest of
-// its contents: the controller finds them by discovery (G.9, D.12).
+// its contents: the controller finds them by discovery (G.9, I.2).
 func TestNamespaceDeletionDeletesCustomResources_G9(t *testing.T) {
 	t.Parallel()
 	s := apiservertest.Start(t)

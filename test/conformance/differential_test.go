@@ -43,33 +43,14 @@ type op struct {
 	kubectl []string
 	stdin   string
 
-	// until, when set, sends the request again until its answer satisfies
-	// it, for at most untilTimeout, and then compares the last answer:
-	// for what a server does a moment after a write (a definition
-	// becoming established, its resources served).
-	until func(status int, body any) bool
+	// until, when set, repeats the op on each server until its answer
+	// satisfies it or about 30 s have passed, for a state a server's
+	// controllers reach in their own time; the last answer is compared.
+	until func(answer) bool
 }
 
-// untilTimeout bounds how long an op with until waits.
+// untilTimeout bounds how long an op with until waits for its answer.
 const untilTimeout = 30 * time.Second
-
-// runUntil runs o until its until holds or untilTimeout passes, polling
-// every untilPoll.
-func (o op) runUntil(t *testing.T, s *server, n normalizer) answer {
-	t.Helper()
-	deadline := time.Now().Add(untilTimeout)
-	tick := time.NewTicker(untilPoll)
-	defer tick.Stop()
-	for {
-		a := o.runOnce(t, s, n)
-		if o.until(a.status, a.body) || time.Now().After(deadline) {
-			return a
-		}
-		<-tick.C
-	}
-}
-
-const untilPoll = 100 * time.Millisecond
 
 // answer is what a server gave for an op, normalized.
 type answer struct {
@@ -83,10 +64,17 @@ type answer struct {
 
 func (o op) run(t *testing.T, s *server, n normalizer) answer {
 	t.Helper()
-	if o.until != nil {
-		return o.runUntil(t, s, n)
+	if o.until == nil {
+		return o.runOnce(t, s, n)
 	}
-	return o.runOnce(t, s, n)
+	deadline := time.Now().Add(untilTimeout)
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		a := o.runOnce(t, s, n)
+		if o.until(a) || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(pause)
+	}
 }
 
 func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {

@@ -9,7 +9,7 @@ import (
 // minimum, a CEL rule, the status and scale subresources, printer
 // columns, a selectable field, a short name and a category) and Gizmos
 // (cluster-scoped, no schema constraints, in a group of their own), wait until each definition is
-// established, and then use their custom resources (D.12).
+// established, and then use their custom resources (I.2).
 func customResourceOps() []op {
 	const (
 		crds     = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -27,7 +27,7 @@ func customResourceOps() []op {
 		{name: "cr/crontabs-established", method: "GET", path: crds + "/crontabs.stable.example.com", until: established, project: establishedOnly},
 		{name: "cr/create-gizmos-crd", method: "POST", path: crds, body: gizmosCRD, project: statusOnly},
 		{name: "cr/gizmos-established", method: "GET", path: crds + "/gizmos.other.example.com", until: established, project: establishedOnly},
-		{name: "cr/ct-served", method: "GET", path: crontabs, until: func(code int, _ any) bool { return code == http.StatusOK }},
+		{name: "cr/ct-served", method: "GET", path: crontabs, until: func(a answer) bool { return a.status == http.StatusOK }},
 		{name: "cr/ct-discovery-group", method: "GET", path: group},
 		{name: "cr/ct-discovery-version", method: "GET", path: group + "/v1"},
 
@@ -98,7 +98,7 @@ func customResourceOps() []op {
 		{name: "cr/ct-openapi-schema", method: "GET", path: "/openapi/v3/apis/stable.example.com/v1", project: openAPISchema("com.example.stable.v1.CronTab")},
 		{name: "cr/ct-kubectl-explain", kubectl: []string{"explain", "crontabs.spec"}},
 		{name: "cr/delete-gizmos-crd", method: "DELETE", path: crds + "/gizmos.other.example.com", project: statusOnly},
-		{name: "cr/gizmos-gone", method: "GET", path: gizmos, until: func(code int, _ any) bool { return code == http.StatusNotFound }},
+		{name: "cr/gizmos-gone", method: "GET", path: gizmos, until: func(a answer) bool { return a.status == http.StatusNotFound }},
 		{name: "cr/gizmos-group-gone", method: "GET", path: others},
 	}
 }
@@ -169,7 +169,7 @@ func statusOnly(any) any { return nil }
 
 // established reports whether a definition's Established condition is
 // True.
-func established(_ int, body any) bool { return establishedOnly(body) == "True" }
+func established(a answer) bool { return establishedOnly(a.body) == "True" }
 
 // establishedOnly is the status of a definition's Established condition.
 func establishedOnly(body any) any {

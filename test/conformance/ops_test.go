@@ -362,6 +362,8 @@ func operations() []op {
 	add(controllerRoleOps()...)
 	add(rbacOrderOps()...)
 	add(tableOps()...)
+	add(admissionRegistrationOps()...)
+	add(crdOps()...)
 	add(customResourceOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
@@ -567,6 +569,8 @@ func operations() []op {
 		k("delete-configmap", "delete", "configmap", "cfg", "-n", testNS),
 		k("delete-missing", "delete", "configmap", "cfg", "-n", testNS),
 	)
+	// Last, so that no other op meets the policies and webhooks they apply.
+	add(dynamicAdmissionOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
