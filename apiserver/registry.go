@@ -58,6 +58,10 @@ type Resource struct {
 	// ScalePaths locate an unstructured kind's replicas and selector for
 	// its scale subresource; nil for a typed kind.
 	ScalePaths *ScalePaths
+	// RefuseCreate, when set, refuses a create of the object name before
+	// admission (a custom resource whose definition is being deleted);
+	// nil: creates go on.
+	RefuseCreate func(name string) error
 	// NeedsResourceVersion: an update (PUT) must name the resourceVersion
 	// it replaces, as kube's strategies that refuse unconditional updates
 	// (custom resources) require; without one it is 422.

@@ -270,6 +270,12 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 	attrs := &AdmissionAttributes{Operation: Create, Resource: res.GVR, Kind: res.gvk(), Namespace: acc.GetNamespace(),
 		Name: acc.GetName(), User: user, Object: obj, DryRun: dry}
 	if admit {
+		if res.RefuseCreate != nil {
+			// In front of admission, as kube wraps its chain.
+			if err := res.RefuseCreate(acc.GetName()); err != nil {
+				return nil, err
+			}
+		}
 		if err := s.admit(ctx, attrs); err != nil {
 			return nil, err
 		}

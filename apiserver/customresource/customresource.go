@@ -10,6 +10,7 @@ package customresource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/crdserverscheme"
 	registry "k8s.io/apiextensions-apiserver/pkg/registry/customresource"
 	"k8s.io/apiextensions-apiserver/pkg/registry/customresource/tableconvertor"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,6 +41,9 @@ import (
 // verbs are the verbs kube-apiserver's discovery lists for a custom
 // resource, in its order.
 var verbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
+// terminatingVerbs are those of a definition being deleted.
+var terminatingVerbs = metav1.Verbs{"delete", "deletecollection", "get", "list", "watch"}
 
 // Owner is the owner apiserver.Server.SetResources knows crd's resources
 // by: its name.
@@ -68,6 +73,14 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
 		r.StoredAs, r.TypeConverter = storedAs, tc
+		if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
+			// Being deleted: its instances can go but no new one come.
+			r.Verbs = terminatingVerbs
+			gr := r.GVR.GroupResource()
+			r.RefuseCreate = func(name string) error {
+				return apierrors.NewForbidden(gr, name, errors.New("create not allowed while custom resource definition is terminating"))
+			}
+		}
 		out = append(out, r)
 	}
 	return out, nil

@@ -547,3 +547,36 @@ func TestOpenAPIV3_I2(t *testing.T) {
 		t.Errorf("removed document: got %d, want 404", code)
 	}
 }
+
+// While its definition is being deleted, a custom resource can be read
+// and deleted, but not created.
+func TestTerminatingDefinitionRefusesCreates_I2(t *testing.T) {
+	srv, ri := start(t, "Namespaced")
+	ctx := context.Background()
+	if _, err := ri.Create(ctx, crontab("before", map[string]any{"cronSpec": "* * * * *"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := crd(t, "Namespaced")
+	c.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Terminating, Status: apiextensionsv1.ConditionTrue}}
+	rs, err := customresource.Resources(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ri.Create(ctx, crontab("after", map[string]any{"cronSpec": "* * * * *"}), metav1.CreateOptions{})
+	want := `crontabs.stable.example.com "after" is forbidden: create not allowed while custom resource definition is terminating`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Errorf("create: got %v, want %s", err, want)
+	}
+	if _, err := ri.Get(ctx, "before", metav1.GetOptions{}); err != nil {
+		t.Errorf("get: %v", err)
+	}
+	if err := ri.Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+	if got := strings.Join(rs[0].Verbs, ","); got != "delete,deletecollection,get,list,watch" {
+		t.Errorf("verbs: got %s", got)
+	}
+}
