@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -301,6 +302,22 @@ func (reg *registry) addGroup(g string) {
 	sortGroups(reg.groups)
 }
 
+// ResourceOwner returns the owner SetResources installed the resource gvr
+// for; ok is false when gvr is not served or is one of Config.Resources.
+func (s *Server) ResourceOwner(gvr schema.GroupVersionResource) (owner string, ok bool) {
+	reg := s.registry()
+	r, served := reg.get(gvr)
+	if !served {
+		return "", false
+	}
+	for o, rs := range reg.owners {
+		if slices.Contains(rs, r) {
+			return o, true
+		}
+	}
+	return "", false
+}
+
 func (reg *registry) get(gvr schema.GroupVersionResource) (*Resource, bool) {
 	r, ok := reg.byGVR[gvr]
 	return r, ok
@@ -308,8 +325,12 @@ func (reg *registry) get(gvr schema.GroupVersionResource) (*Resource, bool) {
 
 // with returns a copy of reg in which owner's resources are rs, replacing
 // those it had; nil rs removes them. A resource of another owner, or one
-// New was given, with the group, version and resource of one of rs is an
-// error.
+// New was given, with the group and resource of one of rs, in any
+// version, is an error: objects are stored by group and resource
+// whatever their version (Key), so two owners of one group and resource
+// would read and write each other's objects, past each other's
+// validation and admission (a CustomResourceDefinition named for a
+// built-in resource in a version kubegate does not serve, I.2).
 func (reg *registry) with(owner string, rs []*Resource) (*registry, error) {
 	mine := make(map[*Resource]bool, len(reg.owners[owner]))
 	for _, r := range reg.owners[owner] {
@@ -331,8 +352,10 @@ func (reg *registry) with(owner string, rs []*Resource) (*registry, error) {
 		if r == nil || r.GVR.Resource == "" || r.Kind == "" {
 			return nil, fmt.Errorf("resources of %s: a resource without a name or a kind", owner)
 		}
-		if _, ok := next.byGVR[r.GVR]; ok {
-			return nil, fmt.Errorf("resources of %s: %s is served already", owner, r.GVR)
+		for _, have := range next.all {
+			if have.GVR.GroupResource() == r.GVR.GroupResource() && !slices.Contains(rs, have) {
+				return nil, fmt.Errorf("resources of %s: %s is served already", owner, have.GVR)
+			}
 		}
 		next.add(r)
 	}

@@ -24,6 +24,8 @@ import (
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/kubegate/kubegate/apiserver/customresource"
 )
 
 // crdResync is how often the CRD informer replays its objects, as in
@@ -43,7 +45,12 @@ const crdFinalizerWorkers = 5
 // client, and then its cleanup finalizer. The API server runs them on its
 // loopback client; stop, which returns once they have stopped, ends them
 // before the server stops serving.
-func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config) (stop func(), _ error) {
+//
+// ownerOf says which owner serves a resource (apiserver.Server's
+// ResourceOwner): the finalizer deletes only what the deleted CRD's own
+// custom resources serve, never a built-in resource that shares its group
+// and name.
+func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config, ownerOf func(schema.GroupVersionResource) (string, bool)) (stop func(), _ error) {
 	crdClient, err := clientset.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -57,7 +64,7 @@ func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config) 
 	crds := factory.Apiextensions().V1().CustomResourceDefinitions()
 	naming := status.NewNamingConditionController(klog.FromContext(ctx), crds, crdClient.ApiextensionsV1())
 	establishing := establish.NewEstablishingController(crds, crdClient.ApiextensionsV1())
-	cleanup := finalizer.NewCRDFinalizer(crds, crdClient.ApiextensionsV1(), crClients{dyn: dyn})
+	cleanup := finalizer.NewCRDFinalizer(crds, crdClient.ApiextensionsV1(), crClients{dyn: dyn, ownerOf: ownerOf})
 	// kube-apiserver queues a CRD for establishing once its custom
 	// resource handler has seen its names accepted, and serves it from
 	// then on; kubegate serves custom resources from the stored CRDs, so
@@ -101,8 +108,15 @@ func conditionTrue(crd *apiextensionsv1.CustomResourceDefinition, t apiextension
 }
 
 // crClients gives the CRD finalizer the custom resources of a CRD through
-// the dynamic client, where kube-apiserver gives it their storage.
-type crClients struct{ dyn dynamic.Interface }
+// the dynamic client, where kube-apiserver gives it their storage. The
+// loopback client may delete anything, so a CRD whose resource the server
+// does not serve as that CRD's custom resources (one named for a built-in
+// resource, or not installed) has none: the finalizer must never be
+// steered at objects its CRD does not own.
+type crClients struct {
+	dyn     dynamic.Interface
+	ownerOf func(schema.GroupVersionResource) (string, bool)
+}
 
 func (c crClients) GetCustomResourceListerCollectionDeleter(crd *apiextensionsv1.CustomResourceDefinition) (finalizer.ListerCollectionDeleter, error) {
 	version := ""
@@ -115,7 +129,28 @@ func (c crClients) GetCustomResourceListerCollectionDeleter(crd *apiextensionsv1
 		return nil, errors.New("no version is served")
 	}
 	gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: version, Resource: crd.Status.AcceptedNames.Plural}
+	if owner, ok := c.ownerOf(gvr); !ok || owner != customresource.Owner(crd) {
+		return noCustomResources{}, nil
+	}
 	return &crClient{res: c.dyn.Resource(gvr), namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped}, nil
+}
+
+// noCustomResources is the custom resources of a CRD the server does not
+// serve: none, and nothing to delete.
+type noCustomResources struct{}
+
+func (noCustomResources) NewList() runtime.Object { return &unstructured.UnstructuredList{} }
+
+func (noCustomResources) List(context.Context, *metainternalversion.ListOptions) (runtime.Object, error) {
+	return &unstructured.UnstructuredList{}, nil
+}
+
+func (noCustomResources) ConvertToTable(context.Context, runtime.Object, runtime.Object) (*metav1.Table, error) {
+	return nil, errors.New("custom resources are not printed here")
+}
+
+func (noCustomResources) DeleteCollection(context.Context, rest.ValidateObjectFunc, *metav1.DeleteOptions, *metainternalversion.ListOptions) (runtime.Object, error) {
+	return &unstructured.UnstructuredList{}, nil
 }
 
 // crClient lists and deletes the custom resources of one CRD. A resource
