@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubeadmission "k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	mutatingpolicy "k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
 	"github.com/kubegate/kubegate/authz"
 )
 
@@ -102,18 +102,6 @@ type DynamicConfig struct {
 	Disabled []string
 }
 
-// excludedResources are the resources kube-apiserver keeps from every
-// policy and webhook: reviews that are never stored, whose interception
-// could lock the cluster out.
-var excludedResources = []schema.GroupResource{
-	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
-	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
-	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
-	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"},
-	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"},
-	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
-}
-
 // Start gives the plugins what they need, as kube-apiserver's plugin
 // initializers do, starts the informers and returns once every plugin's
 // have synced, as kube-apiserver becomes ready only after them, so that
@@ -162,12 +150,12 @@ func (d *Dynamic) Start(ctx context.Context, c DynamicConfig) error {
 	return nil
 }
 
-// excludedInitializer gives the plugins excludedResources, as
+// excludedInitializer gives the plugins admissionregistration.ExcludedResources, as
 // kube-apiserver's own initializer does.
 type excludedInitializer struct{}
 
 func (excludedInitializer) Initialize(p kubeadmission.Interface) {
 	if wants, ok := p.(initializer.WantsExcludedAdmissionResources); ok {
-		wants.SetExcludedAdmissionResources(excludedResources)
+		wants.SetExcludedAdmissionResources(admissionregistration.ExcludedResources)
 	}
 }

@@ -295,9 +295,11 @@ func staticSuffixWarnings(obj, old runtime.Object) []string {
 	return nil
 }
 
-// excludedResources are the reviews kube never sends to admission
-// webhooks.
-var excludedResources = []schema.GroupResource{
+// ExcludedResources are the resources kube-apiserver keeps from every
+// admission policy and webhook: reviews, never stored, whose interception
+// could lock the cluster out. The dynamic admission plugins are given
+// them, and a rule that names one is warned about.
+var ExcludedResources = []schema.GroupResource{
 	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
 	{Group: "authentication.k8s.io", Resource: "tokenreviews"},
 	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"},
@@ -327,7 +329,7 @@ func excludedRuleWarnings(hooks []webhookFields) []string {
 			for _, g := range r.APIGroups {
 				for _, res := range r.Resources {
 					gr := schema.GroupResource{Group: g, Resource: res}
-					if slices.Contains(excludedResources, gr) && !seen.Has(gr) {
+					if slices.Contains(ExcludedResources, gr) && !seen.Has(gr) {
 						seen.Insert(gr)
 						warnings = append(warnings, fmt.Sprintf("%s: %s is excluded from admission webhooks; this rule will have no effect",
 							field.NewPath("webhooks").Index(i).Child("rules").Index(j), gr))
