@@ -205,6 +205,12 @@ type Resource struct {
 	TypeConverter managedfields.TypeConverter
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
+	// Authorize checks, on a create (old nil) or an update of the object
+	// itself that its validation accepted, what else the writer must be
+	// allowed to do for the object to be written (a policy's parameters,
+	// D.12); its errors are the write's 422, as kube's strategies that
+	// authorize in Validate answer. nil: nothing.
+	Authorize func(w *Writer, obj, old runtime.Object) field.ErrorList
 	// Initial returns the objects every cluster has from the start (the
 	// system priority classes), which New creates, once the system
 	// namespaces exist, where they are missing; nil: none.

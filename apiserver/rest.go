@@ -302,6 +302,11 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 	if err := s.validate(res, "", obj, nil); err != nil {
 		return nil, err
 	}
+	if admit {
+		if err := s.authorizeWrite(ctx, res, user, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	warn(ctx, res, "", obj, nil)
 	if admit {
 		// kube-apiserver's validating admission: after the registry's
@@ -646,6 +651,11 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	}
 	if err := q.s.validate(q.res, q.sub, obj, old); err != nil {
 		return nil, alloc, err
+	}
+	if q.sub == "" {
+		if err := q.s.authorizeWrite(q.ctx(), q.res, q.user(), obj, old); err != nil {
+			return nil, alloc, err
+		}
 	}
 	warn(q.ctx(), q.res, q.sub, obj, old)
 	if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {

@@ -50,6 +50,8 @@ func Resources() []*apiserver.Resource {
 	mapb := kind("mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", "mutatingadmissionpolicybinding")
 	mapb.Defaults, mapb.Validate, mapb.Warnings, mapb.Table =
 		defaultMutatingAdmissionPolicyBinding, validateMutatingAdmissionPolicyBinding, staticSuffixWarnings, bindingTable
+	vap.Authorize, vapb.Authorize = authorizeValidatingAdmissionPolicy, authorizeValidatingAdmissionPolicyBinding
+	map_.Authorize, mapb.Authorize = authorizeMutatingAdmissionPolicy, authorizeMutatingAdmissionPolicyBinding
 	return []*apiserver.Resource{vwc, mwc, vap, vapb, map_, mapb}
 }
 

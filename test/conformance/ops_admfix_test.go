@@ -1,0 +1,50 @@
+package conformance
+
+// admfixOps check what dynamic admission guards besides the writes of
+// objects (docs/kubernetes-behaviour.md D.12, D.13): a policy or binding
+// is written only by a user allowed to read its parameters.
+func admfixOps() []op {
+	const (
+		group   = "/apis/admissionregistration.k8s.io/v1"
+		rbacAPI = "/apis/rbac.authorization.k8s.io/v1/"
+		author  = "--as=admfix-author" // may write policies and bindings, and read config maps
+	)
+	manifest := func(kind, name, spec string) string {
+		return "apiVersion: admissionregistration.k8s.io/v1\nkind: " + kind + "\nmetadata:\n  name: " + name + "\nspec:\n" + spec
+	}
+	policy := func(name, paramKind string) string {
+		return manifest("ValidatingAdmissionPolicy", name, "  paramKind: {apiVersion: v1, kind: "+paramKind+"}\n"+
+			"  matchConstraints:\n    resourceRules:\n    - {apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}\n"+
+			"  matchConditions:\n  - {name: never, expression: 'false'}\n  validations:\n  - expression: 'true'\n")
+	}
+	binding := func(name, policy, ref string) string {
+		return manifest("ValidatingAdmissionPolicyBinding", name, "  policyName: "+policy+"\n  validationActions: [Deny]\n"+
+			"  paramRef: {name: "+ref+", namespace: "+testNS+", parameterNotFoundAction: Deny}\n")
+	}
+	create := func(name, stdin string) op {
+		return op{name: "admfix/" + name, kubectl: []string{"create", "-f", "-", author}, stdin: stdin}
+	}
+	return []op{
+		{name: "admfix/author-role", method: "POST", path: rbacAPI + "clusterroles", body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"admfix-author"},"rules":[
+{"apiGroups":["admissionregistration.k8s.io"],"resources":["validatingadmissionpolicies","validatingadmissionpolicybindings"],"verbs":["*"]},
+{"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}`},
+		{name: "admfix/author-binding", method: "POST", path: rbacAPI + "clusterrolebindings", body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"admfix-author"},
+"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"admfix-author"},"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"admfix-author"}]}`},
+		create("param-kind-unreadable", policy("admfix-secrets", "Secret")),
+		create("param-kind-unknown", policy("admfix-unknown", "NoSuchKind")),
+		create("param-kind-readable", policy("admfix-configmaps", "ConfigMap")),
+		{name: "admfix/param-kind-by-admin", method: "POST", path: group + "/validatingadmissionpolicies", body: policy("admfix-secrets", "Secret")},
+		create("param-ref-unreadable", binding("admfix-secrets", "admfix-secrets", "db")),
+		create("param-ref-no-policy", binding("admfix-missing", "admfix-missing", "db")),
+		{name: "admfix/param-kind-unknown-by-admin", method: "POST", path: group + "/validatingadmissionpolicies", body: policy("admfix-unknown", "NoSuchKind")},
+		create("param-ref-unresolved", binding("admfix-unknown", "admfix-unknown", "db")),
+		create("param-ref-readable", binding("admfix-configmaps", "admfix-configmaps", "db")),
+		{name: "admfix/param-ref-update", kubectl: []string{"patch", "validatingadmissionpolicybinding", "admfix-configmaps", "--type=merge",
+			"-p", `{"spec":{"policyName":"admfix-secrets"}}`, author}},
+		{name: "admfix/param-ref-update-labels", kubectl: []string{"label", "validatingadmissionpolicybinding", "admfix-configmaps", "a=b", author}},
+		{name: "admfix/delete-param-binding", method: "DELETE", path: group + "/validatingadmissionpolicybindings/admfix-configmaps"},
+		{name: "admfix/delete-param-policy", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-configmaps"},
+		{name: "admfix/delete-param-policy-unknown", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-unknown"},
+		{name: "admfix/delete-param-policy-secrets", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-secrets"},
+	}
+}
