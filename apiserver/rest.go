@@ -201,6 +201,23 @@ func (q *request) checkNamespace(acc metav1.Object) error {
 	return nil
 }
 
+// ensureNamespace holds an object that mutating admission may have
+// changed to the request's namespace ns, as kube-apiserver does before it
+// validates a create or an update: a namespaced object without one is put
+// back in ns, one moved elsewhere is refused, a cluster-scoped one has
+// none (D.13).
+func ensureNamespace(res *Resource, acc metav1.Object, ns string) error {
+	switch got := acc.GetNamespace(); {
+	case !res.Namespaced:
+		acc.SetNamespace("")
+	case got == "":
+		acc.SetNamespace(ns)
+	case got != ns:
+		return errNamespaceMismatch()
+	}
+	return nil
+}
+
 func (q *request) create() error {
 	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
@@ -277,6 +294,9 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 			}
 		}
 		if err := s.admit(ctx, attrs); err != nil {
+			return nil, err
+		}
+		if err := ensureNamespace(res, acc, attrs.Namespace); err != nil {
 			return nil, err
 		}
 		if err := s.checkEscalation(ctx, res, "", user, obj, nil, acc.GetNamespace()); err != nil {
@@ -627,6 +647,12 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
 		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
 	if err := q.s.admit(q.ctx(), attrs); err != nil {
+		return nil, nil, err
+	}
+	if acc, err = meta.Accessor(obj); err != nil {
+		return nil, nil, err
+	}
+	if err := ensureNamespace(q.res, acc, q.ns); err != nil {
 		return nil, nil, err
 	}
 	if !gcOnly {
