@@ -540,6 +540,26 @@ func onlyGCFieldsChange(obj, old runtime.Object) bool {
 	return apiequality.Semantic.DeepEqual(c, old)
 }
 
+// copySystemFields sets on dst the fields of src an update's preparation
+// takes from the stored object.
+func copySystemFields(dst, src metav1.Object) {
+	dst.SetUID(src.GetUID())
+	dst.SetCreationTimestamp(src.GetCreationTimestamp())
+	dst.SetDeletionTimestamp(src.GetDeletionTimestamp())
+	dst.SetDeletionGracePeriodSeconds(src.GetDeletionGracePeriodSeconds())
+	dst.SetGeneration(src.GetGeneration())
+	dst.SetResourceVersion(src.GetResourceVersion())
+}
+
+// withSystemFields returns a copy of obj with the system fields of sent.
+func withSystemFields(obj runtime.Object, sent metav1.Object) runtime.Object {
+	c := obj.DeepCopyObject()
+	if acc, err := meta.Accessor(c); err == nil {
+		copySystemFields(acc, sent)
+	}
+	return c
+}
+
 func (q *request) update() error {
 	if _, err := q.negotiate(acceptOptions{convert: true}); err != nil {
 		return err
@@ -628,12 +648,10 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 		return nil, nil, apierrors.NewInvalid(schema.GroupKind{Group: q.res.GVR.Group, Kind: q.res.GVR.Resource}, q.name,
 			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
 	}
-	// As in kube-apiserver, an update of a role or binding that changes
-	// nothing but what the garbage collector changes (owner references
-	// and finalizers) is not checked for escalation; the object is
-	// compared as the request made it, before the server sets its system
-	// fields.
-	gcOnly := q.s.escalationChecked(q.res, q.sub) && onlyGCFieldsChange(obj, old)
+	// sent keeps the system fields as the request set them, for the
+	// comparison below.
+	sent := &metav1.ObjectMeta{}
+	copySystemFields(sent, acc)
 	obj, err = q.s.prepareUpdate(q.res, q.sub, obj, old)
 	if err != nil {
 		return nil, nil, err
@@ -655,7 +673,12 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	if err := ensureNamespace(q.res, acc, q.ns); err != nil {
 		return nil, nil, err
 	}
-	if !gcOnly {
+	// As in kube-apiserver, an update of a role or binding that changes
+	// nothing but what the garbage collector changes (owner references
+	// and finalizers) is not checked for escalation; the object is
+	// compared as mutating admission left it, with the system fields the
+	// request sent rather than those the server set (C.2).
+	if !q.s.escalationChecked(q.res, q.sub) || !onlyGCFieldsChange(withSystemFields(obj, sent), old) {
 		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
 			return nil, nil, err
 		}

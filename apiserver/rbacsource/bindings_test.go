@@ -34,7 +34,7 @@ type rbacServer struct {
 	url string
 }
 
-func newRBACServer(t *testing.T) *rbacServer {
+func newRBACServer(t *testing.T, admission ...apiserver.Admission) *rbacServer {
 	t.Helper()
 	st := openStore(t)
 	if _, err := EnsurePolicy(context.Background(), st, bootstrap.Policy(), nil); err != nil {
@@ -59,6 +59,7 @@ func newRBACServer(t *testing.T) *rbacServer {
 		}),
 		Authorizer: az,
 		Escalation: Escalation{Guard: rbac.NewGuard(rules, az), Authorizer: az},
+		Admission:  admission,
 	})
 	if err != nil {
 		t.Fatal(err)

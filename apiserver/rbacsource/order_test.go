@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubegate/kubegate/apiserver"
 )
 
 const rbacAPI = "/apis/rbac.authorization.k8s.io/v1/"
@@ -21,9 +24,9 @@ const rbacAPI = "/apis/rbac.authorization.k8s.io/v1/"
 // granting or binding reading config maps; the RoleBinding "kept", bound
 // to cluster-admin with a finalizer; and the aggregating ClusterRole
 // "gathered".
-func newOrderServer(t *testing.T) *rbacServer {
+func newOrderServer(t *testing.T, admission ...apiserver.Admission) *rbacServer {
 	t.Helper()
-	rs := newRBACServer(t)
+	rs := newRBACServer(t, admission...)
 	ctx := context.Background()
 	rbacClient := rs.client(t, "admin").RbacV1()
 	getConfigMaps := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
@@ -169,5 +172,34 @@ func TestEscalationCheckedBeforeValidation_C2(t *testing.T) {
 		if code != tt.wantCode || !strings.Contains(msg, tt.wantMsg) {
 			t.Errorf("%s: got %d %q, want %d with %q", tt.name, code, msg, tt.wantCode, tt.wantMsg)
 		}
+	}
+}
+
+// stampKept is a mutating admission plugin that labels the RoleBinding
+// "kept" on every update.
+type stampKept struct{}
+
+func (stampKept) Admit(_ context.Context, a *apiserver.AdmissionAttributes) error {
+	if a.Operation != apiserver.Update || a.Resource.Resource != "rolebindings" || a.Name != "kept" {
+		return nil
+	}
+	acc, err := meta.Accessor(a.Object)
+	if err != nil {
+		return err
+	}
+	acc.SetLabels(map[string]string{"stamped": "yes"})
+	return nil
+}
+
+// Whether an update changes nothing but finalizers and owner references,
+// and so is not checked for escalation, is decided on the object mutating
+// admission returns, as kube's RBAC storage decides it (C.2): a plugin
+// that changes more has the write checked.
+func TestGCOnlyUpdateDecidedAfterMutatingAdmission_C2(t *testing.T) {
+	t.Parallel()
+	rs := newOrderServer(t, stampKept{})
+	code, msg := rs.send(t, "updater", "PATCH", rbacAPI+"namespaces/default/rolebindings/kept", "application/merge-patch+json", `{"metadata":{"finalizers":null}}`)
+	if code != http.StatusForbidden || !strings.Contains(msg, "is attempting to grant RBAC permissions not currently held") {
+		t.Errorf("finalizer off a binding to cluster-admin that admission labels: %d %q, want the escalation 403", code, msg)
 	}
 }
