@@ -110,6 +110,15 @@ func (s *Server) runCreator(q *request, c *creatorEntry) error {
 		obj = fm.UpdateNoErrors(c.c.New(), obj, fieldManagerName(r))
 		obj.GetObjectKind().SetGroupVersionKind(c.gvk)
 	}
+	// kube-apiserver admits what every create handler decodes, reviews
+	// and tokens included, before its storage acts (D.13).
+	name := q.name
+	if acc, err := meta.Accessor(obj); err == nil && name == "" {
+		name = acc.GetName()
+	}
+	if err := q.admitBody(Create, name, c.Kind(), obj); err != nil {
+		return err
+	}
 	ns := q.ns
 	if !c.c.Namespaced() {
 		ns = ""

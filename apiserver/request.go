@@ -65,6 +65,31 @@ func (r *Request) CheckNamespaceActive(gr schema.GroupResource, name string) err
 // instead of its own.
 func (r *Request) AuthorizeAs(verb string) error { return r.q.authorizeAs(verb) }
 
+// Admit runs admission, mutating then validating, on obj of kind gvk:
+// the body of a create of the request's subresource (op Create), or the
+// options of a connect to it (op Connect), as kube-apiserver admits them
+// before its storage acts (D.13). name is the object's, the request's
+// unless the URL names none. A mutation changes obj.
+func (r *Request) Admit(op Operation, name string, gvk schema.GroupVersionKind, obj runtime.Object) error {
+	return r.q.admitBody(op, name, gvk, obj)
+}
+
+func (q *request) admitBody(op Operation, name string, gvk schema.GroupVersionKind, obj runtime.Object) error {
+	dry := false
+	if op == Create {
+		var err error
+		if dry, err = q.dryRun(); err != nil {
+			return err
+		}
+	}
+	attrs := &AdmissionAttributes{Operation: op, Resource: q.res.GVR, Subresource: q.sub, Kind: gvk, Namespace: q.ns,
+		Name: name, User: q.user(), Object: obj, DryRun: dry}
+	if err := q.s.admit(q.ctx(), attrs); err != nil {
+		return err
+	}
+	return q.s.validateAdmission(q.ctx(), attrs)
+}
+
 // Get reads the stored object name of gvr in namespace ("" for a
 // cluster-scoped resource), with its resourceVersion; a missing one is
 // kube's NotFound.

@@ -60,19 +60,20 @@ func evict(req *apiserver.Request, _ string) error {
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf: %v", err))
 	}
-	var name string
-	var opts *metav1.DeleteOptions
-	switch ev := obj.(type) {
-	case *policyv1.Eviction:
-		name, opts = ev.Name, ev.DeleteOptions
-	case *policyv1beta1.Eviction:
-		name, opts = ev.Name, ev.DeleteOptions
-	default:
+	if _, _, ok := evictionFields(obj); !ok {
 		return apierrors.NewBadRequest(fmt.Sprintf("%s is not an Eviction", obj.GetObjectKind().GroupVersionKind()))
 	}
 	if err := req.CheckNamespaceActive(podsGVR.GroupResource(), req.Name()); err != nil {
 		return err // admission's answer comes first (G.9)
 	}
+	kind := obj.GetObjectKind().GroupVersionKind()
+	if kind.Empty() {
+		kind = def
+	}
+	if err := req.Admit(apiserver.Create, req.Name(), kind, obj); err != nil {
+		return err
+	}
+	name, opts, _ := evictionFields(obj) // as admission left them
 	if name != req.Name() {
 		return apierrors.NewBadRequest("name in URL does not match name in Eviction object")
 	}
@@ -102,6 +103,18 @@ func evict(req *apiserver.Request, _ string) error {
 	}
 	req.WriteCreated()
 	return nil
+}
+
+// evictionFields returns the pod an Eviction of either version names and
+// its delete options; ok false: obj is no Eviction.
+func evictionFields(obj runtime.Object) (name string, opts *metav1.DeleteOptions, ok bool) {
+	switch ev := obj.(type) {
+	case *policyv1.Eviction:
+		return ev.Name, ev.DeleteOptions, true
+	case *policyv1beta1.Eviction:
+		return ev.Name, ev.DeleteOptions, true
+	}
+	return "", nil, false
 }
 
 // evictionDryRun merges the dry run asked on the URL into the eviction's

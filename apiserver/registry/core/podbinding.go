@@ -75,6 +75,9 @@ func bind(req *apiserver.Request, name string) error {
 	if err := req.CheckNamespaceActive(gr, name); err != nil {
 		return err
 	}
+	if err := req.Admit(apiserver.Create, name, corev1.SchemeGroupVersion.WithKind("Binding"), b); err != nil {
+		return err
+	}
 	if b.Name != name {
 		return apierrors.NewBadRequest("name in URL does not match name in Binding object")
 	}

@@ -131,6 +131,13 @@ func podConnect(req *apiserver.Request, sub string) error {
 			return err
 		}
 	}
+	// kube-apiserver admits a connect, with its options, before it looks
+	// at the pod (D.13).
+	_, r := req.HTTP()
+	opts := connectOptions(sub, r.URL.Query())
+	if err := req.Admit(apiserver.Connect, req.Name(), opts.GetObjectKind().GroupVersionKind(), opts); err != nil {
+		return err
+	}
 	pod, _, err := podForNode(req, sub)
 	if errors.Is(err, errNoHost) {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s does not have a host assigned", pod.Name))
@@ -138,7 +145,7 @@ func podConnect(req *apiserver.Request, sub string) error {
 	if err != nil {
 		return err
 	}
-	if _, r := req.HTTP(); !httpguts.HeaderValuesContainsToken(r.Header["Connection"], "Upgrade") {
+	if !httpguts.HeaderValuesContainsToken(r.Header["Connection"], "Upgrade") {
 		return apierrors.NewBadRequest("Upgrade request required")
 	}
 	return apierrors.NewInternalError(fmt.Errorf("pod %s/%s runs on the simulated node %s, which runs no containers: %s is not available",
