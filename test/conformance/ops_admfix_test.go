@@ -2,7 +2,9 @@ package conformance
 
 // admfixOps check what dynamic admission guards besides the writes of
 // objects (docs/kubernetes-behaviour.md D.12, D.13): a policy or binding
-// is written only by a user allowed to read its parameters.
+// is written only by a user allowed to read its parameters, and the
+// creates of subresources and the connects are admitted with the object
+// they send.
 func admfixOps() []op {
 	const (
 		group   = "/apis/admissionregistration.k8s.io/v1"
@@ -24,7 +26,34 @@ func admfixOps() []op {
 	create := func(name, stdin string) op {
 		return op{name: "admfix/" + name, kubectl: []string{"create", "-f", "-", author}, stdin: stdin}
 	}
-	return []op{
+	status := func(code int) func(answer) bool { return func(a answer) bool { return a.status == code } }
+	const pods = ns + "/pods"
+	subresourceRules := `[{"apiGroups":[""],"apiVersions":["*"],"operations":["CREATE"],"resources":["pods/eviction","pods/binding","bindings","serviceaccounts/token"]},` +
+		`{"apiGroups":[""],"apiVersions":["*"],"operations":["CONNECT"],"resources":["pods/exec","pods/attach","pods/portforward"]}]`
+	ops := []op{
+		{name: "admfix/sub-pod", method: "POST", path: pods, body: `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"admfix"},"spec":{"containers":[{"name":"c","image":"registry.example/app:1"}]}}`},
+		{name: "admfix/sub-serviceaccount", method: "POST", path: ns + "/serviceaccounts", body: `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"admfix"}}`},
+		{name: "admfix/sub-policy", method: "POST", path: group + "/validatingadmissionpolicies", body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
+"metadata":{"name":"admfix-subresources"},"spec":{"matchConstraints":{"resourceRules":` + subresourceRules + `},
+"validations":[{"expression":"false","messageExpression":"'denied ' + request.operation + ' ' + request.resource.resource + '/' + request.subResource + ' of kind ' + object.kind + ' ' + object.apiVersion"}]}}`},
+		{name: "admfix/sub-binding", method: "POST", path: group + "/validatingadmissionpolicybindings", body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding",
+"metadata":{"name":"admfix-subresources"},"spec":{"policyName":"admfix-subresources","validationActions":["Deny"],
+"matchResources":{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + testNS + `"}}}}}`},
+		{name: "admfix/sub-token", method: "POST", path: ns + "/serviceaccounts/admfix/token", body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`,
+			until: status(422)},
+		{name: "admfix/sub-eviction", method: "POST", path: pods + "/admfix/eviction", body: `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"admfix"}}`},
+		{name: "admfix/sub-pod-binding", method: "POST", path: pods + "/admfix/binding", body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"admfix"},"target":{"kind":"Node","name":"n1"}}`},
+		{name: "admfix/sub-legacy-binding", method: "POST", path: ns + "/bindings", body: `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"admfix"},"target":{"kind":"Node","name":"n1"}}`},
+		{name: "admfix/sub-exec", method: "POST", path: pods + "/admfix/exec?command=ls&stdout=true"},
+		{name: "admfix/sub-attach", method: "POST", path: pods + "/admfix/attach?stdout=true"},
+		{name: "admfix/sub-portforward", method: "POST", path: pods + "/admfix/portforward?ports=80"},
+		{name: "admfix/sub-pod-still-there", method: "GET", path: pods + "/admfix"},
+		{name: "admfix/sub-delete-binding", method: "DELETE", path: group + "/validatingadmissionpolicybindings/admfix-subresources"},
+		{name: "admfix/sub-delete-policy", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-subresources"},
+		{name: "admfix/sub-delete-pod", method: "DELETE", path: pods + "/admfix?gracePeriodSeconds=0"},
+		{name: "admfix/sub-delete-serviceaccount", method: "DELETE", path: ns + "/serviceaccounts/admfix"},
+	}
+	return append(ops, []op{
 		{name: "admfix/author-role", method: "POST", path: rbacAPI + "clusterroles", body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"admfix-author"},"rules":[
 {"apiGroups":["admissionregistration.k8s.io"],"resources":["validatingadmissionpolicies","validatingadmissionpolicybindings"],"verbs":["*"]},
 {"apiGroups":[""],"resources":["configmaps"],"verbs":["get"]}]}`},
@@ -46,5 +75,5 @@ func admfixOps() []op {
 		{name: "admfix/delete-param-policy", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-configmaps"},
 		{name: "admfix/delete-param-policy-unknown", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-unknown"},
 		{name: "admfix/delete-param-policy-secrets", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-secrets"},
-	}
+	}...)
 }
