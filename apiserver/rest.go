@@ -664,8 +664,12 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	// validation.
 	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
 		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
+	scaled := q.sub == "scale" && admitAsScale(attrs)
 	if err := q.s.admit(q.ctx(), attrs); err != nil {
 		return nil, nil, err
+	}
+	if scaled {
+		setAdmittedReplicas(obj, attrs)
 	}
 	if acc, err = meta.Accessor(obj); err != nil {
 		return nil, nil, err
@@ -707,6 +711,10 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 		}
 	}
 	warn(q.ctx(), q.res, q.sub, obj, old)
+	if scaled {
+		attrs.Object, attrs.OldObject = obj, old
+		admitAsScale(attrs)
+	}
 	if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 		return nil, alloc, err
 	}

@@ -95,6 +95,31 @@ func scaleOf(res *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 	return sc, nil
 }
 
+// admitAsScale makes attrs, of an update of the scale subresource, admit
+// the autoscaling/v1 Scales of its objects, as kube-apiserver admits a
+// scale update (D.13), and reports whether it did: false when the kind
+// has no Scale of its own.
+func admitAsScale(attrs *AdmissionAttributes) bool {
+	sc, err := scaleOf(attrs.Object)
+	if err != nil {
+		return false
+	}
+	old, err := scaleOf(attrs.OldObject)
+	if err != nil {
+		return false
+	}
+	attrs.Kind, attrs.Object, attrs.OldObject = scaleGVK, sc, old
+	return true
+}
+
+// setAdmittedReplicas sets on obj the replicas of the Scale mutating
+// admission returned in attrs.
+func setAdmittedReplicas(obj runtime.Object, attrs *AdmissionAttributes) {
+	if sc, ok := attrs.Object.(*autoscalingv1.Scale); ok {
+		setReplicas(obj, sc.Spec.Replicas)
+	}
+}
+
 // setReplicas sets obj's spec.replicas.
 func setReplicas(res *Resource, obj runtime.Object, n int32) {
 	switch o := obj.(type) {

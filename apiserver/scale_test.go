@@ -1,11 +1,15 @@
 package apiserver
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 )
 
 const (
@@ -134,4 +138,57 @@ func TestScaleSubresource_G2(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(b), `{"name":"replicasets/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]}`) {
 		t.Errorf("discovery: %d %s: no replicasets/scale entry", code, b)
 	}
+}
+
+// scaleAdmission records what admission is given for scale updates and
+// doubles the replicas of the Scale it mutates.
+type scaleAdmission struct{ seen []string }
+
+func (s *scaleAdmission) Admit(_ context.Context, a *AdmissionAttributes) error {
+	if a.Subresource != "scale" {
+		return nil
+	}
+	sc, ok := a.Object.(*autoscalingv1.Scale)
+	_, oldOK := a.OldObject.(*autoscalingv1.Scale)
+	s.seen = append(s.seen, fmt.Sprintf("admit %s %s/%s %v %v", a.Kind, a.Resource.Resource, a.Subresource, ok, oldOK))
+	if ok {
+		sc.Spec.Replicas *= 2
+	}
+	return nil
+}
+
+func (s *scaleAdmission) Validate(_ context.Context, a *AdmissionAttributes) error {
+	if a.Subresource != "scale" {
+		return nil
+	}
+	sc, ok := a.Object.(*autoscalingv1.Scale)
+	if !ok {
+		return fmt.Errorf("validate: %T", a.Object)
+	}
+	s.seen = append(s.seen, fmt.Sprintf("validate %s %d", a.Kind, sc.Spec.Replicas))
+	return nil
+}
+
+// An update of the scale subresource is admitted as kube-apiserver admits
+// it: both phases are given autoscaling/v1 Scales, the stored object's
+// and the new one, and the replicas mutating admission sets are the ones
+// stored (D.13).
+func TestScaleAdmittedAsScale_D13(t *testing.T) {
+	adm := &scaleAdmission{}
+	ts := newTestServer(t, func(c *Config) { c.Admission = []Admission{adm} })
+	ts.createJSON(t, rssPath, manifest("ReplicaSet", "web", appSelector, workloadTemplate("")))
+	code, b := ts.send(t, "PATCH", rssPath+"/web/scale", "application/merge-patch+json", `{"spec":{"replicas":3}}`)
+	if code != http.StatusOK {
+		t.Fatalf("patch scale: %d %s", code, b)
+	}
+	want := []string{"admit autoscaling/v1, Kind=Scale replicasets/scale true true", "validate autoscaling/v1, Kind=Scale 6"}
+	if !slices.Equal(adm.seen, want) {
+		t.Errorf("admission saw %q, want %q", adm.seen, want)
+	}
+	_, b = ts.send(t, "GET", rssPath+"/web", "", "")
+	var rs map[string]any
+	if err := json.Unmarshal(b, &rs); err != nil {
+		t.Fatal(err)
+	}
+	wantFields(t, rs, map[string]string{"spec.replicas": "6"})
 }
