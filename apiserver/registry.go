@@ -205,6 +205,10 @@ type Resource struct {
 	TypeConverter managedfields.TypeConverter
 	// Table renders rows; nil gives kube's default NAME and CREATED AT (B.5).
 	Table *TableDef
+	// CheckDecoded checks a decoded body as kube-apiserver's conversion to
+	// the kind's internal form does as it decodes (a CRD's JSON fields
+	// sent in protobuf); an error is the decode's 400. nil: nothing.
+	CheckDecoded func(obj runtime.Object) error
 	// Authorize checks, on a create (old nil) or an update of the object
 	// itself that its validation accepted, what else the writer must be
 	// allowed to do for the object to be written (a policy's parameters,

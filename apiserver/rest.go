@@ -172,6 +172,12 @@ func (q *request) decodeBody() (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if q.res.CheckDecoded != nil {
+		if err := q.res.CheckDecoded(d.obj); err != nil {
+			gvk := q.res.gvk()
+			return nil, decodeErr(err, &gvk, gvk, data)
+		}
+	}
 	if err := q.coerce(&d); err != nil {
 		return nil, err
 	}
@@ -664,12 +670,12 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	// validation.
 	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
 		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
-	scaled := q.sub == "scale" && admitAsScale(attrs)
+	scaled := q.sub == "scale" && admitAsScale(q.res, attrs)
 	if err := q.s.admit(q.ctx(), attrs); err != nil {
 		return nil, nil, err
 	}
 	if scaled {
-		setAdmittedReplicas(obj, attrs)
+		setAdmittedReplicas(q.res, obj, attrs)
 	}
 	if acc, err = meta.Accessor(obj); err != nil {
 		return nil, nil, err
@@ -713,7 +719,7 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	warn(q.ctx(), q.res, q.sub, obj, old)
 	if scaled {
 		attrs.Object, attrs.OldObject = obj, old
-		admitAsScale(attrs)
+		admitAsScale(q.res, attrs)
 	}
 	if err := q.s.validateAdmission(q.ctx(), attrs); err != nil {
 		return nil, alloc, err

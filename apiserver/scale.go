@@ -99,12 +99,12 @@ func scaleOf(res *Resource, obj runtime.Object) (*autoscalingv1.Scale, error) {
 // the autoscaling/v1 Scales of its objects, as kube-apiserver admits a
 // scale update (D.13), and reports whether it did: false when the kind
 // has no Scale of its own.
-func admitAsScale(attrs *AdmissionAttributes) bool {
-	sc, err := scaleOf(attrs.Object)
+func admitAsScale(res *Resource, attrs *AdmissionAttributes) bool {
+	sc, err := scaleOf(res, attrs.Object)
 	if err != nil {
 		return false
 	}
-	old, err := scaleOf(attrs.OldObject)
+	old, err := scaleOf(res, attrs.OldObject)
 	if err != nil {
 		return false
 	}
@@ -114,9 +114,9 @@ func admitAsScale(attrs *AdmissionAttributes) bool {
 
 // setAdmittedReplicas sets on obj the replicas of the Scale mutating
 // admission returned in attrs.
-func setAdmittedReplicas(obj runtime.Object, attrs *AdmissionAttributes) {
+func setAdmittedReplicas(res *Resource, obj runtime.Object, attrs *AdmissionAttributes) {
 	if sc, ok := attrs.Object.(*autoscalingv1.Scale); ok {
-		setReplicas(obj, sc.Spec.Replicas)
+		setReplicas(res, obj, sc.Spec.Replicas)
 	}
 }
 

@@ -48,7 +48,7 @@ func (w *Writer) Allowed(a authz.Attributes) (bool, error) {
 
 // ResourceFor returns the resource the server serves kind gvk as.
 func (w *Writer) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool) {
-	for _, res := range w.s.reg.all {
+	for _, res := range w.s.registry().all {
 		if res.gvk() == gvk && !res.virtual() {
 			return res.GVR, true
 		}
@@ -59,7 +59,7 @@ func (w *Writer) ResourceFor(gvk schema.GroupVersionKind) (schema.GroupVersionRe
 // Get reads the stored object name of gvr in namespace ("" for a
 // cluster-scoped resource); a missing one is kube's NotFound.
 func (w *Writer) Get(gvr schema.GroupVersionResource, namespace, name string) (runtime.Object, error) {
-	res, ok := w.s.reg.get(gvr)
+	res, ok := w.s.registry().get(gvr)
 	if !ok {
 		return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}

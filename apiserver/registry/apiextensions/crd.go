@@ -57,7 +57,15 @@ func Resources() []*apiserver.Resource {
 		Generation:   true, Defaults: defaultCRD, PrepareCreate: prepareCreate, Prepare: prepareUpdate,
 		Validate: validateCRD, ValidateStatus: validateStatus, Warnings: warnings, ResetStatus: resetStatus,
 		StatusTakesMetadata: true, BeginDelete: beginDelete, DeletePreconditions: deletePreconditions, Table: crdTable,
-		TypeConverter: applyconfiguration.NewTypeConverter(scheme)}}
+		TypeConverter: applyconfiguration.NewTypeConverter(scheme), CheckDecoded: checkConverts}}
+}
+
+// checkConverts refuses a CRD that does not convert to the internal type,
+// as kube-apiserver's decoding does: one whose JSON fields (a default, an
+// example, an enum value) hold what is not JSON, which only a protobuf
+// body can carry (I.1).
+func checkConverts(obj runtime.Object) error {
+	return scheme.Convert(obj, &apiextensions.CustomResourceDefinition{}, nil)
 }
 
 // anyName leaves the name to kube's validation, which wants it
@@ -68,7 +76,7 @@ func anyName(string, bool) []string { return nil }
 func toInternal(obj runtime.Object) *apiextensions.CustomResourceDefinition {
 	out := &apiextensions.CustomResourceDefinition{}
 	if err := scheme.Convert(obj.(*apiextensionsv1.CustomResourceDefinition), out, nil); err != nil {
-		panic(err) // the group's generated conversions do not fail
+		panic(err) // the body's decoding refused what does not convert (checkConverts)
 	}
 	return out
 }
