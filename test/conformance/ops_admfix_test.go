@@ -1,5 +1,13 @@
 package conformance
 
+import (
+	"bytes"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	protobufserializer "k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+)
+
 // admfixOps check what dynamic admission guards besides the writes of
 // objects (docs/kubernetes-behaviour.md D.12, D.13): a policy or binding
 // is written only by a user allowed to read its parameters, and the
@@ -53,6 +61,28 @@ func admfixOps() []op {
 		{name: "admfix/sub-delete-pod", method: "DELETE", path: pods + "/admfix?gracePeriodSeconds=0"},
 		{name: "admfix/sub-delete-serviceaccount", method: "DELETE", path: ns + "/serviceaccounts/admfix"},
 	}
+	// An update of deployments/scale is admitted as an autoscaling/v1 Scale.
+	deps := "/apis/apps/v1/namespaces/" + testNS + "/deployments"
+	ops = append(ops,
+		op{name: "admfix/scale-deployment", method: "POST", path: deps, body: `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"admfix"},"spec":{"replicas":1,
+"selector":{"matchLabels":{"app":"admfix"}},"template":{"metadata":{"labels":{"app":"admfix"}},"spec":{"containers":[{"name":"c","image":"registry.example/app:1"}]}}}}`},
+		op{name: "admfix/scale-policy", method: "POST", path: group + "/validatingadmissionpolicies", body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",
+"metadata":{"name":"admfix-scale"},"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":["apps"],"apiVersions":["*"],"operations":["UPDATE"],"resources":["deployments/scale"]}]},
+"validations":[{"expression":"object.spec.replicas <= 3","messageExpression":"'kind ' + object.kind + ' ' + object.apiVersion + ' replicas ' + string(object.spec.replicas) + ' was ' + string(oldObject.spec.replicas)"}]}}`},
+		op{name: "admfix/scale-binding", method: "POST", path: group + "/validatingadmissionpolicybindings", body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding",
+"metadata":{"name":"admfix-scale"},"spec":{"policyName":"admfix-scale","validationActions":["Deny"],
+"matchResources":{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + testNS + `"}}}}}`},
+		op{name: "admfix/scale-deny-dry-run", method: "PATCH", path: deps + "/admfix/scale?dryRun=All", contentType: mergePatch, body: `{"spec":{"replicas":7}}`, until: status(422)},
+		op{name: "admfix/scale-deny", method: "PUT", path: deps + "/admfix/scale", body: `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"admfix"},"spec":{"replicas":5}}`},
+		op{name: "admfix/scale-allow", method: "PATCH", path: deps + "/admfix/scale", contentType: mergePatch, body: `{"spec":{"replicas":2}}`},
+		op{name: "admfix/scale-deployment-update-not-matched", method: "PATCH", path: deps + "/admfix", contentType: mergePatch, body: `{"spec":{"replicas":5}}`},
+		op{name: "admfix/scale-delete-binding", method: "DELETE", path: group + "/validatingadmissionpolicybindings/admfix-scale"},
+		op{name: "admfix/scale-delete-policy", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-scale"},
+		op{name: "admfix/scale-delete-deployment", method: "DELETE", path: deps + "/admfix"},
+	)
+	// A CRD in protobuf whose default is not JSON.
+	ops = append(ops, op{name: "admfix/crd-protobuf-bad-json", method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+		contentType: protobuf, body: badJSONCRD()})
 	return append(ops, []op{
 		{name: "admfix/author-role", method: "POST", path: rbacAPI + "clusterroles", body: `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"admfix-author"},"rules":[
 {"apiGroups":["admissionregistration.k8s.io"],"resources":["validatingadmissionpolicies","validatingadmissionpolicybindings"],"verbs":["*"]},
@@ -76,4 +106,21 @@ func admfixOps() []op {
 		{name: "admfix/delete-param-policy-unknown", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-unknown"},
 		{name: "admfix/delete-param-policy-secrets", method: "DELETE", path: group + "/validatingadmissionpolicies/admfix-secrets"},
 	}...)
+}
+
+// badJSONCRD is a CRD, in protobuf, whose schema's default is not JSON.
+func badJSONCRD() string {
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "admfixes.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "admfixes", Singular: "admfix", Kind: "Admfix", ListKind: "AdmfixList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte("{not json")}}}}}}}}}
+	var b bytes.Buffer
+	if err := protobufserializer.NewSerializer(nil, nil).Encode(crd, &b); err != nil {
+		panic(err)
+	}
+	return b.String()
 }
