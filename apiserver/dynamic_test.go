@@ -63,8 +63,18 @@ func TestUnstructuredResourceVerbs_I2(t *testing.T) {
 		t.Fatalf("watch: got %s %v, want ADDED a", ev.Type, ev.Object)
 	}
 
+	wantStoredAsJSON(t, ts, "a")
+	wantWidgetWrites(t, wc)
+}
+
+// wantStoredAsJSON checks that widget name of namespace default is stored
+// as JSON, with apiVersion and kind and without resourceVersion, and reads
+// back unstructured (I.2).
+func wantStoredAsJSON(t *testing.T, ts *testServer, name string) {
+	t.Helper()
+	ctx := context.Background()
 	// Stored as JSON, with apiVersion and kind and without resourceVersion.
-	kv, err := ts.store.Get(ctx, Key(widgetsGVR, "default", "a"))
+	kv, err := ts.store.Get(ctx, Key(widgetsGVR, "default", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +86,18 @@ func TestUnstructuredResourceVerbs_I2(t *testing.T) {
 		t.Errorf("stored %s: want kind Widget and no resourceVersion", kv.Value)
 	}
 	obj, err := DecodeStored(ts.scheme, kv.Value, kv.ModRevision)
-	if u, ok := obj.(*unstructured.Unstructured); err != nil || !ok || u.GetName() != "a" {
+	if u, ok := obj.(*unstructured.Unstructured); err != nil || !ok || u.GetName() != name {
 		t.Errorf("DecodeStored: got %T %v, want the unstructured widget a", obj, err)
 	}
 
+}
+
+// wantWidgetWrites runs a custom resource's writes and reads on wc, which
+// holds widget a: update, merge patch (a strategic one is 415), list,
+// delete and deletecollection (I.2).
+func wantWidgetWrites(t *testing.T, wc dynamic.ResourceInterface) {
+	t.Helper()
+	ctx := context.Background()
 	got, err := wc.Get(ctx, "a", metav1.GetOptions{})
 	if err != nil || got.Object["spec"].(map[string]any)["size"] != int64(1) {
 		t.Fatalf("get: got %v, %v", got, err)

@@ -668,30 +668,9 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	// The same order as a create's (D.8): admission, the escalation check
 	// (C.2), then what the server sets, then the allocations, then
 	// validation.
-	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
-		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
-	scaled := q.sub == "scale" && admitAsScale(q.res, attrs)
-	if err := q.s.admit(q.ctx(), attrs); err != nil {
+	attrs, scaled, err := q.admitUpdate(obj, old, sent, dry)
+	if err != nil {
 		return nil, nil, err
-	}
-	if scaled {
-		setAdmittedReplicas(q.res, obj, attrs)
-	}
-	if acc, err = meta.Accessor(obj); err != nil {
-		return nil, nil, err
-	}
-	if err := ensureNamespace(q.res, acc, q.ns); err != nil {
-		return nil, nil, err
-	}
-	// As in kube-apiserver, an update of a role or binding that changes
-	// nothing but what the garbage collector changes (owner references
-	// and finalizers) is not checked for escalation; the object is
-	// compared as mutating admission left it, with the system fields the
-	// request sent rather than those the server set (C.2).
-	if !q.s.escalationChecked(q.res, q.sub) || !onlyGCFieldsChange(withSystemFields(obj, sent), old) {
-		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
-			return nil, nil, err
-		}
 	}
 	// kube-apiserver compares the resourceVersion once admission and the
 	// escalation check have seen the object.
@@ -725,6 +704,40 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 		return nil, alloc, err
 	}
 	return obj, alloc, nil
+}
+
+// admitUpdate runs mutating admission on an update's object, admitting
+// the Scales of a scale update, then checks its namespace and, on what
+// admission returned, the escalation rules (D.8, C.2). sent holds the
+// system fields as the request sent them.
+func (q *request) admitUpdate(obj, old runtime.Object, sent *metav1.ObjectMeta, dry bool) (_ *AdmissionAttributes, scaled bool, _ error) {
+	attrs := &AdmissionAttributes{Operation: Update, Resource: q.res.GVR, Kind: q.res.gvk(), Subresource: q.sub,
+		Namespace: q.ns, Name: q.name, User: q.user(), Object: obj, OldObject: old, DryRun: dry}
+	scaled = q.sub == "scale" && admitAsScale(q.res, attrs)
+	if err := q.s.admit(q.ctx(), attrs); err != nil {
+		return nil, false, err
+	}
+	if scaled {
+		setAdmittedReplicas(q.res, obj, attrs)
+	}
+	acc, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := ensureNamespace(q.res, acc, q.ns); err != nil {
+		return nil, false, err
+	}
+	// As in kube-apiserver, an update of a role or binding that changes
+	// nothing but what the garbage collector changes (owner references
+	// and finalizers) is not checked for escalation; the object is
+	// compared as mutating admission left it, with the system fields the
+	// request sent rather than those the server set (C.2).
+	if !q.s.escalationChecked(q.res, q.sub) || !onlyGCFieldsChange(withSystemFields(obj, sent), old) {
+		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
+			return nil, false, err
+		}
+	}
+	return attrs, scaled, nil
 }
 
 // writeUpdate stores obj in place of old, stored as kv under key, and

@@ -145,28 +145,9 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
 
-	subs, err := apihelpers.GetSubresourcesForVersion(crd, v.Name)
+	statusSpec, statusValidator, scaleSpec, err := subresourceSpecs(crd, v.Name, props)
 	if err != nil {
 		return nil, err
-	}
-	var statusSpec *apiextensionsinternal.CustomResourceSubresourceStatus
-	var statusValidator apiservervalidation.SchemaValidator
-	if subs != nil && subs.Status != nil {
-		statusSpec = &apiextensionsinternal.CustomResourceSubresourceStatus{}
-		if props != nil && props.Properties != nil {
-			if st, ok := props.Properties["status"]; ok {
-				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
-					return nil, fmt.Errorf("status schema validator: %w", err)
-				}
-			}
-		}
-	}
-	var scaleSpec *apiextensionsinternal.CustomResourceSubresourceScale
-	if subs != nil && subs.Scale != nil {
-		scaleSpec = &apiextensionsinternal.CustomResourceSubresourceScale{}
-		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(subs.Scale, scaleSpec, nil); err != nil {
-			return nil, fmt.Errorf("convert the scale subresource: %w", err)
-		}
 	}
 	st := registry.NewStrategy(crdserverscheme.NewUnstructuredObjectTyper(), namespaced, ver.kind, validator, statusValidator,
 		ver.structural, statusSpec, scaleSpec, v.SelectableFields)
@@ -211,6 +192,35 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
 	return r, nil
+}
+
+// subresourceSpecs returns the status and scale subresources of the CRD's
+// version, in apiextensions-apiserver's internal form, with the validator
+// of the status schema; nil for a subresource the version has not.
+func subresourceSpecs(crd *apiextensionsv1.CustomResourceDefinition, version string, props *apiextensionsinternal.JSONSchemaProps) (
+	statusSpec *apiextensionsinternal.CustomResourceSubresourceStatus, statusValidator apiservervalidation.SchemaValidator,
+	scaleSpec *apiextensionsinternal.CustomResourceSubresourceScale, err error) {
+	subs, err := apihelpers.GetSubresourcesForVersion(crd, version)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if subs != nil && subs.Status != nil {
+		statusSpec = &apiextensionsinternal.CustomResourceSubresourceStatus{}
+		if props != nil && props.Properties != nil {
+			if st, ok := props.Properties["status"]; ok {
+				if statusValidator, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+					return nil, nil, nil, fmt.Errorf("status schema validator: %w", err)
+				}
+			}
+		}
+	}
+	if subs != nil && subs.Scale != nil {
+		scaleSpec = &apiextensionsinternal.CustomResourceSubresourceScale{}
+		if err := apiextensionsv1.Convert_v1_CustomResourceSubresourceScale_To_apiextensions_CustomResourceSubresourceScale(subs.Scale, scaleSpec, nil); err != nil {
+			return nil, nil, nil, fmt.Errorf("convert the scale subresource: %w", err)
+		}
+	}
+	return statusSpec, statusValidator, scaleSpec, nil
 }
 
 // deprecationWarning is the warning kube-apiserver gives on every request

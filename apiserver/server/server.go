@@ -280,22 +280,8 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		return nil, fmt.Errorf("create default service accounts: %w", err)
 	}
 
-	servingPair, err := serving.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
-	if err != nil {
+	if err := s.listen(ctx, &o, logger); err != nil {
 		return nil, err
-	}
-	if err := servingPair.Watch(ctx, o.ReloadInterval, logger); err != nil {
-		return nil, err
-	}
-	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
-	tc := serving.ServerTLSConfig(servingPair, requestCerts, nil)
-	if err := o.TLS.Apply(tc, logger); err != nil {
-		return nil, err
-	}
-	s.HTTP = serving.NewHTTPServer(s.Server.Handler(), tc, logger)
-	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
-	if s.Listener, err = net.Listen("tcp", addr); err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	// As in kube-apiserver, the controllers of CRDs run in the server's
 	// process, on its loopback client.
@@ -309,6 +295,29 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		return nil, err
 	}
 	return s, nil
+}
+
+// listen makes the server's HTTPS server, serving its handler with the
+// reloading serving certificate, and opens its listener.
+func (s *Server) listen(ctx context.Context, o *Options, logger *slog.Logger) error {
+	servingPair, err := serving.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return err
+	}
+	if err := servingPair.Watch(ctx, o.ReloadInterval, logger); err != nil {
+		return err
+	}
+	requestCerts := o.ClientCAFile != "" || o.RequestHeaderCAFile != ""
+	tc := serving.ServerTLSConfig(servingPair, requestCerts, nil)
+	if err := o.TLS.Apply(tc, logger); err != nil {
+		return err
+	}
+	s.HTTP = serving.NewHTTPServer(s.Server.Handler(), tc, logger)
+	addr := net.JoinHostPort(o.BindAddress, strconv.Itoa(o.SecurePort))
+	if s.Listener, err = net.Listen("tcp", addr); err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return nil
 }
 
 // allowAll is the rules of AlwaysAllow: everything.

@@ -127,6 +127,11 @@ func crdOps() []op {
 		{name: "crd/delete-dry-run", method: "DELETE", path: crds + "/gears.conformance.example.com" + q("dryRun", "All")},
 		{name: "crd/delete-collection", method: "DELETE", path: crds + q("labelSelector", "tier=gold")},
 		{name: "crd/deleted-collection", method: "GET", path: crds + "/gears.conformance.example.com", until: statusIs(404)},
+		// With gears gone, the naming controller accepts the names that
+		// conflicted with its own, in its own time: the deletes below
+		// answer with the objects once it has.
+		{name: "crd/gizmos-accepted-once-gears-gone", method: "GET", path: crds + "/gizmos.conformance.example.com", until: crdCondition("Established", "True")},
+		{name: "crd/doodads-accepted-once-gears-gone", method: "GET", path: crds + "/doodads.conformance.example.com", until: crdCondition("Established", "True")},
 		// No CRD of these ops outlives them.
 		{name: "crd/delete-gizmos", method: "DELETE", path: crds + "/gizmos.conformance.example.com"},
 		{name: "crd/delete-doodads", method: "DELETE", path: crds + "/doodads.conformance.example.com"},
