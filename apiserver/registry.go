@@ -312,9 +312,9 @@ func (reg *registry) addGroup(g string) {
 	sortGroups(reg.groups)
 }
 
-// ResourceOwner returns the owner SetResources installed the resource gvr
+// OwnerOf returns the owner SetResources installed the resource gvr
 // for; ok is false when gvr is not served or is one of Config.Resources.
-func (s *Server) ResourceOwner(gvr schema.GroupVersionResource) (owner string, ok bool) {
+func (s *Server) OwnerOf(gvr schema.GroupVersionResource) (owner string, ok bool) {
 	reg := s.registry()
 	r, served := reg.get(gvr)
 	if !served {

@@ -251,7 +251,9 @@ func (ver *version) coerce(obj runtime.Object) ([]string, error) {
 		structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, ver.structural)
 	}
 	if ver.structural != nil {
-		err, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, ver.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+		opts := zeroOptions(schemaobjectmeta.CoerceWithOptions)
+		opts.ReturnUnknownFieldPaths = true
+		err, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, ver.structural, false, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -353,4 +355,10 @@ func table(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.Cust
 			}
 			return t.Rows[0].Cells
 		}}
+}
+
+// zeroOptions returns the zero value of the options a metadata coercion
+// function takes, its type inferred from the function.
+func zeroOptions[O any](func(*field.Path, any, *structuralschema.Structural, bool, O) (*field.Error, []string)) (o O) {
+	return o
 }

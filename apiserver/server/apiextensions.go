@@ -47,7 +47,7 @@ const crdFinalizerWorkers = 5
 // before the server stops serving.
 //
 // ownerOf says which owner serves a resource (apiserver.Server's
-// ResourceOwner): the finalizer deletes only what the deleted CRD's own
+// OwnerOf): the finalizer deletes only what the deleted CRD's own
 // custom resources serve, never a built-in resource that shares its group
 // and name.
 func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config, ownerOf func(schema.GroupVersionResource) (string, bool)) (stop func(), _ error) {

@@ -285,7 +285,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	}
 	// As in kube-apiserver, the controllers of CRDs run in the server's
 	// process, on its loopback client.
-	if s.stopCRDControllers, err = StartAPIExtensionsControllers(ctx, s.LoopbackConfig(), s.Server.ResourceOwner); err != nil {
+	if s.stopCRDControllers, err = StartAPIExtensionsControllers(ctx, s.LoopbackConfig(), s.Server.OwnerOf); err != nil {
 		s.Listener.Close()
 		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
 	}

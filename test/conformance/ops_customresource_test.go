@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// customResourceOps define CronTabs (namespaced: a default, a pattern, a
+// crOps define CronTabs (namespaced: a default, a pattern, a
 // minimum, a CEL rule, the status and scale subresources, printer
 // columns, a selectable field, a short name and a category) and Gizmos
 // (cluster-scoped, no schema constraints, in a group of their own), wait until each definition is
 // established, and then use their custom resources (I.2).
-func customResourceOps() []op {
+func crOps() []op {
 	const (
 		crds     = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 		group    = "/apis/stable.example.com"
@@ -105,7 +105,7 @@ func customResourceOps() []op {
 	}
 }
 
-// crontabsCRD is the namespaced definition of customResourceOps.
+// crontabsCRD is the namespaced definition of crOps.
 const crontabsCRD = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -146,7 +146,7 @@ spec:
               selector: {type: string}
 `
 
-// gizmosCRD is the cluster-scoped definition of customResourceOps.
+// gizmosCRD is the cluster-scoped definition of crOps.
 const gizmosCRD = `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

@@ -364,7 +364,7 @@ func operations() []op {
 	add(tableOps()...)
 	add(admissionRegistrationOps()...)
 	add(crdOps()...)
-	add(customResourceOps()...)
+	add(crOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (

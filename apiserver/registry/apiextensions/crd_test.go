@@ -175,7 +175,7 @@ func TestStoredVersionsAndGeneration_I1(t *testing.T) {
 // the test ends.
 func startControllers(t *testing.T, ts *apiservertest.Server) {
 	t.Helper()
-	stop, err := server.StartAPIExtensionsControllers(context.Background(), ts.Config, ts.API.ResourceOwner)
+	stop, err := server.StartAPIExtensionsControllers(context.Background(), ts.Config, ts.API.OwnerOf)
 	if err != nil {
 		t.Fatal(err)
 	}
