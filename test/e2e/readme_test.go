@@ -81,7 +81,8 @@ func normalizeTranscript(s string) string {
 // "kubegate up" gets a free port and is compared up to its "Ctrl-C" line;
 // "export" sets the variable for the commands after it; a kubectl get or
 // scheduler explain whose output does not match yet is retried for a few
-// seconds, since the nodes and the pod settle asynchronously.
+// seconds, since the nodes and the pod settle asynchronously; after
+// "kubectl get nodes" it also waits for the nodes' taints to be lifted.
 func TestREADMETranscript(t *testing.T) {
 	requireTool(t, "bash")
 	requireTool(t, "kubectl")
@@ -159,6 +160,24 @@ func TestREADMETranscript(t *testing.T) {
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
+			if strings.HasPrefix(st.command, "kubectl get nodes") {
+				waitNodesUntainted(ctx, t, dir, env)
+			}
 		}
 	}
+}
+
+// waitNodesUntainted waits until no node carries a taint. A node shows
+// Ready as soon as it reports so, but the node lifecycle controller lifts
+// the not-ready taint the API server gave it at registration a moment
+// later, and a pod created in between is kept off it: the README's reader
+// types the next command long after that moment, a test may not.
+func waitNodesUntainted(ctx context.Context, t *testing.T, dir string, env []string) {
+	t.Helper()
+	testwait.For(t, 30*time.Second, "the nodes' not-ready taints lifted", func() (bool, string) {
+		cmd := exec.CommandContext(ctx, "kubectl", "get", "nodes", "-o", "jsonpath={.items[*].spec.taints}")
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		return err == nil && strings.TrimSpace(string(out)) == "", fmt.Sprintf("err %v, taints %s", err, out)
+	})
 }
