@@ -50,15 +50,24 @@ type policyRules struct {
 	stored               storedExpressions
 }
 
+// updateRules are the rules of an update: the match conditions are
+// checked again only if they or the parameter kind changed, and the
+// expressions stored before compile as they did then.
+func updateRules(paramKind, oldParamKind *admissionregistrationv1.ParamKind, conditions, oldConditions []admissionregistrationv1.MatchCondition) policyRules {
+	rules := policyRules{stored: newStoredExpressions()}
+	rules.checkMatchConditions = !apiequality.Semantic.DeepEqual(paramKind, oldParamKind) ||
+		!apiequality.Semantic.DeepEqual(conditions, oldConditions)
+	for _, mc := range oldConditions {
+		rules.stored.matchConditions.Insert(mc.Expression)
+	}
+	return rules
+}
+
 func validateValidatingAdmissionPolicy(obj, old runtime.Object) field.ErrorList {
 	p := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy)
 	rules := policyRules{checkMatchConditions: true, stored: newStoredExpressions()}
 	if o, ok := old.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok {
-		rules.checkMatchConditions = !apiequality.Semantic.DeepEqual(p.Spec.ParamKind, o.Spec.ParamKind) ||
-			!apiequality.Semantic.DeepEqual(p.Spec.MatchConditions, o.Spec.MatchConditions)
-		for _, mc := range o.Spec.MatchConditions {
-			rules.stored.matchConditions.Insert(mc.Expression)
-		}
+		rules = updateRules(p.Spec.ParamKind, o.Spec.ParamKind, p.Spec.MatchConditions, o.Spec.MatchConditions)
 		for _, v := range o.Spec.Validations {
 			rules.stored.validations.Insert(v.Expression)
 			if v.MessageExpression != "" {
@@ -285,11 +294,7 @@ func validateMutatingAdmissionPolicy(obj, old runtime.Object) field.ErrorList {
 	p := obj.(*admissionregistrationv1.MutatingAdmissionPolicy)
 	rules := policyRules{checkMatchConditions: true, stored: newStoredExpressions()}
 	if o, ok := old.(*admissionregistrationv1.MutatingAdmissionPolicy); ok {
-		rules.checkMatchConditions = !apiequality.Semantic.DeepEqual(p.Spec.ParamKind, o.Spec.ParamKind) ||
-			!apiequality.Semantic.DeepEqual(p.Spec.MatchConditions, o.Spec.MatchConditions)
-		for _, mc := range o.Spec.MatchConditions {
-			rules.stored.matchConditions.Insert(mc.Expression)
-		}
+		rules = updateRules(p.Spec.ParamKind, o.Spec.ParamKind, p.Spec.MatchConditions, o.Spec.MatchConditions)
 		// kube looks a JSON patch's expression up among the stored
 		// apply configurations' too, so that a stored JSON patch
 		// compiles as a new one.

@@ -15,6 +15,7 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	admissionwebhook "k8s.io/apiserver/pkg/admission/plugin/webhook"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/util/webhook"
 )
@@ -35,50 +36,28 @@ var (
 	allSideEffects = []string{"None", "NoneOnDryRun", "Some", "Unknown"}
 )
 
-// webhookFields are the fields both kinds of webhook share, and a mutating
-// webhook's reinvocation policy.
-type webhookFields struct {
-	name                              string
-	rules                             []admissionregistrationv1.RuleWithOperations
-	failurePolicy                     *admissionregistrationv1.FailurePolicyType
-	matchPolicy                       *admissionregistrationv1.MatchPolicyType
-	sideEffects                       *admissionregistrationv1.SideEffectClass
-	timeoutSeconds                    *int32
-	namespaceSelector, objectSelector *metav1.LabelSelector
-	mutating                          bool
-	reinvocationPolicy                *admissionregistrationv1.ReinvocationPolicyType
-	clientConfig                      *admissionregistrationv1.WebhookClientConfig
-	matchConditions                   []admissionregistrationv1.MatchCondition
-	admissionReviewVersions           []string
-}
-
-func validatingWebhooks(obj runtime.Object) []webhookFields {
+// validatingWebhooks and mutatingWebhooks read a configuration's webhooks
+// through the admission plugin's accessor, the view both kinds share.
+func validatingWebhooks(obj runtime.Object) []admissionwebhook.WebhookAccessor {
 	c, _ := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 	if c == nil {
 		return nil
 	}
-	hooks := make([]webhookFields, len(c.Webhooks))
+	hooks := make([]admissionwebhook.WebhookAccessor, len(c.Webhooks))
 	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
-		hooks[i] = webhookFields{name: w.Name, rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy,
-			sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
-			clientConfig: &w.ClientConfig, matchConditions: w.MatchConditions, admissionReviewVersions: w.AdmissionReviewVersions}
+		hooks[i] = admissionwebhook.NewValidatingWebhookAccessor("", c.Name, &c.Webhooks[i])
 	}
 	return hooks
 }
 
-func mutatingWebhooks(obj runtime.Object) []webhookFields {
+func mutatingWebhooks(obj runtime.Object) []admissionwebhook.WebhookAccessor {
 	c, _ := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
 	if c == nil {
 		return nil
 	}
-	hooks := make([]webhookFields, len(c.Webhooks))
+	hooks := make([]admissionwebhook.WebhookAccessor, len(c.Webhooks))
 	for i := range c.Webhooks {
-		w := &c.Webhooks[i]
-		hooks[i] = webhookFields{name: w.Name, rules: w.Rules, failurePolicy: w.FailurePolicy, matchPolicy: w.MatchPolicy,
-			sideEffects: w.SideEffects, timeoutSeconds: w.TimeoutSeconds, namespaceSelector: w.NamespaceSelector, objectSelector: w.ObjectSelector,
-			mutating: true, reinvocationPolicy: w.ReinvocationPolicy,
-			clientConfig: &w.ClientConfig, matchConditions: w.MatchConditions, admissionReviewVersions: w.AdmissionReviewVersions}
+		hooks[i] = admissionwebhook.NewMutatingWebhookAccessor("", c.Name, &c.Webhooks[i])
 	}
 	return hooks
 }
@@ -103,7 +82,7 @@ type webhookRules struct {
 	selectorValidationOption metav1validation.LabelSelectorValidationOptions
 }
 
-func newWebhookRules(hooks, old []webhookFields, create bool) webhookRules {
+func newWebhookRules(hooks, old []admissionwebhook.WebhookAccessor, create bool) webhookRules {
 	r := webhookRules{checkMatchConditions: true, noSideEffects: true, knownReviewVersion: true, uniqueNames: true, storedConditionExprs: sets.New[string]()}
 	if create {
 		return r
@@ -111,45 +90,44 @@ func newWebhookRules(hooks, old []webhookFields, create bool) webhookRules {
 	r.checkMatchConditions = len(hooks) != len(old)
 	names := sets.New[string]()
 	for i, h := range old {
-		if !r.checkMatchConditions && !apiequality.Semantic.DeepEqual(hooks[i].matchConditions, h.matchConditions) {
+		if !r.checkMatchConditions && !apiequality.Semantic.DeepEqual(hooks[i].GetMatchConditions(), h.GetMatchConditions()) {
 			r.checkMatchConditions = true
 		}
-		if h.sideEffects == nil || !slices.Contains(noSideEffects, string(*h.sideEffects)) {
+		if h.GetSideEffects() == nil || !slices.Contains(noSideEffects, string(*h.GetSideEffects())) {
 			r.noSideEffects = false
 		}
-		if len(h.admissionReviewVersions) > 0 && !slices.ContainsFunc(h.admissionReviewVersions, func(v string) bool { return slices.Contains(reviewVersions, v) }) {
+		if len(h.GetAdmissionReviewVersions()) > 0 && !slices.ContainsFunc(h.GetAdmissionReviewVersions(), func(v string) bool { return slices.Contains(reviewVersions, v) }) {
 			r.knownReviewVersion = false
 		}
-		if names.Has(h.name) {
+		if names.Has(h.GetName()) {
 			r.uniqueNames = false
 		}
-		names.Insert(h.name)
-		for _, s := range []*metav1.LabelSelector{h.namespaceSelector, h.objectSelector} {
+		names.Insert(h.GetName())
+		for _, s := range []*metav1.LabelSelector{h.GetNamespaceSelector(), h.GetObjectSelector()} {
 			if s != nil && len(metav1validation.ValidateLabelSelector(s, metav1validation.LabelSelectorValidationOptions{}, nil)) > 0 {
 				r.selectorValidationOption.AllowInvalidLabelValueInSelector = true
 			}
 		}
-		for _, mc := range h.matchConditions {
+		for _, mc := range h.GetMatchConditions() {
 			r.storedConditionExprs.Insert(mc.Expression)
 		}
 	}
 	return r
 }
 
-func validateWebhookConfiguration(name string, hooks, old []webhookFields, create bool) field.ErrorList {
+func validateWebhookConfiguration(name string, hooks, old []admissionwebhook.WebhookAccessor, create bool) field.ErrorList {
 	rules := newWebhookRules(hooks, old, create)
 	var errs field.ErrorList
 	names := sets.New[string]()
-	for i := range hooks {
-		h := &hooks[i]
+	for i, h := range hooks {
 		path := field.NewPath("webhooks").Index(i)
 		errs = append(errs, validateWebhook(h, rules, path)...)
-		errs = append(errs, validateReviewVersions(h.admissionReviewVersions, rules.knownReviewVersion, path.Child("admissionReviewVersions"))...)
-		if rules.uniqueNames && h.name != "" {
-			if names.Has(h.name) {
-				errs = append(errs, field.Duplicate(path.Child("name"), h.name))
+		errs = append(errs, validateReviewVersions(h.GetAdmissionReviewVersions(), rules.knownReviewVersion, path.Child("admissionReviewVersions"))...)
+		if rules.uniqueNames && h.GetName() != "" {
+			if names.Has(h.GetName()) {
+				errs = append(errs, field.Duplicate(path.Child("name"), h.GetName()))
 			}
-			names.Insert(h.name)
+			names.Insert(h.GetName())
 		}
 	}
 	if create {
@@ -158,35 +136,36 @@ func validateWebhookConfiguration(name string, hooks, old []webhookFields, creat
 	return errs
 }
 
-func validateWebhook(h *webhookFields, rules webhookRules, path *field.Path) field.ErrorList {
-	errs := utilvalidation.IsFullyQualifiedName(path.Child("name"), h.name)
-	for i := range h.rules {
-		errs = append(errs, validateRuleWithOperations(&h.rules[i], path.Child("rules").Index(i))...)
+func validateWebhook(h admissionwebhook.WebhookAccessor, rules webhookRules, path *field.Path) field.ErrorList {
+	errs := utilvalidation.IsFullyQualifiedName(path.Child("name"), h.GetName())
+	ruleOps := h.GetRules()
+	for i := range ruleOps {
+		errs = append(errs, validateRuleWithOperations(&ruleOps[i], path.Child("rules").Index(i))...)
 	}
-	errs = append(errs, optionalOneOf(path.Child("failurePolicy"), h.failurePolicy, failurePolicies)...)
-	errs = append(errs, optionalOneOf(path.Child("matchPolicy"), h.matchPolicy, matchPolicies)...)
+	errs = append(errs, optionalOneOf(path.Child("failurePolicy"), h.GetFailurePolicy(), failurePolicies)...)
+	errs = append(errs, optionalOneOf(path.Child("matchPolicy"), h.GetMatchPolicy(), matchPolicies)...)
 	sideEffects := allSideEffects
 	if rules.noSideEffects {
 		sideEffects = noSideEffects
 	}
-	if h.sideEffects == nil {
+	if h.GetSideEffects() == nil {
 		errs = append(errs, field.Required(path.Child("sideEffects"), "must specify one of "+strings.Join(sideEffects, ", ")))
 	} else {
-		errs = append(errs, oneOf(path.Child("sideEffects"), *h.sideEffects, sideEffects)...)
+		errs = append(errs, oneOf(path.Child("sideEffects"), *h.GetSideEffects(), sideEffects)...)
 	}
-	if t := h.timeoutSeconds; t != nil && (*t > 30 || *t < 1) {
+	if t := h.GetTimeoutSeconds(); t != nil && (*t > 30 || *t < 1) {
 		errs = append(errs, field.Invalid(path.Child("timeoutSeconds"), *t, "the timeout value must be between 1 and 30 seconds"))
 	}
-	if h.namespaceSelector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(h.namespaceSelector, rules.selectorValidationOption, path.Child("namespaceSelector"))...)
+	if h.GetNamespaceSelector() != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(h.GetNamespaceSelector(), rules.selectorValidationOption, path.Child("namespaceSelector"))...)
 	}
-	if h.objectSelector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(h.objectSelector, rules.selectorValidationOption, path.Child("objectSelector"))...)
+	if h.GetObjectSelector() != nil {
+		errs = append(errs, metav1validation.ValidateLabelSelector(h.GetObjectSelector(), rules.selectorValidationOption, path.Child("objectSelector"))...)
 	}
-	if h.mutating {
-		errs = append(errs, optionalOneOf(path.Child("reinvocationPolicy"), h.reinvocationPolicy, reinvocationPolices)...)
+	if m, ok := h.GetMutatingWebhook(); ok {
+		errs = append(errs, optionalOneOf(path.Child("reinvocationPolicy"), m.ReinvocationPolicy, reinvocationPolices)...)
 	}
-	cc := h.clientConfig
+	cc := h.GetClientConfig()
 	switch {
 	case (cc.URL == nil) == (cc.Service == nil):
 		errs = append(errs, field.Required(path.Child("clientConfig"), "exactly one of url or service is required"))
@@ -203,7 +182,7 @@ func validateWebhook(h *webhookFields, rules webhookRules, path *field.Path) fie
 		errs = append(errs, webhook.ValidateWebhookService(path.Child("clientConfig", "service"), cc.Service.Name, cc.Service.Namespace, cc.Service.Path, port)...)
 	}
 	if rules.checkMatchConditions {
-		errs = append(errs, validateMatchConditions(h.matchConditions, rules.paramsInMatchConditions, rules.storedConditionExprs, path.Child("matchConditions"))...)
+		errs = append(errs, validateMatchConditions(h.GetMatchConditions(), rules.paramsInMatchConditions, rules.storedConditionExprs, path.Child("matchConditions"))...)
 	}
 	return errs
 }
@@ -318,10 +297,10 @@ func mutatingWebhookConfigurationWarnings(obj, old runtime.Object) []string {
 
 // excludedRuleWarnings warns of each excluded resource a rule names
 // without a wildcard, once per rule, in the rule's order.
-func excludedRuleWarnings(hooks []webhookFields) []string {
+func excludedRuleWarnings(hooks []admissionwebhook.WebhookAccessor) []string {
 	var warnings []string
 	for i, h := range hooks {
-		for j, r := range h.rules {
+		for j, r := range h.GetRules() {
 			if slices.Contains(r.APIGroups, "*") || slices.Contains(r.Resources, "*") {
 				continue
 			}
