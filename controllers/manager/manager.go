@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/admissionpolicystatus"
 	"github.com/kubegate/kubegate/controllers/clusterroleaggregation"
 	"github.com/kubegate/kubegate/controllers/cronjob"
 	"github.com/kubegate/kubegate/controllers/csrapproving"
@@ -69,6 +70,7 @@ var All = []controllers.Descriptor{
 	csrsigning.Descriptor,
 	csrcleaner.Descriptor,
 	clusterroleaggregation.Descriptor,
+	admissionpolicystatus.Descriptor,
 }
 
 // Names returns the names of All.

@@ -52,6 +52,8 @@ var watchedKinds = map[string]kindInfo{
 	"ServiceAccount":     {schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, true},
 	"Event":              {schema.GroupVersionResource{Version: "v1", Resource: "events"}, true},
 	"Namespace":          {schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, false},
+	"ValidatingAdmissionPolicy": {schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1",
+		Resource: "validatingadmissionpolicies"}, false},
 }
 
 // tracked is one object seen through a watch.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 )
 
@@ -113,6 +114,40 @@ func controllerScenarios() []controllerScenario {
 			r.delete("Pod", "web-b", "")
 			return r.settle("delete pod web-b", sliceEndpoints("web", 1))
 		}},
+		// A cluster-scoped kind is recorded when the object has the
+		// namespace's name.
+		{name: "vap-typechecking", kinds: []string{"ValidatingAdmissionPolicy"}, run: func(r *scenarioRun) error {
+			r.create(deploymentPolicyYAML(r.ns, "object.spec.replicas <= 5", `object.spec.replicas > \"1\"`, "object.spec.paused == 1"))
+			if err := r.settle("create a policy with two expressions the Deployment schema refutes", policyChecked(r.ns, 1)); err != nil {
+				return err
+			}
+			r.patch("ValidatingAdmissionPolicy", r.ns, `{"spec":{"validations":[{"expression":"object.spec.replicas <= 5"}]}}`)
+			return r.settle("keep only the sound expression", policyChecked(r.ns, 2))
+		}},
+	}
+}
+
+// deploymentPolicyYAML is a ValidatingAdmissionPolicy on Deployment
+// creates with the expressions given.
+func deploymentPolicyYAML(name string, expressions ...string) string {
+	var validations []string
+	for _, e := range expressions {
+		validations = append(validations, `{"expression":"`+e+`"}`)
+	}
+	return `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"` + name + `"},
+"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"operations":["CREATE"],"apiGroups":["apps"],"apiVersions":["v1"],"resources":["deployments"]}]},
+"validations":[` + strings.Join(validations, ",") + `]}}`
+}
+
+// policyChecked is the type checking controller's status of generation
+// gen.
+func policyChecked(name string, gen int64) condition {
+	return func(r *recorder) (bool, string) {
+		u := r.get("ValidatingAdmissionPolicy", name)
+		if u == nil {
+			return false, "policy " + name + " not seen"
+		}
+		return num(u, "status", "observedGeneration") == gen, fmt.Sprintf("policy %s at observed generation %d", name, num(u, "status", "observedGeneration"))
 	}
 }
 
@@ -436,6 +471,16 @@ func (r *scenarioRun) fail(what string, err error) {
 	}
 }
 
+// resource is the client of a kind's objects in the scenario's namespace,
+// or of the cluster-scoped kind's.
+func (r *scenarioRun) resource(kind string) dynamic.ResourceInterface {
+	info := watchedKinds[kind]
+	if !info.namespaced {
+		return r.c.dynamic.Resource(info.gvr)
+	}
+	return r.c.dynamic.Resource(info.gvr).Namespace(r.ns)
+}
+
 // create creates the object of a JSON or YAML manifest.
 func (r *scenarioRun) create(manifest string) {
 	if r.err != nil {
@@ -447,8 +492,7 @@ func (r *scenarioRun) create(manifest string) {
 		return
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	info := watchedKinds[u.GetKind()]
-	got, err := r.c.dynamic.Resource(info.gvr).Namespace(r.ns).Create(r.ctx, u, metav1.CreateOptions{})
+	got, err := r.resource(u.GetKind()).Create(r.ctx, u, metav1.CreateOptions{})
 	r.fail("create "+u.GetKind()+" "+u.GetName(), err)
 	if slices.Contains(r.rec.kinds, u.GetKind()) {
 		r.await(u.GetKind(), got, false)
@@ -460,7 +504,7 @@ func (r *scenarioRun) patch(kind, name, patch string) {
 	if r.err != nil {
 		return
 	}
-	got, err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Patch(r.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	got, err := r.resource(kind).Patch(r.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	r.fail("patch "+kind+" "+name, err)
 	r.await(kind, got, false)
 }
@@ -476,7 +520,7 @@ func (r *scenarioRun) delete(kind, name, policy string) {
 		p := metav1.DeletionPropagation(policy)
 		opts.PropagationPolicy = &p
 	}
-	err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Delete(r.ctx, name, opts)
+	err := r.resource(kind).Delete(r.ctx, name, opts)
 	r.fail("delete "+kind+" "+name, err)
 	r.awaited = append(r.awaited, awaited{kind: kind, name: name, deleting: true})
 }
@@ -507,7 +551,7 @@ func (r *scenarioRun) kubectl(kind, name string, args ...string) {
 		r.fail("kubectl "+strings.Join(args, " "), fmt.Errorf("%v: %s", err, out.String()))
 		return
 	}
-	got, err := r.c.dynamic.Resource(watchedKinds[kind].gvr).Namespace(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	got, err := r.resource(kind).Get(r.ctx, name, metav1.GetOptions{})
 	r.fail("get "+kind+" "+name, err)
 	r.await(kind, got, false)
 }

@@ -7,9 +7,9 @@ import "strings"
 // validation, Table and kubectl get. Every webhook, policy and binding
 // matches only widgets.example.com, which nothing serves, so that neither
 // server's admission ever calls or applies them, and each is deleted at the
-// end. kube-apiserver's type-checking controller writes a validating
-// policy's status.typeChecking at its own time, which kubegate leaves out:
-// the reads of a validating policy after its create leave its status out,
+// end. The controller manager's type-checking controller writes a
+// validating policy's status.typeChecking at its own time (compared in
+// the vap-typechecking controller scenario): the reads of a validating policy after its create leave its status out,
 // and the status write compares its conditions only.
 func admissionRegistrationOps() []op {
 	const (
