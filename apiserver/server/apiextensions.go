@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/apiextensions-apiserver/pkg/client/informers/externalversions"
+	"k8s.io/apiextensions-apiserver/pkg/controller/apiapproval"
 	"k8s.io/apiextensions-apiserver/pkg/controller/establish"
 	"k8s.io/apiextensions-apiserver/pkg/controller/finalizer"
 	"k8s.io/apiextensions-apiserver/pkg/controller/status"
@@ -32,19 +33,25 @@ import (
 // kube-apiserver's apiextensions server.
 const crdResync = 5 * time.Minute
 
-// crdFinalizerWorkers is how many CRDs the finalizer empties at once, as
-// in kube-apiserver.
-const crdFinalizerWorkers = 5
+// crdFinalizerWorkers is how many CRDs the finalizer empties at once,
+// and approvalWorkers how many CRDs the approval controller checks at
+// once, as in kube-apiserver.
+const (
+	crdFinalizerWorkers = 5
+	approvalWorkers     = 5
+)
 
 // StartAPIExtensionsControllers runs kube-apiserver's controllers of
 // CustomResourceDefinitions, from k8s.io/apiextensions-apiserver, as
 // clients of cfg until ctx ends (I.1): the naming controller
 // (NamesAccepted, the accepted names unique in their group), the
-// establishing controller (Established) and the CRD finalizer, which
-// deletes the custom resources of a deleted CRD, through the dynamic
-// client, and then its cleanup finalizer. The API server runs them on its
-// loopback client; stop, which returns once they have stopped, ends them
-// before the server stops serving.
+// establishing controller (Established), the approval controller
+// (KubernetesAPIApprovalPolicyConformant, for a CRD of a group Kubernetes
+// protects, from its api-approved.kubernetes.io annotation) and the CRD
+// finalizer, which deletes the custom resources of a deleted CRD, through
+// the dynamic client, and then its cleanup finalizer. The API server
+// runs them on its loopback client; stop, which returns once they have
+// stopped, ends them before the server stops serving.
 //
 // ownerOf says which owner serves a resource (apiserver.Server's
 // OwnerOf): the finalizer deletes only what the deleted CRD's own
@@ -64,6 +71,7 @@ func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config, 
 	crds := factory.Apiextensions().V1().CustomResourceDefinitions()
 	naming := status.NewNamingConditionController(klog.FromContext(ctx), crds, crdClient.ApiextensionsV1())
 	establishing := establish.NewEstablishingController(crds, crdClient.ApiextensionsV1())
+	approval := apiapproval.NewKubernetesAPIApprovalPolicyConformantConditionController(crds, crdClient.ApiextensionsV1())
 	cleanup := finalizer.NewCRDFinalizer(crds, crdClient.ApiextensionsV1(), crClients{dyn: dyn, ownerOf: ownerOf})
 	// kube-apiserver queues a CRD for establishing once its custom
 	// resource handler has seen its names accepted, and serves it from
@@ -85,6 +93,7 @@ func StartAPIExtensionsControllers(ctx context.Context, cfg *restclient.Config, 
 	for _, run := range []func(context.Context){
 		naming.RunWithContext,
 		establishing.RunWithContext,
+		func(ctx context.Context) { approval.RunWithContext(approvalWorkers, ctx) },
 		func(ctx context.Context) { cleanup.RunWithContext(crdFinalizerWorkers, ctx) },
 	} {
 		wg.Add(1)
