@@ -198,6 +198,7 @@ func clip(s string) string {
 func TestKubegateAnswersLikeKubeAPIServer(t *testing.T) {
 	testtool.Require(t, "kubectl")
 	bin := requireOracle(t)
+	requireGatewayAPI(t)
 
 	kube := startKubeAPIServer(t, bin)
 	// No controllers, as kube-apiserver runs without kube-controller-

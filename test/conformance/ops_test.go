@@ -572,6 +572,7 @@ func operations() []op {
 	// Last, so that no other op meets the policies and webhooks they apply.
 	add(dynamicAdmissionOps()...)
 	add(admfixOps()...)
+	add(gatewayAPIOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
