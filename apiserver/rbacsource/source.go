@@ -4,7 +4,8 @@
 // writes of those objects for privilege escalation.
 //
 // A Source lists the four resources once, then follows one watch on their
-// common key prefix, feeding every change into an rbac.Memory (which fills in
+// common key prefix (where it skips the custom resources of CRDs in the
+// group), feeding every change into an rbac.Memory (which fills in
 // the rules of aggregated ClusterRoles). When the watch ends, because its
 // history was compacted or the store failed, the Source lists again and
 // replaces everything, as an informer does.
@@ -105,7 +106,9 @@ func (s *Source) list(ctx context.Context) (int64, error) {
 				s.log.Warn("skipping undecodable RBAC object", "key", kv.Key, "err", err)
 				continue
 			}
-			add(&objs, obj)
+			if obj != nil {
+				add(&objs, obj)
+			}
 		}
 		if !res.More || len(res.KVs) == 0 {
 			break
@@ -117,8 +120,42 @@ func (s *Source) list(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
+// decode decodes the RBAC object stored under kv's key, or returns nil for
+// a value that is not one. The prefix also holds the custom resources of
+// CRDs in the rbac.authorization.k8s.io group under other resource names,
+// and such an object may well say it is a ClusterRoleBinding: only the
+// four RBAC resources' keys count, each with its own kind.
 func (s *Source) decode(kv store.KV) (runtime.Object, error) {
-	return apiserver.DecodeStored(s.scheme, kv.Value, kv.ModRevision)
+	resource, _, _ := strings.Cut(strings.TrimPrefix(kv.Key, Prefix), "/")
+	if !rbacResources[resource] {
+		return nil, nil
+	}
+	obj, err := apiserver.DecodeStored(s.scheme, kv.Value, kv.ModRevision)
+	if err != nil {
+		return nil, err
+	}
+	if resourceOf(obj) != resource {
+		return nil, fmt.Errorf("a %T stored as %s", obj, resource)
+	}
+	return obj, nil
+}
+
+// rbacResources are the resources the rules come from.
+var rbacResources = map[string]bool{"roles": true, "rolebindings": true, "clusterroles": true, "clusterrolebindings": true}
+
+// resourceOf is the resource of an RBAC object.
+func resourceOf(obj runtime.Object) string {
+	switch obj.(type) {
+	case *rbacv1.Role:
+		return "roles"
+	case *rbacv1.ClusterRole:
+		return "clusterroles"
+	case *rbacv1.RoleBinding:
+		return "rolebindings"
+	case *rbacv1.ClusterRoleBinding:
+		return "clusterrolebindings"
+	}
+	return ""
 }
 
 // run follows the watch from rev, listing again whenever it ends, until
@@ -172,7 +209,9 @@ func (s *Source) watch(ctx context.Context, rev int64) error {
 				s.log.Warn("skipping undecodable RBAC object", "key", ev.KV.Key, "err", err)
 				break
 			}
-			s.set(obj)
+			if obj != nil {
+				s.set(obj)
+			}
 		case store.Deleted:
 			s.delete(ev.KV.Key)
 		}

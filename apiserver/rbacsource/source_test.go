@@ -263,3 +263,33 @@ func TestEnsurePolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomResourcesInTheRBACGroupGrantNothing_C2: a CRD may serve a
+// resource of its own in rbac.authorization.k8s.io, whose objects are
+// stored under the same key prefix and may well say they are
+// ClusterRoleBindings; the rules come only from the four RBAC resources,
+// whether the object is there when the Source lists or written after, and
+// a ClusterRoleBinding written under another RBAC resource's key counts
+// for nothing either.
+func TestCustomResourcesInTheRBACGroupGrantNothing_C2(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	put(t, st, "clusterroles", "", "reader", clusterRole("reader", nil, nil, getPods()))
+	put(t, st, "notes", "", "listed", clusterRoleBinding("listed", "reader", authn.AllAuthenticated))
+	src := startSource(t, st)
+	az := rbac.New(src)
+	put(t, st, "notes", "", "watched", clusterRoleBinding("watched", "reader", authn.AllAuthenticated))
+	put(t, st, "clusterroles", "", "misfiled", clusterRoleBinding("misfiled", "reader", authn.AllAuthenticated))
+	// The rules follow the store in order: once this binding counts,
+	// the writes before it have been seen.
+	wait(t, src, put(t, st, "clusterrolebindings", "", "bob-reads", &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: gv.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: metav1.ObjectMeta{Name: "bob-reads"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "reader"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: rbacv1.GroupName, Name: "bob"}}}))
+	if got := decide(t, az, "bob", "get", "dev", "pods"); got != authz.Allow {
+		t.Fatalf("bob, bound by a real ClusterRoleBinding: got %v, want Allow", got)
+	}
+	if got := decide(t, az, "alice", "get", "dev", "pods"); got != authz.NoOpinion {
+		t.Fatalf("alice, bound only by custom resources and a misfiled object: got %v, want NoOpinion", got)
+	}
+}
