@@ -16,6 +16,12 @@
 # processes, measures pod creates/s with 16 and with 64 concurrent clients
 # and the delay from a create's answer to 100 watchers' ADDED events, and
 # reads the server's CPU time from /proc.
+# With BENCH_KIND=cr the objects are custom resources instead of pods: the
+# CustomResourceDefinition of apiload/crd.yaml (a structural schema, a
+# default, an enum, a pattern, two CEL rules) is applied to every system
+# and waited on until Established; the custom resources are created with
+# client-go's dynamic client and listed in JSON, the only encoding
+# custom resources have; there is no watch phase.
 # The systems alternate, a different one first each round; the report gives
 # medians and the ratios the project's goals are stated in.
 #
@@ -24,14 +30,15 @@
 # Environment (defaults in brackets):
 #   BENCH_ROUNDS [3]             rounds; each runs every system once
 #   BENCH_SYSTEMS ["kube kubegate-up kubegate-etcd"]
+#   BENCH_KIND [pods]            pods, or cr: custom resources of apiload/crd.yaml
 #   BENCH_PODS [10000]           pods created first, then listed; RSS is read after
 #   BENCH_FILL_CLIENTS [64]      concurrent clients that create them
-#   BENCH_CLIENTS [16,64]        concurrent clients of each timed create phase
+#   BENCH_CLIENTS [16,64; cr: 16]  concurrent clients of each timed create phase
 #   BENCH_CREATE_SECONDS [10]    longest timed create phase ...
 #   BENCH_CREATE_MAX [6000]      ... or this many pods, whichever comes first
 #   BENCH_LISTS [5]              timed LISTs per content type (median)
 #   BENCH_LIST_GZIP [1]          offer gzip on LISTs, as client-go does (0: do not)
-#   BENCH_WATCHERS [100]         watchers in the fan-out (0 skips it)
+#   BENCH_WATCHERS [100; cr: 0]  watchers in the fan-out (0 skips it; cr has none)
 #   BENCH_WATCH_EVENTS [100]     pods created while they watch ...
 #   BENCH_WATCH_INTERVAL_MS [20] ... this far apart
 #   BENCH_SHARE_CONN [0]         1: every client of a phase on one connection
@@ -53,14 +60,20 @@ set -euo pipefail
 
 ROUNDS=${BENCH_ROUNDS:-3}
 SYSTEMS=${BENCH_SYSTEMS:-"kube kubegate-up kubegate-etcd"}
+KIND=${BENCH_KIND:-pods}
+case $KIND in
+pods) DEFAULT_CLIENTS=16,64 DEFAULT_WATCHERS=100 NOUN=pods ;;
+cr) DEFAULT_CLIENTS=16 DEFAULT_WATCHERS=0 NOUN="custom resources" ;;
+*) echo "apiserver.sh: BENCH_KIND is pods or cr, got '$KIND'" >&2; exit 2 ;;
+esac
 PODS=${BENCH_PODS:-10000}
-CLIENTS=${BENCH_CLIENTS:-16,64}
+CLIENTS=${BENCH_CLIENTS:-$DEFAULT_CLIENTS}
 FILL_CLIENTS=${BENCH_FILL_CLIENTS:-64}
 CREATE_SECONDS=${BENCH_CREATE_SECONDS:-10}
 CREATE_MAX=${BENCH_CREATE_MAX:-6000}
 LISTS=${BENCH_LISTS:-5}
 LIST_GZIP=${BENCH_LIST_GZIP:-1}
-WATCHERS=${BENCH_WATCHERS:-100}
+WATCHERS=${BENCH_WATCHERS:-$DEFAULT_WATCHERS}
 WATCH_EVENTS=${BENCH_WATCH_EVENTS:-100}
 WATCH_INTERVAL_MS=${BENCH_WATCH_INTERVAL_MS:-20}
 SHARE_CONN=${BENCH_SHARE_CONN:-0}
@@ -83,6 +96,7 @@ for n in "$ROUNDS" "$PODS" "$FILL_CLIENTS" "$CREATE_SECONDS" "$CREATE_MAX" "$LIS
 done
 [[ $CLIENTS =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "apiserver.sh: BENCH_CLIENTS: want numbers separated by commas, got '$CLIENTS'" >&2; exit 2; }
 [[ $LIST_GZIP == [01] && $SHARE_CONN == [01] ]] || { echo "apiserver.sh: BENCH_LIST_GZIP and BENCH_SHARE_CONN are 0 or 1" >&2; exit 2; }
+[[ $KIND == pods || $WATCHERS == 0 ]] || { echo "apiserver.sh: BENCH_KIND=cr has no watch phase: BENCH_WATCHERS must be 0" >&2; exit 2; }
 for sys in "${SYSTEM_LIST[@]}"; do
 	case $sys in
 	kube | kubegate-up | kubegate-etcd) ;;
@@ -203,7 +217,7 @@ RESULTS=$OUT/results.jsonl
 FAILED=()
 TICK_HZ=$(getconf CLK_TCK)
 n=${#SYSTEM_LIST[@]}
-say "running $ROUNDS round(s) of ${SYSTEM_LIST[*]}: $PODS pods, create phases of ${CREATE_SECONDS}s or $CREATE_MAX pods with $CLIENTS clients, $WATCHERS watchers (bound ${MAX_SECONDS}s); results in $RESULTS"
+say "running $ROUNDS round(s) of ${SYSTEM_LIST[*]}: $PODS $NOUN, create phases of ${CREATE_SECONDS}s or $CREATE_MAX with $CLIENTS clients, $WATCHERS watchers (bound ${MAX_SECONDS}s); results in $RESULTS"
 for ((r = 0; r < ROUNDS; r++)); do
 	for ((k = 0; k < n; k++)); do
 		sys=${SYSTEM_LIST[$(((k + r) % n))]}
@@ -215,7 +229,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 				stop_servers
 				break
 			fi
-			args=(-kubeconfig "$KUBECONFIG_FILE" -pids "$MEASURED" -clk-tck "$TICK_HZ" -system "$sys" -round $((r + 1)) -attempt "$attempt"
+			args=(-kubeconfig "$KUBECONFIG_FILE" -pids "$MEASURED" -clk-tck "$TICK_HZ" -system "$sys" -round $((r + 1)) -attempt "$attempt" -kind "$KIND"
 				-pods "$PODS" -fill-clients "$FILL_CLIENTS" -clients "$CLIENTS" -create-for "${CREATE_SECONDS}s" -create-max "$CREATE_MAX" -lists "$LISTS"
 				-list-gzip="$([[ $LIST_GZIP == 1 ]] && echo true || echo false)"
 				-share-conn="$([[ $SHARE_CONN == 1 ]] && echo true || echo false)"
@@ -250,7 +264,7 @@ for ((r = 0; r < ROUNDS; r++)); do
 done
 
 # --- report -----------------------------------------------------------------
-echo "kubegate API server benchmark: $ROUNDS round(s), $PODS pods, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "kubegate API server benchmark: $ROUNDS round(s), $PODS $NOUN, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 if [[ -n ${KUBE_BIN_DIR:-} ]]; then
 	echo "$("$KUBE_BIN_DIR/kube-apiserver" --version)  etcd $("$KUBE_BIN_DIR/etcd" --version | sed -n 's/^etcd Version: //p')  $("$KG" version 2>/dev/null | head -n1)  $(go version | cut -d' ' -f3)"
 fi
@@ -262,4 +276,4 @@ if ((${#FAILED[@]} > 0)); then
 	printf 'FAIL: %s\n' "${FAILED[@]}"
 	exit 1
 fi
-echo "PASS: every system started, no request failed, every watcher saw every pod"
+echo "PASS: every system started, no request failed, every watcher saw every event"

@@ -76,6 +76,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.bootstrap, "bootstrap-kubeconfig", "", "kubeconfig (super-admin.conf) that first binds kubeadm:cluster-admins to cluster-admin, as kubeadm init does")
 	fs.StringVar(&cfg.namespace, "namespace", "bench", "namespace of the listed and watched pods; NAMESPACE-create gets the timed creates; both are created with their default service account")
 	fs.StringVar(&cfg.system, "system", "", "system name recorded in the result")
+	fs.StringVar(&cfg.kind, "kind", kindPods, "what is created and listed: pods, or cr (custom resources of crd.yaml's definition, applied first; JSON only)")
 	fs.IntVar(&cfg.round, "round", 0, "round recorded in the result")
 	fs.IntVar(&cfg.attempt, "attempt", 0, "attempt recorded in the result (0 the first)")
 	fs.Var((*intList)(&cfg.clients), "clients", "concurrent clients of each timed create phase, comma-separated")
@@ -118,6 +119,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	case pods < 1 || createMax < 1 || cfg.fillClients < 1 || cfg.lists < 1 || cfg.watchers < 0 || cfg.watchEvents < 0:
 		fmt.Fprintln(stderr, "apiload: -pods, -create-max, -fill-clients and -lists must be positive; -watchers and -watch-events not negative")
+		return 2
+	case cfg.kind != kindPods && cfg.kind != kindCR:
+		fmt.Fprintf(stderr, "apiload: -kind %q: want pods or cr\n", cfg.kind)
+		return 2
+	case cfg.kind == kindCR && cfg.watchers > 0:
+		fmt.Fprintln(stderr, "apiload: -kind cr has no watch phase: give -watchers 0")
 		return 2
 	case cfg.createFor <= 0 || cfg.watchInterval <= 0 || cfg.procs.ClkTck < 1:
 		fmt.Fprintln(stderr, "apiload: -create-for, -watch-interval and -clk-tck must be positive")

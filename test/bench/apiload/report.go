@@ -124,38 +124,65 @@ func always(v float64) (float64, bool) { return v, true }
 // leaves it 0).
 func positive(v float64) (float64, bool) { return v, v > 0 }
 
-// figures are the table's rows for runs that first created pods pods with
-// fill clients and then had timed create phases with these client counts.
-func figures(clients []int, pods, fill int) []figure {
+// objects names what the runs created and listed: pods, or custom
+// resources.
+type objects struct {
+	one, many string // "pod", "pods"
+	protobuf  bool   // listed in protobuf too
+}
+
+// objectsOf returns what results created: custom resources if any run's
+// were.
+func objectsOf(results []result) objects {
+	for _, r := range results {
+		if r.Kind == kindCR {
+			return objects{one: "custom-resource", many: "custom resources"}
+		}
+	}
+	return objects{one: "pod", many: "pods", protobuf: true}
+}
+
+// figures are the table's rows for runs that first created pods objects
+// with fill clients and then had timed create phases with these client
+// counts.
+func figures(clients []int, pods, fill int, o objects) []figure {
 	fs := []figure{
-		{fmt.Sprintf("pod creates/s, first %d pods, %d clients", pods, fill), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.PerSecond) }},
+		{fmt.Sprintf("%s creates/s, first %d %s, %d clients", o.one, pods, o.many, fill), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.PerSecond) }},
 	}
 	for _, n := range clients {
-		fs = append(fs, figure{fmt.Sprintf("pod creates/s, %d clients", n), "%.0f", func(r result) (float64, bool) {
+		fs = append(fs, figure{fmt.Sprintf("%s creates/s, %d clients", o.one, n), "%.0f", func(r result) (float64, bool) {
 			p, ok := create(r, n)
 			return p.PerSecond, ok
 		}})
 	}
-	fs = append(fs, figure{fmt.Sprintf("server CPU µs per create, first %d pods", pods), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.CPUusPerOp) }})
+	fs = append(fs, figure{fmt.Sprintf("server CPU µs per create, first %d %s", pods, o.many), "%.0f", func(r result) (float64, bool) { return positive(r.Fill.CPUusPerOp) }})
 	for _, n := range clients {
 		fs = append(fs, figure{fmt.Sprintf("server CPU µs per create, %d clients", n), "%.0f", func(r result) (float64, bool) {
 			p, ok := create(r, n)
 			return p.CPUusPerOp, ok
 		}})
 	}
+	fs = append(fs, figure{fmt.Sprintf("LIST %d %s, JSON (ms)", pods, o.many), "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONMedian) }})
+	if o.protobuf {
+		fs = append(fs, figure{fmt.Sprintf("LIST %d %s, protobuf (ms)", pods, o.many), "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoMedian) }})
+	}
+	fs = append(fs, figure{"server CPU per LIST, JSON (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }})
+	if o.protobuf {
+		fs = append(fs, figure{"server CPU per LIST, protobuf (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }})
+	}
+	fs = append(fs, figure{"first LIST, JSON (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONFirst) }})
+	if o.protobuf {
+		fs = append(fs, figure{"first LIST, protobuf (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoFirst) }})
+	}
+	fs = append(fs, figure{"LIST JSON on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListJSONBytes) / (1 << 20)) }})
+	if o.protobuf {
+		fs = append(fs, figure{"LIST protobuf on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListProtoBytes) / (1 << 20)) }})
+	}
 	return append(fs,
-		figure{fmt.Sprintf("LIST %d pods, JSON (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONMedian) }},
-		figure{fmt.Sprintf("LIST %d pods, protobuf (ms)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoMedian) }},
-		figure{"server CPU per LIST, JSON (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }},
-		figure{"server CPU per LIST, protobuf (ms)", "%.1f", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }},
-		figure{"first LIST, JSON (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListJSONFirst) }},
-		figure{"first LIST, protobuf (ms)", "%.0f", func(r result) (float64, bool) { return positive(r.ListProtoFirst) }},
-		figure{"LIST JSON on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListJSONBytes) / (1 << 20)) }},
-		figure{"LIST protobuf on the wire (MiB)", "%.1f", func(r result) (float64, bool) { return positive(float64(r.ListProtoBytes) / (1 << 20)) }},
 		figure{"watch delay p50 (ms)", "%.2f", func(r result) (float64, bool) { return r.Watch.P50ms, r.Watch.Watchers > 0 }},
 		figure{"watch delay p99 (ms)", "%.2f", func(r result) (float64, bool) { return r.Watch.P99ms, r.Watch.Watchers > 0 }},
-		figure{fmt.Sprintf("RSS after %d pods (MiB)", pods), "%.0f", func(r result) (float64, bool) { return positive(r.RSSMiB) }},
-		figure{"pods created per run", "%.0f", func(r result) (float64, bool) { return always(float64(podsCreated(r))) }},
+		figure{fmt.Sprintf("RSS after %d %s (MiB)", pods, o.many), "%.0f", func(r result) (float64, bool) { return positive(r.RSSMiB) }},
+		figure{o.many + " created per run", "%.0f", func(r result) (float64, bool) { return always(float64(podsCreated(r))) }},
 		figure{"server CPU-seconds per run", "%.1f", func(r result) (float64, bool) { return always(r.CPUSeconds) }},
 		figure{"server CPU-seconds to start", "%.1f", func(r result) (float64, bool) { return always(r.StartCPUSeconds) }},
 		figure{"run wall seconds", "%.0f", func(r result) (float64, bool) { return always(r.Seconds) }},
@@ -249,7 +276,8 @@ func writeSummary(w io.Writer, results []result, ref string, stealMax float64) {
 		pods, fill = max(pods, r.Pods), max(fill, r.Fill.Clients)
 	}
 	slices.Sort(clients)
-	rows := figures(clients, pods, fill)
+	o := objectsOf(results)
+	rows := figures(clients, pods, fill, o)
 	// The numbers align right; the row names, padded to one width, left.
 	width := len("failed requests, missed events")
 	for _, f := range rows {
@@ -302,22 +330,34 @@ func writeSummary(w io.Writer, results []result, ref string, stealMax float64) {
 	if len(clients) > 0 && !slices.Contains(clients, 16) {
 		first = clients[0]
 	}
+	// The goals of LIST times are stated for pods; for custom resources,
+	// creates and memory.
+	listGoal := 0.7
+	if !o.protobuf {
+		listGoal = 0
+	}
 	goals := []goal{
-		{fmt.Sprintf("pod creates/s at %d clients", first), func(r result) (float64, bool) {
+		{fmt.Sprintf("%s creates/s at %d clients", o.one, first), func(r result) (float64, bool) {
 			p, ok := create(r, first)
 			return p.PerSecond, ok
 		}, 3, false},
-		{fmt.Sprintf("LIST %d pods time, JSON", pods), func(r result) (float64, bool) { return positive(r.ListJSONMedian) }, 0.7, true},
-		{fmt.Sprintf("LIST %d pods time, protobuf", pods), func(r result) (float64, bool) { return positive(r.ListProtoMedian) }, 0.7, true},
-		{"server CPU per LIST, JSON", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }, 0, true},
-		{"server CPU per LIST, protobuf", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }, 0, true},
-		{fmt.Sprintf("RSS after %d pods", pods), func(r result) (float64, bool) { return positive(r.RSSMiB) }, 0.3, true},
-		{fmt.Sprintf("server CPU per create at %d clients", first), func(r result) (float64, bool) {
+		{fmt.Sprintf("LIST %d %s time, JSON", pods, o.many), func(r result) (float64, bool) { return positive(r.ListJSONMedian) }, listGoal, true},
+	}
+	if o.protobuf {
+		goals = append(goals, goal{fmt.Sprintf("LIST %d %s time, protobuf", pods, o.many), func(r result) (float64, bool) { return positive(r.ListProtoMedian) }, 0.7, true})
+	}
+	goals = append(goals, goal{"server CPU per LIST, JSON", func(r result) (float64, bool) { return positive(r.ListJSONCPUms) }, 0, true})
+	if o.protobuf {
+		goals = append(goals, goal{"server CPU per LIST, protobuf", func(r result) (float64, bool) { return positive(r.ListProtoCPUms) }, 0, true})
+	}
+	goals = append(goals,
+		goal{fmt.Sprintf("RSS after %d %s", pods, o.many), func(r result) (float64, bool) { return positive(r.RSSMiB) }, 0.3, true},
+		goal{fmt.Sprintf("server CPU per create at %d clients", first), func(r result) (float64, bool) {
 			p, ok := create(r, first)
 			return p.CPUusPerOp, ok
 		}, 0, true},
-		{"server CPU-seconds per run", func(r result) (float64, bool) { return positive(r.CPUSeconds) }, 0, true},
-	}
+		goal{"server CPU-seconds per run", func(r result) (float64, bool) { return positive(r.CPUSeconds) }, 0, true},
+	)
 	fmt.Fprintf(w, "\nratios to %s (ratio of the medians; by round: median of the ratios within each round)\n", ref)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range systems {

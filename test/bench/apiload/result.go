@@ -6,6 +6,7 @@ type result struct {
 	System  string `json:"system"`
 	Round   int    `json:"round"`
 	Attempt int    `json:"attempt,omitempty"` // 0 the first; more when a disturbed run was repeated
+	Kind    string `json:"kind,omitempty"`    // "cr" when the objects were custom resources, else pods
 
 	// Fill is the first phase, which creates the Pods pods that are then
 	// listed; its count, unlike the timed phases', is the same for every

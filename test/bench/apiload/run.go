@@ -39,6 +39,7 @@ type config struct {
 	bootstrap     string // with it, bind kubeadm:cluster-admins first, as kubeadm init does
 	namespace     string // where the pods go; created with its default service account
 	system        string // recorded in the result
+	kind          string // kindPods or kindCR: what is created and listed
 	round         int    // recorded in the result
 	attempt       int    // recorded in the result
 	clients       []int  // one time-boxed create phase per value
@@ -110,27 +111,70 @@ func restConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// client returns a clientset. Unless the run shares one connection, each
-// gets its own: a Dial function makes client-go build a new transport
-// instead of reusing its cached one.
-func (r *runner) client() (*kubernetes.Clientset, error) {
+// ownConn returns the run's client config. Unless the run shares one
+// connection, a client made from it gets its own: a Dial function makes
+// client-go build a new transport instead of reusing its cached one.
+func (r *runner) ownConn() *rest.Config {
 	cfg := rest.CopyConfig(r.rest)
 	if !r.cfg.shareConn {
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		cfg.Dial = d.DialContext
 	}
-	return kubernetes.NewForConfig(cfg)
+	return cfg
 }
 
-func (r *runner) clients(n int) ([]*kubernetes.Clientset, error) {
-	cs := make([]*kubernetes.Clientset, n)
+// client returns a clientset on its own connection (see ownConn).
+func (r *runner) client() (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(r.ownConn())
+}
+
+// creator is one client of a create phase: create makes one object of the
+// run's kind, warm opens its connection.
+type creator struct {
+	create func(ctx context.Context, namespace, name string, labels map[string]string) error
+	warm   func(ctx context.Context) error
+}
+
+// podCreator is a creator of pods on a protobuf clientset of its own.
+func (r *runner) podCreator() (creator, error) {
+	c, err := r.client()
+	if err != nil {
+		return creator{}, err
+	}
+	return creator{
+		create: func(ctx context.Context, namespace, name string, labels map[string]string) error {
+			_, err := c.CoreV1().Pods(namespace).Create(ctx, pod(name, labels), metav1.CreateOptions{})
+			return err
+		},
+		warm: func(ctx context.Context) error {
+			_, err := c.CoreV1().Namespaces().Get(ctx, r.cfg.namespace, metav1.GetOptions{})
+			return err
+		},
+	}, nil
+}
+
+// creators returns n creators of the run's kind.
+func (r *runner) creators(n int) ([]creator, error) {
+	make1 := r.podCreator
+	if r.cfg.kind == kindCR {
+		make1 = r.crCreator
+	}
+	cs := make([]creator, n)
 	for i := range cs {
 		var err error
-		if cs[i], err = r.client(); err != nil {
+		if cs[i], err = make1(); err != nil {
 			return nil, err
 		}
 	}
 	return cs, nil
+}
+
+// noun names the objects of the run's kind, in the plural.
+func (c *config) noun() string {
+	if c.kind == kindCR {
+		return "custom resources"
+	}
+	return "pods"
 }
 
 // run runs every phase and returns the result; an error means the run
@@ -156,7 +200,15 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	if err := r.setup(ctx, admin); err != nil {
 		return nil, err
 	}
+	if cfg.kind == kindCR {
+		if err := r.applyCRD(ctx); err != nil {
+			return nil, err
+		}
+	}
 	res := &result{System: cfg.system, Round: cfg.round, Attempt: cfg.attempt}
+	if cfg.kind == kindCR {
+		res.Kind = kindCR
+	}
 	startCPU, err := cfg.procs.CPU()
 	if err != nil {
 		return nil, err
@@ -177,14 +229,14 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	for _, c := range cfg.clients {
 		most = max(most, c)
 	}
-	cs, err := r.clients(most)
+	cs, err := r.creators(most)
 	if err != nil {
 		return nil, err
 	}
 	// Open every connection (TLS handshake, HTTP/2 settings) before any
 	// phase is timed.
 	for _, c := range cs {
-		if _, err := c.CoreV1().Namespaces().Get(ctx, cfg.namespace, metav1.GetOptions{}); err != nil {
+		if err := c.warm(ctx); err != nil {
 			return nil, fmt.Errorf("warm a connection: %w", err)
 		}
 	}
@@ -194,7 +246,7 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 	// system.
 	res.Fill = r.createPods(ctx, cs[:cfg.fillClients], cfg.namespace, "fill", 0, cfg.pods)
 	res.Pods = int(res.Fill.Pods)
-	r.logf("%s: filled %s with %d pods at %.0f/s, %.0fµs server CPU per pod", cfg.system, cfg.namespace, res.Pods, res.Fill.PerSecond, res.Fill.CPUusPerOp)
+	r.logf("%s: filled %s with %d %s at %.0f/s, %.0fµs server CPU per create", cfg.system, cfg.namespace, res.Pods, cfg.noun(), res.Fill.PerSecond, res.Fill.CPUusPerOp)
 	// The LISTs time the server at rest: whatever the creates left
 	// running (here or elsewhere on the machine) is let finish first.
 	if _, err := r.waitQuiet(); err != nil {
@@ -208,15 +260,15 @@ func run(ctx context.Context, cfg *config) (*result, error) {
 		return nil, err
 	}
 	res.RSSMiB = float64(rss) / (1 << 20)
-	r.logf("%s: LIST of %d pods: JSON %.0fms, protobuf %.0fms; RSS %.0f MiB", cfg.system, res.Pods, res.ListJSONMedian, res.ListProtoMedian, res.RSSMiB)
+	r.logf("%s: LIST of %d %s: JSON %.0fms, protobuf %.0fms; RSS %.0f MiB", cfg.system, res.Pods, cfg.noun(), res.ListJSONMedian, res.ListProtoMedian, res.RSSMiB)
 
 	// Then the timed creates, in a namespace of their own so that the
 	// list above and the watch below see only their own pods.
 	for i, n := range cfg.clients {
 		p := r.createPods(ctx, cs[:n], cfg.createNamespace(), fmt.Sprintf("c%d-%d", n, i), cfg.createFor, cfg.createMax)
 		res.Creates = append(res.Creates, p)
-		r.logf("%s: %d clients: %d pods in %.1fs, %.0f/s, %.0fµs server CPU per pod, %d errors",
-			cfg.system, n, p.Pods, p.Seconds, p.PerSecond, p.CPUusPerOp, p.Errors)
+		r.logf("%s: %d clients: %d %s in %.1fs, %.0f/s, %.0fµs server CPU per create, %d errors",
+			cfg.system, n, p.Pods, cfg.noun(), p.Seconds, p.PerSecond, p.CPUusPerOp, p.Errors)
 	}
 
 	if cfg.watchers > 0 && cfg.watchEvents > 0 {
@@ -341,9 +393,10 @@ func pod(name string, labels map[string]string) *corev1.Pod {
 	}
 }
 
-// createPods creates pods in namespace with one closed-loop worker per
-// client until limit pods have been attempted or, when d > 0, d has passed.
-func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, namespace, prefix string, d time.Duration, limit int64) createPhase {
+// createPods creates objects of the run's kind (pods, or custom
+// resources) in namespace with one closed-loop worker per client until
+// limit have been attempted or, when d > 0, d has passed.
+func (r *runner) createPods(ctx context.Context, cs []creator, namespace, prefix string, d time.Duration, limit int64) createPhase {
 	p := createPhase{Clients: len(cs)}
 	if limit <= 0 || len(cs) == 0 {
 		return p
@@ -358,15 +411,13 @@ func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, nam
 	}
 	var wg sync.WaitGroup
 	for _, c := range cs {
-		pods := c.CoreV1().Pods(namespace)
 		wg.Go(func() {
 			for {
 				n := next.Add(1)
 				if n > limit || (!deadline.IsZero() && time.Now().After(deadline)) {
 					return
 				}
-				_, err := pods.Create(ctx, pod(fmt.Sprintf("%s-%d", prefix, n), labels), metav1.CreateOptions{})
-				if err != nil {
+				if err := c.create(ctx, namespace, fmt.Sprintf("%s-%d", prefix, n), labels); err != nil {
 					failed.Add(1)
 					r.fail(err)
 					continue
@@ -387,15 +438,21 @@ func (r *runner) createPods(ctx context.Context, cs []*kubernetes.Clientset, nam
 	return p
 }
 
-// lists times full LISTs of the namespace's pods, alternating JSON and
-// protobuf, after one untimed LIST of each whose item count is checked.
+// lists times full LISTs of the namespace's objects, alternating JSON
+// and protobuf (JSON alone for custom resources, which kube serves in JSON
+// only), after one untimed LIST of each whose item count is checked.
 func (r *runner) lists(ctx context.Context, res *result) error {
 	hc, err := rest.HTTPClientFor(r.rest)
 	if err != nil {
 		return err
 	}
 	url := strings.TrimSuffix(r.rest.Host, "/") + "/api/v1/namespaces/" + r.cfg.namespace + "/pods"
-	for _, ct := range []string{jsonType, protobuf} {
+	types := []string{jsonType, protobuf}
+	if r.cfg.kind == kindCR {
+		url = strings.TrimSuffix(r.rest.Host, "/") + "/apis/" + widgets.GroupVersion().String() + "/namespaces/" + r.cfg.namespace + "/" + widgets.Resource
+		types = []string{jsonType}
+	}
+	for _, ct := range types {
 		body, d, enc, err := r.list(ctx, hc, url, ct, true)
 		if err != nil {
 			return err
@@ -405,13 +462,8 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 		} else {
 			res.ListProtoFirst = ms(d.elapsed)
 		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
-		if err != nil {
-			return fmt.Errorf("decode LIST (%s): %w", ct, err)
-		}
-		pl, ok := obj.(*corev1.PodList)
-		if !ok || len(pl.Items) != res.Pods {
-			return fmt.Errorf("LIST (%s): got %T with %d items, want a PodList of %d pods", ct, obj, len(pl.Items), res.Pods)
+		if err := checkList(r.cfg.kind, ct, body, res.Pods); err != nil {
+			return err
 		}
 		res.ListEncoding = enc
 	}
@@ -419,7 +471,7 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 	// type: CPU per LIST holds on a busy machine, where its time does not.
 	var cpuJSON, cpuProto time.Duration
 	for range r.cfg.lists {
-		for _, ct := range []string{jsonType, protobuf} {
+		for _, ct := range types {
 			cpu0, _ := r.cfg.procs.CPU()
 			_, d, _, err := r.list(ctx, hc, url, ct, false)
 			cpu1, _ := r.cfg.procs.CPU()
@@ -440,6 +492,30 @@ func (r *runner) lists(ctx context.Context, res *result) error {
 	}
 	res.ListJSONMedian, res.ListProtoMedian = bench.Median(res.ListJSONms), bench.Median(res.ListProtoms)
 	res.ListJSONCPUms, res.ListProtoCPUms = meanMs(cpuJSON, len(res.ListJSONms)), meanMs(cpuProto, len(res.ListProtoms))
+	return nil
+}
+
+// checkList checks that a LIST's body in content type ct holds want
+// objects of the kind.
+func checkList(kind, ct string, body []byte, want int) error {
+	if kind == kindCR {
+		k, n, err := countItems(body)
+		if err != nil {
+			return fmt.Errorf("decode LIST (%s): %w", ct, err)
+		}
+		if k != "WidgetList" || n != want {
+			return fmt.Errorf("LIST (%s): got a %s of %d items, want a WidgetList of %d", ct, k, n, want)
+		}
+		return nil
+	}
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+	if err != nil {
+		return fmt.Errorf("decode LIST (%s): %w", ct, err)
+	}
+	pl, ok := obj.(*corev1.PodList)
+	if !ok || len(pl.Items) != want {
+		return fmt.Errorf("LIST (%s): got %T, want a PodList of %d pods", ct, obj, want)
+	}
 	return nil
 }
 
