@@ -56,7 +56,7 @@ func widget(name string, labels map[string]string) *unstructured.Unstructured {
 }
 
 // applyCRD creates the definition (or finds it) and waits until the
-// server has it Established.
+// server has it Established and serves its custom resources.
 func (r *runner) applyCRD(ctx context.Context) error {
 	crd, err := benchCRD()
 	if err != nil {
@@ -70,11 +70,19 @@ func (r *runner) applyCRD(ctx context.Context) error {
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create CRD %s: %w", crd.Name, err)
 	}
+	dc, err := dynamic.NewForConfig(r.rest)
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(r.cfg.readyTimeout)
 	for {
 		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
 		if err == nil && established(got) {
-			return nil
+			// A server may answer for the definition a moment before it
+			// serves what it defines.
+			if _, err = dc.Resource(widgets).Namespace(r.cfg.namespace).List(ctx, metav1.ListOptions{Limit: 1}); err == nil {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("CRD %s not Established after %v (%v)", crd.Name, r.cfg.readyTimeout, err)
