@@ -29,6 +29,11 @@ type itemKey struct {
 	gvr schema.GroupVersionResource
 	key string
 	rev int64
+	// served is, for a kind served unstructured (a custom resource), the
+	// resource as installed: such an object is read pruned and defaulted
+	// by its definition's current schema, so its encoding at a revision
+	// holds only while the same definition serves it. nil for typed kinds.
+	served *Resource
 }
 
 // itemCacheBytes bounds the cached encodings: about 30,000 small pods.

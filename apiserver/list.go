@@ -199,7 +199,7 @@ func (q *request) list() error {
 	if out.convert == nil && out.info.MediaType == mediaProtobuf && q.s.writeStoredList(q.w, out, q.res, pg) {
 		return nil
 	}
-	if out.convert == nil && out.info.MediaType == mediaJSON && !q.res.unstructuredKind() {
+	if out.convert == nil && out.info.MediaType == mediaJSON {
 		return q.s.writeJSONList(q.w, out, q.res, pg)
 	}
 	items, err := pg.objects(q.s, q.res)

@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -36,7 +38,12 @@ func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *Resource,
 	w.Header().Set("Content-Type", out.info.MediaType)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	dw := &deferredWriter{w: w, code: http.StatusOK, gzip: out.gzip, streamed: true}
-	head := `{"kind":"` + res.Kind + `List","apiVersion":"` + res.GVR.GroupVersion().String() + `","metadata":` + string(meta) + `,"items":[`
+	head, tail := `{"kind":"`+res.Kind+`List","apiVersion":"`+res.GVR.GroupVersion().String()+`","metadata":`+string(meta)+`,"items":[`, "]}\n"
+	if res.unstructuredKind() {
+		if head, tail, err = unstructuredListEnds(res, pg); err != nil {
+			return err
+		}
+	}
 	_, _ = dw.Write([]byte(head))
 	if err := s.encodeJSONRuns(res, pg, dw.Write); err != nil {
 		if errors.Is(err, errClientGone) {
@@ -52,9 +59,33 @@ func (s *Server) writeJSONList(w http.ResponseWriter, out output, res *Resource,
 		s.log.Error("list: encode", "kind", res.Kind+"List", "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	_, _ = dw.Write([]byte("]}\n"))
+	_, _ = dw.Write([]byte(tail))
 	dw.Close()
 	return nil
+}
+
+// unstructuredListEnds returns what an unstructured list of pg's objects
+// encodes to before and after its items: encoding/json writes the list's
+// keys sorted, items among them, as it writes the decoded list.
+func unstructuredListEnds(res *Resource, pg *listPage) (head, tail string, err error) {
+	obj, err := newUnstructuredList(res, nil, pg.rev, pg.cont)
+	if err != nil {
+		return "", "", err
+	}
+	list := obj.(*unstructured.UnstructuredList)
+	if pg.remaining > 0 {
+		list.SetRemainingItemCount(&pg.remaining)
+	}
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(list); err != nil {
+		return "", "", err
+	}
+	const items = `"items":[]`
+	head, tail, ok := strings.Cut(b.String(), items)
+	if !ok {
+		return "", "", fmt.Errorf("list %s: no items in %s", res.Kind, b.String())
+	}
+	return head + items[:len(items)-1], "]" + tail, nil
 }
 
 // listRun is how many objects one goroutine decodes and encodes at a time.
@@ -144,7 +175,8 @@ func (s *Server) encodeJSONRuns(res *Resource, pg *listPage, write func([]byte) 
 
 // jsonItemEncoder encodes a list's items as the streaming encoder does:
 // each as encoding/json writes it, without apiVersion and kind, as the
-// items of a typed list carry none.
+// items of a typed list carry none; those of an unstructured list (custom
+// resources) carry theirs, sorted among their keys.
 type jsonItemEncoder struct {
 	s   *Server
 	res *Resource
@@ -164,6 +196,9 @@ func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) 
 		}
 		kv := pg.kvs[i]
 		k := itemKey{gvr: e.res.GVR, key: kv.Key, rev: kv.ModRevision}
+		if e.res.unstructuredKind() {
+			k.served = e.res
+		}
 		if b := e.s.items.get(k); b != nil {
 			out.Write(b)
 			pg.objs[i] = nil
@@ -177,7 +212,13 @@ func (e *jsonItemEncoder) encode(out *bytes.Buffer, pg *listPage, from, to int) 
 			}
 		}
 		pg.objs[i] = nil
-		obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		if e.res.unstructuredKind() {
+			// The items of an unstructured list carry their apiVersion
+			// and kind.
+			obj.GetObjectKind().SetGroupVersionKind(e.res.gvk())
+		} else {
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
 		e.buf.Reset()
 		if err := e.enc.Encode(obj); err != nil {
 			return err
