@@ -114,6 +114,9 @@ RUNS=$((ROUNDS * ${#SYSTEM_LIST[@]}))
 # a few hundred a second at worst, the lists, the timed phases, the watch
 # phase and some slack.
 RUN_SECONDS=$((20 + QUIET_WAIT + PODS / 300 + LISTS * 2 + 2 * CREATE_SECONDS + WATCH_EVENTS * WATCH_INTERVAL_MS / 1000 + 30))
+# Custom resources: creates at a hundred a second on a busy machine, and
+# JSON LISTs of several seconds, the first included.
+[[ $KIND == cr ]] && RUN_SECONDS=$((20 + 2 * QUIET_WAIT + PODS / 100 + (LISTS + 1) * 10 + 2 * CREATE_SECONDS + 30))
 MAX_SECONDS=${BENCH_MAX_SECONDS:-$((RUNS * (STEAL_RETRIES + 1) * RUN_SECONDS + 600))}
 
 say() { printf '%s\n' "$*" >&2; }
