@@ -18,7 +18,10 @@
 // Around every phase and the whole, it reads the -pids processes' CPU time
 // and the machine's stolen and idle CPU time from /proc. It prints one
 // JSON line (see result) and exits 1 if any request failed or a watcher
-// missed an event. With -report FILE it instead reads such lines and
+// missed an event. With -kind cr the objects are custom resources of
+// crd.yaml's definition, which it applies first and waits on until
+// Established, created with the dynamic client and listed in JSON only,
+// without the watch phase. With -report FILE it instead reads such lines and
 // prints the medians per system and the ratios to -ref.
 package main
 
