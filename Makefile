@@ -19,7 +19,7 @@ VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
 RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
 
-.PHONY: test lint vuln unit race build oracle oidcprovider
+.PHONY: test lint vuln unit race build oracle oidcprovider helm
 
 test: lint vuln unit race
 
@@ -58,6 +58,7 @@ lint: $(STATICCHECK) $(GOCYCLO)
 	@$(GO) mod tidy -diff >/dev/null || { echo "go.mod or go.sum is not tidy: run go mod tidy"; $(GO) mod tidy -diff; exit 1; }
 	@cd test/conformance/kube && $(GO) mod tidy -diff >/dev/null || { echo "test/conformance/kube/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd test/oidcprovider/dex && $(GO) mod tidy -diff >/dev/null || { echo "test/oidcprovider/dex/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd test/e2e/helm && $(GO) mod tidy -diff >/dev/null || { echo "test/e2e/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	@out=$$($(GOCYCLO) -over 25 apiserver); \
@@ -77,7 +78,11 @@ oracle:
 oidcprovider:
 	test/oidcprovider/build.sh >/dev/null
 
-unit: oracle oidcprovider
+# The helm CLI test/e2e installs a chart with, built the same way.
+helm:
+	test/e2e/helm/build.sh >/dev/null
+
+unit: oracle oidcprovider helm
 	$(GO) test -count=1 -timeout 25m ./...
 
 race:
