@@ -20,7 +20,7 @@ fi
 mkdir -p "$(go env GOCACHE)" # a fresh machine may have none yet
 tmp=$(mktemp -d "$(go env GOCACHE)/kubegate-helm-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "building helm $release (a minute or two the first time)" >&2
+echo "building helm $release (a few minutes the first time)" >&2
 # The build may be long and the machine shared: it yields to other work.
 nice go build -trimpath -ldflags "-X helm.sh/helm/v4/internal/version.version=$release" -o "$tmp/helm" helm.sh/helm/v4/cmd/helm
 mkdir -p "$(dirname "$out")"
