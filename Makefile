@@ -19,7 +19,7 @@ VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
 RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
 
-.PHONY: test lint vuln unit race build oracle oidcprovider helm
+.PHONY: test lint vuln unit race build oracle oidcprovider helm operator
 
 test: lint vuln unit race
 
@@ -59,8 +59,10 @@ lint: $(STATICCHECK) $(GOCYCLO)
 	@cd test/conformance/kube && $(GO) mod tidy -diff >/dev/null || { echo "test/conformance/kube/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd test/oidcprovider/dex && $(GO) mod tidy -diff >/dev/null || { echo "test/oidcprovider/dex/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	@cd test/e2e/helm && $(GO) mod tidy -diff >/dev/null || { echo "test/e2e/helm/go.mod is not tidy: run go mod tidy there"; exit 1; }
+	@cd test/e2e/operator && $(GO) mod tidy -diff >/dev/null || { echo "test/e2e/operator/go.mod is not tidy: run go mod tidy there"; exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd test/e2e/operator && $(GO) vet ./... && $(STATICCHECK) ./...
 	@out=$$($(GOCYCLO) -over 25 apiserver); \
 	  if [ -n "$$out" ]; then echo "functions above a cyclomatic count of 25 in apiserver/:"; echo "$$out"; exit 1; fi
 	@out=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./internal/... | \
@@ -82,7 +84,12 @@ oidcprovider:
 helm:
 	test/e2e/helm/build.sh >/dev/null
 
-unit: oracle oidcprovider helm
+# The controller-runtime operator the end-to-end tests run, built in its
+# own module once per machine like the oracle.
+operator:
+	test/e2e/operator/build.sh >/dev/null
+
+unit: oracle oidcprovider helm operator
 	$(GO) test -count=1 -timeout 25m ./...
 
 race:

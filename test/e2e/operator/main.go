@@ -144,12 +144,17 @@ func (r *reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		Message:            "config map " + cm.Name + " holds the message",
 	})
 	if err := r.Status().Update(ctx, &g); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
-		}
-		return ctrl.Result{}, err
+		// A conflict means a newer Greeting, whose event reconciles again.
+		return ctrl.Result{}, client.IgnoreNotFound(ignoreConflict(err))
 	}
 	return ctrl.Result{}, nil
+}
+
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
 }
 
 func main() {
