@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -141,6 +142,16 @@ func TestControllerRuntimeOperatorReconcilesGreetings_I1(t *testing.T) {
 		c.waitKubectl(t, "x reconciled again", "2/True/2", "-n", "hello", "get", "greeting", "x", "-o", greetingState)
 	})
 
+	t.Run("a deleted config map is made again", func(t *testing.T) {
+		old := strings.TrimSpace(c.kubectl(t, nil, "-n", "hello", "get", "configmap", "greeting-x", "-o", "jsonpath={.metadata.uid}").stdout)
+		must(t, c.kubectl(t, nil, "-n", "hello", "delete", "configmap", "greeting-x"), `configmap "greeting-x" deleted`)
+		testwait.For(t, 30*time.Second, "greeting-x made again", func() (bool, string) {
+			res := c.kubectl(t, nil, "-n", "hello", "get", "configmap", "greeting-x", "--ignore-not-found", "-o", "jsonpath={.metadata.uid} {.data.message}")
+			got := strings.Fields(res.stdout)
+			return len(got) == 2 && got[0] != old && got[1] == "bonjour", fmt.Sprintf("%q (stderr %q)", res.stdout, res.stderr)
+		})
+	})
+
 	t.Run("kubectl scale", func(t *testing.T) {
 		must(t, c.kubectl(t, nil, "-n", "hello", "scale", "greeting/x", "--replicas=3"), "greeting.hello.example.com/x scaled")
 		must(t, c.kubectl(t, nil, "-n", "hello", "get", "greeting", "x", "-o", "jsonpath={.spec.replicas}"), "3")
@@ -180,8 +191,19 @@ func TestControllerRuntimeOperatorReconcilesGreetings_I1(t *testing.T) {
 		waitFinalized(t, log, uid)
 		c.waitKubectl(t, "x's farewell event", "Farewell greeting-operator", "-n", "hello", "get", "events.events.k8s.io",
 			"-o", `jsonpath={range .items[?(@.regarding.name=="x")]}{.reason} {.reportingController}{end}`)
+		// The collector watches greetings once it reads discovery again,
+		// every 30 s as kube-controller-manager's does, so it may learn
+		// of x's deletion only then.
 		c.waitCollected(t, admin, "hello", "configmap", "greeting-x")
 	})
+
+	// Every request the operator made so far was answered as it expected.
+	// (Once a namespace is terminating, its writes there are refused.)
+	for line := range strings.Lines(log.String()) {
+		if strings.Contains(line, `"level":"error"`) || klogError.MatchString(line) {
+			t.Errorf("the operator logged an error: %s", line)
+		}
+	}
 
 	t.Run("a deleted namespace's greeting is deleted and finalized", func(t *testing.T) {
 		must(t, c.kubectl(t, nil, "create", "namespace", "doomed"), "namespace/doomed created")
@@ -193,3 +215,6 @@ func TestControllerRuntimeOperatorReconcilesGreetings_I1(t *testing.T) {
 		waitFinalized(t, log, yUID)
 	})
 }
+
+// klogError is the start of an error line of klog, which client-go logs with.
+var klogError = regexp.MustCompile(`^E\d{4} `)
