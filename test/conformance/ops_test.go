@@ -365,6 +365,7 @@ func operations() []op {
 	add(admissionRegistrationOps()...)
 	add(crdOps()...)
 	add(crOps()...)
+	add(operatorOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
