@@ -24,7 +24,9 @@ var (
 
 // requireOperator returns the controller-runtime operator of
 // test/e2e/operator, built by its build.sh once per process (and once per
-// machine: the script keeps it in the Go build cache).
+// machine: the script keeps it in the Go build cache). When it cannot be
+// built, from the module proxy, the test is skipped, or fails when
+// CI=true, as for any tool a test needs.
 func requireOperator(t *testing.T) string {
 	t.Helper()
 	requireTool(t, "go")
@@ -38,8 +40,11 @@ func requireOperator(t *testing.T) string {
 		}
 		operatorBin = strings.TrimSpace(out.String())
 	})
+	if operatorErr != nil && os.Getenv("CI") == "true" {
+		t.Fatalf("the operator is required in CI: %v", operatorErr)
+	}
 	if operatorErr != nil {
-		t.Fatal(operatorErr)
+		t.Skipf("no operator: %v", operatorErr)
 	}
 	return operatorBin
 }

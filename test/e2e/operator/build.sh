@@ -19,7 +19,7 @@ fi
 mkdir -p "$(go env GOCACHE)" # a fresh machine may have none yet
 tmp=$(mktemp -d "$(go env GOCACHE)/kubegate-operator-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "building the operator (a minute the first time)" >&2
+echo "building the operator (several minutes the first time)" >&2
 # The machine may be shared: the build yields to other work.
 nice go build -o "$tmp/operator" .
 mkdir -p "$(dirname "$out")"
