@@ -294,7 +294,11 @@ func newRegistry(rs []*Resource) *registry {
 }
 
 func (reg *registry) add(r *Resource) {
-	r.prefix = Key(r.GVR, "", "")
+	// A resource carried into the next registry by with is being served:
+	// its prefix is set once, before it is first published.
+	if r.prefix == "" {
+		r.prefix = Key(r.GVR, "", "")
+	}
 	reg.byGVR[r.GVR] = r
 	reg.all = append(reg.all, r)
 	if g := r.GVR.Group; g != "" {
