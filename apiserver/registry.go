@@ -191,6 +191,22 @@ type Resource struct {
 	// Deprecation is the warning kube-apiserver gives on every request
 	// for a deprecated resource; empty for none.
 	Deprecation string
+	// Equivalents answers which resources are this one in other
+	// versions, with their kinds, for the dynamic admission plugins'
+	// matchPolicy Equivalent: a custom resource's are its definition's
+	// versions, as in the request scope kube-apiserver gives custom
+	// resources. nil: the server's registry of its own resources.
+	Equivalents runtime.EquivalentResourceMapper
+	// Storage names what an unstructured kind's objects are served by (a
+	// CRD's UID, spec and accepted names): SetResources putting a
+	// resource of the same GVR and Storage in place of another keeps the
+	// watches opened on it; every other replacement or removal ends
+	// them, as kube-apiserver ends the watches of the storage it tears
+	// down. "": the watches end whenever the resource is replaced.
+	Storage string
+	// ended is closed when SetResources removes or replaces the resource
+	// for another Storage; nil for Config.Resources.
+	ended chan struct{}
 	// Allocate reserves what a written object holds besides its key (a
 	// Service's cluster IP and node ports) within the write's allocation,
 	// old nil on create, after Prepare and before validation; the writer
@@ -314,6 +330,11 @@ func (reg *registry) addGroup(g string) {
 	}
 	reg.groups = append(reg.groups, g)
 	sortGroups(reg.groups)
+}
+
+// ResourceOf returns the resource the server serves as gvr now.
+func (s *Server) ResourceOf(gvr schema.GroupVersionResource) (*Resource, bool) {
+	return s.registry().get(gvr)
 }
 
 // OwnerOf returns the owner SetResources installed the resource gvr

@@ -31,6 +31,10 @@ import (
 // k8s.io/apiserver's own plugins run through Kube steps (D.13).
 type Dynamic struct {
 	MutatingPolicy, MutatingWebhook, ValidatingPolicy, ValidatingWebhook *Kube
+	// Served finds the resource a write is of, whose Equivalents, when
+	// set (a custom resource's), make the plugins' object interfaces
+	// those of its custom resource; nil: the scheme's for every write.
+	Served ResourceLookup
 }
 
 // NewDynamic makes the four plugins, which admit nothing until Start.
@@ -121,6 +125,7 @@ func (d *Dynamic) Start(ctx context.Context, c DynamicConfig) error {
 	}
 	var started []*Kube
 	for _, k := range d.steps() {
+		k.served = d.Served
 		if slices.Contains(c.Disabled, k.Name) {
 			k.Plugin = kubeadmission.NewHandler()
 			k.Start(objects)

@@ -34,6 +34,9 @@ type Kube struct {
 	// objects is nil until Start: a step that is not started refuses the
 	// write as kube's plugins refuse one before their informers synced.
 	objects atomic.Pointer[kubeadmission.ObjectInterfaces]
+	// served finds a write's resource, for the object interfaces of a
+	// custom resource (objectsFor); set before Start.
+	served ResourceLookup
 }
 
 var _ apiserver.AdmissionValidator = (*Kube)(nil)
@@ -81,18 +84,19 @@ func (k *Kube) Validate(ctx context.Context, a *apiserver.AdmissionAttributes) e
 }
 
 // attributes returns the write's shared attributes record, made on first
-// use, and the object interfaces.
+// use, and the object interfaces: a custom resource's, or the scheme's.
 func (k *Kube) attributes(a *apiserver.AdmissionAttributes) (kubeadmission.Attributes, kubeadmission.ObjectInterfaces, error) {
 	o := k.objects.Load()
 	if o == nil {
 		return nil, nil, kubeadmission.NewForbidden(KubeAttributes(a), errors.New("not yet ready to handle request"))
 	}
+	objects := objectsFor(*o, k.served, a)
 	if attrs, ok := a.Shared.(kubeadmission.Attributes); ok && attrs.GetObject() == a.Object {
-		return attrs, *o, nil
+		return attrs, objects, nil
 	}
 	attrs := KubeAttributes(a)
 	a.Shared = attrs
-	return attrs, *o, nil
+	return attrs, objects, nil
 }
 
 // KubeAttributes is a write's attributes record for k8s.io/apiserver's

@@ -10,10 +10,14 @@ package customresource
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -63,6 +67,14 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 	if err != nil {
 		return nil, fmt.Errorf("custom resource %s: type converter: %w", crd.Name, err)
 	}
+	equivalents, err := equivalentResources(crd)
+	if err != nil {
+		return nil, fmt.Errorf("custom resource %s: %w", crd.Name, err)
+	}
+	storedBy, err := storageOf(crd)
+	if err != nil {
+		return nil, fmt.Errorf("custom resource %s: %w", crd.Name, err)
+	}
 	var out []*apiserver.Resource
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
@@ -73,6 +85,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
 		r.StoredAs, r.TypeConverter = storedAs, tc
+		r.Equivalents, r.Storage = equivalents, storedBy
 		if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
 			// Being deleted: its instances can go but no new one come.
 			r.Verbs = terminatingVerbs
@@ -84,6 +97,42 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// equivalentResources are the resources of crd's versions, served or
+// not, with their status and scale subresources, as kube-apiserver
+// registers them for the admission plugins' matchPolicy Equivalent.
+func equivalentResources(crd *apiextensionsv1.CustomResourceDefinition) (runtime.EquivalentResourceRegistry, error) {
+	reg := runtime.NewEquivalentResourceRegistry()
+	names := crd.Status.AcceptedNames
+	for _, v := range crd.Spec.Versions {
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: names.Plural}
+		kind := gvr.GroupVersion().WithKind(names.Kind)
+		reg.RegisterKindFor(gvr, "", kind)
+		subs, err := apihelpers.GetSubresourcesForVersion(crd, v.Name)
+		if err != nil {
+			return nil, err
+		}
+		if subs != nil && subs.Status != nil {
+			reg.RegisterKindFor(gvr, "status", kind)
+		}
+		if subs != nil && subs.Scale != nil {
+			reg.RegisterKindFor(gvr, "scale", autoscalingv1.SchemeGroupVersion.WithKind("Scale"))
+		}
+	}
+	return reg, nil
+}
+
+// storageOf names the storage kube-apiserver serves crd's objects from,
+// which it keeps while the definition's UID, spec and accepted names
+// stay, and tears down, ending its watches, when one of them changes.
+func storageOf(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
+	data, err := json.Marshal([]any{crd.UID, crd.Spec, crd.Status.AcceptedNames})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }
 
 // version is what one served version of a CRD needs besides its names.
