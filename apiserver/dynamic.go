@@ -50,6 +50,7 @@ func (s *Server) SetResources(owner string, rs []*Resource) error {
 	if err != nil {
 		return err
 	}
+	endWatches(old.owners[owner], rs)
 	s.reg.Store(next)
 	// The trackers of what went are dropped; a kind installed again gets
 	// new ones, for its fields may have changed.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -220,7 +221,7 @@ func (ws *watchStream) sendInitial(items []runtime.Object, from int64, endBookma
 }
 
 // follow sends the store's events until the watch times out, the client
-// goes or the store's watch ends, asking the store for progress (which
+// goes, the store's watch ends or the resource is torn down (endWatches), asking the store for progress (which
 // becomes bookmarks) when the client allows them.
 func (q *request) follow(ctx context.Context, ws *watchStream, w store.Watcher, o watchOptions) {
 	tick := time.NewTicker(bookmarkInterval)
@@ -228,6 +229,10 @@ func (q *request) follow(ctx context.Context, ws *watchStream, w store.Watcher, 
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-q.res.ended:
+			// Its definition changed or went: kube-apiserver tears the
+			// storage down, which ends the watch without an event.
 			return
 		case <-tick.C:
 			if o.bookmarks {
@@ -318,4 +323,36 @@ func (q *request) sendEvent(ws *watchStream, sel selector, ev store.Event, bookm
 		}
 	}
 	return nil
+}
+
+// endWatches gives each of the resources rs that SetResources installs in
+// place of old the channel that ends its watches: that of the resource
+// of old with its GVR and Storage, whose watches stay open, or a new
+// one. The channels of old that none of rs keeps are closed, which ends
+// the watches on them.
+func endWatches(old, rs []*Resource) {
+	kept := map[chan struct{}]bool{}
+	for _, r := range rs {
+		if r == nil || r.ended != nil {
+			if r != nil {
+				kept[r.ended] = true
+			}
+			continue
+		}
+		i := slices.IndexFunc(old, func(o *Resource) bool {
+			return o.GVR == r.GVR && o.Storage != "" && o.Storage == r.Storage && o.ended != nil
+		})
+		if i < 0 {
+			r.ended = make(chan struct{})
+			continue
+		}
+		r.ended = old[i].ended
+		kept[r.ended] = true
+	}
+	for _, o := range old {
+		if o.ended != nil && !kept[o.ended] {
+			kept[o.ended] = true // closed once
+			close(o.ended)
+		}
+	}
 }
