@@ -573,6 +573,7 @@ func operations() []op {
 	// Last, so that no other op meets the policies and webhooks they apply.
 	add(dynamicAdmissionOps()...)
 	add(admfixOps()...)
+	add(crdEquivalentOps()...)
 	add(gatewayAPIOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
