@@ -89,10 +89,13 @@ func TestWatchEndsWhenItsCRDGoes_I2(t *testing.T) {
 	defer w.Stop()
 	deleteCRD(t, crds, "widgets.example.com")
 	createCRD(t, s, widgetCRD("Gadget", "v1"))
-	if _, err := dyn.Resource(widgetsIn("v1")).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The new definition's kind is served a moment after it is
+	// established.
+	testwait.For(t, 30*time.Second, "a Gadget created", func() (bool, string) {
+		_, err := dyn.Resource(widgetsIn("v1")).Namespace("default").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g"}}}, metav1.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	watchEnds(t, w, "after the CRD was deleted")
 }
 
