@@ -61,6 +61,15 @@ func crdEquivalentOps() []op {
 		{name: "crdeq/vap-exact", method: "PATCH", path: vaps + "/crdeq-size", contentType: mergePatch, body: `{"spec":{"matchConstraints":{"matchPolicy":"Exact"}}}`},
 		{name: "crdeq/vap-exact-v2-allowed", method: "POST", path: v2 + dry, body: sprocket("v2", "crdeq-six", "", 6), until: status(http.StatusCreated)},
 		{name: "crdeq/vap-exact-v1-denied", method: "POST", path: v1 + dry, body: sprocket("v1", "crdeq-six", "", 6)},
+		// The status subresource of v1 is that of v2 too.
+		{name: "crdeq/vap-status", method: "PATCH", path: vaps + "/crdeq-size", contentType: mergePatch,
+			body: `{"spec":{"matchConstraints":{"matchPolicy":"Equivalent","resourceRules":[{"apiGroups":["crdeq.example.com"],"apiVersions":["v1"],` +
+				`"operations":["UPDATE"],"resources":["sprockets/status"]}]},"validations":[{"expression":"!has(object.status)","messageExpression":` +
+				`"'no status, seen in ' + object.apiVersion + ' for ' + request.requestResource.version + ' ' + request.subResource"}]}}`},
+		{name: "crdeq/vap-status-v1-deny", method: "PATCH", path: v1 + "/crdeq-three/status?dryRun=All", contentType: mergePatch,
+			body: `{"status":{"ready":true}}`, until: status(422)},
+		{name: "crdeq/vap-status-v2-deny", method: "PATCH", path: v2 + "/crdeq-three/status", contentType: mergePatch, body: `{"status":{"ready":true}}`},
+		{name: "crdeq/vap-status-v2-main-allowed", method: "PATCH", path: v2 + "/crdeq-three", contentType: mergePatch, body: `{"spec":{"size":9}}`},
 		{name: "crdeq/delete-vap-binding", method: "DELETE", path: vapbs + "/crdeq-size"},
 		{name: "crdeq/delete-vap", method: "DELETE", path: vaps + "/crdeq-size"},
 
@@ -102,17 +111,21 @@ spec:
   - name: v1
     served: true
     storage: true
+    subresources: {status: {}}
     schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {ready: {type: boolean}}}
   - name: v2
     served: true
     storage: false
+    subresources: {status: {}}
     schema:
       openAPIV3Schema:
         type: object
         properties:
           spec: {type: object, properties: {size: {type: integer}}}
+          status: {type: object, properties: {ready: {type: boolean}}}
 `
