@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -103,24 +105,44 @@ func (r *Resource) newUnstructuredList() *unstructured.UnstructuredList {
 }
 
 // encodeStoredJSON is the stored form of an unstructured object: its JSON,
-// with apiVersion and kind and without resourceVersion.
+// with apiVersion and kind and without resourceVersion, in the storage
+// version (StoredAs), converted there by the resource's Convertor.
 func encodeStoredJSON(res *Resource, obj runtime.Object) ([]byte, error) {
 	u, ok := obj.(runtime.Unstructured)
 	if !ok {
 		return nil, fmt.Errorf("encode %s: %T is not unstructured", res.Kind, obj)
 	}
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	stored := res.gvk()
+	if !res.StoredAs.Empty() {
+		stored = res.StoredAs
+	}
+	if res.Convertor != nil && stored != res.gvk() {
+		// The converter works on a copy (kube's safe converter).
+		out, err := res.Convertor.ConvertToVersion(obj, stored.GroupVersion())
+		if err != nil {
+			return nil, conversionErr(err)
+		}
+		cu, ok := out.(runtime.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("encode %s: converted to %T", res.Kind, out)
+		}
+		content := cu.UnstructuredContent()
+		if md, ok := content["metadata"].(map[string]any); ok {
+			delete(md, "resourceVersion")
+		}
+		data, err := json.Marshal(content)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", res.Kind, err)
+		}
+		return data, nil
+	}
+	// Without a converter only apiVersion changes (conversion None).
 	content := u.UnstructuredContent()
 	md, _ := content["metadata"].(map[string]any)
 	rv, hadRV := md["resourceVersion"]
 	if hadRV {
 		delete(md, "resourceVersion")
-	}
-	// Stored in the storage version (StoredAs), which is another only for
-	// a custom resource served in several versions: their schemas hold
-	// the same fields (conversion None), so only apiVersion changes.
-	stored := res.gvk()
-	if !res.StoredAs.Empty() {
-		stored = res.StoredAs
 	}
 	obj.GetObjectKind().SetGroupVersionKind(stored)
 	data, err := json.Marshal(content)
@@ -134,7 +156,8 @@ func encodeStoredJSON(res *Resource, obj runtime.Object) ([]byte, error) {
 	return data, nil
 }
 
-// decodeStoredJSON decodes a stored unstructured object.
+// decodeStoredJSON decodes a stored unstructured object into the version
+// of res, through its Convertor when it is stored in another.
 func decodeStoredJSON(res *Resource, data []byte) (runtime.Object, error) {
 	if bytes.HasPrefix(data, protobufPrefix) {
 		return nil, fmt.Errorf("decode stored %s: a protobuf value where JSON was expected", res.Kind)
@@ -147,8 +170,25 @@ func decodeStoredJSON(res *Resource, data []byte) (runtime.Object, error) {
 	if _, _, err := unstructured.UnstructuredJSONScheme.Decode(data, nil, u); err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
 	}
-	obj.GetObjectKind().SetGroupVersionKind(res.gvk()) // in the version read, as conversion None gives it
+	if res.Convertor != nil && obj.GetObjectKind().GroupVersionKind().GroupVersion() != res.GVR.GroupVersion() {
+		out, err := res.Convertor.ConvertToVersion(obj, res.GVR.GroupVersion())
+		if err != nil {
+			return nil, conversionErr(err)
+		}
+		obj = out
+	}
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk()) // in the version read
 	return obj, nil
+}
+
+// conversionErr is kube-apiserver's answer to a conversion that failed
+// in its storage codec: an error that is no Status, which it sends as a
+// 500 with the error's text and no reason.
+func conversionErr(err error) error {
+	if _, ok := err.(apierrors.APIStatus); ok {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
 }
 
 // negotiate picks the answer's encoding as Server.negotiate does, without

@@ -26,7 +26,11 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 	var fm *managedfields.FieldManager
 	var err error
 	if res.New != nil {
-		fm, err = managedfields.NewDefaultCRDFieldManager(res.typeConverter(), unstructuredConvertor{}, unstructuredDefaulter{}, unstructuredCreater{res}, gvk, gvk.GroupVersion(), sub, untracked)
+		var conv runtime.ObjectConvertor = unstructuredConvertor{}
+		if res.Convertor != nil {
+			conv = res.Convertor
+		}
+		fm, err = managedfields.NewDefaultCRDFieldManager(res.typeConverter(), conv, unstructuredDefaulter{}, unstructuredCreater{res}, gvk, gvk.GroupVersion(), sub, untracked)
 	} else {
 		tc := s.typeConverter
 		if res.TypeConverter != nil {

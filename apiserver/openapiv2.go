@@ -1,11 +1,16 @@
 package apiserver
 
 import (
+	"crypto/sha512"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
+	"sync"
 
+	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler"
@@ -22,9 +27,11 @@ import (
 // openAPIV2Service serves the v2 document with kube-openapi's handler, the
 // one kube-apiserver serves it with: the same media types (JSON, and
 // gnostic's protobuf under both its names), ETags, gzip and 406. The
-// document is built at its first request.
+// document of the typed kinds is built at its first request; the
+// documents of the custom resources served are merged into it again
+// when the registry changes what they say (I.2).
 func (s *Server) openAPIV2Service() *handler.OpenAPIService {
-	return handler.NewOpenAPIServiceLazy(cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
+	typed := cached.Once(cached.Func(func() (*spec.Swagger, string, error) {
 		data, err := json.Marshal(s.openAPIV2Doc())
 		if err != nil {
 			return nil, "", err
@@ -33,8 +40,93 @@ func (s *Server) openAPIV2Service() *handler.OpenAPIService {
 		if err := sw.UnmarshalJSON(data); err != nil {
 			return nil, "", fmt.Errorf("openapi v2: %w", err)
 		}
-		return sw, "", nil
-	})))
+		return sw, "typed", nil
+	}))
+	m := &openAPIV2Merge{s: s, typed: typed}
+	return handler.NewOpenAPIServiceLazy(cached.Func(m.get))
+}
+
+// openAPIV2Merge is the v2 document with the custom resources' merged in,
+// for the registry it was made for. Its ETag is the hash of the custom
+// documents, so it stays while they do.
+type openAPIV2Merge struct {
+	s     *Server
+	typed cached.Value[*spec.Swagger]
+
+	mu   sync.Mutex
+	reg  *registry
+	doc  *spec.Swagger
+	etag string
+}
+
+func (m *openAPIV2Merge) get() (*spec.Swagger, string, error) {
+	reg := m.s.registry()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.doc != nil && m.reg == reg {
+		return m.doc, m.etag, nil
+	}
+	typed, _, err := m.typed.Get()
+	if err != nil {
+		return nil, "", err
+	}
+	gvrs := make([]schema.GroupVersionResource, 0)
+	for gvr, res := range reg.byGVR {
+		if res.OpenAPIV2 != nil {
+			gvrs = append(gvrs, gvr)
+		}
+	}
+	sort.Slice(gvrs, func(i, j int) bool { return gvrs[i].String() < gvrs[j].String() })
+	h := sha512.New()
+	custom := make([]*spec.Swagger, len(gvrs))
+	for i, gvr := range gvrs {
+		custom[i] = reg.byGVR[gvr].OpenAPIV2
+		data, err := json.Marshal(custom[i])
+		if err != nil {
+			return nil, "", fmt.Errorf("openapi v2 of %s: %w", gvr, err)
+		}
+		h.Write(data)
+	}
+	etag := hex.EncodeToString(h.Sum(nil))
+	if m.doc != nil && etag == m.etag {
+		m.reg = reg
+		return m.doc, m.etag, nil
+	}
+	doc, err := mergeOpenAPIV2(typed, custom)
+	if err != nil {
+		return nil, "", err
+	}
+	m.reg, m.doc, m.etag = reg, doc, etag
+	return doc, etag, nil
+}
+
+// mergeOpenAPIV2 adds the custom resources' documents to the typed
+// kinds' with kube's merge of CRD documents, the typed document first:
+// a path or definition it has is kept, as kube-apiserver keeps its
+// static document's (the definitions of meta/v1 every custom document
+// carries are its).
+func mergeOpenAPIV2(typed *spec.Swagger, custom []*spec.Swagger) (*spec.Swagger, error) {
+	if len(custom) == 0 {
+		return typed, nil
+	}
+	crds, err := builder.MergeSpecs(&spec.Swagger{SwaggerProps: spec.SwaggerProps{Paths: &spec.Paths{}}}, custom...)
+	if err != nil {
+		return nil, fmt.Errorf("openapi v2: merge custom resources: %w", err)
+	}
+	out := *typed
+	out.Definitions = maps.Clone(typed.Definitions)
+	out.Paths = &spec.Paths{VendorExtensible: typed.Paths.VendorExtensible, Paths: maps.Clone(typed.Paths.Paths)}
+	for name, d := range crds.Definitions {
+		if _, ok := out.Definitions[name]; !ok {
+			out.Definitions[name] = d
+		}
+	}
+	for p, item := range crds.Paths.Paths {
+		if _, ok := out.Paths.Paths[p]; !ok {
+			out.Paths.Paths[p] = item
+		}
+	}
+	return &out, nil
 }
 
 // openAPIV2Doc merges the v3 documents of every group version into one

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/kubegate/kubegate/authn"
@@ -104,6 +105,16 @@ type Resource struct {
 	// not the resource's own; discovery's storageVersionHash is its hash
 	// (B.6).
 	StoredAs schema.GroupVersionKind
+	// Convertor converts an unstructured kind's objects between the
+	// versions of its kind: into StoredAs's version before they are
+	// stored, into the resource's own when they are read, and for the
+	// managed fields of other versions (a custom resource's, with kube's
+	// converter of its definition, I.2). nil: only apiVersion changes.
+	Convertor runtime.ObjectConvertor
+	// OpenAPIV2 is the OpenAPI v2 document of an unstructured kind's
+	// version (a custom resource's, as kube builds it), merged into
+	// /openapi/v2 (B.7). nil: none.
+	OpenAPIV2 *spec.Swagger
 	// ReturnDeleted: a delete that removes the object at once answers with
 	// the object, not a success Status, as kube-apiserver does for pods,
 	// namespaces, services and service accounts (D.7).
