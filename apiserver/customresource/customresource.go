@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/handler"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
@@ -55,11 +56,22 @@ func Owner(crd *apiextensionsv1.CustomResourceDefinition) string { return crd.Na
 
 // Resources returns the resources of crd's served versions, named by its
 // accepted names, as kube-apiserver serves them once crd is
-// established.
+// established; a conversion webhook is reached as NewConverters(nil, nil)
+// reaches it.
 func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Resource, error) {
+	return ResourcesConverting(crd, nil)
+}
+
+// ResourcesConverting is Resources with the objects of a definition with
+// conversion Webhook converted between its versions by conv's converter.
+func ResourcesConverting(crd *apiextensionsv1.CustomResourceDefinition, conv Converters) ([]*apiserver.Resource, error) {
 	storage, err := apihelpers.GetCRDStorageVersion(crd)
 	if err != nil {
 		return nil, err
+	}
+	convert, err := convertor(crd, conv)
+	if err != nil {
+		return nil, fmt.Errorf("custom resource %s: %w", crd.Name, err)
 	}
 	names := crd.Status.AcceptedNames
 	storedAs := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: names.Kind}
@@ -84,7 +96,7 @@ func Resources(crd *apiextensionsv1.CustomResourceDefinition) ([]*apiserver.Reso
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
-		r.StoredAs, r.TypeConverter = storedAs, tc
+		r.StoredAs, r.TypeConverter, r.Convertor = storedAs, tc, convert
 		r.Equivalents, r.Storage = equivalents, storedBy
 		if apihelpers.IsCRDConditionTrue(crd, apiextensionsv1.Terminating) {
 			// Being deleted: its instances can go but no new one come.
@@ -240,6 +252,12 @@ func versionResource(crd *apiextensionsv1.CustomResourceDefinition, v apiextensi
 	if r.OpenAPIV3, err = builder.BuildOpenAPIV3(crd, v.Name, builder.Options{IncludeSelectableFields: true}); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
+	if r.OpenAPIV2, err = builder.BuildOpenAPIV2(crd, v.Name, builder.Options{V2: true, IncludeSelectableFields: true}); err != nil {
+		return nil, fmt.Errorf("openapi v2: %w", err)
+	}
+	// As kube's OpenAPI controller: without defaults, like the typed
+	// kinds' definitions.
+	r.OpenAPIV2.Definitions = handler.PruneDefaults(r.OpenAPIV2.Definitions)
 	return r, nil
 }
 

@@ -30,9 +30,11 @@ var _ Installer = (*apiserver.Server)(nil)
 // condition is True, its served versions are installed, again when it
 // changes, and removed when it is deleted or is established no more.
 // It returns once the definitions stored now are installed; done is
-// closed when it stops.
-func Follow(ctx context.Context, st store.Store, srv Installer, log *slog.Logger) (done <-chan struct{}, err error) {
-	f := &follower{st: st, srv: srv, log: log, prefix: apiserver.Key(crdsGVR, "", ""), installed: map[string]bool{}}
+// closed when it stops. The objects of a definition with conversion
+// Webhook are converted by conv's converter (nil: NewConverters(nil,
+// nil)).
+func Follow(ctx context.Context, st store.Store, srv Installer, conv Converters, log *slog.Logger) (done <-chan struct{}, err error) {
+	f := &follower{st: st, srv: srv, conv: conv, log: log, prefix: apiserver.Key(crdsGVR, "", ""), installed: map[string]bool{}}
 	rev, err := f.load(ctx)
 	if err != nil {
 		return nil, err
@@ -45,6 +47,7 @@ func Follow(ctx context.Context, st store.Store, srv Installer, log *slog.Logger
 type follower struct {
 	st     store.Store
 	srv    Installer
+	conv   Converters
 	log    *slog.Logger
 	prefix string
 	// installed holds the definitions whose resources are installed.
@@ -91,7 +94,7 @@ func (f *follower) apply(kv store.KV) {
 		f.remove(crd.Name)
 		return
 	}
-	rs, err := Resources(&crd)
+	rs, err := ResourcesConverting(&crd, f.conv)
 	if err == nil {
 		err = f.srv.SetResources(Owner(&crd), rs)
 	}

@@ -98,7 +98,7 @@ func TestFollowInstallsEstablishedDefinitions_I2(t *testing.T) {
 	}
 	put(widgetCRD(true))
 	in := &installs{rs: map[string][]*apiserver.Resource{}, chg: make(chan struct{}, 1)}
-	done, err := Follow(ctx, st, in, slog.New(slog.DiscardHandler))
+	done, err := Follow(ctx, st, in, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
