@@ -90,6 +90,14 @@ func (s *Server) startDynamicAdmission(ctx context.Context, dyn *admission.Dynam
 			}
 		}
 	}
+	services := endpointResolver{services: factory.Core().V1().Services().Lister(),
+		slices: factory.Discovery().V1().EndpointSlices().Lister()}
+	// No proxy, no egress selector: webhooks are dialled directly. One at
+	// kubernetes.default.svc:443 is the server itself, reached through
+	// the loopback client as in kube-apiserver.
+	auth := webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, loopback, noop.NewTracerProvider())
+	// CRDs' conversion webhooks are reached as admission webhooks are.
+	s.conversion.set(services, auth)
 	return dyn.Start(ctx, admission.DynamicConfig{
 		Scheme:        s.Server.Scheme(),
 		Resources:     equivalents,
@@ -99,12 +107,8 @@ func (s *Server) startDynamicAdmission(ctx context.Context, dyn *admission.Dynam
 		DynamicClient: dynamicClient,
 		RESTMapper:    mapper,
 		Authorizer:    authorizer,
-		ServiceResolver: endpointResolver{services: factory.Core().V1().Services().Lister(),
-			slices: factory.Discovery().V1().EndpointSlices().Lister()},
-		// No proxy, no egress selector: webhooks are dialled directly.
-		// One at kubernetes.default.svc:443 is the server itself, reached
-		// through the loopback client as in kube-apiserver.
-		AuthInfoResolver: webhookutil.NewDefaultAuthenticationInfoResolverWrapper(nil, nil, loopback, noop.NewTracerProvider()),
+		ServiceResolver:  services,
+		AuthInfoResolver: auth,
 		Disabled:         disabled,
 	})
 }

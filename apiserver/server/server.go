@@ -174,6 +174,8 @@ type Server struct {
 	// stopCRDControllers ends the apiextensions controllers, which call
 	// the server in process, before it stops serving.
 	stopCRDControllers func()
+	// conversion reaches the conversion webhooks of custom resources.
+	conversion conversionWebhooks
 }
 
 // URL returns the server's base URL on its listener.
@@ -272,7 +274,11 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	}
 	// The custom resources of the established definitions are served
 	// from the first request on, and follow the definitions after.
-	if _, err := customresource.Follow(ctx, s.Store, s.Server, logger); err != nil {
+	converters, err := s.conversion.converters()
+	if err != nil {
+		return nil, fmt.Errorf("custom resource conversion: %w", err)
+	}
+	if _, err := customresource.Follow(ctx, s.Store, s.Server, converters, logger); err != nil {
 		return nil, fmt.Errorf("follow custom resource definitions: %w", err)
 	}
 	sas := &admission.ServiceAccounts{Store: s.Store, Logger: logger, AtStartOnly: o.ServiceAccountsAtStartOnly}
