@@ -287,7 +287,9 @@ func checkConversionErr(t *testing.T, what string, err error, want string) {
 }
 
 // shortTimeout gives the webhook client a timeout of a second.
-type shortTimeout struct{ webhookutil.AuthenticationInfoResolver }
+type shortTimeout struct {
+	webhookutil.AuthenticationInfoResolver
+}
 
 func (s shortTimeout) ClientConfigFor(hostPort string) (*rest.Config, error) {
 	cfg, err := s.AuthenticationInfoResolver.ClientConfigFor(hostPort)

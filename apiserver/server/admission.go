@@ -99,14 +99,14 @@ func (s *Server) startDynamicAdmission(ctx context.Context, dyn *admission.Dynam
 	// CRDs' conversion webhooks are reached as admission webhooks are.
 	s.conversion.set(services, auth)
 	return dyn.Start(ctx, admission.DynamicConfig{
-		Scheme:        s.Server.Scheme(),
-		Resources:     equivalents,
-		Defaulter:     admission.Defaulter(s.Server.Scheme(), resources),
-		Client:        client,
-		Informers:     factory,
-		DynamicClient: dynamicClient,
-		RESTMapper:    mapper,
-		Authorizer:    authorizer,
+		Scheme:           s.Server.Scheme(),
+		Resources:        equivalents,
+		Defaulter:        admission.Defaulter(s.Server.Scheme(), resources),
+		Client:           client,
+		Informers:        factory,
+		DynamicClient:    dynamicClient,
+		RESTMapper:       mapper,
+		Authorizer:       authorizer,
 		ServiceResolver:  services,
 		AuthInfoResolver: auth,
 		Disabled:         disabled,
