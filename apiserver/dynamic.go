@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apiserver/pkg/storage"
+
+	"github.com/kubegate/kubegate/store"
 )
 
 // Resources that come and go while the server serves, custom resources
@@ -188,7 +192,30 @@ func conversionErr(err error) error {
 	if _, ok := err.(apierrors.APIStatus); ok {
 		return err
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: err.Error()}}
+	return &conversionError{err: err}
+}
+
+// conversionError is a conversion of an object to or from its storage
+// version that failed.
+type conversionError struct{ err error }
+
+func (e *conversionError) Error() string { return e.err.Error() }
+func (e *conversionError) Unwrap() error { return e.err }
+func (e *conversionError) Status() metav1.Status {
+	return metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: e.err.Error()}
+}
+
+// readErr is the answer to a read of the stored kv by name that could not
+// be decoded: for an object that did not convert from its storage version,
+// kube's storage error of a corrupt object (an object it cannot decode),
+// the key without its /registry prefix, as an internal error.
+func readErr(kv store.KV, err error) error {
+	var ce *conversionError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return apierrors.NewInternalError(storage.NewCorruptObjError(strings.TrimPrefix(kv.Key, "/registry"),
+		fmt.Errorf("object not decodable revision=%d: %w", kv.ModRevision, err)))
 }
 
 // negotiate picks the answer's encoding as Server.negotiate does, without

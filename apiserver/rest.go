@@ -148,7 +148,7 @@ func (q *request) get() error {
 	}
 	obj, err := q.s.decodeKV(q.res, kv)
 	if err != nil {
-		return err
+		return readErr(kv, err)
 	}
 	return q.respond(http.StatusOK, obj)
 }

@@ -236,7 +236,8 @@ func TestWebhookConversionBothWays_I2(t *testing.T) {
 // A webhook that refuses, answers another uid or the wrong number of
 // objects, or does not answer in time fails the request with kube's 500:
 // `conversion webhook for GVK failed: ...` (or kube's text of the wrong
-// count), with no reason; a read in the storage version calls no webhook
+// count), with no reason, and a read by name with kube's internal error
+// of a corrupt object; a write in the storage version calls no webhook
 // (I.2).
 func TestWebhookConversionFailures_I2(t *testing.T) {
 	t.Parallel()
@@ -266,8 +267,18 @@ func TestWebhookConversionFailures_I2(t *testing.T) {
 			if _, err := v1.Create(ctx, widget("v1", "a", "size", 1), metav1.CreateOptions{}); err != nil {
 				t.Fatalf("create in v1: %v", err)
 			}
+			// A read by name is kube's storage error of an object that
+			// does not decode.
 			_, err = v2.Get(ctx, "a", metav1.GetOptions{})
-			checkConversionErr(t, "get in v2", err, strings.Replace(tc.want, "/v2,", "/v1,", 1))
+			var se *apierrors.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("get in v2: got %v, want a 500 Status", err)
+			}
+			const corrupt = "Internal error occurred: StorageError: corrupt object, Code: 7, Key: /conv.example.com/widgets/default/a, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision="
+			if st := se.ErrStatus; st.Code != http.StatusInternalServerError || st.Reason != metav1.StatusReasonInternalError ||
+				!strings.HasPrefix(st.Message, corrupt) || !strings.Contains(st.Message, strings.Replace(tc.want, "/v2,", "/v1,", 1)) {
+				t.Errorf("get in v2: got %d %q %q, want 500 InternalError %q... %q", st.Code, st.Reason, st.Message, corrupt, tc.want)
+			}
 			_, err = v2.List(ctx, metav1.ListOptions{})
 			checkConversionErr(t, "list in v2", err, strings.Replace(tc.want, "/v2,", "/v1,", 1))
 		})
