@@ -366,6 +366,7 @@ func operations() []op {
 	add(crdOps()...)
 	add(crOps()...)
 	add(operatorOps()...)
+	add(conversionOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
