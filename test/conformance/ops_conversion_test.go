@@ -93,8 +93,7 @@ func conversionOps() []op {
 		{name: "conv/delete-gadgets-crd", method: "DELETE", path: crds + "/gadgets.conv.example.com", project: statusOnly},
 		{name: "conv/delete-brokens-crd", method: "DELETE", path: crds + "/brokens.conv.example.com", project: statusOnly},
 		{name: "conv/delete-strays-crd", method: "DELETE", path: crds + "/strays.conv.example.com", project: statusOnly},
-		{name: "conv/openapi-v2-definition-gone", method: "GET", path: "/openapi/v2", project: openAPIV2Definition("com.example.conv.v2.Gadget"),
-			until: func(a answer) bool { return openAPIV2Definition("com.example.conv.v2.Gadget")(a.body) == nil }},
+		{name: "conv/gadgets-crd-gone", method: "GET", path: crds + "/gadgets.conv.example.com", until: statusIs(http.StatusNotFound), project: statusOnly},
 	}
 }
 
