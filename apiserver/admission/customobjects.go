@@ -143,6 +143,11 @@ func (c customObjects) ConvertFieldLabel(kind schema.GroupVersionKind, label, va
 }
 
 // conversionOf is the conversion between the versions of r's custom
-// resource that its definition names; nil: None, which changes the
-// apiVersion alone.
-func conversionOf(*apiserver.Resource) runtime.ObjectConvertor { return nil }
+// resource that its definition names (kube's webhook converter for
+// conversion Webhook); nil: None, which changes the apiVersion alone.
+func conversionOf(r *apiserver.Resource) runtime.ObjectConvertor {
+	if r == nil {
+		return nil
+	}
+	return r.Convertor
+}

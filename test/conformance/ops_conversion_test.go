@@ -23,7 +23,8 @@ import (
 // conversion, and Strays, whose webhook nobody answers (I.2). They also
 // compare the Gadgets' definitions in /openapi/v2, read once before the
 // definition is made (B.7). The webhooks are convHooks, run by the test
-// over TLS for both servers.
+// over TLS for both servers. A policy on v1 sees a Gadget written in v2
+// converted by the webhook (D.13).
 func conversionOps() []op {
 	const (
 		crds    = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -33,6 +34,8 @@ func conversionOps() []op {
 		v2      = group + "/v2" + gadgets
 		brokens = "/namespaces/" + testNS + "/brokens"
 		strays  = "/namespaces/" + testNS + "/strays"
+		vaps    = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+		vapbs   = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
 	)
 	hooks := convHooks()
 	gadget := func(version, name, field string, value int) string {
@@ -70,6 +73,19 @@ func conversionOps() []op {
 		{name: "conv/openapi-v2-definition", method: "GET", path: "/openapi/v2", project: openAPIV2Definition("com.example.conv.v2.Gadget"),
 			until: func(a answer) bool { return openAPIV2Definition("com.example.conv.v2.Gadget")(a.body) != nil }},
 		{name: "conv/openapi-v2-definition-v1", method: "GET", path: "/openapi/v2", project: openAPIV2Definition("com.example.conv.v1.Gadget")},
+		// A policy on v1 sees a write through v2 converted by the
+		// webhook: v2's length is v1's size.
+		{name: "conv/vap-create", method: "POST", path: vaps, body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy",` +
+			`"metadata":{"name":"conv-size"},"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"operations":["CREATE"],` +
+			`"apiGroups":["conv.example.com"],"apiVersions":["v1"],"resources":["gadgets"]}]},` +
+			`"validations":[{"expression":"object.spec.size <= 10","messageExpression":"'size ' + string(object.spec.size) + ' in ' + object.apiVersion"}]}}`},
+		{name: "conv/vap-binding-create", method: "POST", path: vapbs, body: `{"apiVersion":"admissionregistration.k8s.io/v1",` +
+			`"kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"conv-size"},"spec":{"policyName":"conv-size","validationActions":["Deny"]}}`},
+		{name: "conv/vap-v2-deny-dry-run", method: "POST", path: v2 + "?dryRun=All", body: gadget("v2", "g20", "length", 20),
+			until: func(a answer) bool { return a.status == http.StatusUnprocessableEntity }},
+		{name: "conv/vap-v2-allow", method: "POST", path: v2, body: gadget("v2", "g4", "length", 4)},
+		{name: "conv/vap-binding-delete", method: "DELETE", path: vapbs + "/conv-size", project: statusOnly},
+		{name: "conv/vap-delete", method: "DELETE", path: vaps + "/conv-size", project: statusOnly},
 		{name: "conv/delete-v2", method: "DELETE", path: v2 + "/g2"},
 		{name: "conv/get-v1-deleted", method: "GET", path: v1 + "/g2"},
 
