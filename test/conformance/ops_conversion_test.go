@@ -1,13 +1,9 @@
 package conformance
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -158,46 +154,9 @@ func openAPIV2Definition(name string) func(any) any {
 	}
 }
 
-// convWebhooks is the conversion webhook both servers call: a TLS server
-// on 127.0.0.1 run by the test, and an address nothing listens at.
-type convWebhooks struct {
-	srv  *httptest.Server
-	down string // clientConfig JSON of a webhook nobody answers
-}
-
-var (
-	convOnce  sync.Once
-	convHook  *convWebhooks
-	convReady = make(chan struct{})
-)
-
-// convHooks starts the webhook server once, for the life of the test
-// binary (the op list is built more than once).
-func convHooks() *convWebhooks {
-	convOnce.Do(func() {
-		h := &convWebhooks{srv: httptest.NewTLSServer(http.HandlerFunc(serveConversionReview))}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(fmt.Sprintf("reserve an address for the webhook that is down: %v", err))
-		}
-		addr := l.Addr().String()
-		l.Close()
-		h.down = `{"url":"https://` + addr + `/down","caBundle":"` + h.caBundle() + `"}`
-		convHook = h
-		close(convReady)
-	})
-	<-convReady
-	return convHook
-}
-
-func (h *convWebhooks) caBundle() string {
-	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.srv.Certificate().Raw}))
-}
-
-// client is the clientConfig JSON of the webhook at path.
-func (h *convWebhooks) client(path string) string {
-	return `{"url":"` + h.srv.URL + path + `","caBundle":"` + h.caBundle() + `"}`
-}
+// convHooks is the conversion webhook, started once (the op list is built
+// more than once).
+var convHooks = sync.OnceValue(func() *testWebhooks { return startTestWebhooks(serveConversionReview) })
 
 // serveConversionReview answers one ConversionReview: /convert renames
 // spec.size (v1) and spec.length (v2); /fail refuses.

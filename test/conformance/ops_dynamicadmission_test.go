@@ -182,44 +182,36 @@ func dynamicAdmissionOps() []op {
 	}
 }
 
-// dynadmWebhooks is the admission webhook both servers call: a TLS server
-// on 127.0.0.1 run by the test, and an address nothing listens at.
-type dynadmWebhooks struct {
+// testWebhooks is a webhook both servers call: a TLS server on 127.0.0.1
+// run by the test, and an address nothing listens at.
+type testWebhooks struct {
 	srv  *httptest.Server
 	down string // clientConfig JSON of a webhook nobody answers
 }
 
-var (
-	dynadmOnce  sync.Once
-	dynadmHook  *dynadmWebhooks
-	dynadmReady = make(chan struct{})
-)
-
-// dynadmHooks starts the webhook server once, for the life of the test
-// binary (the op list is built more than once).
-func dynadmHooks() *dynadmWebhooks {
-	dynadmOnce.Do(func() {
-		h := &dynadmWebhooks{srv: httptest.NewTLSServer(http.HandlerFunc(serveDynadmReview))}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(fmt.Sprintf("reserve an address for the webhook that is down: %v", err))
-		}
-		addr := l.Addr().String()
-		l.Close()
-		h.down = `{"url":"https://` + addr + `/down","caBundle":"` + h.caBundle() + `"}`
-		dynadmHook = h
-		close(dynadmReady)
-	})
-	<-dynadmReady
-	return dynadmHook
+// startTestWebhooks serves h over TLS for the life of the test binary.
+func startTestWebhooks(h http.HandlerFunc) *testWebhooks {
+	w := &testWebhooks{srv: httptest.NewTLSServer(h)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("reserve an address for the webhook that is down: %v", err))
+	}
+	addr := l.Addr().String()
+	l.Close()
+	w.down = `{"url":"https://` + addr + `/down","caBundle":"` + w.caBundle() + `"}`
+	return w
 }
 
-func (h *dynadmWebhooks) caBundle() string {
+// dynadmHooks is the admission webhook, started once (the op list is
+// built more than once).
+var dynadmHooks = sync.OnceValue(func() *testWebhooks { return startTestWebhooks(serveDynadmReview) })
+
+func (h *testWebhooks) caBundle() string {
 	return base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.srv.Certificate().Raw}))
 }
 
 // client is the clientConfig JSON of the webhook at path.
-func (h *dynadmWebhooks) client(path string) string {
+func (h *testWebhooks) client(path string) string {
 	return `{"url":"` + h.srv.URL + path + `","caBundle":"` + h.caBundle() + `"}`
 }
 
