@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apiextensions-apiserver/pkg/controller/openapi/builder"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kube-openapi/pkg/aggregator"
 	"k8s.io/kube-openapi/pkg/cached"
 	"k8s.io/kube-openapi/pkg/handler"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -101,10 +102,15 @@ func (m *openAPIV2Merge) get() (*spec.Swagger, string, error) {
 }
 
 // mergeOpenAPIV2 adds the custom resources' documents to the typed
-// kinds' with kube's merge of CRD documents, the typed document first:
-// a path or definition it has is kept, as kube-apiserver keeps its
-// static document's (the definitions of meta/v1 every custom document
-// carries are its).
+// kinds' with kube's merges: the custom documents with each other
+// (builder.MergeSpecs), then with the typed document, where a path the
+// typed document has is kept and a definition of the same name and other
+// content is renamed (NAME_v2, ...) with the references to it, as
+// kube-apiserver's aggregator merges them. So a CRD whose group and kind
+// spell a built-in's definition name (group core.api.k8s.io, kind Pod:
+// io.k8s.api.core.v1.Pod) keeps a schema of its own. The definitions
+// every custom document carries from kube's (meta/v1, runtime,
+// autoscaling/v1's Scale) are the typed document's.
 func mergeOpenAPIV2(typed *spec.Swagger, custom []*spec.Swagger) (*spec.Swagger, error) {
 	if len(custom) == 0 {
 		return typed, nil
@@ -116,17 +122,29 @@ func mergeOpenAPIV2(typed *spec.Swagger, custom []*spec.Swagger) (*spec.Swagger,
 	out := *typed
 	out.Definitions = maps.Clone(typed.Definitions)
 	out.Paths = &spec.Paths{VendorExtensible: typed.Paths.VendorExtensible, Paths: maps.Clone(typed.Paths.Paths)}
-	for name, d := range crds.Definitions {
-		if _, ok := out.Definitions[name]; !ok {
+	for name := range crds.Definitions {
+		d, ok := out.Definitions[name]
+		switch {
+		case !ok:
+		case sharedDefinition(name):
+			delete(crds.Definitions, name)
+		default:
+			// The merge may add the custom kind's GVKs to an equal
+			// definition: to a copy, not to the cached typed document.
+			d.Extensions = maps.Clone(d.Extensions)
 			out.Definitions[name] = d
 		}
 	}
-	for p, item := range crds.Paths.Paths {
-		if _, ok := out.Paths.Paths[p]; !ok {
-			out.Paths.Paths[p] = item
-		}
+	if err := aggregator.MergeSpecsIgnorePathConflictRenamingDefinitionsAndParameters(&out, crds); err != nil {
+		return nil, fmt.Errorf("openapi v2: merge custom resources: %w", err)
 	}
 	return &out, nil
+}
+
+// sharedDefinition reports whether name is one of the definitions of
+// kube's own types that every custom document carries.
+func sharedDefinition(name string) bool {
+	return strings.HasPrefix(name, "io.k8s.apimachinery.") || strings.HasPrefix(name, "io.k8s.api.autoscaling.v1.Scale")
 }
 
 // openAPIV2Doc merges the v3 documents of every group version into one

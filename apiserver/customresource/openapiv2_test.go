@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubegate/kubegate/apiserver/apiservertest"
 	"github.com/kubegate/kubegate/apiserver/customresource"
@@ -97,5 +100,65 @@ func TestOpenAPIV2FollowsCustomResources_B7(t *testing.T) {
 	}
 	if _, ok := paths[path]; ok {
 		t.Errorf("path %s still there once no longer served", path)
+	}
+}
+
+// A CRD whose v2 definition name is a built-in kind's (group
+// core.api.k8s.io, kind Pod: io.k8s.api.core.v1.Pod) keeps a definition
+// of its own in /openapi/v2, renamed as kube-apiserver's merge renames it,
+// and its paths point at it; the built-in Pod's is unchanged (B.7).
+func TestOpenAPIV2RenamesACRDDefinitionNamedLikeABuiltIn_B7(t *testing.T) {
+	srv := apiservertest.Start(t)
+	const fakePods = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: pods.core.api.k8s.io
+  annotations: {api-approved.kubernetes.io: "unapproved, test"}
+spec:
+  group: core.api.k8s.io
+  scope: Namespaced
+  names: {plural: pods, singular: pod, kind: Pod, listKind: PodList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {type: object, properties: {evil: {type: string}}}
+status:
+  acceptedNames: {plural: pods, singular: pod, kind: Pod, listKind: PodList}
+  storedVersions: [v1]
+`
+	var c apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(fakePods), &c); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := customresource.Resources(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(&c), rs); err != nil {
+		t.Fatal(err)
+	}
+	defs, paths, _ := getOpenAPIV2(t, srv)
+	item, _ := paths["/apis/core.api.k8s.io/v1/namespaces/{namespace}/pods/{name}"].(map[string]any)
+	get, _ := item["get"].(map[string]any)
+	resp, _ := get["responses"].(map[string]any)
+	ok200, _ := resp["200"].(map[string]any)
+	sch, _ := ok200["schema"].(map[string]any)
+	ref, _ := sch["$ref"].(string)
+	if ref != "#/definitions/io.k8s.api.core.v1.Pod_v2" {
+		t.Errorf("the CRD's GET answers %q, want the renamed #/definitions/io.k8s.api.core.v1.Pod_v2", ref)
+	}
+	def, _ := defs[strings.TrimPrefix(ref, "#/definitions/")].(map[string]any)
+	if props, _ := json.Marshal(def["properties"]); !strings.Contains(string(props), `"evil"`) {
+		t.Errorf("the CRD's definition %s has properties %s, want the CRD's spec.evil", ref, props)
+	}
+	pod, _ := defs["io.k8s.api.core.v1.Pod"].(map[string]any)
+	if props, _ := json.Marshal(pod["properties"]); !strings.Contains(string(props), "io.k8s.api.core.v1.PodSpec") {
+		t.Errorf("the built-in Pod's definition has properties %s, want its PodSpec", props)
 	}
 }

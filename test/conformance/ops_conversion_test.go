@@ -102,6 +102,13 @@ func conversionOps() []op {
 		{name: "conv/down-create-v1", method: "POST", path: group + "/v1" + strays, body: obj("Stray", "v1", "s1", "size")},
 		{name: "conv/down-get-v2", method: "GET", path: group + "/v2" + strays + "/s1", project: storeRevisionsHidden},
 
+		// A definition named as a built-in kind's: group core.api.k8s.io,
+		// kind Pod.
+		{name: "conv/create-shadow-pods-crd", method: "POST", path: crds, body: shadowPodsCRD, project: statusOnly},
+		{name: "conv/shadow-pods-established", method: "GET", path: crds + "/pods.core.api.k8s.io", until: established, project: establishedOnly},
+		{name: "conv/openapi-v2-shadow-pods", method: "GET", path: "/openapi/v2", project: shadowPodsDefinitions,
+			until: func(a answer) bool { return shadowPodsDefinitions(a.body).(map[string]any)["ref"] != nil }},
+		{name: "conv/delete-shadow-pods-crd", method: "DELETE", path: crds + "/pods.core.api.k8s.io", project: statusOnly},
 		{name: "conv/delete-gadgets-crd", method: "DELETE", path: crds + "/gadgets.conv.example.com", project: statusOnly},
 		{name: "conv/delete-brokens-crd", method: "DELETE", path: crds + "/brokens.conv.example.com", project: statusOnly},
 		{name: "conv/delete-strays-crd", method: "DELETE", path: crds + "/strays.conv.example.com", project: statusOnly},
@@ -118,6 +125,36 @@ func convCRD(plural, kind, client string) string {
 		`"versions":[` +
 		`{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"size":{"type":"integer","description":"the size"}}}}}}},` +
 		`{"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","description":"a gadget","properties":{"spec":{"type":"object","properties":{"length":{"type":"integer","minimum":0}}}}}}}]}}`
+}
+
+// shadowPodsCRD defines Pods in group core.api.k8s.io, whose OpenAPI v2
+// definition name is the built-in Pod's.
+const shadowPodsCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"pods.core.api.k8s.io",` +
+	`"annotations":{"api-approved.kubernetes.io":"unapproved, a test"}},"spec":{"group":"core.api.k8s.io","scope":"Namespaced",` +
+	`"names":{"plural":"pods","singular":"pod","kind":"Pod"},"versions":[{"name":"v1","served":true,"storage":true,` +
+	`"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","properties":{"shadow":{"type":"string"}}}}}}}]}}`
+
+// shadowPodsDefinitions is what /openapi/v2 says of the shadow Pods: the
+// definition their GET answers with and its properties, and the built-in
+// Pod's properties.
+func shadowPodsDefinitions(v any) any {
+	m, _ := v.(map[string]any)
+	defs, _ := m["definitions"].(map[string]any)
+	paths, _ := m["paths"].(map[string]any)
+	item, _ := paths["/apis/core.api.k8s.io/v1/namespaces/{namespace}/pods/{name}"].(map[string]any)
+	get, _ := item["get"].(map[string]any)
+	responses, _ := get["responses"].(map[string]any)
+	ok, _ := responses["200"].(map[string]any)
+	schema, _ := ok["schema"].(map[string]any)
+	out := map[string]any{"ref": schema["$ref"]}
+	if ref, _ := schema["$ref"].(string); ref != "" {
+		def, _ := defs[strings.TrimPrefix(ref, "#/definitions/")].(map[string]any)
+		out["properties"] = def["properties"]
+	}
+	pod, _ := defs["io.k8s.api.core.v1.Pod"].(map[string]any)
+	props, _ := pod["properties"].(map[string]any)
+	out["built-in spec"] = props["spec"]
+	return out
 }
 
 // storeRevision is the store revision kube's error of an object it
