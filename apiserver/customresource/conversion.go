@@ -4,8 +4,14 @@ import (
 	"fmt"
 	"sync"
 
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
+	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	webhookutil "k8s.io/apiserver/pkg/util/webhook"
 )
@@ -52,5 +58,56 @@ func convertor(crd *apiextensionsv1.CustomResourceDefinition, conv Converters) (
 	if err != nil {
 		return nil, fmt.Errorf("conversion webhook: %w", err)
 	}
-	return safe, nil
+	if crd.Spec.PreserveUnknownFields {
+		return safe, nil
+	}
+	p := pruning{ObjectConvertor: safe, schemas: map[string]*structuralschema.Structural{}}
+	for _, v := range crd.Spec.Versions {
+		if s, err := structuralOf(crd, v.Name); err == nil && s != nil {
+			p.schemas[v.Name] = s
+		}
+	}
+	return p, nil
+}
+
+// pruning is kube's schema-coercing converter around the webhook's: what
+// the webhook returns is pruned by the structural schema of the version
+// it converted to, and its metadata coerced, as kube-apiserver's
+// custom-resource codec does, so a field that version's schema does not
+// have is neither stored nor served (I.2).
+type pruning struct {
+	runtime.ObjectConvertor
+	schemas map[string]*structuralschema.Structural // by version
+}
+
+func (p pruning) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	out, err := p.ObjectConvertor.ConvertToVersion(in, gv)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return out, nil
+	}
+	if s := p.schemas[u.GroupVersionKind().Version]; s != nil {
+		structuralpruning.PruneWithOptions(u.Object, s, true, structuralschema.UnknownFieldPathOptions{})
+		if err, _ := schemaobjectmeta.CoerceWithOptions(nil, u.Object, s, false, zeroOptions(schemaobjectmeta.CoerceWithOptions)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// structuralOf is the structural schema of crd's version, nil without a
+// schema.
+func structuralOf(crd *apiextensionsv1.CustomResourceDefinition, version string) (*structuralschema.Structural, error) {
+	val, err := apihelpers.GetSchemaForVersion(crd, version)
+	if err != nil || val == nil {
+		return nil, err
+	}
+	internal := &apiextensionsinternal.CustomResourceValidation{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceValidation_To_apiextensions_CustomResourceValidation(val, internal, nil); err != nil {
+		return nil, err
+	}
+	return structuralschema.NewStructural(internal.OpenAPIV3Schema)
 }

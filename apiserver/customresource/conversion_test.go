@@ -309,3 +309,93 @@ func (s shortTimeout) ClientConfigFor(hostPort string) (*rest.Config, error) {
 	}
 	return cfg, err
 }
+
+// smuggle is a conversion webhook that converts as serveConversion does
+// and, into the storage version v1, adds spec.admin, a field no version's
+// schema has.
+func smuggle(w http.ResponseWriter, r *http.Request) {
+	var review apiextensionsv1.ConversionReview
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
+		http.Error(w, "bad", http.StatusBadRequest)
+		return
+	}
+	req := review.Request
+	resp := &apiextensionsv1.ConversionResponse{UID: req.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
+	for _, raw := range req.Objects {
+		var obj map[string]any
+		_ = json.Unmarshal(raw.Raw, &obj)
+		spec, _ := obj["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			obj["spec"] = spec
+		}
+		if req.DesiredAPIVersion == "conv.example.com/v1" {
+			spec["size"] = spec["length"]
+			delete(spec, "length")
+			spec["admin"] = "smuggled"
+		} else {
+			spec["length"] = spec["size"]
+			delete(spec, "size")
+		}
+		obj["apiVersion"] = req.DesiredAPIVersion
+		data, _ := json.Marshal(obj)
+		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: data})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(&apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Response: resp})
+}
+
+// What a conversion webhook adds to the storage version outside its
+// schema is pruned before it is stored, as kube's storage codec prunes
+// it: once the definition's schema gains the field, no object carries a
+// value the webhook chose and no validation or admission saw (I.2).
+func TestWebhookConversionOutputIsPruned_I2(t *testing.T) {
+	hook := httptest.NewTLSServer(http.HandlerFunc(smuggle))
+	t.Cleanup(hook.Close)
+	load := func(withAdmin bool) *apiextensionsv1.CustomResourceDefinition {
+		var c apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict([]byte(strings.Replace(widgets, "URL", hook.URL+"/", 1)), &c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.Conversion.Webhook.ClientConfig.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
+		if withAdmin {
+			c.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["admin"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+		}
+		return &c
+	}
+	srv := apiservertest.Start(t)
+	c := load(false)
+	rs, err := customresource.ResourcesConverting(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2gvr := widgetsV1
+	v2gvr.Version = "v2"
+	ctx := context.Background()
+	if _, err := dc.Resource(v2gvr).Namespace("default").Create(ctx, widget("v2", "a", "length", 1), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The definition's storage version learns spec.admin.
+	c = load(true)
+	rs, err = customresource.ResourcesConverting(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.API.SetResources(customresource.Owner(c), rs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dc.Resource(widgetsV1).Namespace("default").Get(ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if admin, ok := got.Object["spec"].(map[string]any)["admin"]; ok {
+		t.Errorf("v1 object a has spec.admin=%v: the webhook's field outside the schema was stored", admin)
+	}
+}
