@@ -70,7 +70,8 @@ status:
 var widgetsV1 = schema.GroupVersionResource{Group: "conv.example.com", Version: "v1", Resource: "widgets"}
 
 // serveConversion answers a ConversionReview as the webhook at its path
-// does: /convert renames spec.size and spec.length; /fail refuses; /uid
+// does: /convert renames spec.size and spec.length, and so does /smuggle,
+// which adds spec.admin, a field no schema has, into v1; /fail refuses; /uid
 // answers another request's uid; /count answers no object; /slow
 // answers only once the caller has given up.
 func serveConversion(w http.ResponseWriter, r *http.Request) {
@@ -105,6 +106,9 @@ func serveConversion(w http.ResponseWriter, r *http.Request) {
 				if v, ok := spec[from]; ok {
 					spec[to] = v
 					delete(spec, from)
+				}
+				if r.URL.Path == "/smuggle" && to == "size" {
+					spec["admin"] = "smuggled"
 				}
 			}
 			obj["apiVersion"] = req.DesiredAPIVersion
@@ -310,51 +314,16 @@ func (s shortTimeout) ClientConfigFor(hostPort string) (*rest.Config, error) {
 	return cfg, err
 }
 
-// smuggle is a conversion webhook that converts as serveConversion does
-// and, into the storage version v1, adds spec.admin, a field no version's
-// schema has.
-func smuggle(w http.ResponseWriter, r *http.Request) {
-	var review apiextensionsv1.ConversionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, "bad", http.StatusBadRequest)
-		return
-	}
-	req := review.Request
-	resp := &apiextensionsv1.ConversionResponse{UID: req.UID, Result: metav1.Status{Status: metav1.StatusSuccess}}
-	for _, raw := range req.Objects {
-		var obj map[string]any
-		_ = json.Unmarshal(raw.Raw, &obj)
-		spec, _ := obj["spec"].(map[string]any)
-		if spec == nil {
-			spec = map[string]any{}
-			obj["spec"] = spec
-		}
-		if req.DesiredAPIVersion == "conv.example.com/v1" {
-			spec["size"] = spec["length"]
-			delete(spec, "length")
-			spec["admin"] = "smuggled"
-		} else {
-			spec["length"] = spec["size"]
-			delete(spec, "size")
-		}
-		obj["apiVersion"] = req.DesiredAPIVersion
-		data, _ := json.Marshal(obj)
-		resp.ConvertedObjects = append(resp.ConvertedObjects, runtime.RawExtension{Raw: data})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(&apiextensionsv1.ConversionReview{TypeMeta: review.TypeMeta, Response: resp})
-}
-
 // What a conversion webhook adds to the storage version outside its
 // schema is pruned before it is stored, as kube's storage codec prunes
 // it: once the definition's schema gains the field, no object carries a
 // value the webhook chose and no validation or admission saw (I.2).
 func TestWebhookConversionOutputIsPruned_I2(t *testing.T) {
-	hook := httptest.NewTLSServer(http.HandlerFunc(smuggle))
+	hook := httptest.NewTLSServer(http.HandlerFunc(serveConversion))
 	t.Cleanup(hook.Close)
 	load := func(withAdmin bool) *apiextensionsv1.CustomResourceDefinition {
 		var c apiextensionsv1.CustomResourceDefinition
-		if err := yaml.UnmarshalStrict([]byte(strings.Replace(widgets, "URL", hook.URL+"/", 1)), &c); err != nil {
+		if err := yaml.UnmarshalStrict([]byte(strings.Replace(widgets, "URL", hook.URL+"/smuggle", 1)), &c); err != nil {
 			t.Fatal(err)
 		}
 		c.Spec.Conversion.Webhook.ClientConfig.CABundle = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})
