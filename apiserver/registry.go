@@ -343,8 +343,8 @@ func (reg *registry) addGroup(g string) {
 	sortGroups(reg.groups)
 }
 
-// ResourceOf returns the resource the server serves as gvr now.
-func (s *Server) ResourceOf(gvr schema.GroupVersionResource) (*Resource, bool) {
+// ServedResource returns the resource the server serves as gvr now.
+func (s *Server) ServedResource(gvr schema.GroupVersionResource) (*Resource, bool) {
 	return s.registry().get(gvr)
 }
 

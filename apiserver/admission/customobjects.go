@@ -13,7 +13,7 @@ import (
 )
 
 // ResourceLookup finds the resource the server serves as a GVR
-// (apiserver.Server.ResourceOf).
+// (apiserver.Server.ServedResource).
 type ResourceLookup func(gvr schema.GroupVersionResource) (*apiserver.Resource, bool)
 
 // customObjects are the object interfaces of a write of a custom

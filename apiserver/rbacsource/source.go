@@ -134,7 +134,7 @@ func (s *Source) decode(kv store.KV) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	if resourceOf(obj) != resource {
+	if kindResource(obj) != resource {
 		return nil, fmt.Errorf("a %T stored as %s", obj, resource)
 	}
 	return obj, nil
@@ -143,8 +143,8 @@ func (s *Source) decode(kv store.KV) (runtime.Object, error) {
 // rbacResources are the resources the rules come from.
 var rbacResources = map[string]bool{"roles": true, "rolebindings": true, "clusterroles": true, "clusterrolebindings": true}
 
-// resourceOf is the resource of an RBAC object.
-func resourceOf(obj runtime.Object) string {
+// kindResource is the resource of an RBAC object.
+func kindResource(obj runtime.Object) string {
 	switch obj.(type) {
 	case *rbacv1.Role:
 		return "roles"

@@ -59,7 +59,7 @@ var configurationResources = map[string][]string{
 // are, and kubegate serves no request before New returns, so no write is
 // refused as "not yet ready". The informers stop when ctx is done.
 func (s *Server) startDynamicAdmission(ctx context.Context, dyn *admission.Dynamic, resources []*apiserver.Resource, authorizer authz.Authorizer) error {
-	dyn.Served = s.Server.ResourceOf
+	dyn.Served = s.Server.ServedResource
 	loopback := s.LoopbackConfig()
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
