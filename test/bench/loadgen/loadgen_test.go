@@ -546,3 +546,53 @@ func TestStreamsShareConnections(t *testing.T) {
 		t.Errorf("protocols %v, want HTTP/2.0 only", protos)
 	}
 }
+
+// TestRefusedClientCertIsATLSError holds the case where net/http
+// reports a write to the connection its read loop closed on a TLS 1.3
+// server's refusal: the worker names the alert, not the closed socket.
+func TestRefusedClientCertIsATLSError(t *testing.T) {
+	ca := testpki.NewCA(t, "bench-ca")
+	serving := ca.Issue(t, testpki.Options{CN: "localhost", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, EKUs: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	pair, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		Certificates: []tls.Certificate{pair}, ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS13,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.(*tls.Conn).Handshake() // refuses the missing certificate
+		c.Close()
+	}()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM)
+	tc, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatal(err) // the client's side of a TLS 1.3 handshake completes
+	}
+	var b [1]byte
+	if _, err := tc.Read(b[:]); classify(err) != "tls" {
+		t.Fatalf("first read: got %v, want the server's alert", err)
+	}
+	tc.Close() // as net/http's read loop does
+	_, werr := tc.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+	if classify(werr) != "other" {
+		t.Fatalf("write after close: got %v (%s), want a closed-connection error", werr, classify(werr))
+	}
+	w := &worker{conn: tc}
+	if got := w.tlsCause(werr); classify(got) != "tls" || !strings.Contains(got.Error(), "certificate required") {
+		t.Errorf("tlsCause: got %v, want the certificate-required alert", got)
+	}
+	w.conn = nil
+	if got := w.tlsCause(werr); got != werr {
+		t.Errorf("tlsCause without a connection: got %v, want the error unchanged", got)
+	}
+}

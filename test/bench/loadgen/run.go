@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"sync"
 	"syscall"
@@ -155,7 +156,8 @@ func run(cfg *config, stderr io.Writer) result {
 			// Each stream sends its own request over the connection's
 			// transport, one at a time.
 			ws := *w
-			ws.req = w.req.Clone(w.req.Context())
+			trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { ws.conn = info.Conn }}
+			ws.req = w.req.Clone(httptrace.WithClientTrace(w.req.Context(), trace))
 			t := &tallies[c*cfg.streams+s]
 			wg.Go(func() {
 				for {
@@ -201,6 +203,7 @@ type worker struct {
 	rt    *http.Transport
 	req   *http.Request
 	first *firstErrors
+	conn  net.Conn // the connection of the latest request, from its trace
 }
 
 func newWorker(cfg *config, first *firstErrors) *worker {
@@ -244,8 +247,10 @@ func newWorker(cfg *config, first *firstErrors) *worker {
 func (w *worker) do() string {
 	// The request is reused: the transport neither keeps nor changes it
 	// once the body below is closed.
+	w.conn = nil
 	resp, err := w.rt.RoundTrip(w.req)
 	if err != nil {
+		err = w.tlsCause(err)
 		kind := classify(err)
 		w.first.note(kind, err)
 		return kind
@@ -271,6 +276,25 @@ func (w *worker) do() string {
 		}
 	}
 	return ""
+}
+
+// tlsCause returns the TLS alert that closed the connection when err
+// is only the symptom of it. A TLS 1.3 server refuses a client
+// certificate after the client's handshake is done, so the alert
+// arrives while the request is being written: net/http's read loop
+// closes the connection on the alert, and whether RoundTrip reports
+// the alert or the write to the closed connection is a race. The
+// tls.Conn keeps the alert it read, and a read returns it again.
+func (w *worker) tlsCause(err error) error {
+	tc, ok := w.conn.(*tls.Conn)
+	if !ok || !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	var b [1]byte
+	if _, rerr := tc.Read(b[:]); classify(rerr) == "tls" {
+		return rerr
+	}
+	return err
 }
 
 // classify names the kind of a transport error.
