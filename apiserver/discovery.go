@@ -60,6 +60,14 @@ var kubeGroupPriority = map[string]int{
 	"discovery.k8s.io":          16200,
 	// admissionregistration.k8s.io (I.2)
 	"admissionregistration.k8s.io": 16700,
+	"apiregistration.k8s.io":       20001,
+	"autoscaling":                  17500,
+	"networking.k8s.io":            17200,
+	"storage.k8s.io":               16800,
+	"node.k8s.io":                  16300,
+	"resource.k8s.io":              16200,
+	"flowcontrol.apiserver.k8s.io": 16100,
+	"storagemigration.k8s.io":      15800,
 }
 
 // sortGroups puts API group names in kube-apiserver's discovery order.

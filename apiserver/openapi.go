@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/certificates/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/discovery/v1 k8s.io/api/events/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/apimachinery/pkg/apis/meta/v1
+//go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/certificates/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/discovery/v1 k8s.io/api/events/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/api/admissionregistration/v1 k8s.io/api/autoscaling/v2 k8s.io/api/networking/v1 k8s.io/api/storage/v1 k8s.io/api/node/v1 k8s.io/api/resource/v1 k8s.io/api/flowcontrol/v1 k8s.io/api/storagemigration/v1 k8s.io/apimachinery/pkg/apis/meta/v1
 
 // The OpenAPI v3 documents: one per group version, generated from the Go
 // types. Each operation carries x-kubernetes-group-version-kind and the
