@@ -44,13 +44,13 @@ type op struct {
 	stdin   string
 
 	// until, when set, repeats the op on each server until its answer
-	// satisfies it or about 30 s have passed, for a state a server's
+	// satisfies it or about 2 minutes have passed, for a state a server's
 	// controllers reach in their own time; the last answer is compared.
 	until func(answer) bool
 }
 
 // untilTimeout bounds how long an op with until waits for its answer.
-const untilTimeout = 30 * time.Second
+const untilTimeout = 2 * time.Minute
 
 // answer is what a server gave for an op, normalized.
 type answer struct {

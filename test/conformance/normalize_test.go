@@ -219,12 +219,17 @@ var (
 	diffTimeRE = regexp.MustCompile(`\t\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)? [+-]\d{4}`)
 )
 
-// kubectlOutput normalizes what kubectl printed: ages, the padding
-// between columns, which follows from the widths of the cells (an age of
-// "9s" on one server and "10s" on the other moves every column after it),
-// and the temporary files of kubectl diff.
+// stampRE matches the RFC 3339 times kubectl prints in a column
+// (a CRD's or a role's CREATED AT).
+var stampRE = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\b`)
+
+// kubectlOutput normalizes what kubectl printed: ages and times, the
+// padding between columns, which follows from the widths of the cells (an
+// age of "9s" on one server and "10s" on the other moves every column
+// after it), and the temporary files of kubectl diff.
 func (n normalizer) kubectlOutput(s string) string {
 	s = diffTimeRE.ReplaceAllString(diffDirRE.ReplaceAllString(s, "/$1/"), "\t<time>")
+	s = stampRE.ReplaceAllString(s, phTime)
 	return padRE.ReplaceAllString(ageRE.ReplaceAllString(n.text(s), "<age>"), "   ")
 }
 
@@ -375,5 +380,19 @@ func TestKubectlOutputNormalizesThePaddingAfterAnAge(t *testing.T) {
 	}
 	if c := n.kubectlOutput("NAME   AGE   IMAGES\nweb    9s    app:2\n"); c == a {
 		t.Errorf("a real difference (IMAGES) was normalized away: %q", c)
+	}
+}
+
+// A created-at column is the time each server stored the object, which
+// differs by a second when the clock ticks between the two requests.
+func TestKubectlOutputNormalizesTimes(t *testing.T) {
+	n := normalizer{}
+	a := n.kubectlOutput("NAME   SCOPE   CREATED AT\ngears   Cluster   2026-12-07T00:02:07Z\n")
+	b := n.kubectlOutput("NAME   SCOPE   CREATED AT\ngears   Cluster   2026-12-07T00:02:08Z\n")
+	if a != b {
+		t.Errorf("times differ after normalizing: %q, %q", a, b)
+	}
+	if c := n.kubectlOutput("NAME   SCOPE   CREATED AT\ngears   Namespaced   2026-12-07T00:02:07Z\n"); c == a {
+		t.Errorf("a real difference (SCOPE) was normalized away: %q", c)
 	}
 }
