@@ -182,6 +182,21 @@ func (r *Request) Write(code int, obj runtime.Object) {
 	r.q.s.write(r.q.w, out, code, obj)
 }
 
+// WriteConverted answers as Write does, or with the Table or
+// PartialObjectMetadata[List] of obj that the request asks for (D.7), as a
+// resource's own reads answer.
+func (r *Request) WriteConverted(code int, obj runtime.Object) error {
+	out, err := r.q.negotiate(acceptOptions{convert: true})
+	if err != nil {
+		return err
+	}
+	if obj, err = r.q.s.convert(r.q.r, r.q.res, out, obj); err != nil {
+		return err
+	}
+	r.q.s.write(r.q.w, out, code, obj)
+	return nil
+}
+
 // WriteCreated answers a POST that made nothing to show: 201 with a
 // success Status.
 func (r *Request) WriteCreated() { r.q.writeCreated() }

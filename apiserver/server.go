@@ -389,6 +389,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.RequestInfo, res *Resource) {
 	e := res.Subresources[""]
 	anyPath, _ := e.(AnyPathEntry)
+	if res.Deprecation != "" {
+		r = withWarnings(w, r)
+		warning.AddWarning(r.Context(), "", res.Deprecation)
+	}
 	var err error
 	switch {
 	case (anyPath == nil || !anyPath.TakesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):

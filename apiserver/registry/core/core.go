@@ -8,5 +8,6 @@ import "github.com/kubegate/kubegate/apiserver"
 // Resources returns the group's resources, each a new value, for
 // apiserver.Config.Resources.
 func Resources() []*apiserver.Resource {
-	return append(workloadResources(), clusterResources()...)
+	rs := append(workloadResources(), clusterResources()...)
+	return append(rs, podTemplateResource(), resourceQuotaResource(), componentStatusResource())
 }
