@@ -233,7 +233,7 @@ func (reg *registry) resourceList(gv schema.GroupVersion) *metav1.APIResourceLis
 		}
 		if e, ok := res.Subresources[""]; ok {
 			rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.Singular, Namespaced: res.Namespaced,
-				Kind: res.Kind, Verbs: e.Verbs()})
+				Kind: res.Kind, Verbs: e.Verbs(), ShortNames: res.ShortNames, Categories: res.Categories})
 			continue
 		}
 		rs = append(rs, metav1.APIResource{Name: gvr.Resource, SingularName: res.Singular, Namespaced: res.Namespaced,

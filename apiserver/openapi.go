@@ -104,7 +104,11 @@ func (s *Server) openAPIGroupVersion(gv schema.GroupVersion) obj {
 	gvkExt := func(kind string) obj { return obj{"group": gv.Group, "version": gv.Version, "kind": kind} }
 	refOf := func(o runtime.Object) obj { return g.kind(o, s.scheme) }
 	for gvr, res := range s.registry().byGVR {
-		if gvr.GroupVersion() != gv || res.virtual() || res.unstructuredKind() {
+		if gvr.GroupVersion() != gv || res.unstructuredKind() {
+			continue
+		}
+		if res.virtual() {
+			readOnlyPaths(paths, prefix, gvr, res, gvkExt(res.Kind), refOf, s.scheme)
 			continue
 		}
 		item := refOf(s.newObject(res))
@@ -442,4 +446,24 @@ func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj, re
 		}
 		props[name] = s
 	}
+}
+
+// readOnlyPaths adds the paths of a virtual resource whose entry serves
+// only get and list of a kind of the scheme (componentstatuses), as kube
+// documents them; other virtual resources have none here.
+func readOnlyPaths(paths obj, prefix string, gvr schema.GroupVersionResource, res *Resource, ext obj, refOf func(runtime.Object) obj, scheme *runtime.Scheme) {
+	if !slices.Equal(res.Subresources[""].Verbs(), []string{"get", "list"}) || res.Namespaced {
+		return
+	}
+	item, err := scheme.New(gvr.GroupVersion().WithKind(res.Kind))
+	if err != nil {
+		return
+	}
+	listObj, err := scheme.New(gvr.GroupVersion().WithKind(res.Kind + "List"))
+	if err != nil {
+		return
+	}
+	coll := prefix + "/" + gvr.Resource
+	paths[coll] = obj{"get": op("list", ext, refOf(listObj), listParams()), "parameters": []any{}}
+	paths[coll+"/{name}"] = obj{"get": op("get", ext, refOf(item), nil), "parameters": []any{pathParam("name")}}
 }

@@ -133,6 +133,9 @@ func New(c Config) (*Server, error) {
 		if w, ok := a.(WantsAuthorizer); ok {
 			w.SetAuthorizer(c.Authorizer)
 		}
+		if w, ok := a.(WantsStatusWriter); ok {
+			w.SetStatusWriter(loopbackStatus{s})
+		}
 	}
 	if err := s.ensureSystemObjects(ctx, c); err != nil {
 		cancel()
@@ -389,10 +392,6 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.RequestInfo, res *Resource) {
 	e := res.Subresources[""]
 	anyPath, _ := e.(AnyPathEntry)
-	if res.Deprecation != "" {
-		r = withWarnings(w, r)
-		warning.AddWarning(r.Context(), "", res.Deprecation)
-	}
 	var err error
 	switch {
 	case (anyPath == nil || !anyPath.TakesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
@@ -403,6 +402,10 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.
 	case !slices.Contains(e.Verbs(), ri.Verb):
 		err = methodNotAllowed()
 	default:
+		if res.Deprecation != "" {
+			r = withWarnings(w, r)
+			warning.AddWarning(r.Context(), "", res.Deprecation)
+		}
 		q := &request{s: s, w: w, r: r, res: res, ns: ri.Namespace, name: ri.Name, sub: ri.Subresource, verb: ri.Verb}
 		err = e.Serve(&Request{q})
 	}

@@ -17,6 +17,8 @@
 //     signing request takes "approve" on its signer, signing it "sign";
 //   - CertificateSubjectRestriction: no request to the
 //     kube-apiserver-client signer for the system:masters group;
+//   - ResourceQuota: a write within a namespace's ResourceQuotas is
+//     charged to them, one beyond them refused;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
 //     service account, as kube-controller-manager does.
 //
@@ -62,7 +64,7 @@ var (
 // system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
-		DefaultTolerationSeconds(), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction()}
+		DefaultTolerationSeconds(), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as

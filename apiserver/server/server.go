@@ -229,7 +229,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		IdentityHeaders: a.identityHeaders,
 		Impersonation:   true,
 		Resources:       registry.Resources(),
-		Admission:       append(admission.Chain(s.Store), dyn.Plugins()...),
+		Admission:       admission.WithDynamic(admission.Chain(s.Store), dyn.Plugins()),
 		Logger:          logger,
 		ExternalAddress: o.ExternalAddress,
 		// The kubernetes Service targets the port clients reach.

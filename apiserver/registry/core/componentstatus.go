@@ -76,7 +76,9 @@ func (c componentStatuses) Serve(req *apiserver.Request) error {
 		if i < 0 {
 			return apierrors.NewNotFound(corev1.Resource("componentstatus"), req.Name())
 		}
-		return req.WriteConverted(http.StatusOK, componentStatus(req, c.components[i]))
+		cs := componentStatus(req, c.components[i])
+		cs.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ComponentStatus"}
+		return req.WriteConverted(http.StatusOK, cs)
 	}
 	_, r := req.HTTP()
 	fsel, err := fields.ParseSelector(r.URL.Query().Get("fieldSelector"))
@@ -104,8 +106,7 @@ func (c componentStatuses) Serve(req *apiserver.Request) error {
 
 func componentStatus(req *apiserver.Request, p ComponentProbe) *corev1.ComponentStatus {
 	status, msg, errMsg := p.Probe(req)
-	return &corev1.ComponentStatus{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ComponentStatus"},
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name},
+	return &corev1.ComponentStatus{ObjectMeta: metav1.ObjectMeta{Name: p.Name},
 		Conditions: []corev1.ComponentCondition{{Type: corev1.ComponentHealthy, Status: status, Message: msg, Error: errMsg}}}
 }
 

@@ -26,7 +26,7 @@ var ResourceQuotasGVR = corev1.SchemeGroupVersion.WithResource("resourcequotas")
 // kube's validation of spec.hard, scopes and scopeSelector, and its Table.
 func resourceQuotaResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: ResourceQuotasGVR, Kind: "ResourceQuota", Singular: "resourcequota", Namespaced: true,
-		ShortNames: []string{"quota"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
+		ShortNames: []string{"quota"}, ReturnDeleted: true, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateResourceQuota, ValidateStatus: validateResourceQuotaStatus,
 		ResetStatus: resetResourceQuotaStatus, Warnings: resourceQuotaWarnings, Table: resourceQuotaTable}
 }
@@ -51,6 +51,7 @@ func validateResourceQuota(obj, old runtime.Object) field.ErrorList {
 	if q.Spec.ScopeSelector != nil {
 		errs = append(errs, validateScopeSelector(&q.Spec, spec.Child("scopeSelector"))...)
 	}
+	errs = uniqueErrors(errs)
 	if old == nil {
 		st := field.NewPath("status")
 		errs = append(errs, validateQuotaList(q.Status.Hard, st.Child("hard"))...)
@@ -60,6 +61,20 @@ func validateResourceQuota(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, field.Invalid(spec.Child("scopes"), q.Spec.Scopes, apivalidation.FieldImmutableErrorMsg))
 	}
 	return errs
+}
+
+// uniqueErrors drops the repeats of an error, as kube's answer lists
+// each once (a scope unfit for two resources).
+func uniqueErrors(errs field.ErrorList) field.ErrorList {
+	seen := map[string]bool{}
+	out := errs[:0]
+	for _, e := range errs {
+		if msg := e.Error(); !seen[msg] {
+			seen[msg] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func sameScopes(a, b []corev1.ResourceQuotaScope) bool {

@@ -1,0 +1,402 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/sets"
+	kubeadmission "k8s.io/apiserver/pkg/admission"
+	quota "k8s.io/apiserver/pkg/quota/v1"
+	"k8s.io/apiserver/pkg/quota/v1/generic"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// The ResourceQuota plugin's evaluators: what a pod, a service and a
+// persistent volume claim use, as kube's core evaluators count it, and
+// object counts under the legacy names for configmaps, secrets,
+// replication controllers and quotas (count/RESOURCE.GROUP for the
+// rest, made as they are met).
+
+// quotaEvaluators returns the evaluators by the resource they count.
+func quotaEvaluators() map[schema.GroupResource]quota.Evaluator {
+	evs := []quota.Evaluator{podEvaluator(), serviceEvaluator(), claimEvaluator()}
+	for res, alias := range map[string]corev1.ResourceName{"configmaps": corev1.ResourceConfigMaps, "resourcequotas": corev1.ResourceQuotas,
+		"replicationcontrollers": corev1.ResourceReplicationControllers, "secrets": corev1.ResourceSecrets} {
+		evs = append(evs, generic.NewObjectCountEvaluator(schema.GroupResource{Resource: res}, nil, alias))
+	}
+	out := map[schema.GroupResource]quota.Evaluator{}
+	for _, e := range evs {
+		out[e.GroupResource()] = e
+	}
+	return out
+}
+
+// kindEvaluator is a quota.Evaluator made of the functions that differ
+// from one kind to another.
+type kindEvaluator struct {
+	gr schema.GroupResource
+	// names are the resources counted; matches, when set, takes other
+	// names too (by prefix or suffix).
+	names   []corev1.ResourceName
+	matches func(corev1.ResourceName) bool
+	handles func(a kubeadmission.Attributes) bool
+	usage   func(obj runtime.Object) (corev1.ResourceList, error)
+	// scope reports whether obj falls in a quota's scope; nil: no scopes.
+	scope       func(sel corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error)
+	constraints func(required []corev1.ResourceName, obj runtime.Object) error
+}
+
+var _ quota.Evaluator = (*kindEvaluator)(nil)
+
+func (e *kindEvaluator) GroupResource() schema.GroupResource                   { return e.gr }
+func (e *kindEvaluator) Handles(a kubeadmission.Attributes) bool               { return e.handles(a) }
+func (e *kindEvaluator) Usage(obj runtime.Object) (corev1.ResourceList, error) { return e.usage(obj) }
+
+func (e *kindEvaluator) Constraints(required []corev1.ResourceName, obj runtime.Object) error {
+	if e.constraints == nil {
+		return nil
+	}
+	return e.constraints(required, obj)
+}
+
+func (e *kindEvaluator) scopeFunc() generic.MatchesScopeFunc {
+	if e.scope == nil {
+		return generic.MatchesNoScopeFunc
+	}
+	return e.scope
+}
+
+func (e *kindEvaluator) Matches(q *corev1.ResourceQuota, obj runtime.Object) (bool, error) {
+	return generic.Matches(q, obj, e.MatchingResources, e.scopeFunc())
+}
+
+func (e *kindEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
+	out := quota.Intersection(input, e.names)
+	for _, name := range input {
+		if e.matches != nil && !slices.Contains(e.names, name) && e.matches(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (e *kindEvaluator) MatchingScopes(obj runtime.Object, sels []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
+	out := []corev1.ScopedResourceSelectorRequirement{}
+	if e.scope == nil {
+		return out, nil
+	}
+	for _, sel := range sels {
+		ok, err := e.scope(sel, obj)
+		if err != nil {
+			return []corev1.ScopedResourceSelectorRequirement{}, fmt.Errorf("error on matching scope %v: %v", sel, err)
+		}
+		if ok {
+			out = append(out, sel)
+		}
+	}
+	return out, nil
+}
+
+func (e *kindEvaluator) UncoveredQuotaScopes(limited, matched []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
+	out := []corev1.ScopedResourceSelectorRequirement{}
+	if e.scope == nil {
+		return out, nil
+	}
+	for _, sel := range limited {
+		if !slices.ContainsFunc(matched, func(m corev1.ScopedResourceSelectorRequirement) bool { return m.ScopeName == sel.ScopeName }) {
+			out = append(out, sel)
+		}
+	}
+	return out, nil
+}
+
+// UsageStats is the controller's, which the plugin never asks for.
+func (e *kindEvaluator) UsageStats(quota.UsageStatsOptions) (quota.UsageStats, error) {
+	return quota.UsageStats{}, fmt.Errorf("usage stats of %s are not computed by admission", e.gr)
+}
+
+func one() resource.Quantity { return *resource.NewQuantity(1, resource.DecimalSI) }
+
+// podEvaluator counts a pod that is not finished: pods, count/pods, and
+// its requests and limits of cpu, memory, ephemeral storage and huge
+// pages. A quota of cpu or memory requires every container to ask for it.
+func podEvaluator() *kindEvaluator {
+	gr := podsGVR.GroupResource()
+	return &kindEvaluator{gr: gr,
+		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourceCPU, corev1.ResourceMemory,
+			corev1.ResourceEphemeralStorage, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsEphemeralStorage,
+			corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage, corev1.ResourcePods},
+		matches: func(n corev1.ResourceName) bool {
+			s := string(n)
+			return strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) ||
+				strings.Contains(s, "/") && !strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) && strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix)
+		},
+		handles: func(a kubeadmission.Attributes) bool {
+			switch a.GetSubresource() {
+			case "":
+				if a.GetOperation() == kubeadmission.Update {
+					p, ok1 := a.GetObject().(*corev1.Pod)
+					o, ok2 := a.GetOldObject().(*corev1.Pod)
+					if ok1 && ok2 && terminating(p) != terminating(o) {
+						return true
+					}
+				}
+				return a.GetOperation() == kubeadmission.Create
+			case "resize":
+				return a.GetOperation() == kubeadmission.Update
+			}
+			return false
+		},
+		usage:       podUsage,
+		scope:       podInScope,
+		constraints: podConstraints,
+	}
+}
+
+func terminating(p *corev1.Pod) bool {
+	return p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds >= 0
+}
+
+// bestEffort: no container asks for or is limited in cpu or memory.
+func bestEffort(p *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, c := range cs {
+			for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
+				for name, q := range l {
+					if (name == corev1.ResourceCPU || name == corev1.ResourceMemory) && !q.IsZero() {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+func podUsage(obj runtime.Object) (corev1.ResourceList, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("expect *v1.Pod, got %T", obj)
+	}
+	out := corev1.ResourceList{generic.ObjectCountQuotaResourceNameFor(podsGVR.GroupResource()): one()}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return out, nil
+	}
+	opts := resourcehelper.PodResourcesOptions{}
+	return quota.Add(out, computeUsage(resourcehelper.PodRequests(p, opts), resourcehelper.PodLimits(p, opts))), nil
+}
+
+// computeUsage is what requests and limits count for: pods, and each of
+// cpu, memory and ephemeral storage under its plain, requests. and limits.
+// names; huge pages under theirs.
+func computeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{corev1.ResourcePods: one()}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage} {
+		if q, ok := requests[r]; ok {
+			out[r] = q
+			out["requests."+r] = q
+		}
+		if q, ok := limits[r]; ok {
+			out["limits."+r] = q
+		}
+	}
+	for r, q := range requests {
+		if strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix) {
+			out[r] = q
+			out["requests."+r] = q
+		}
+	}
+	return out
+}
+
+func podInScope(sel corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return false, fmt.Errorf("expect *v1.Pod, got %T", obj)
+	}
+	switch sel.ScopeName {
+	case corev1.ResourceQuotaScopeTerminating:
+		return terminating(p), nil
+	case corev1.ResourceQuotaScopeNotTerminating:
+		return !terminating(p), nil
+	case corev1.ResourceQuotaScopeBestEffort:
+		return bestEffort(p), nil
+	case corev1.ResourceQuotaScopeNotBestEffort:
+		return !bestEffort(p), nil
+	case corev1.ResourceQuotaScopePriorityClass:
+		if sel.Operator == corev1.ScopeSelectorOpExists {
+			return p.Spec.PriorityClassName != "", nil
+		}
+		ls, err := scopeLabelSelector(sel)
+		if err != nil {
+			return false, err
+		}
+		var m labels.Set
+		if p.Spec.PriorityClassName != "" {
+			m = labels.Set{string(corev1.ResourceQuotaScopePriorityClass): p.Spec.PriorityClassName}
+		}
+		return ls.Matches(m), nil
+	case corev1.ResourceQuotaScopeCrossNamespacePodAffinity:
+		return crossNamespaceAffinity(p), nil
+	}
+	return false, nil
+}
+
+// scopeLabelSelector is the label selector of a scope requirement, the
+// scope's name as the key.
+func scopeLabelSelector(sel corev1.ScopedResourceSelectorRequirement) (labels.Selector, error) {
+	ops := map[corev1.ScopeSelectorOperator]selection.Operator{corev1.ScopeSelectorOpIn: selection.In, corev1.ScopeSelectorOpNotIn: selection.NotIn,
+		corev1.ScopeSelectorOpExists: selection.Exists, corev1.ScopeSelectorOpDoesNotExist: selection.DoesNotExist}
+	op, ok := ops[sel.Operator]
+	if !ok {
+		return nil, fmt.Errorf("%q is not a valid scope selector operator", sel.Operator)
+	}
+	r, err := labels.NewRequirement(string(sel.ScopeName), op, sel.Values)
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*r), nil
+}
+
+func crossNamespaceAffinity(p *corev1.Pod) bool {
+	a := p.Spec.Affinity
+	if a == nil {
+		return false
+	}
+	cross := func(t corev1.PodAffinityTerm) bool { return len(t.Namespaces) != 0 || t.NamespaceSelector != nil }
+	var terms []corev1.PodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			terms = append(terms, w.PodAffinityTerm)
+		}
+	}
+	return slices.ContainsFunc(terms, cross)
+}
+
+// podConstraints: a quota of cpu or memory (requests or limits) requires
+// each container to name it, in kube's message.
+func podConstraints(required []corev1.ResourceName, obj runtime.Object) error {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("expect *v1.Pod, got %T", obj)
+	}
+	enforced := sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
+		corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory).Intersection(sets.New(required...))
+	missing := map[corev1.ResourceName]sets.Set[string]{}
+	for _, cs := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for _, c := range cs {
+			has := sets.KeySet(computeUsage(c.Resources.Requests, c.Resources.Limits))
+			for r := range enforced.Difference(has) {
+				if missing[r] == nil {
+					missing[r] = sets.New[string]()
+				}
+				missing[r].Insert(c.Name)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var msgs []string
+	for _, r := range sets.List(sets.KeySet(missing)) {
+		msgs = append(msgs, fmt.Sprintf("%s for: %s", r, strings.Join(sets.List(missing[r]), ",")))
+	}
+	return fmt.Errorf("must specify %s", strings.Join(msgs, "; "))
+}
+
+// serviceEvaluator counts a service: services, count/services, its node
+// ports and load balancers.
+func serviceEvaluator() *kindEvaluator {
+	gr := schema.GroupResource{Resource: "services"}
+	return &kindEvaluator{gr: gr,
+		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourceServices,
+			corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers},
+		handles: func(a kubeadmission.Attributes) bool {
+			return a.GetSubresource() == "" && (a.GetOperation() == kubeadmission.Create || a.GetOperation() == kubeadmission.Update)
+		},
+		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
+			svc, ok := obj.(*corev1.Service)
+			if !ok {
+				return nil, fmt.Errorf("expect *v1.Service, got %T", obj)
+			}
+			out := corev1.ResourceList{generic.ObjectCountQuotaResourceNameFor(gr): one(), corev1.ResourceServices: one(),
+				corev1.ResourceServicesLoadBalancers: {Format: resource.DecimalSI}, corev1.ResourceServicesNodePorts: {Format: resource.DecimalSI}}
+			ports := int64(len(svc.Spec.Ports))
+			switch svc.Spec.Type {
+			case corev1.ServiceTypeNodePort:
+				out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(ports, resource.DecimalSI)
+			case corev1.ServiceTypeLoadBalancer:
+				if a := svc.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
+					ports = 0
+					for _, p := range svc.Spec.Ports {
+						if p.NodePort != 0 {
+							ports++
+						}
+					}
+				}
+				out[corev1.ResourceServicesNodePorts] = *resource.NewQuantity(ports, resource.DecimalSI)
+				out[corev1.ResourceServicesLoadBalancers] = one()
+			}
+			return out, nil
+		},
+	}
+}
+
+// storageClassSuffix names a claim resource of one storage class.
+const storageClassSuffix = ".storageclass.storage.k8s.io/"
+
+// claimEvaluator counts a persistent volume claim: persistentvolumeclaims,
+// count/persistentvolumeclaims, requests.storage, and both per storage
+// class.
+func claimEvaluator() *kindEvaluator {
+	gr := schema.GroupResource{Resource: "persistentvolumeclaims"}
+	return &kindEvaluator{gr: gr,
+		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage},
+		matches: func(n corev1.ResourceName) bool {
+			return strings.HasSuffix(string(n), storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims)) ||
+				strings.HasSuffix(string(n), storageClassSuffix+string(corev1.ResourceRequestsStorage))
+		},
+		handles: func(a kubeadmission.Attributes) bool {
+			return a.GetSubresource() == "" && (a.GetOperation() == kubeadmission.Create || a.GetOperation() == kubeadmission.Update)
+		},
+		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
+			pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+			if !ok {
+				return nil, fmt.Errorf("expect *v1.PersistentVolumeClaim, got %T", obj)
+			}
+			out := corev1.ResourceList{generic.ObjectCountQuotaResourceNameFor(gr): one(), corev1.ResourcePersistentVolumeClaims: one()}
+			class := ""
+			if pvc.Spec.StorageClassName != nil {
+				class = *pvc.Spec.StorageClassName
+			} else if c, ok := pvc.Annotations[corev1.BetaStorageClassAnnotation]; ok {
+				class = c
+			}
+			if class != "" {
+				out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims))] = one()
+			}
+			if req, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; ok {
+				q := req.DeepCopy()
+				q.RoundUp(0)
+				out[corev1.ResourceRequestsStorage] = q
+				if class != "" {
+					out[corev1.ResourceName(class+storageClassSuffix+string(corev1.ResourceRequestsStorage))] = q
+				}
+			}
+			return out, nil
+		},
+	}
+}
