@@ -576,6 +576,7 @@ func operations() []op {
 	add(admfixOps()...)
 	add(crdEquivalentOps()...)
 	add(gatewayAPIOps()...)
+	add(corekindsOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
