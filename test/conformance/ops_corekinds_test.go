@@ -94,7 +94,12 @@ func corekindsOps() []op {
 		// The ResourceQuota admission plugin, in a namespace of its own.
 		{name: "quota-admission/create-quota", method: "POST", path: qns + "/resourcequotas",
 			body: quota("compute", `"hard":{"pods":"2","requests.cpu":"1","limits.memory":"200Mi","configmaps":"1","count/secrets":"1"}`)},
-		{name: "quota-admission/pod-status-unknown", method: "POST", path: qns + "/pods", body: quotaPod("p0", "100m")},
+		// without status.hard the quota limits nothing; with it but no
+		// status.used, it refuses what it cannot count
+		{name: "quota-admission/pod-before-status", method: "POST", path: qns + "/pods", body: quotaPod("p0", "100m")},
+		{name: "quota-admission/set-status-hard", method: "PATCH", path: qns + "/resourcequotas/compute/status", contentType: mergePatch,
+			body: `{"status":{"hard":{"pods":"2","requests.cpu":"1","limits.memory":"200Mi","configmaps":"1","count/secrets":"1"}}}`},
+		{name: "quota-admission/pod-status-unknown", method: "POST", path: qns + "/pods", body: quotaPod("p00", "100m")},
 		{name: "quota-admission/set-status", method: "PATCH", path: qns + "/resourcequotas/compute/status", contentType: mergePatch,
 			body: `{"status":{"hard":{"pods":"2","requests.cpu":"1","limits.memory":"200Mi","configmaps":"1","count/secrets":"1"},"used":{"pods":"0","requests.cpu":"0","limits.memory":"0","configmaps":"0","count/secrets":"0"}}}`},
 		{name: "quota-admission/pod-fits", method: "POST", path: qns + "/pods", body: quotaPod("p1", "600m")},

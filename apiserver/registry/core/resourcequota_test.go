@@ -162,3 +162,64 @@ func TestComponentStatuses_D14(t *testing.T) {
 		t.Errorf("list: %d %s", code, body)
 	}
 }
+
+// The ResourceQuota admission plugin: a quota whose status does not yet
+// count what it limits refuses the write; once it does, a pod is charged
+// to status.used and one beyond status.hard is refused with kube's 403; a
+// dry run charges nothing; object counts are charged too (D.14).
+func TestResourceQuotaAdmission_D14(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	const ns = "/api/v1/namespaces/default"
+	podJSON := func(name, cpu string) string {
+		return `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"` + name + `"},"spec":{"automountServiceAccountToken":false,"containers":[{"name":"c","image":"img",` +
+			`"resources":{"requests":{"cpu":"` + cpu + `"},"limits":{"cpu":"` + cpu + `"}}}]}}`
+	}
+	rt.Create(t, srv, [2]string{ns + "/resourcequotas", quotaJSON("compute", `"hard":{"pods":"2","requests.cpu":"1","configmaps":"1"}`)})
+	// no status.hard yet: the quota limits nothing
+	if code, body := rt.Do(t, srv, "POST", ns+"/pods", podJSON("p0", "100m"), nil); code != http.StatusCreated {
+		t.Fatalf("p0: %d %s", code, body)
+	}
+	rt.Do(t, srv, "PATCH", ns+"/resourcequotas/compute/status", `{"status":{"hard":{"pods":"2","requests.cpu":"1","configmaps":"1"}}}`, nil)
+	code, body := rt.Do(t, srv, "POST", ns+"/pods", podJSON("p00", "100m"), nil)
+	wantForbidden(t, code, body, `pods "p00" is forbidden: status unknown for quota: compute, resources: pods,requests.cpu`)
+
+	code, body = rt.Do(t, srv, "PATCH", ns+"/resourcequotas/compute/status",
+		`{"status":{"hard":{"pods":"2","requests.cpu":"1","configmaps":"1"},"used":{"pods":"0","requests.cpu":"0","configmaps":"0"}}}`, nil)
+	if code != http.StatusOK {
+		t.Fatalf("status: %d %s", code, body)
+	}
+	if code, body = rt.Do(t, srv, "POST", ns+"/pods", podJSON("p1", "600m"), nil); code != http.StatusCreated {
+		t.Fatalf("p1: %d %s", code, body)
+	}
+	if code, body = rt.Do(t, srv, "POST", ns+"/pods?dryRun=All", podJSON("p2", "100m"), nil); code != http.StatusCreated {
+		t.Fatalf("dry run: %d %s", code, body)
+	}
+	code, body = rt.Do(t, srv, "POST", ns+"/pods", podJSON("p3", "500m"), nil)
+	wantForbidden(t, code, body, `pods "p3" is forbidden: exceeded quota: compute, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1`)
+	code, body = rt.Do(t, srv, "POST", ns+"/pods", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p4"},"spec":{"automountServiceAccountToken":false,"containers":[{"name":"c","image":"img"}]}}`, nil)
+	wantForbidden(t, code, body, `pods "p4" is forbidden: failed quota: compute: must specify requests.cpu for: c`)
+
+	rt.Create(t, srv, [2]string{ns + "/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c1"}}`})
+	code, body = rt.Do(t, srv, "POST", ns+"/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c2"}}`, nil)
+	wantForbidden(t, code, body, `configmaps "c2" is forbidden: exceeded quota: compute, requested: configmaps=1, used: configmaps=1, limited: configmaps=1`)
+
+	_, body = rt.Do(t, srv, "GET", ns+"/resourcequotas/compute", "", nil)
+	q := decodeQuota(t, body)
+	for name, want := range map[corev1.ResourceName]string{"pods": "1", "requests.cpu": "600m", "configmaps": "1"} {
+		if got := q.Status.Used.Name(name, ""); got.String() != want {
+			t.Errorf("used %s: got %s, want %s", name, got.String(), want)
+		}
+	}
+	if n := len(q.ManagedFields); n == 0 || q.ManagedFields[n-1].Manager != "kube-apiserver" || q.ManagedFields[n-1].Subresource != "status" {
+		t.Errorf("managedFields: %+v", q.ManagedFields)
+	}
+}
+
+func wantForbidden(t *testing.T, code int, body []byte, message string) {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); code != http.StatusForbidden || err != nil || st.Message != message {
+		t.Errorf("got %d %s, want 403 %q", code, body, message)
+	}
+}
