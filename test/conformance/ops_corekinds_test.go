@@ -128,8 +128,9 @@ func corekindsOps() []op {
 }
 
 // coreNames are the core resources (and their subresources) the
-// corekinds operations compare in discovery.
-var coreNames = []string{"pods", "podtemplates", "resourcequotas", "componentstatuses"}
+// corekinds operations compare in discovery. Pods are left out: kubegate
+// does not yet serve their ephemeralcontainers, resize and proxy.
+var coreNames = []string{"podtemplates", "resourcequotas", "componentstatuses"}
 
 func coreEntries(doc any) any {
 	m, _ := doc.(map[string]any)
