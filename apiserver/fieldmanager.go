@@ -36,7 +36,11 @@ func (s *Server) fieldManager(res *Resource, sub string) (*managedfields.FieldMa
 		if res.TypeConverter != nil {
 			tc = res.TypeConverter
 		}
-		fm, err = managedfields.NewDefaultFieldManager(tc, s.scheme, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
+		var conv runtime.ObjectConvertor = s.scheme
+		if res.Convertor != nil {
+			conv = res.Convertor
+		}
+		fm, err = managedfields.NewDefaultFieldManager(tc, conv, s.scheme, s.scheme, gvk, gvk.GroupVersion(), sub, untracked)
 	}
 	if err != nil {
 		return nil, err

@@ -66,9 +66,15 @@ func (s *Server) decodeValue(res *Resource, data []byte, rev int64) (runtime.Obj
 	if bytes.HasPrefix(data, protobufPrefix) {
 		dec = s.protobuf.Serializer
 	}
-	obj, _, err := dec.Decode(data, &gvk, into)
+	obj, got, err := dec.Decode(data, &gvk, into)
 	if err != nil {
 		return nil, fmt.Errorf("decode stored %s: %w", res.Kind, err)
+	}
+	if res.Convertor != nil && got != nil && *got != gvk {
+		// A typed kind served in several versions is stored in one.
+		if obj, err = res.Convertor.ConvertToVersion(obj, gvk.GroupVersion()); err != nil {
+			return nil, conversionErr(err)
+		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	if err := setResourceVersion(obj, rev); err != nil {
@@ -99,9 +105,18 @@ func (s *Server) encodeStored(res *Resource, obj runtime.Object) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	if res.Convertor != nil && !res.StoredAs.Empty() && res.StoredAs != res.gvk() {
+		if obj, err = res.Convertor.ConvertToVersion(obj, res.StoredAs.GroupVersion()); err != nil {
+			return nil, conversionErr(err)
+		}
+		if acc, err = meta.Accessor(obj); err != nil {
+			return nil, err
+		}
+		obj.GetObjectKind().SetGroupVersionKind(res.StoredAs)
+	}
 	rv := acc.GetResourceVersion()
 	acc.SetResourceVersion("")
-	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	err = s.protobuf.Serializer.Encode(obj, buf)

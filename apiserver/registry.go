@@ -11,12 +11,14 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -110,6 +112,11 @@ type Resource struct {
 	// stored, into the resource's own when they are read, and for the
 	// managed fields of other versions (a custom resource's, with kube's
 	// converter of its definition, I.2). nil: only apiVersion changes.
+	// A typed kind served in several versions of one group (autoscaling's
+	// HorizontalPodAutoscalers) has one too: the scheme holds no
+	// conversions between k8s.io/api's versions, so the kind's package
+	// gives them, for typed objects and for the unstructured ones the
+	// managed fields convert.
 	Convertor runtime.ObjectConvertor
 	// OpenAPIV2 is the OpenAPI v2 document of an unstructured kind's
 	// version (a custom resource's, as kube builds it), merged into
@@ -287,6 +294,7 @@ func newScheme() (*runtime.Scheme, error) {
 		certificatesv1.AddToScheme,
 		admissionregistrationv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
+		autoscalingv2.AddToScheme, nodev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)
