@@ -12,6 +12,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
 	"github.com/kubegate/kubegate/apiserver/registry/apiextensions"
 	"github.com/kubegate/kubegate/apiserver/registry/apps"
+	"github.com/kubegate/kubegate/apiserver/registry/autoscaling"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
 	"github.com/kubegate/kubegate/apiserver/registry/certificates"
 	"github.com/kubegate/kubegate/apiserver/registry/coordination"
@@ -40,6 +41,7 @@ func Resources() []*apiserver.Resource {
 		events.Resources,
 		admissionregistration.Resources,
 		apiextensions.Resources,
+		autoscaling.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
