@@ -19,6 +19,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/core"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/events"
+	"github.com/kubegate/kubegate/apiserver/registry/node"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
@@ -42,6 +43,7 @@ func Resources() []*apiserver.Resource {
 		admissionregistration.Resources,
 		apiextensions.Resources,
 		autoscaling.Resources,
+		node.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
