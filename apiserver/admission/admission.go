@@ -13,6 +13,8 @@
 //   - Priority: pods get the priority of their PriorityClass;
 //   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
 //     node for 300 s;
+//   - RuntimeClass: a pod takes its RuntimeClass's overhead and
+//     scheduling;
 //   - CertificateApproval, CertificateSigning: approving a certificate
 //     signing request takes "approve" on its signer, signing it "sign";
 //   - CertificateSubjectRestriction: no request to the
@@ -64,7 +66,7 @@ var (
 // system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
-		DefaultTolerationSeconds(), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
+		DefaultTolerationSeconds(), RuntimeClass(st), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as
