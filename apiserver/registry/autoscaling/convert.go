@@ -305,7 +305,11 @@ func (convertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) 
 		out.SetGroupVersionKind(v2GVK)
 		return out, nil
 	}
-	return toV2(v1), nil
+	// kube defaults what it reads from storage in v2; a v1 object is
+	// stored with those defaults so that both versions read them.
+	out := toV2(v1)
+	defaultV2(out)
+	return out, nil
 }
 
 func (convertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {

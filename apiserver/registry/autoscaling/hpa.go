@@ -55,10 +55,16 @@ func asV2(obj runtime.Object) *autoscalingv2.HorizontalPodAutoscaler {
 	panic(fmt.Sprintf("autoscaling: %T is not a HorizontalPodAutoscaler", obj))
 }
 
-// defaultV1: minReplicas is 1.
+// defaultV1: minReplicas is 1, and the object is what kube makes of it
+// through its internal form: its annotations and the v1 fields they
+// hold rewritten, 80% CPU without any metric (E.4).
 func defaultV1(obj runtime.Object) {
-	if hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler); hpa.Spec.MinReplicas == nil {
+	hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler)
+	if hpa.Spec.MinReplicas == nil {
 		hpa.Spec.MinReplicas = ptrTo[int32](1)
+	}
+	if out, err := toV1(toV2(hpa)); err == nil {
+		hpa.ObjectMeta, hpa.Spec, hpa.Status = out.ObjectMeta, out.Spec, out.Status
 	}
 }
 

@@ -58,14 +58,6 @@ func specOptions(hpa, old *autoscalingv2.HorizontalPodAutoscaler) options {
 
 func validateSpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, path *field.Path, opts options) field.ErrorList {
 	var errs field.ErrorList
-	if s.MinReplicas != nil && *s.MinReplicas < opts.minReplicas {
-		errs = append(errs, field.Invalid(path.Child("minReplicas"), *s.MinReplicas, fmt.Sprintf("must be greater than or equal to %d", opts.minReplicas)))
-	}
-	if s.MaxReplicas == 0 {
-		errs = append(errs, field.Required(path.Child("maxReplicas"), "must be set and greater than 0"))
-	} else if s.MaxReplicas < 0 {
-		errs = append(errs, field.Invalid(path.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to 1"))
-	}
 	if s.MinReplicas != nil && s.MaxReplicas < *s.MinReplicas {
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to `minReplicas`"))
 	}
@@ -74,6 +66,16 @@ func validateSpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, path *field.Path
 	if b := s.Behavior; b != nil {
 		errs = append(errs, validateRules(b.ScaleUp, path.Child("behavior", "scaleUp"))...)
 		errs = append(errs, validateRules(b.ScaleDown, path.Child("behavior", "scaleDown"))...)
+	}
+	// kube's declarative validation checks the bounds, and its errors
+	// come after the others.
+	if s.MinReplicas != nil && *s.MinReplicas < opts.minReplicas {
+		errs = append(errs, field.Invalid(path.Child("minReplicas"), *s.MinReplicas, fmt.Sprintf("must be greater than or equal to %d", opts.minReplicas)))
+	}
+	if s.MaxReplicas == 0 {
+		errs = append(errs, field.Required(path.Child("maxReplicas"), "must be set and greater than 0"))
+	} else if s.MaxReplicas < 0 {
+		errs = append(errs, field.Invalid(path.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to 1"))
 	}
 	return errs
 }

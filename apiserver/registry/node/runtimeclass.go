@@ -148,4 +148,3 @@ var runtimeClassTable = &apiserver.TableDef{
 		return []any{rc.Name, rc.Handler, apiserver.Age(rc.CreationTimestamp, now)}
 	},
 }
-
