@@ -367,6 +367,8 @@ func operations() []op {
 	add(crOps()...)
 	add(operatorOps()...)
 	add(conversionOps()...)
+	add(autoscalingOps()...)
+	add(nodeOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
