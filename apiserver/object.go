@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,13 +108,9 @@ func (s *Server) encodeStored(res *Resource, obj runtime.Object) ([]byte, error)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
 	if res.Convertor != nil && !res.StoredAs.Empty() && res.StoredAs != res.gvk() {
-		if obj, err = res.Convertor.ConvertToVersion(obj, res.StoredAs.GroupVersion()); err != nil {
-			return nil, conversionErr(err)
-		}
-		if acc, err = meta.Accessor(obj); err != nil {
+		if obj, acc, err = storedForm(res, obj); err != nil {
 			return nil, err
 		}
-		obj.GetObjectKind().SetGroupVersionKind(res.StoredAs)
 	}
 	rv := acc.GetResourceVersion()
 	acc.SetResourceVersion("")
@@ -127,6 +124,31 @@ func (s *Server) encodeStored(res *Resource, obj runtime.Object) ([]byte, error)
 		return nil, fmt.Errorf("encode %s: %w", res.Kind, err)
 	}
 	return data, nil
+}
+
+// storedForm converts obj, a typed object of a kind stored in another
+// version, to StoredAs's, and sets obj to that read back in its own
+// version: kube answers a write with what it decodes from the value it
+// wrote, which its conversion and the defaults of the storage version
+// may have changed.
+func storedForm(res *Resource, obj runtime.Object) (runtime.Object, metav1.Object, error) {
+	stored, err := res.Convertor.ConvertToVersion(obj, res.StoredAs.GroupVersion())
+	if err != nil {
+		return nil, nil, conversionErr(err)
+	}
+	back, err := res.Convertor.ConvertToVersion(stored.DeepCopyObject(), res.GVR.GroupVersion())
+	if err != nil {
+		return nil, nil, conversionErr(err)
+	}
+	to, from := reflect.ValueOf(obj), reflect.ValueOf(back)
+	if to.Kind() != reflect.Pointer || to.Type() != from.Type() {
+		return nil, nil, fmt.Errorf("encode %s: converted back to %T", res.Kind, back)
+	}
+	to.Elem().Set(from.Elem())
+	obj.GetObjectKind().SetGroupVersionKind(res.gvk())
+	stored.GetObjectKind().SetGroupVersionKind(res.StoredAs)
+	acc, err := meta.Accessor(stored)
+	return stored, acc, err
 }
 
 // decoderPool caches one deserializer per scheme for DecodeStored.
