@@ -63,9 +63,22 @@ func defaultV1(obj runtime.Object) {
 	if hpa.Spec.MinReplicas == nil {
 		hpa.Spec.MinReplicas = ptrTo[int32](1)
 	}
-	if out, err := toV1(toV2(hpa)); err == nil {
-		hpa.ObjectMeta, hpa.Spec, hpa.Status = out.ObjectMeta, out.Spec, out.Status
+	out, err := toV1(toV2(hpa))
+	if err != nil {
+		return
 	}
+	// The status annotations the writer did not send stay out: kube
+	// stores the status it decoded, which they would change (a v1
+	// metric's current value is never unset).
+	for _, k := range statusAnnotations {
+		if _, sent := hpa.Annotations[k]; !sent {
+			delete(out.Annotations, k)
+		}
+	}
+	if len(out.Annotations) == 0 {
+		out.Annotations = hpa.Annotations
+	}
+	hpa.ObjectMeta, hpa.Spec, hpa.Status = out.ObjectMeta, out.Spec, out.Status
 }
 
 // defaultV2: minReplicas is 1, no metric is 80% CPU, and a behavior's

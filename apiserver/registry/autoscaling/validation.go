@@ -73,7 +73,7 @@ func validateSpec(s *autoscalingv2.HorizontalPodAutoscalerSpec, path *field.Path
 		errs = append(errs, field.Invalid(path.Child("minReplicas"), *s.MinReplicas, fmt.Sprintf("must be greater than or equal to %d", opts.minReplicas)))
 	}
 	if s.MaxReplicas == 0 {
-		errs = append(errs, field.Required(path.Child("maxReplicas"), "must be set and greater than 0"))
+		errs = append(errs, field.Required(path.Child("maxReplicas"), ""))
 	} else if s.MaxReplicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("maxReplicas"), s.MaxReplicas, "must be greater than or equal to 1"))
 	}
@@ -168,9 +168,8 @@ func validateMetric(m autoscalingv2.MetricSpec, path *field.Path, opts refOption
 			}
 		}
 	}
-	if expected == "" {
-		errs = append(errs, field.NotSupported(path.Child("type"), m.Type, metricSourceTypes))
-	}
+	// kube reports an unknown type twice, and its error list drops the
+	// second, the same error.
 	if len(present) != 1 {
 		for _, name := range present {
 			if name != expected {
