@@ -38,6 +38,15 @@ func Resources() []*apiserver.Resource {
 func validateRuntimeClass(obj, old runtime.Object) field.ErrorList {
 	rc := obj.(*nodev1.RuntimeClass)
 	var errs field.ErrorList
+	if rc.Overhead != nil {
+		errs = append(errs, validateOverhead(rc.Overhead.PodFixed, field.NewPath("overhead", "limits"))...)
+	}
+	if s := rc.Scheduling; s != nil {
+		errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, field.NewPath("scheduling", "nodeSelector"))...)
+		errs = append(errs, validateTolerations(s.Tolerations, field.NewPath("scheduling", "tolerations"))...)
+	}
+	// kube's declarative validation checks the handler, and its errors
+	// come after the others, an immutable one without the value.
 	if rc.Handler == "" {
 		errs = append(errs, field.Required(field.NewPath("handler"), ""))
 	} else {
@@ -45,15 +54,8 @@ func validateRuntimeClass(obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("handler"), rc.Handler, msg))
 		}
 	}
-	if rc.Overhead != nil {
-		errs = append(errs, validateOverhead(rc.Overhead.PodFixed, field.NewPath("overhead", "podFixed"))...)
-	}
-	if s := rc.Scheduling; s != nil {
-		errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, field.NewPath("scheduling", "nodeSelector"))...)
-		errs = append(errs, validateTolerations(s.Tolerations, field.NewPath("scheduling", "tolerations"))...)
-	}
-	if old != nil {
-		errs = append(errs, apivalidation.ValidateImmutableField(rc.Handler, old.(*nodev1.RuntimeClass).Handler, field.NewPath("handler"))...)
+	if old != nil && rc.Handler != old.(*nodev1.RuntimeClass).Handler {
+		errs = append(errs, field.Invalid(field.NewPath("handler"), nil, "field is immutable"))
 	}
 	return errs
 }
@@ -61,6 +63,12 @@ func validateRuntimeClass(obj, old runtime.Object) field.ErrorList {
 // standardContainerResources are the resources a container may name
 // without a domain.
 var standardContainerResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage}
+
+// standardResources are the other resources kube knows without a domain,
+// which a quota may count but a container not ask for.
+var standardResources = []corev1.ResourceName{"pods", "services", "replicationcontrollers", "resourcequotas", "secrets",
+	"configmaps", "persistentvolumeclaims", "storage", "requests.cpu", "requests.memory", "requests.storage",
+	"requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage"}
 
 // validateOverhead checks the overhead as kube checks a container's
 // limits: known resource names and quantities not negative.
@@ -79,8 +87,11 @@ func validateOverhead(list corev1.ResourceList, path *field.Path) field.ErrorLis
 			for _, msg := range validation.IsQualifiedName(string(name)) {
 				errs = append(errs, field.Invalid(p, name, msg))
 			}
-		case !strings.Contains(string(name), "/") && !slices.Contains(standardContainerResources, name) &&
-			!strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		case strings.Contains(string(name), "/") || slices.Contains(standardContainerResources, name) ||
+			strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		case !slices.Contains(standardResources, name):
+			errs = append(errs, field.Invalid(p, name, "must be a standard resource type or fully qualified"))
+		default:
 			errs = append(errs, field.Invalid(p, name, "must be a standard resource for containers"))
 		}
 		if q.Sign() < 0 {
@@ -92,7 +103,7 @@ func validateOverhead(list corev1.ResourceList, path *field.Path) field.ErrorLis
 
 var (
 	tolerationOperators = []string{string(corev1.TolerationOpEqual), string(corev1.TolerationOpExists)}
-	taintEffects        = []string{string(corev1.TaintEffectNoExecute), string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule)}
+	taintEffects        = []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
 )
 
 // validateTolerations checks each toleration as kube checks a pod's, and

@@ -25,7 +25,7 @@ func TestRuntimeClasses_D15(t *testing.T) {
 	}
 	code, body = rt.Do(t, srv, "PATCH", rcs+"/sandboxed", `{"handler":"kata"}`, nil)
 	rt.WantInvalid(t, code, body, "RuntimeClass.node.k8s.io", "sandboxed",
-		rt.Cause(metav1.CauseTypeFieldValueInvalid, "handler", `Invalid value: "kata": field is immutable`))
+		rt.Cause(metav1.CauseTypeFieldValueInvalid, "handler", `Invalid value: null: field is immutable`))
 
 	pods := "/api/v1/namespaces/default/pods"
 	pod := func(name, extra string) string {
