@@ -68,7 +68,7 @@ func autoscalingOps() []op {
 		{name: "autoscaling/patch-spec-status-ignored", method: "PATCH", path: v2 + "/plain", contentType: mergePatch,
 			body: `{"spec":{"minReplicas":2},"status":{"currentReplicas":9}}`},
 		{name: "autoscaling/status-v1-patch", method: "PATCH", path: v1 + "/old/status", contentType: mergePatch,
-			body: `{"status":{"currentReplicas":2,"desiredReplicas":2,"currentCPUUtilizationPercentage":40}}`},
+			body: `{"status":{"currentReplicas":2,"desiredReplicas":2}}`},
 		{name: "autoscaling/get-v2-status-from-v1", method: "GET", path: v2 + "/old"},
 
 		{name: "kubectl/get-hpa", kubectl: []string{"get", "hpa", "-n", testNS}},
