@@ -17,6 +17,7 @@ func autoscalingOps() []op {
 		{name: "autoscaling/discovery-v2", method: "GET", path: "/apis/autoscaling/v2"},
 		{name: "autoscaling/discovery-v1", method: "GET", path: "/apis/autoscaling/v1"},
 		{name: "autoscaling/discovery-group", method: "GET", path: "/apis/autoscaling"},
+		{name: "autoscaling/discovery-aggregated", method: "GET", path: "/apis", accept: discoveryV2, project: aggregatedGroup("autoscaling")},
 		{name: "autoscaling/openapi-v2", method: "GET", path: "/openapi/v3/apis/autoscaling/v2",
 			project: openAPISchemas("components", "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", "io.k8s.api.autoscaling.v2.MetricSpec")},
 		{name: "autoscaling/openapi-v1", method: "GET", path: "/openapi/v3/apis/autoscaling/v1",

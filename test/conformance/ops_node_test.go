@@ -10,6 +10,7 @@ func nodeOps() []op {
 	return []op{
 		{name: "runtimeclass/discovery-v1", method: "GET", path: "/apis/node.k8s.io/v1"},
 		{name: "runtimeclass/discovery-group", method: "GET", path: "/apis/node.k8s.io"},
+		{name: "runtimeclass/discovery-aggregated", method: "GET", path: "/apis", accept: discoveryV2, project: aggregatedGroup("node.k8s.io")},
 		{name: "runtimeclass/openapi-v1", method: "GET", path: "/openapi/v3/apis/node.k8s.io/v1",
 			project: openAPISchemas("components", "io.k8s.api.node.v1.RuntimeClass")},
 		{name: "runtimeclass/create", method: "POST", path: rcs, body: rc("sandboxed", `,"handler":"runsc","overhead":{"podFixed":{"cpu":"250m","memory":"64Mi"}},`+
