@@ -19,7 +19,7 @@ func nodeOps() []op {
 		{name: "runtimeclass/get", method: "GET", path: rcs + "/sandboxed"},
 		{name: "runtimeclass/list", method: "GET", path: rcs},
 		{name: "runtimeclass/table", method: "GET", path: rcs, accept: tableAccept},
-		{name: "runtimeclass/create-invalid", method: "POST", path: rcs, body: rc("bad", `,"handler":"Not_A_Label","overhead":{"podFixed":{"cpu":"-1","pods":"1"}},`+
+		{name: "runtimeclass/create-invalid", method: "POST", path: rcs, body: rc("bad", `,"handler":"Not_A_Label","overhead":{"podFixed":{"pods":"-1"}},`+
 			`"scheduling":{"nodeSelector":{"a b":"c"},"tolerations":[{"operator":"Equal","value":"x"},{"key":"k","operator":"Maybe","effect":"Sometimes"}]}`)},
 		{name: "runtimeclass/create-no-handler", method: "POST", path: rcs, body: rc("bad", ``)},
 		{name: "runtimeclass/patch-handler", method: "PATCH", path: rcs + "/plain", contentType: mergePatch, body: `{"handler":"kata"}`},
