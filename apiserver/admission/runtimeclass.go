@@ -16,7 +16,7 @@ import (
 
 var runtimeClassesGVR = nodev1.SchemeGroupVersion.WithResource("runtimeclasses")
 
-// RuntimeClass is kube-apiserver's RuntimeClass plugin (D.15): a new pod
+// RuntimeClass is kube-apiserver's RuntimeClass plugin (D.16): a new pod
 // that names a runtimeClassName takes the class's overhead and its
 // scheduling (node selector and tolerations merged into the pod's); a
 // class that does not exist, an overhead other than the class's, or a

@@ -13,7 +13,7 @@ import (
 )
 
 // The annotations in which autoscaling/v1 keeps what only v2 can hold
-// (D.14): the metrics other than the CPU utilization target, the metrics'
+// (D.15): the metrics other than the CPU utilization target, the metrics'
 // statuses, the behavior and the conditions. They never reach storage:
 // a write through either version drops them.
 const (
@@ -113,7 +113,7 @@ func isCPUUtilization(m autoscalingv2.MetricSpec) bool {
 }
 
 // toV1 is hpa in autoscaling/v1, what v1 has no field for kept in the
-// round-trip annotations, as kube converts it (D.14).
+// round-trip annotations, as kube converts it (D.15).
 func toV1(in *autoscalingv2.HorizontalPodAutoscaler) (*autoscalingv1.HorizontalPodAutoscaler, error) {
 	out := &autoscalingv1.HorizontalPodAutoscaler{TypeMeta: in.TypeMeta, ObjectMeta: *in.ObjectMeta.DeepCopy()}
 	out.SetGroupVersionKind(v1GVK)

@@ -1,6 +1,6 @@
 // Package autoscaling is the autoscaling API group's
 // HorizontalPodAutoscalers, served in autoscaling/v2 and autoscaling/v1
-// (D.14): one object, stored in v2 and converted to v1 as it is read,
+// (D.15): one object, stored in v2 and converted to v1 as it is read,
 // what v1 has no field for kept in annotations.
 package autoscaling
 
@@ -57,7 +57,7 @@ func asV2(obj runtime.Object) *autoscalingv2.HorizontalPodAutoscaler {
 
 // defaultV1: minReplicas is 1, and the object is what kube makes of it
 // through its internal form: its annotations and the v1 fields they
-// hold rewritten, 80% CPU without any metric (D.14).
+// hold rewritten, 80% CPU without any metric (D.15).
 func defaultV1(obj runtime.Object) {
 	hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler)
 	if hpa.Spec.MinReplicas == nil {
@@ -82,7 +82,7 @@ func defaultV1(obj runtime.Object) {
 }
 
 // defaultV2: minReplicas is 1, no metric is 80% CPU, and a behavior's
-// missing rules are kube's (D.14).
+// missing rules are kube's (D.15).
 func defaultV2(obj runtime.Object) {
 	hpa := obj.(*autoscalingv2.HorizontalPodAutoscaler)
 	if hpa.Spec.MinReplicas == nil {
@@ -156,7 +156,7 @@ func resetHPAStatus(obj, old runtime.Object) {
 }
 
 // validateHPA checks the spec as kube-apiserver does, in v2's form
-// whatever the version written (D.14).
+// whatever the version written (D.15).
 func validateHPA(obj, old runtime.Object) field.ErrorList {
 	hpa := asV2(obj)
 	var oldHPA *autoscalingv2.HorizontalPodAutoscaler

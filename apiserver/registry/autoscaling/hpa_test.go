@@ -22,8 +22,8 @@ func hpa(version, name, spec string) string {
 
 // An autoscaler written in v2 reads in v1 with what v1 cannot hold in
 // annotations, and one written in v1 reads in v2 with its defaults
-// (D.14).
-func TestHPAVersions_D14(t *testing.T) {
+// (D.15).
+func TestHPAVersions_D15(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	rt.Create(t, srv, [2]string{v2, hpa("v2", "two", `"maxReplicas":5,"metrics":[`+
@@ -50,8 +50,8 @@ func TestHPAVersions_D14(t *testing.T) {
 	}
 }
 
-// Invalid autoscalers get kube's errors, the replica bounds last (D.14).
-func TestHPAValidation_D14(t *testing.T) {
+// Invalid autoscalers get kube's errors, the replica bounds last (D.15).
+func TestHPAValidation_D15(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, "POST", v2, hpa("v2", "bad", `"minReplicas":-1,"maxReplicas":0,"behavior":{"scaleUp":{"policies":[{"type":"Seconds","value":1,"periodSeconds":2000}]}}`), nil)

@@ -1,6 +1,6 @@
 // Package node is the node.k8s.io API group: RuntimeClasses, which name
 // the container runtime handler a pod runs with, its overhead and where
-// it may be scheduled (D.15). The RuntimeClass admission plugin
+// it may be scheduled (D.16). The RuntimeClass admission plugin
 // (apiserver/admission) merges a class into the pods that name it.
 package node
 

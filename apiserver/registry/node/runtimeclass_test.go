@@ -13,8 +13,8 @@ import (
 const rcs = "/apis/node.k8s.io/v1/runtimeclasses"
 
 // A RuntimeClass's handler is a DNS label that never changes, and a pod
-// naming the class takes its overhead and scheduling (D.15).
-func TestRuntimeClasses_D15(t *testing.T) {
+// naming the class takes its overhead and scheduling (D.16).
+func TestRuntimeClasses_D16(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	rt.Create(t, srv, [2]string{rcs, `{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"sandboxed"},"handler":"runsc",` +
