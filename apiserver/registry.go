@@ -23,6 +23,7 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -295,6 +296,7 @@ func newScheme() (*runtime.Scheme, error) {
 		admissionregistrationv1.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		autoscalingv2.AddToScheme, nodev1.AddToScheme,
+		storagev1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("build scheme: %w", err)

@@ -33,6 +33,9 @@ type TableDef struct {
 	// internal object, which holds them as fields (a DaemonSet's template
 	// generation).
 	HiddenAnnotations []string
+	// MarkList changes the cells of a list's rows by what the list holds
+	// as a whole (the default StorageClass's name); nil for nothing.
+	MarkList func(items []runtime.Object, rows []metav1.TableRow)
 }
 
 // objectMetaDoc holds the API documentation of metadata fields, which kube
@@ -168,6 +171,9 @@ func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, kv
 		if err != nil {
 			return nil, err
 		}
+	}
+	if def.MarkList != nil && meta.IsListType(obj) {
+		def.MarkList(items, t.Rows)
 	}
 	return t, nil
 }

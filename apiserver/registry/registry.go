@@ -23,6 +23,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
+	"github.com/kubegate/kubegate/apiserver/registry/storage"
 )
 
 // Resources returns the resources of every group here, each a new value:
@@ -44,6 +45,7 @@ func Resources() []*apiserver.Resource {
 		apiextensions.Resources,
 		autoscaling.Resources,
 		node.Resources,
+		storage.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
