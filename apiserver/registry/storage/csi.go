@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -133,10 +134,13 @@ func csiDriverWarnings(obj, old runtime.Object) []string {
 	return []string{tokenInSecretsWarning}
 }
 
-// csiDriverGenerationChanged: a driver's generation counts the changes of
-// its spec.
-func csiDriverGenerationChanged(obj, old runtime.Object) bool {
-	return !apiequality.Semantic.DeepEqual(obj.(*storagev1.CSIDriver).Spec, old.(*storagev1.CSIDriver).Spec)
+// prepareCSIDriver: a driver's generation counts the changes of its spec
+// from none on create.
+func prepareCSIDriver(obj, old runtime.Object) {
+	d, ok := old.(*storagev1.CSIDriver)
+	if n := obj.(*storagev1.CSIDriver); ok && !apiequality.Semantic.DeepEqual(n.Spec, d.Spec) {
+		n.Generation = d.Generation + 1
+	}
 }
 
 var csiDriverTable = &apiserver.TableDef{
@@ -226,12 +230,26 @@ func validateCSINodeUpdate(obj, old runtime.Object) field.ErrorList {
 			if o.Name != n.Name {
 				continue
 			}
-			o, n := o.DeepCopy(), n.DeepCopy()
-			o.Allocatable, n.Allocatable = nil, nil
-			errs = append(errs, apivalidation.ValidateImmutableField(n, o, field.NewPath("spec").Child("drivers"))...)
+			if !apiequality.Semantic.DeepEqual(internalDriver(n), internalDriver(o)) {
+				errs = append(errs, field.Invalid(field.NewPath("spec").Child("drivers"), internalDriver(n), "field is immutable"))
+			}
 		}
 	}
 	return errs
+}
+
+// csiNodeDriver is a node's driver as kube's internal type spells it,
+// without its allocatable count, which is how kube's refusal of a changed
+// driver shows it.
+type csiNodeDriver struct {
+	Name         string
+	NodeID       string
+	TopologyKeys []string
+	Allocatable  *struct{ Count *int32 }
+}
+
+func internalDriver(d storagev1.CSINodeDriver) csiNodeDriver {
+	return csiNodeDriver{Name: d.Name, NodeID: d.NodeID, TopologyKeys: d.TopologyKeys}
 }
 
 // validateCSINodeStatus checks the storage health a status update writes:
@@ -343,20 +361,6 @@ func validateCSIStorageCapacityUpdate(obj, old runtime.Object) field.ErrorList {
 	return errs
 }
 
-var csiStorageCapacityTable = &apiserver.TableDef{
-	Columns: []metav1.TableColumnDefinition{apiserver.NameColumn,
-		{Name: "StorageClassName", Type: "string", Description: storagev1.CSIStorageCapacity{}.SwaggerDoc()["storageClassName"]},
-		{Name: "Capacity", Type: "string", Description: storagev1.CSIStorageCapacity{}.SwaggerDoc()["capacity"]}},
-	Cells: func(obj runtime.Object, _ time.Time) []any {
-		c := obj.(*storagev1.CSIStorageCapacity)
-		capacity := "<unset>"
-		if c.Capacity != nil {
-			capacity = c.Capacity.String()
-		}
-		return []any{c.Name, c.StorageClassName, capacity}
-	},
-}
-
 // maxAttachmentMetadataSize and maxVolumeErrorMessage bound what an
 // attacher writes in a VolumeAttachment's status.
 const (
@@ -364,10 +368,12 @@ const (
 	maxVolumeErrorMessage     = 1024
 )
 
-func validateVolumeAttachment(obj, _ runtime.Object) field.ErrorList {
+// validateVolumeAttachment: one source, a node, a status within bounds,
+// and, checked declaratively after those on create, an attacher.
+func validateVolumeAttachment(obj, old runtime.Object) field.ErrorList {
 	va := obj.(*storagev1.VolumeAttachment)
 	spec := field.NewPath("spec")
-	errs := validateCSIDriverName(va.Spec.Attacher, spec.Child("attacher"))
+	var errs field.ErrorList
 	src := &va.Spec.Source
 	switch {
 	case src.InlineVolumeSpec == nil && src.PersistentVolumeName == nil:
@@ -395,6 +401,25 @@ func validateVolumeAttachment(obj, _ runtime.Object) field.ErrorList {
 			errs = append(errs, field.Invalid(field.NewPath("spec.source.persistentVolumeName"), *src.PersistentVolumeName, msg))
 		}
 	}
+	if old == nil {
+		errs = append(errs, validateAttacher(va.Spec.Attacher, spec.Child("attacher"))...)
+	}
+	return errs
+}
+
+// validateAttacher is kube's declarative check of an attacher: there, a
+// DNS subdomain once lowercased, of at most 63 characters.
+func validateAttacher(name string, path *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(path, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range content.IsDNS1123SubdomainCaseless(name) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if len(name) > 63 {
+		errs = append(errs, field.TooLong(path, "", 63))
+	}
 	return errs
 }
 
@@ -414,7 +439,10 @@ func validateVolumeError(e *storagev1.VolumeError, path *field.Path) field.Error
 
 // validateVolumeAttachmentUpdate: the spec never changes.
 func validateVolumeAttachmentUpdate(obj, old runtime.Object) field.ErrorList {
-	return apivalidation.ValidateImmutableField(obj.(*storagev1.VolumeAttachment).Spec, old.(*storagev1.VolumeAttachment).Spec, field.NewPath("spec"))
+	if !apiequality.Semantic.DeepEqual(obj.(*storagev1.VolumeAttachment).Spec, old.(*storagev1.VolumeAttachment).Spec) {
+		return field.ErrorList{immutable(field.NewPath("spec"))}
+	}
+	return nil
 }
 
 func resetVolumeAttachmentStatus(obj, old runtime.Object) {

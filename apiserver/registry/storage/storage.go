@@ -30,23 +30,23 @@ func Resources() []*apiserver.Resource {
 		return map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}
 	}
 	return []*apiserver.Resource{
-		{GVR: gv.WithResource("csidrivers"), Kind: "CSIDriver", Singular: "csidriver",
+		{GVR: gv.WithResource("csidrivers"), Kind: "CSIDriver", Singular: "csidriver", ReturnDeleted: true,
 			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultCSIDriver, RequireResourceVersion: true,
-			GenerationChanged: csiDriverGenerationChanged, Validate: validateCSIDriver, ValidateUpdate: validateCSIDriverUpdate,
+			Prepare: prepareCSIDriver, Validate: validateCSIDriver, ValidateUpdate: validateCSIDriverUpdate,
 			Warnings: csiDriverWarnings, Table: csiDriverTable},
-		{GVR: gv.WithResource("csinodes"), Kind: "CSINode", Singular: "csinode", Subresources: status(),
+		{GVR: gv.WithResource("csinodes"), Kind: "CSINode", Singular: "csinode", Subresources: status(), ReturnDeleted: true,
 			ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateCSINode, ValidateUpdate: validateCSINodeUpdate,
 			ValidateStatus: validateCSINodeStatus, PrepareSubresource: prepareCSINodeStatus, ResetStatus: resetCSINodeStatus, Table: csiNodeTable},
 		{GVR: gv.WithResource("csistoragecapacities"), Kind: "CSIStorageCapacity", Singular: "csistoragecapacity", Namespaced: true,
 			ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateCSIStorageCapacity,
-			ValidateUpdate: validateCSIStorageCapacityUpdate, Table: csiStorageCapacityTable},
-		{GVR: gv.WithResource("storageclasses"), Kind: "StorageClass", Singular: "storageclass", ShortNames: []string{"sc"},
+			ValidateUpdate: validateCSIStorageCapacityUpdate},
+		{GVR: gv.WithResource("storageclasses"), Kind: "StorageClass", Singular: "storageclass", ShortNames: []string{"sc"}, ReturnDeleted: true,
 			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultStorageClass,
 			Validate: validateStorageClass, ValidateUpdate: validateStorageClassUpdate, Table: storageClassTable},
-		{GVR: gv.WithResource("volumeattachments"), Kind: "VolumeAttachment", Singular: "volumeattachment", Subresources: status(),
+		{GVR: gv.WithResource("volumeattachments"), Kind: "VolumeAttachment", Singular: "volumeattachment", Subresources: status(), ReturnDeleted: true,
 			ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateVolumeAttachment, ValidateUpdate: validateVolumeAttachmentUpdate,
 			ResetStatus: resetVolumeAttachmentStatus, Table: volumeAttachmentTable},
-		{GVR: gv.WithResource("volumeattributesclasses"), Kind: "VolumeAttributesClass", Singular: "volumeattributesclass",
+		{GVR: gv.WithResource("volumeattributesclasses"), Kind: "VolumeAttributesClass", Singular: "volumeattributesclass", ReturnDeleted: true,
 			ShortNames: []string{"vac"}, ValidateName: apivalidation.NameIsDNSSubdomain,
 			Validate: validateVolumeAttributesClass, Table: volumeAttributesClassTable},
 	}
@@ -60,11 +60,9 @@ const (
 )
 
 // validateDriverName checks a provisioner or a VolumeAttributesClass's
-// driver: required, and a qualified name once lowercased.
+// driver: a qualified name once lowercased. Whether it is there at all is
+// checked by the caller, where kube checks it.
 func validateDriverName(name string, path *field.Path) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(path, "")}
-	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(strings.ToLower(name)) {
 		errs = append(errs, field.Invalid(path, name, msg))
@@ -107,11 +105,21 @@ func validateCSIDriverName(name string, path *field.Path) field.ErrorList {
 	if len(name) > 63 {
 		errs = append(errs, field.TooLong(path, "", 63))
 	}
+	return append(errs, caselessSubdomain(name, path)...)
+}
+
+// caselessSubdomain checks that name is a DNS subdomain once lowercased.
+func caselessSubdomain(name string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1123Subdomain(strings.ToLower(name)) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}
 	return errs
 }
+
+// immutable is the error of kube's declarative immutability checks, which
+// name no value and come after the others.
+func immutable(path *field.Path) *field.Error { return field.Invalid(path, nil, "field is immutable") }
 
 // validateTopologyTerms checks a class's allowedTopologies: each label
 // requirement has a valid key, values, none twice, and no two terms are

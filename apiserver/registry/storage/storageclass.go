@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -62,9 +62,15 @@ var (
 	bindingModes    = []string{string(storagev1.VolumeBindingImmediate), string(storagev1.VolumeBindingWaitForFirstConsumer)}
 )
 
-func validateStorageClass(obj, _ runtime.Object) field.ErrorList {
+// validateStorageClass: a provisioner, known policy and binding mode, and
+// valid topologies. kube checks that the provisioner is there
+// declaratively, after everything else.
+func validateStorageClass(obj, old runtime.Object) field.ErrorList {
 	sc := obj.(*storagev1.StorageClass)
-	errs := validateDriverName(sc.Provisioner, field.NewPath("provisioner"))
+	var errs field.ErrorList
+	if sc.Provisioner != "" {
+		errs = validateDriverName(sc.Provisioner, field.NewPath("provisioner"))
+	}
 	errs = append(errs, validateParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 	if p := sc.ReclaimPolicy; p != nil && *p != "" && *p != corev1.PersistentVolumeReclaimDelete && *p != corev1.PersistentVolumeReclaimRetain {
 		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), p, reclaimPolicies))
@@ -74,17 +80,34 @@ func validateStorageClass(obj, _ runtime.Object) field.ErrorList {
 	} else if *m != storagev1.VolumeBindingImmediate && *m != storagev1.VolumeBindingWaitForFirstConsumer {
 		errs = append(errs, field.NotSupported(field.NewPath("volumeBindingMode"), m, bindingModes))
 	}
-	return append(errs, validateTopologyTerms(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
+	errs = append(errs, validateTopologyTerms(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
+	if old == nil && sc.Provisioner == "" {
+		errs = append(errs, field.Required(field.NewPath("provisioner"), ""))
+	}
+	return errs
 }
 
-// validateStorageClassUpdate: the parameters, provisioner, reclaim policy
-// and binding mode never change.
+// validateStorageClassUpdate: the provisioner, parameters, reclaim policy
+// and binding mode never change, which kube checks declaratively.
 func validateStorageClassUpdate(obj, old runtime.Object) field.ErrorList {
 	sc, o := obj.(*storagev1.StorageClass), old.(*storagev1.StorageClass)
-	errs := apivalidation.ValidateImmutableField(sc.Parameters, o.Parameters, field.NewPath("parameters"))
-	errs = append(errs, apivalidation.ValidateImmutableField(sc.Provisioner, o.Provisioner, field.NewPath("provisioner"))...)
-	errs = append(errs, apivalidation.ValidateImmutableField(sc.ReclaimPolicy, o.ReclaimPolicy, field.NewPath("reclaimPolicy"))...)
-	return append(errs, apivalidation.ValidateImmutableField(sc.VolumeBindingMode, o.VolumeBindingMode, field.NewPath("volumeBindingMode"))...)
+	var errs field.ErrorList
+	if sc.Provisioner != o.Provisioner {
+		if sc.Provisioner == "" {
+			errs = append(errs, field.Required(field.NewPath("provisioner"), ""))
+		}
+		errs = append(errs, immutable(field.NewPath("provisioner")))
+	}
+	if !apiequality.Semantic.DeepEqual(sc.Parameters, o.Parameters) {
+		errs = append(errs, immutable(field.NewPath("parameters")))
+	}
+	if !apiequality.Semantic.DeepEqual(sc.ReclaimPolicy, o.ReclaimPolicy) {
+		errs = append(errs, immutable(field.NewPath("reclaimPolicy")))
+	}
+	if !apiequality.Semantic.DeepEqual(sc.VolumeBindingMode, o.VolumeBindingMode) {
+		errs = append(errs, immutable(field.NewPath("volumeBindingMode")))
+	}
+	return errs
 }
 
 // storageClassTable is kube's; in a list, the default class's name is
@@ -135,7 +158,11 @@ func validateVolumeAttributesClass(obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, field.Forbidden(field.NewPath("parameters"), "updates to parameters are forbidden."))
 		}
 	}
-	errs = append(errs, validateDriverName(vac.DriverName, field.NewPath("driverName"))...)
+	if vac.DriverName == "" {
+		errs = append(errs, field.Required(field.NewPath("driverName"), ""))
+	} else {
+		errs = append(errs, validateDriverName(vac.DriverName, field.NewPath("driverName"))...)
+	}
 	return append(errs, validateParameters(vac.Parameters, false, field.NewPath("parameters"))...)
 }
 
