@@ -9,5 +9,6 @@ import "github.com/kubegate/kubegate/apiserver"
 // apiserver.Config.Resources.
 func Resources() []*apiserver.Resource {
 	rs := append(workloadResources(), clusterResources()...)
+	rs = append(rs, volumeResources()...)
 	return append(rs, podTemplateResource(), resourceQuotaResource(), componentStatusResource())
 }
