@@ -13,6 +13,12 @@
 //   - Priority: pods get the priority of their PriorityClass;
 //   - DefaultTolerationSeconds: pods tolerate a not-ready or unreachable
 //     node for 300 s;
+//   - DefaultStorageClass: a claim that names no class gets the default
+//     StorageClass;
+//   - StorageObjectInUseProtection: new volumes, claims and volume
+//     attributes classes get their protection finalizers;
+//   - PersistentVolumeClaimResize: only a bound claim whose class allows
+//     expansion may ask for more storage;
 //   - RuntimeClass: a pod takes its RuntimeClass's overhead and
 //     scheduling;
 //   - CertificateApproval, CertificateSigning: approving a certificate
@@ -66,7 +72,8 @@ var (
 // system namespaces (NamespaceLifecycle), and validates names.
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
-		DefaultTolerationSeconds(), RuntimeClass(st), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
+		DefaultTolerationSeconds(), DefaultStorageClass(st), StorageObjectInUseProtection(), PersistentVolumeClaimResize(st),
+		RuntimeClass(st), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as
