@@ -29,6 +29,60 @@ func defaultClaim(obj runtime.Object) {
 	}
 }
 
+// prepareClaim drops what kube drops from a claim's data sources (a
+// source in another namespace, its CrossNamespaceVolumeDataSource gate
+// being off; a new dataSource that is neither a claim nor a snapshot), and
+// makes dataSource and dataSourceRef name the same object where only one
+// is given.
+func prepareClaim(obj, old runtime.Object) {
+	s := &obj.(*corev1.PersistentVolumeClaim).Spec
+	var was *corev1.PersistentVolumeClaimSpec
+	if o, ok := old.(*corev1.PersistentVolumeClaim); ok {
+		was = &o.Spec
+	}
+	if r := s.DataSourceRef; r != nil && r.Namespace != nil && *r.Namespace != "" && (was == nil || was.DataSourceRef == nil) {
+		s.DataSourceRef = nil
+	}
+	if (was == nil || was.DataSource == nil && was.DataSourceRef == nil) && s.DataSourceRef == nil && !claimOrSnapshot(s.DataSource) {
+		s.DataSource = nil
+	}
+	switch d, r := s.DataSource, s.DataSourceRef; {
+	case d != nil && r == nil:
+		s.DataSourceRef = &corev1.TypedObjectReference{Kind: d.Kind, Name: d.Name, APIGroup: copyString(d.APIGroup)}
+	case r != nil && d == nil && (r.Namespace == nil || *r.Namespace == ""):
+		s.DataSource = &corev1.TypedLocalObjectReference{Kind: r.Kind, Name: r.Name, APIGroup: copyString(r.APIGroup)}
+	}
+}
+
+// claimOrSnapshot: the data source kube kept before any object could be
+// one, a claim or a VolumeSnapshot.
+func claimOrSnapshot(d *corev1.TypedLocalObjectReference) bool {
+	if d == nil {
+		return false
+	}
+	group := ""
+	if d.APIGroup != nil {
+		group = *d.APIGroup
+	}
+	return d.Kind == "PersistentVolumeClaim" && group == "" || d.Kind == "VolumeSnapshot" && group == "snapshot.storage.k8s.io"
+}
+
+func copyString(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	return &c
+}
+
+// prepareClaimStatus drops the health status a status update adds to a
+// claim that had none (kube's CSIVolumeHealth gate is off).
+func prepareClaimStatus(_ string, obj, old runtime.Object, _ time.Time) {
+	if o := old.(*corev1.PersistentVolumeClaim); o.Status.HealthStatus == nil {
+		obj.(*corev1.PersistentVolumeClaim).Status.HealthStatus = nil
+	}
+}
+
 func resetClaimStatus(obj, old runtime.Object) {
 	pvc := obj.(*corev1.PersistentVolumeClaim)
 	pvc.Status = corev1.PersistentVolumeClaimStatus{}
@@ -68,6 +122,17 @@ func validateClaim(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, validateClassName(*c, path.Child("storageClassName"))...)
 	}
 	errs = append(errs, validateVolumeMode(s.VolumeMode, path.Child("volumeMode"))...)
+	errs = append(errs, validateClaimDataSources(s, o, path)...)
+	if c := s.VolumeAttributesClassName; c != nil && *c != "" {
+		errs = append(errs, validateClassName(*c, path.Child("volumeAttributesClassName"))...)
+	}
+	return errs
+}
+
+// validateClaimDataSources checks dataSource and dataSourceRef, and that
+// they name the same object unless the ref names another namespace.
+func validateClaimDataSources(s *corev1.PersistentVolumeClaimSpec, o *corev1.PersistentVolumeClaim, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	anyGroup := o != nil && (o.Spec.DataSource != nil && o.Spec.DataSource.APIGroup != nil || o.Spec.DataSourceRef != nil && o.Spec.DataSourceRef.APIGroup != nil)
 	if d := s.DataSource; d != nil {
 		errs = append(errs, validateDataSource(d.Name, d.Kind, d.APIGroup, anyGroup, path.Child("dataSource"))...)
@@ -86,9 +151,6 @@ func validateClaim(obj, old runtime.Object) field.ErrorList {
 		}
 	} else if d := s.DataSource; d != nil && r != nil && !(apiequality.Semantic.DeepEqual(d.APIGroup, r.APIGroup) && d.Kind == r.Kind && d.Name == r.Name) {
 		errs = append(errs, field.Invalid(path, path.Child("dataSource"), "must match dataSourceRef"))
-	}
-	if c := s.VolumeAttributesClassName; c != nil && *c != "" {
-		errs = append(errs, validateClassName(*c, path.Child("volumeAttributesClassName"))...)
 	}
 	return errs
 }

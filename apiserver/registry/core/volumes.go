@@ -31,7 +31,7 @@ func volumeResources() []*apiserver.Resource {
 			Warnings: volumeWarnings, ResetStatus: resetVolumeStatus, Table: volumeTable},
 		{GVR: corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), Kind: "PersistentVolumeClaim", Singular: "persistentvolumeclaim",
 			Namespaced: true, ShortNames: []string{"pvc"}, Subresources: status(), ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSSubdomain,
-			Defaults: defaultClaim, Validate: validateClaim, ValidateUpdate: validateClaimUpdate, ValidateStatus: validateClaimStatus,
+			Defaults: defaultClaim, Prepare: prepareClaim, PrepareSubresource: prepareClaimStatus, Validate: validateClaim, ValidateUpdate: validateClaimUpdate, ValidateStatus: validateClaimStatus,
 			Warnings: claimWarnings, ResetStatus: resetClaimStatus, Table: claimTable},
 	}
 }

@@ -79,6 +79,22 @@ func TestPersistentVolumeClaims_D14(t *testing.T) {
 	}
 	rt.WantFields(t, rt.Object(t, body), map[string]string{"spec.storageClassName": `""`})
 
+	for _, tt := range []struct {
+		name, source string
+		want         map[string]string
+	}{
+		{"snap", `,"dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"s"}`,
+			map[string]string{"spec.dataSourceRef": `{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"s"}`}},
+		{"widget", `,"dataSource":{"kind":"Widget","name":"w"}`, map[string]string{"spec.dataSource": "", "spec.dataSourceRef": ""}},
+		{"other-ns", `,"dataSourceRef":{"kind":"PersistentVolumeClaim","name":"c","namespace":"other"}`, map[string]string{"spec.dataSourceRef": ""}},
+	} {
+		code, body := rt.Do(t, ts, http.MethodPost, pvcsPath, claim(tt.name, tt.source), nil)
+		if code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", tt.name, code, body)
+		}
+		rt.WantFields(t, rt.Object(t, body), tt.want)
+	}
+
 	grow := `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`
 	if code, body := rt.Do(t, ts, http.MethodPatch, pvcsPath+"/data/status", `{"status":{"phase":"Bound","capacity":{"storage":"1Gi"}}}`, mergePatch); code != http.StatusOK {
 		t.Fatalf("bind: %d %s", code, body)
