@@ -369,6 +369,7 @@ func operations() []op {
 	add(conversionOps()...)
 	add(autoscalingOps()...)
 	add(nodeOps()...)
+	add(storageOps()...)
 
 	// Limit ranges and the LimitRanger admission plugin.
 	const (
