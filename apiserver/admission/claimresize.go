@@ -38,6 +38,7 @@ func (p claimResize) Validate(ctx context.Context, a *apiserver.AdmissionAttribu
 	}
 	gr := claimsGVR.GroupResource()
 	if old.Status.Phase != corev1.ClaimBound {
+		//lint:ignore ST1005 kube's message, capital and all
 		return apierrors.NewForbidden(gr, a.Name, errors.New("Only bound persistent volume claims can be expanded"))
 	}
 	if !p.expandable(ctx, core.ClaimClass(pvc), core.ClaimClass(old)) {

@@ -414,6 +414,7 @@ func validateAttacher(name string, path *field.Path) field.ErrorList {
 		return field.ErrorList{field.Required(path, "")}
 	}
 	var errs field.ErrorList
+	//lint:ignore SA1019 kube's declarative check of an attacher is caseless, and its message is this one's
 	for _, msg := range content.IsDNS1123SubdomainCaseless(name) {
 		errs = append(errs, field.Invalid(path, name, msg))
 	}

@@ -85,7 +85,7 @@ func TestCSIDriversAndAttachments_D14(t *testing.T) {
 	const vas = group + "/volumeattachments"
 	rt.Create(t, ts, [2]string{vas, `{"apiVersion":"storage.k8s.io/v1","kind":"VolumeAttachment","metadata":{"name":"a"},` +
 		`"spec":{"attacher":"disk.example.com","nodeName":"n","source":{"persistentVolumeName":"v"}},"status":{"attached":true}}`})
-	code, body = rt.Do(t, ts, http.MethodGet, vas+"/a", "", nil)
+	_, body = rt.Do(t, ts, http.MethodGet, vas+"/a", "", nil)
 	rt.WantFields(t, rt.Object(t, body), map[string]string{"status": `{"attached":false}`})
 	code, body = rt.Do(t, ts, http.MethodPatch, vas+"/a", `{"spec":{"nodeName":"m"}}`, merge)
 	rt.WantInvalid(t, code, body, "VolumeAttachment.storage.k8s.io", "a", rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec", "Invalid value: null: field is immutable"))
