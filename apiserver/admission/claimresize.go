@@ -14,7 +14,7 @@ import (
 )
 
 // PersistentVolumeClaimResize is kube-apiserver's plugin of that name
-// (D.14), a validating one: a claim's storage request may grow only once
+// (D.17), a validating one: a claim's storage request may grow only once
 // it is bound, and only when the claim keeps a class that allows volume
 // expansion (403).
 func PersistentVolumeClaimResize(st store.Store) apiserver.Admission { return claimResize{st} }

@@ -20,7 +20,7 @@ var (
 	attributesGVR     = storagev1.SchemeGroupVersion.WithResource("volumeattributesclasses")
 )
 
-// DefaultStorageClass is kube-apiserver's plugin of that name (D.14): a
+// DefaultStorageClass is kube-apiserver's plugin of that name (D.17): a
 // new claim that names no class, neither in spec.storageClassName nor in
 // the beta annotation, gets the default StorageClass, the newest of those
 // marked so; with none it stays without.

@@ -18,7 +18,7 @@ const (
 )
 
 // StorageObjectInUseProtection is kube-apiserver's plugin of that name
-// (D.14): a new PersistentVolume, PersistentVolumeClaim or
+// (D.17): a new PersistentVolume, PersistentVolumeClaim or
 // VolumeAttributesClass gets its protection finalizer, so that it is not
 // removed while in use.
 func StorageObjectInUseProtection() apiserver.Admission {

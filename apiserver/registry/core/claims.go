@@ -17,7 +17,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 )
 
-// defaultClaim: Pending and Filesystem unless set (D.14).
+// defaultClaim: Pending and Filesystem unless set (D.17).
 func defaultClaim(obj runtime.Object) {
 	pvc := obj.(*corev1.PersistentVolumeClaim)
 	if pvc.Status.Phase == "" {
@@ -91,7 +91,7 @@ func resetClaimStatus(obj, old runtime.Object) {
 	}
 }
 
-// validateClaim checks a claim's spec (D.14): access modes, a positive
+// validateClaim checks a claim's spec (D.17): access modes, a positive
 // storage request, its selector, class, mode and data sources. An update
 // may keep label values and API groups an older server let in.
 func validateClaim(obj, old runtime.Object) field.ErrorList {
@@ -182,7 +182,7 @@ func validateDataSource(name, kind string, group *string, anyGroup bool, path *f
 
 // validateClaimUpdate: a claim's spec is fixed once created, but for a
 // bound claim's storage request and attributes class, a volume name set
-// once, and a class set where none was (D.14). The request may shrink
+// once, and a class set where none was (D.17). The request may shrink
 // only above the capacity the claim has.
 func validateClaimUpdate(obj, old runtime.Object) field.ErrorList {
 	pvc, o := obj.(*corev1.PersistentVolumeClaim), old.(*corev1.PersistentVolumeClaim)

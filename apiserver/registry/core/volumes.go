@@ -17,7 +17,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 )
 
-// volumeResources are PersistentVolumes and their claims (D.14), each with
+// volumeResources are PersistentVolumes and their claims (D.17), each with
 // its status subresource, which a volume controller writes.
 func volumeResources() []*apiserver.Resource {
 	status := func() map[string]apiserver.Subresource {
@@ -43,7 +43,7 @@ const BetaStorageClassAnnotation = "volume.beta.kubernetes.io/storage-class"
 func validateNothing(_, _ runtime.Object) field.ErrorList { return nil }
 
 // defaultVolume: Pending, Retain and Filesystem unless set, and a hostPath
-// of no particular type (D.14).
+// of no particular type (D.17).
 func defaultVolume(obj runtime.Object) {
 	pv := obj.(*corev1.PersistentVolume)
 	if h := pv.Spec.HostPath; h != nil && h.Type == nil {

@@ -20,8 +20,8 @@ const (
 var mergePatch = map[string]string{"Content-Type": "application/merge-patch+json"}
 
 // A PersistentVolume is defaulted, Pending since its creation, protected
-// by its finalizer, and keeps its source and mode (D.14).
-func TestPersistentVolumes_D14(t *testing.T) {
+// by its finalizer, and keeps its source and mode (D.17).
+func TestPersistentVolumes_D17(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	code, body := rt.Do(t, ts, http.MethodPost, pvsPath, `{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"v"},`+
@@ -57,8 +57,8 @@ func TestPersistentVolumes_D14(t *testing.T) {
 }
 
 // A claim gets the default class and its finalizer, is Pending, and once
-// bound may grow only if its class allows expansion (D.14).
-func TestPersistentVolumeClaims_D14(t *testing.T) {
+// bound may grow only if its class allows expansion (D.17).
+func TestPersistentVolumeClaims_D17(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	rt.Create(t, ts, [2]string{scsPath, `{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"std",` +

@@ -24,7 +24,7 @@ import (
 // without saying where they go.
 const tokenInSecretsWarning = "spec.serviceAccountTokenInSecrets is unset; if supported by this CSI driver, set to true to prevent possible logging of tokens in volume attributes"
 
-// defaultCSIDriver gives a driver kube's defaults (D.14): attach required,
+// defaultCSIDriver gives a driver kube's defaults (D.17): attach required,
 // no pod info, no capacity, fsGroup by fstype, persistent volumes, no
 // republish, no SELinux mount, no scheduling hold.
 func defaultCSIDriver(obj runtime.Object) {

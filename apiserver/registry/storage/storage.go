@@ -1,5 +1,5 @@
 // Package storage is the storage.k8s.io/v1 API group, stored with
-// kube-apiserver's defaults, validation and tables (D.14): StorageClasses
+// kube-apiserver's defaults, validation and tables (D.17): StorageClasses
 // and VolumeAttributesClasses, which claims name; VolumeAttachments, which
 // attach a volume to a node and whose status the attacher writes; and what
 // CSI drivers publish about themselves (CSIDrivers), the nodes they run on

@@ -25,8 +25,8 @@ func class(name, annotations, rest string) string {
 
 // A StorageClass takes kube's defaults, keeps its provisioner, parameters,
 // policy and binding mode, and its list Table marks the newest default
-// class (D.14).
-func TestStorageClasses_D14(t *testing.T) {
+// class (D.17).
+func TestStorageClasses_D17(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	code, body := rt.Do(t, ts, http.MethodPost, scs, class("fast", "", `,"parameters":{"type":"ssd"}`), nil)
@@ -64,8 +64,8 @@ func TestStorageClasses_D14(t *testing.T) {
 }
 
 // A CSIDriver is defaulted, its generation counts changes of its spec
-// from none, and a VolumeAttachment's spec is fixed (D.14).
-func TestCSIDriversAndAttachments_D14(t *testing.T) {
+// from none, and a VolumeAttachment's spec is fixed (D.17).
+func TestCSIDriversAndAttachments_D17(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	const drivers = group + "/csidrivers"

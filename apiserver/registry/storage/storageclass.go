@@ -44,7 +44,7 @@ func DefaultClass(classes []*storagev1.StorageClass) *storagev1.StorageClass {
 	return def
 }
 
-// defaultStorageClass: Delete and Immediate unless set (D.14).
+// defaultStorageClass: Delete and Immediate unless set (D.17).
 func defaultStorageClass(obj runtime.Object) {
 	sc := obj.(*storagev1.StorageClass)
 	if sc.ReclaimPolicy == nil {
