@@ -22,6 +22,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/node"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
+	"github.com/kubegate/kubegate/apiserver/registry/resource"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 	"github.com/kubegate/kubegate/apiserver/registry/storage"
 )
@@ -46,6 +47,7 @@ func Resources() []*apiserver.Resource {
 		autoscaling.Resources,
 		node.Resources,
 		storage.Resources,
+		resource.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
