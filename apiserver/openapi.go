@@ -426,6 +426,9 @@ func (g *schemaGen) fields(t reflect.Type, docs map[string]string, props obj, re
 			ft = ft.Elem()
 		}
 		if e, ok := openAPIEnums[typeKey(ft)]; ok && ft.Kind() == reflect.String {
+			if openAPIEnumAfterBlank[typeKey(t)+"."+name] {
+				desc += "\n"
+			}
 			desc += "\n\nPossible enum values:\n" + strings.Join(e.lines, "\n")
 		}
 		strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey")

@@ -394,3 +394,17 @@ var openAPIMarkedOptional = map[string]bool{
 	"k8s.io/api/scheduling/v1.PriorityClass.value":                                               true,
 	"k8s.io/api/storage/v1.CSINodeDriver.topologyKeys":                                           true,
 }
+
+// openAPIEnumAfterBlank are the fields, by package path, type and json
+// name, of an enum type whose comment ends in a blank line before its
+// markers: their description keeps one more line break before the enum's values.
+var openAPIEnumAfterBlank = map[string]bool{
+	"k8s.io/api/admissionregistration/v1.Mutation.patchType":      true,
+	"k8s.io/api/admissionregistration/v1.Rule.scope":              true,
+	"k8s.io/api/resource/v1.DeviceAllocationConfiguration.source": true,
+	"k8s.io/api/resource/v1.DeviceSubRequest.allocationMode":      true,
+	"k8s.io/api/resource/v1.DeviceTaint.effect":                   true,
+	"k8s.io/api/resource/v1.DeviceToleration.effect":              true,
+	"k8s.io/api/resource/v1.DeviceToleration.operator":            true,
+	"k8s.io/api/resource/v1.ExactDeviceRequest.allocationMode":    true,
+}
