@@ -11,6 +11,7 @@ import (
 	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
+	resourcev1beta2 "k8s.io/api/resource/v1beta2"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,24 +27,25 @@ var gv = resourcev1.SchemeGroupVersion
 func Resources() []*apiserver.Resource {
 	return []*apiserver.Resource{
 		{GVR: gv.WithResource("deviceclasses"), Kind: "DeviceClass", Singular: "deviceclass",
-			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, ReturnDeleted: true,
 			Validate: validateDeviceClass, Table: nameAgeTable},
 		{GVR: gv.WithResource("devicetaintrules"), Kind: "DeviceTaintRule", Singular: "devicetaintrule",
 			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, RequireResourceVersion: true,
+			StoredAs:     resourcev1beta2.SchemeGroupVersion.WithKind("DeviceTaintRule"),
 			Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 			Defaults:     defaultDeviceTaintRule, Prepare: prepareDeviceTaintRule,
 			Validate: validateDeviceTaintRule, ValidateStatus: validateDeviceTaintRuleStatus,
 			ResetStatus: resetDeviceTaintRuleStatus, Table: deviceTaintRuleTable},
 		{GVR: gv.WithResource("resourceclaims"), Kind: "ResourceClaim", Singular: "resourceclaim", Namespaced: true,
-			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultResourceClaim,
+			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultResourceClaim, ReturnDeleted: true,
 			Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 			Validate:     validateResourceClaim, ValidateStatus: validateResourceClaimStatus,
 			ResetStatus: resetResourceClaimStatus, Table: resourceClaimTable},
 		{GVR: gv.WithResource("resourceclaimtemplates"), Kind: "ResourceClaimTemplate", Singular: "resourceclaimtemplate", Namespaced: true,
-			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultResourceClaimTemplate,
+			ValidateName: apivalidation.NameIsDNSSubdomain, Defaults: defaultResourceClaimTemplate, ReturnDeleted: true,
 			Validate: validateResourceClaimTemplate, Table: nameAgeTable},
 		{GVR: gv.WithResource("resourceslices"), Kind: "ResourceSlice", Singular: "resourceslice",
-			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, Fields: resourceSliceFields,
+			ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true, Fields: resourceSliceFields, ReturnDeleted: true,
 			Validate: validateResourceSlice, Warnings: resourceSliceWarnings, Table: resourceSliceTable},
 	}
 }

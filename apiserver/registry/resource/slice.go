@@ -38,7 +38,9 @@ func validateResourceSlice(obj, old runtime.Object) field.ErrorList {
 	if spec.SharedCounters != nil && spec.Devices != nil {
 		errs = append(errs, field.Invalid(p, "", "only one of `sharedCounters` or `devices` is allowed"))
 	}
-	return append(errs, validateDevices(spec, p.Child("devices"))...)
+	c := checks{hand: errs}
+	validateDevices(&c, spec, p.Child("devices"))
+	return c.list()
 }
 
 func validateNodeChoice(spec *resourcev1.ResourceSliceSpec, p *field.Path) field.ErrorList {
@@ -54,6 +56,9 @@ func validateNodeChoice(spec *resourcev1.ResourceSliceSpec, p *field.Path) field
 	}
 	if s := spec.NodeSelector; s != nil {
 		set = append(set, "`nodeSelector`")
+		if len(s.NodeSelectorTerms) == 0 {
+			errs = append(errs, field.Required(p.Child("nodeSelector", "nodeSelectorTerms"), "must have at least one node selector term"))
+		}
 		if len(s.NodeSelectorTerms) != 1 {
 			errs = append(errs, field.Invalid(p.Child("nodeSelector", "nodeSelectorTerms"), s.NodeSelectorTerms, "must have exactly one node selector term"))
 		}
@@ -80,7 +85,7 @@ func validateNodeChoice(spec *resourcev1.ResourceSliceSpec, p *field.Path) field
 	return errs
 }
 
-func validateDevices(spec *resourcev1.ResourceSliceSpec, p *field.Path) field.ErrorList {
+func validateDevices(c *checks, spec *resourcev1.ResourceSliceSpec, p *field.Path) {
 	limit := resourcev1.ResourceSliceMaxDevices
 	for _, d := range spec.Devices {
 		if len(d.Taints) > 0 || len(d.ConsumesCounters) > 0 {
@@ -88,34 +93,33 @@ func validateDevices(spec *resourcev1.ResourceSliceSpec, p *field.Path) field.Er
 		}
 	}
 	if len(spec.Devices) > limit {
-		return field.ErrorList{field.TooMany(p, len(spec.Devices), limit)}
+		c.hand = append(c.hand, field.TooMany(p, len(spec.Devices), limit))
+		return
 	}
-	var errs field.ErrorList
 	seen := sets.New[string]()
 	perDevice := spec.PerDeviceNodeSelection != nil && *spec.PerDeviceNodeSelection
 	for i := range spec.Devices {
 		d := &spec.Devices[i]
 		dp := p.Index(i)
-		errs = append(errs, invalidEach(dp.Child("name"), d.Name, validation.IsDNS1123Label(d.Name))...)
+		c.hand = append(c.hand, invalidEach(dp.Child("name"), d.Name, validation.IsDNS1123Label(d.Name))...)
 		if n := len(d.Attributes) + len(d.Capacity); n > resourcev1.ResourceSliceMaxAttributesAndCapacitiesPerDevice {
-			errs = append(errs, field.Invalid(dp, n, fmt.Sprintf("the total number of attributes and capacities must not exceed %d", resourcev1.ResourceSliceMaxAttributesAndCapacitiesPerDevice)))
+			c.hand = append(c.hand, field.Invalid(dp, n, fmt.Sprintf("the total number of attributes and capacities must not exceed %d", resourcev1.ResourceSliceMaxAttributesAndCapacitiesPerDevice)))
 		}
 		if len(d.Taints) > resourcev1.DeviceTaintsMaxLength {
-			errs = append(errs, field.TooMany(dp.Child("taints"), len(d.Taints), resourcev1.DeviceTaintsMaxLength))
+			c.hand = append(c.hand, field.TooMany(dp.Child("taints"), len(d.Taints), resourcev1.DeviceTaintsMaxLength))
 		} else {
 			for j := range d.Taints {
-				errs = append(errs, validateTaint(&d.Taints[j], nil, dp.Child("taints").Index(j))...)
+				validateTaint(c, &d.Taints[j], nil, dp.Child("taints").Index(j))
 			}
 		}
 		if !perDevice && (d.NodeName != nil || d.NodeSelector != nil || d.AllNodes != nil) {
-			errs = append(errs, field.Invalid(dp, nil, "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
+			c.hand = append(c.hand, field.Invalid(dp, nil, "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in the ResourceSlice spec"))
 		}
 		if seen.Has(d.Name) {
-			errs = append(errs, field.Duplicate(dp, d.Name))
+			c.hand = append(c.hand, field.Duplicate(dp, d.Name))
 		}
 		seen.Insert(d.Name)
 	}
-	return errs
 }
 
 // resourceSliceWarnings: a driver's name should be lowercase.
