@@ -580,6 +580,7 @@ func operations() []op {
 	add(crdEquivalentOps()...)
 	add(gatewayAPIOps()...)
 	add(corekindsOps()...)
+	add(resourceOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
