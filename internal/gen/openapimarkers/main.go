@@ -62,8 +62,8 @@ func packageDir(pkg string) (dir, module string, err error) {
 }
 
 func generate(pkgs []string) ([]byte, error) {
-	enums := map[string]*enum{}   // "PKG.Type"
-	optional := map[string]bool{} // "PKG.Type.jsonName": optional by its marker
+	enums := map[string]*enum{}     // "PKG.Type"
+	optional := map[string]bool{}   // "PKG.Type.jsonName": optional by its marker
 	blankEnd := map[string]string{} // "PKG.Type.jsonName": the field's type, "PKG.Type", when its description ends in a blank line
 	modules := map[string]bool{}
 	consts := map[string]string{} // "PKG.Name": the string constants of the packages read so far
