@@ -53,7 +53,7 @@ func Resources() []*apiserver.Resource {
 			"":         fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status")),
 			"status":   fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "conditions")),
 			"approval": fieldpath.NewSet(fieldpath.MakePathOrDie("spec"), fieldpath.MakePathOrDie("status", "certificate")),
-		}}}
+		}}, clusterTrustBundles(), podCertificateRequests()}
 }
 
 // anyName accepts every name, as kube-apiserver's rule for CSR names
