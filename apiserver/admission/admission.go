@@ -23,6 +23,8 @@
 //     scheduling;
 //   - CertificateApproval, CertificateSigning: approving a certificate
 //     signing request takes "approve" on its signer, signing it "sign";
+//   - ClusterTrustBundleAttest: publishing a signer's trust bundle takes
+//     "attest" on the signer;
 //   - CertificateSubjectRestriction: no request to the
 //     kube-apiserver-client signer for the system:masters group;
 //   - ResourceQuota: a write within a namespace's ResourceQuotas is
@@ -73,7 +75,7 @@ var (
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
 		DefaultTolerationSeconds(), DefaultStorageClass(st), StorageObjectInUseProtection(), PersistentVolumeClaimResize(st),
-		RuntimeClass(st), CertificateApproval(), CertificateSigning(), CertificateSubjectRestriction(), ResourceQuota(st)}
+		RuntimeClass(st), CertificateApproval(), CertificateSigning(), ClusterTrustBundleAttest(), CertificateSubjectRestriction(), ResourceQuota(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as
