@@ -20,7 +20,6 @@ var notYetClosed = map[string]string{
 	"discovery/aggregated-apis": "kube-apiserver serves API groups kubegate does not (networking, storage, …)",
 	"discovery/apis":            "kube-apiserver serves API groups kubegate does not (networking, storage, …)",
 	"discovery/core-v1":         "kube-apiserver serves core resources kubegate does not (componentstatuses, persistent volumes, resource quotas, …)",
-	"discovery/certificates-v1": "kube-apiserver serves clustertrustbundles and podcertificaterequests in certificates.k8s.io/v1, which kubegate does not; discovery/certificates-v1-csr compares the CSR's entries",
 	"job/update-template":       "a Job's immutable template is shown in its v1 form; kube-apiserver shows its internal form (Go field names, no omitted fields, ObjectMeta inlined)",
 	"kubectl/create-ingress":    "Ingresses (networking.k8s.io) are not served: kubectl gets kube's \"could not find the requested resource\"",
 	"kubectl/api-resources":     "kube-apiserver serves API groups and resources kubegate does not",

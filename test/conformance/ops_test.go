@@ -581,6 +581,7 @@ func operations() []op {
 	add(gatewayAPIOps()...)
 	add(corekindsOps()...)
 	add(resourceOps()...)
+	add(certificateOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
