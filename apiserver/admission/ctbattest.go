@@ -13,7 +13,7 @@ import (
 
 // ClusterTrustBundleAttest refuses a ClusterTrustBundle of a signer, on
 // a create or an update that changes more than its owner references and
-// finalizers, by a user who may not "attest" for that signer (H.3).
+// finalizers, by a user who may not "attest" for that signer (H.8).
 func ClusterTrustBundleAttest() apiserver.Admission { return &attestCheck{} }
 
 type attestCheck struct{ authz authz.Authorizer }

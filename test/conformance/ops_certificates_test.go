@@ -3,7 +3,7 @@ package conformance
 import "encoding/json"
 
 // certificateOps are the ClusterTrustBundle and PodCertificateRequest
-// operations (H.3): a bundle's name after its signer, its PEM, the
+// operations (H.8): a bundle's name after its signer, its PEM, the
 // attest check and the immutable signer; a pod certificate request's
 // names, key and expiry, its immutable spec and the status rules. They
 // end with the certificates.k8s.io entry of aggregated discovery, the OpenAPI schemas

@@ -20,11 +20,11 @@ import (
 // maxTrustBundleSize bounds a bundle's PEM, as kube-apiserver does.
 const maxTrustBundleSize = 1 << 20
 
-// ClusterTrustBundlesGVR are the cluster-scoped trust bundles (H.3).
+// ClusterTrustBundlesGVR are the cluster-scoped trust bundles (H.8).
 var ClusterTrustBundlesGVR = certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles")
 
 // clusterTrustBundles are the bundles of CA certificates a signer
-// publishes (H.3): a bundle of a signer is named after it, its signer
+// publishes (H.8): a bundle of a signer is named after it, its signer
 // never changes, and an update must name the version it replaces. Who
 // may publish for a signer is checked by the ClusterTrustBundleAttest
 // admission plugin.

@@ -24,7 +24,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 )
 
-// The bounds kube-apiserver puts on a pod certificate request (H.3).
+// The bounds kube-apiserver puts on a pod certificate request (H.8).
 const (
 	maxKeyMaterialSize   = 10 * 1024
 	minMaxExpiration     = 60 * 60
@@ -35,7 +35,7 @@ const (
 )
 
 // PodCertificateRequestsGVR are the requests kubelets make for their
-// pods' certificates (H.3).
+// pods' certificates (H.8).
 var PodCertificateRequestsGVR = certificatesv1.SchemeGroupVersion.WithResource("podcertificaterequests")
 
 // podCertificateRequests: a request names its pod, service account and
