@@ -9,6 +9,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/operation"
 	"k8s.io/apimachinery/pkg/api/validate"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -95,7 +96,10 @@ func validateDeviceConfiguration(c *checks, dc *resourcev1.DeviceConfiguration, 
 		c.declared = append(c.declared, field.TooLong(dp, "", resourcev1.DriverNameMaxLength))
 	}
 	if d != "" {
-		c.declared = append(c.declared, validate.LongNameCaseless(context.Background(), operation.Operation{}, dp, &d, nil)...)
+		// A driver's name may have upper case, as a CSI driver's; kube's
+		// declared rule for it is this format.
+		//lint:ignore SA1019 the format kube-apiserver checks a driver's name by
+		c.declared = append(c.declared, invalidEach(dp, d, content.IsDNS1123SubdomainCaseless(d))...)
 	}
 }
 
