@@ -1,6 +1,6 @@
 package conformance
 
-// resourceOps are the resource.k8s.io/v1 operations (D.14): each kind's
+// resourceOps are the resource.k8s.io/v1 operations (D.18): each kind's
 // creation, defaults and validation, a claim's immutable spec and its
 // status subresource, a taint rule's status, the slices' field
 // selectors, Tables, kubectl get, discovery and the OpenAPI schemas. The

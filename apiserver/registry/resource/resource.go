@@ -1,7 +1,7 @@
 // Package resource is the resource.k8s.io API group (v1), the API of
 // dynamic resource allocation: DeviceClasses and DeviceTaintRules
 // (cluster-scoped), ResourceClaims, their templates, and the
-// ResourceSlices drivers publish their devices in (D.14). kube-apiserver
+// ResourceSlices drivers publish their devices in (D.18). kube-apiserver
 // validates them and a claim's spec never changes; who allocates and
 // reserves a claim is the scheduler's business, written through the
 // claim's status subresource.

@@ -20,10 +20,10 @@ const (
 	sliceList = group + "/resourceslices"
 )
 
-// TestResourceClaimDefaultsAndImmutableSpec_D14: an exact request gets
+// TestResourceClaimDefaultsAndImmutableSpec_D18: an exact request gets
 // ExactCount and a count of 1, a toleration the operator Equal; the spec
 // never changes, which is reported without its value.
-func TestResourceClaimDefaultsAndImmutableSpec_D14(t *testing.T) {
+func TestResourceClaimDefaultsAndImmutableSpec_D18(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, http.MethodPost, claims, `{"metadata":{"name":"c"},"spec":{"devices":{"requests":[`+
@@ -42,10 +42,10 @@ func TestResourceClaimDefaultsAndImmutableSpec_D14(t *testing.T) {
 		rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec", "Invalid value: null: field is immutable"))
 }
 
-// TestResourceClaimValidationOrder_D14: the errors of kube's hand-written
+// TestResourceClaimValidationOrder_D18: the errors of kube's hand-written
 // rules come first, then those of the rules declared on the types (a
 // duplicate request, with the whole request, and an unknown mode).
-func TestResourceClaimValidationOrder_D14(t *testing.T) {
+func TestResourceClaimValidationOrder_D18(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, http.MethodPost, claims, `{"metadata":{"name":"bad"},"spec":{"devices":{"requests":[`+
@@ -59,9 +59,9 @@ func TestResourceClaimValidationOrder_D14(t *testing.T) {
 			`Unsupported value: "Some": supported values: "All", "ExactCount"`))
 }
 
-// TestResourceSliceFieldSelectors_D14: slices are selected by node (empty
+// TestResourceSliceFieldSelectors_D18: slices are selected by node (empty
 // for a slice of all nodes), driver and pool.
-func TestResourceSliceFieldSelectors_D14(t *testing.T) {
+func TestResourceSliceFieldSelectors_D18(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	srv := apiservertest.Start(t, apiservertest.WithClock(func() time.Time { return now }))
@@ -80,10 +80,10 @@ func TestResourceSliceFieldSelectors_D14(t *testing.T) {
 	}
 }
 
-// TestDeviceTaintRuleUpdateNeedsResourceVersion_D14: a v1 taint rule is
+// TestDeviceTaintRuleUpdateNeedsResourceVersion_D18: a v1 taint rule is
 // replaced only by naming the version it replaces, and its taint is
 // stamped with the time it was added.
-func TestDeviceTaintRuleUpdateNeedsResourceVersion_D14(t *testing.T) {
+func TestDeviceTaintRuleUpdateNeedsResourceVersion_D18(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	const rules = group + "/devicetaintrules"

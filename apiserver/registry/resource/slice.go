@@ -16,7 +16,7 @@ const nodeChoice = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perD
 
 // validateResourceSlice: the driver and pool, exactly one way of naming
 // the nodes, the devices within their limit; on an update the driver,
-// the pool's name and the node never change (D.14).
+// the pool's name and the node never change (D.18).
 func validateResourceSlice(obj, old runtime.Object) field.ErrorList {
 	spec := &obj.(*resourcev1.ResourceSlice).Spec
 	p := field.NewPath("spec")

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// The rules here are kube-apiserver's for resource.k8s.io/v1 (D.14).
+// The rules here are kube-apiserver's for resource.k8s.io/v1 (D.18).
 // Some of kube's rules are written by hand and some declared on the API
 // types; a 422 lists the errors of the hand-written ones first, then
 // the declared ones in the order of the fields, each list's duplicates
