@@ -20,6 +20,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/events"
 	"github.com/kubegate/kubegate/apiserver/registry/node"
+	"github.com/kubegate/kubegate/apiserver/registry/networking"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
 	"github.com/kubegate/kubegate/apiserver/registry/rbac"
 	"github.com/kubegate/kubegate/apiserver/registry/resource"
@@ -48,6 +49,7 @@ func Resources() []*apiserver.Resource {
 		node.Resources,
 		storage.Resources,
 		resource.Resources,
+		networking.Resources,
 	} {
 		rs = append(rs, group()...)
 	}

@@ -1,0 +1,23 @@
+// Package networking is the networking.k8s.io/v1 API group, with
+// kube-apiserver's validation, defaults and Tables (D.16): Ingresses and
+// the IngressClasses they name, NetworkPolicies, and the ServiceCIDRs
+// and IPAddresses of Services' cluster IPs. The DefaultIngressClass
+// admission plugin (apiserver/admission) gives an Ingress that names no
+// class the default one; the API server itself creates the default
+// ServiceCIDR, "kubernetes", from its service cluster IP range.
+package networking
+
+import (
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/kubegate/kubegate/apiserver"
+)
+
+// Resources returns the group's resources, each a new value, for
+// apiserver.Config.Resources.
+func Resources() []*apiserver.Resource {
+	return []*apiserver.Resource{networkPolicyResource(), ingressClassResource(), ingressResource(),
+		ipAddressResource(), serviceCIDRResource()}
+}
+
+var gv = networkingv1.SchemeGroupVersion
