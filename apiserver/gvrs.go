@@ -4,6 +4,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 )
 
@@ -25,4 +26,11 @@ var (
 	// (apiserver/registry/core); the LimitRanger admission plugin reads
 	// them through the server's Lister (D.8).
 	LimitRangesGVR = corev1.SchemeGroupVersion.WithResource("limitranges")
+	// ServiceCIDRsGVR is where service CIDRs are served
+	// (apiserver/registry/networking); the server creates the default
+	// one, "kubernetes", from its service cluster IP range (D.16).
+	ServiceCIDRsGVR = networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
+	// IPAddressesGVR is where IP addresses are served
+	// (apiserver/registry/networking).
+	IPAddressesGVR = networkingv1.SchemeGroupVersion.WithResource("ipaddresses")
 )

@@ -142,6 +142,10 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	s.handler = s.buildHandler()
+	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
+		cancel()
+		return nil, err
+	}
 	return s, nil
 }
 

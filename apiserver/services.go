@@ -1,13 +1,21 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -53,4 +61,86 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 		return fmt.Errorf("create the kubernetes service: %w", err)
 	}
 	return nil
+}
+
+// The default ServiceCIDR, "kubernetes", which kube-apiserver's
+// default-service-cidr controller creates from its service cluster IP
+// range and marks Ready (D.16).
+const (
+	defaultServiceCIDRName    = "kubernetes"
+	serviceCIDRControllerName = "kubernetes-service-cidr-controller"
+)
+
+// ensureDefaultServiceCIDR creates the default ServiceCIDR when it is
+// missing and, as kube's controller does by a forced apply of the status,
+// sets its Ready condition when it has none. It writes through the
+// server's own handler, so the object is written, and its fields owned,
+// as those of kube's loopback client and controller are.
+func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
+	if _, ok := s.registry().get(ServiceCIDRsGVR); !ok {
+		return nil
+	}
+	base := "/apis/" + ServiceCIDRsGVR.Group + "/" + ServiceCIDRsGVR.Version + "/" + ServiceCIDRsGVR.Resource
+	sc := &networkingv1.ServiceCIDR{TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "ServiceCIDR"},
+		ObjectMeta: metav1.ObjectMeta{Name: defaultServiceCIDRName},
+		Spec:       networkingv1.ServiceCIDRSpec{CIDRs: []string{s.svcAlloc.cidr.String()}}}
+	code, body, err := s.loopbackRequest(ctx, http.MethodPost, base+"?fieldManager="+serverFieldManager, "application/json", sc)
+	if err != nil {
+		return err
+	}
+	switch code {
+	case http.StatusCreated:
+	case http.StatusConflict: // it exists
+		if code, body, err = s.loopbackRequest(ctx, http.MethodGet, base+"/"+defaultServiceCIDRName, "", nil); err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("read the default service CIDR: %d %s", code, body)
+		}
+	default:
+		return fmt.Errorf("create the default service CIDR: %d %s", code, body)
+	}
+	if err := json.Unmarshal(body, sc); err != nil {
+		return fmt.Errorf("read the default service CIDR: %w", err)
+	}
+	if c := apimeta.FindStatusCondition(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady); c != nil && c.Status != metav1.ConditionUnknown {
+		return nil
+	}
+	apply := map[string]any{"apiVersion": networkingv1.SchemeGroupVersion.String(), "kind": "ServiceCIDR",
+		"metadata": map[string]any{"name": defaultServiceCIDRName},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": networkingv1.ServiceCIDRConditionReady, "status": metav1.ConditionTrue,
+			"message": "Kubernetes default Service CIDR is ready", "lastTransitionTime": metav1.NewTime(s.now())}}}}
+	code, body, err = s.loopbackRequest(ctx, http.MethodPatch, base+"/"+defaultServiceCIDRName+"/status?force=true&fieldManager="+serviceCIDRControllerName,
+		string(types.ApplyPatchType), apply)
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("mark the default service CIDR ready: %d %s", code, body)
+	}
+	return nil
+}
+
+// loopbackRequest serves a request of the server's own, as its loopback
+// client, body (if any) sent as JSON, and returns the answer.
+func (s *Server) loopbackRequest(ctx context.Context, method, path, contentType string, body any) (int, []byte, error) {
+	var r io.Reader = http.NoBody
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(WithLoopback(ctx), method, path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.Bytes(), nil
 }
