@@ -27,6 +27,8 @@
 //     "attest" on the signer;
 //   - CertificateSubjectRestriction: no request to the
 //     kube-apiserver-client signer for the system:masters group;
+//   - DefaultIngressClass: an Ingress naming no class gets the default
+//     IngressClass's name;
 //   - ResourceQuota: a write within a namespace's ResourceQuotas is
 //     charged to them, one beyond them refused;
 //   - ServiceAccounts: a controller that gives every namespace its "default"
@@ -75,7 +77,8 @@ var (
 func Chain(st store.Store) []apiserver.Admission {
 	return []apiserver.Admission{LimitRanger(), ServiceAccount(st), TaintNodesByCondition(), PodSecurity(st), Priority(st),
 		DefaultTolerationSeconds(), DefaultStorageClass(st), StorageObjectInUseProtection(), PersistentVolumeClaimResize(st),
-		RuntimeClass(st), CertificateApproval(), CertificateSigning(), ClusterTrustBundleAttest(), CertificateSubjectRestriction(), ResourceQuota(st)}
+		RuntimeClass(st), CertificateApproval(), CertificateSigning(), ClusterTrustBundleAttest(), CertificateSubjectRestriction(),
+		DefaultIngressClass(st), ResourceQuota(st)}
 }
 
 // ServiceAccount gives a new pod the service account of its namespace, as
