@@ -33,6 +33,10 @@ import (
 // Server is a Kubernetes-compatible API server over a store.Store.
 type Server struct {
 	cfg    Config
+	// system serves the server's own writes at start (the default
+	// ServiceCIDR), as its loopback client, past authorization, as
+	// kube-apiserver's authorizer lets system:masters do anything.
+	system http.Handler
 	log    *slog.Logger
 	now    func() time.Time
 	scheme *runtime.Scheme
@@ -304,6 +308,7 @@ func (s *Server) buildHandler() http.Handler {
 	mux.HandleFunc("/apis/{group}/{version}/*", s.withRequestMetrics(s.serveResource))
 
 	var h http.Handler = mux
+	s.system = s.withRequestInfo(s.withAuthentication(mux))
 	h = s.withAuthorization(h)
 	h = s.withImpersonation(h)
 	h = s.withAuthentication(h)

@@ -74,7 +74,7 @@ const (
 // ensureDefaultServiceCIDR creates the default ServiceCIDR when it is
 // missing and, as kube's controller does by a forced apply of the status,
 // sets its Ready condition when it has none. It writes through the
-// server's own handler, so the object is written, and its fields owned,
+// server's own routes, so the object is written, and its fields owned,
 // as those of kube's loopback client and controller are.
 func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
 	if _, ok := s.registry().get(ServiceCIDRsGVR); !ok {
@@ -141,6 +141,6 @@ func (s *Server) loopbackRequest(ctx context.Context, method, path, contentType 
 		req.Header.Set("Content-Type", contentType)
 	}
 	rec := httptest.NewRecorder()
-	s.handler.ServeHTTP(rec, req)
+	s.system.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes(), nil
 }
