@@ -21,7 +21,6 @@ var notYetClosed = map[string]string{
 	"discovery/apis":            "kube-apiserver serves API groups kubegate does not (networking, storage, …)",
 	"discovery/core-v1":         "kube-apiserver serves core resources kubegate does not (componentstatuses, persistent volumes, resource quotas, …)",
 	"job/update-template":       "a Job's immutable template is shown in its v1 form; kube-apiserver shows its internal form (Go field names, no omitted fields, ObjectMeta inlined)",
-	"kubectl/create-ingress":    "Ingresses (networking.k8s.io) are not served: kubectl gets kube's \"could not find the requested resource\"",
 	"kubectl/api-resources":     "kube-apiserver serves API groups and resources kubegate does not",
 	"kubectl/api-versions":      "kube-apiserver serves API groups kubegate does not",
 }

@@ -582,6 +582,7 @@ func operations() []op {
 	add(corekindsOps()...)
 	add(resourceOps()...)
 	add(certificateOps()...)
+	add(networkingOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
