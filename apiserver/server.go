@@ -118,6 +118,7 @@ func New(c Config) (*Server, error) {
 	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
+	s.holdIPsWithIPAddresses()
 	reg := c.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -143,4 +144,32 @@ func (s *Server) loopbackRequest(ctx context.Context, method, path, contentType 
 	rec := httptest.NewRecorder()
 	s.system.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.Bytes(), nil
+}
+
+// ipAllocatorName is the manager kube-apiserver's cluster IP allocator
+// labels the IPAddresses it creates with.
+const ipAllocatorName = "ipallocator.k8s.io"
+
+// holdIPsWithIPAddresses makes the allocator hold each Service's cluster
+// IP with an IPAddress named by it, when the server serves them, as
+// kube-apiserver's allocator does (D.16): created with the Service's
+// reservation, labelled with its family and manager, its parent the
+// Service, and deleted when the Service gives the address back.
+func (s *Server) holdIPsWithIPAddresses() {
+	res, ok := s.registry().get(IPAddressesGVR)
+	if !ok {
+		return
+	}
+	al := s.svcAlloc
+	al.ipPrefix = Key(IPAddressesGVR, "", "")
+	al.createIP = func(ctx context.Context, ip netip.Addr, svc metav1.Object) error {
+		obj := &networkingv1.IPAddress{
+			ObjectMeta: metav1.ObjectMeta{Name: ip.String(), Labels: map[string]string{
+				networkingv1.LabelIPAddressFamily: string(al.family), networkingv1.LabelManagedBy: ipAllocatorName}},
+			Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{
+				Resource: servicesGVR.Resource, Namespace: svc.GetNamespace(), Name: svc.GetName()}},
+		}
+		_, err := s.createStored(ctx, res, obj)
+		return err
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubegate/kubegate/store"
@@ -76,6 +77,12 @@ type serviceAllocator struct {
 	first, upper, last netip.Addr
 	ports              PortRange
 	portUpper          int // the same split of the node ports (KEP-3668)
+	// ipPrefix is where the addresses in use are kept, each under its
+	// own key; createIP, when set, reserves one by creating its object
+	// there (an IPAddress, D.16), and an error for an object that exists
+	// is an AlreadyExists StatusError. nil: the key holds the owner.
+	ipPrefix string
+	createIP func(ctx context.Context, ip netip.Addr, svc metav1.Object) error
 }
 
 func newServiceAllocator(st store.Store, cidr netip.Prefix, ports PortRange) (*serviceAllocator, error) {
@@ -84,7 +91,7 @@ func newServiceAllocator(st store.Store, cidr netip.Prefix, ports PortRange) (*s
 	if cidr.Addr().Is4() && hostBits < 2 || cidr.Addr().Is6() && cidr.Bits() < 64 {
 		return nil, fmt.Errorf("service CIDR %s: want an IPv4 range with at least 2 addresses or an IPv6 one of /64 or longer", cidr)
 	}
-	al := &serviceAllocator{st: st, cidr: cidr, family: corev1.IPv4Protocol, ports: ports}
+	al := &serviceAllocator{st: st, cidr: cidr, family: corev1.IPv4Protocol, ports: ports, ipPrefix: serviceIPPrefix}
 	if cidr.Addr().Is6() {
 		al.family = corev1.IPv6Protocol
 	}
@@ -226,6 +233,20 @@ func (a *allocation) reserve(key string, svc metav1.Object) (exists bool, err er
 	return false, nil
 }
 
+// reserveIP reserves ip for svc, by its key or its object; exists
+// reports that another holds it.
+func (a *allocation) reserveIP(ip netip.Addr, svc metav1.Object) (exists bool, err error) {
+	key := a.al.ipPrefix + ip.String()
+	if a.al.createIP == nil {
+		return a.reserve(key, svc)
+	}
+	if err := a.al.createIP(a.ctx, ip, svc); err != nil {
+		return apierrors.IsAlreadyExists(err), err
+	}
+	a.added = append(a.added, key)
+	return false, nil
+}
+
 // Family is the IP family of the service range.
 func (a *allocation) Family() corev1.IPFamily { return a.al.family }
 
@@ -242,7 +263,7 @@ func (a *allocation) IP(svc metav1.Object, ip netip.Addr) error {
 	if a.dry {
 		return nil
 	}
-	if exists, err := a.reserve(serviceIPPrefix+ip.String(), svc); exists {
+	if exists, err := a.reserveIP(ip, svc); exists {
 		return errIPAllocated
 	} else if err != nil {
 		return err
@@ -258,7 +279,7 @@ func (a *allocation) NextIP(svc metav1.Object) (netip.Addr, error) {
 		// network address.
 		return a.al.cidr.Addr(), nil
 	}
-	taken, err := a.taken(serviceIPPrefix)
+	taken, err := a.taken(a.al.ipPrefix)
 	if err != nil {
 		return netip.Addr{}, err
 	}
@@ -270,11 +291,10 @@ func (a *allocation) NextIP(svc metav1.Object) (netip.Addr, error) {
 		start := rand.Uint64N(n)
 		for i := uint64(0); i < n; i++ {
 			ip := addAddr(band[0], (start+i)%n)
-			key := serviceIPPrefix + ip.String()
-			if taken[key] {
+			if taken[a.al.ipPrefix+ip.String()] {
 				continue
 			}
-			exists, err := a.reserve(key, svc)
+			exists, err := a.reserveIP(ip, svc)
 			if exists {
 				continue // taken since the list
 			}
@@ -389,7 +409,7 @@ func (a *allocation) NextPort(svc metav1.Object) (int32, error) {
 // ReleaseIP gives back ip once the write succeeds.
 func (a *allocation) ReleaseIP(ip string) {
 	if addr, err := netip.ParseAddr(ip); err == nil {
-		a.release = append(a.release, serviceIPPrefix+addr.Unmap().String())
+		a.release = append(a.release, a.al.ipPrefix+addr.Unmap().String())
 	}
 }
 

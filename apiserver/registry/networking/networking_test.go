@@ -165,3 +165,34 @@ func TestServiceCIDRsAndIPAddresses_D16(t *testing.T) {
 		t.Errorf("rows = %v", rows)
 	}
 }
+
+// A Service's cluster IP is held by an IPAddress named by it, which goes
+// with the Service; the kubernetes Service's is there from the start.
+func TestServiceClusterIPsAreIPAddresses_D16(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	code, body := rt.Do(t, srv, http.MethodGet, ipAddresses+"/10.96.0.1", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("get the kubernetes Service's address: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{"spec.parentRef": `{"name":"kubernetes","namespace":"default","resource":"services"}`})
+	const services = "/api/v1/namespaces/default/services"
+	rt.Create(t, srv, [2]string{services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"clusterIP":"10.96.0.50","ports":[{"port":80}]}}`})
+	code, body = rt.Do(t, srv, http.MethodGet, ipAddresses+"/10.96.0.50", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("get the Service's address: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{
+		"metadata.labels": `{"ipaddress.kubernetes.io/ip-family":"IPv4","ipaddress.kubernetes.io/managed-by":"ipallocator.k8s.io"}`,
+		"spec.parentRef":  `{"name":"web","namespace":"default","resource":"services"}`})
+	code, body = rt.Do(t, srv, http.MethodPost, services, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"twin"},"spec":{"clusterIP":"10.96.0.50","ports":[{"port":80}]}}`, nil)
+	if code != http.StatusUnprocessableEntity {
+		t.Errorf("a Service asking for a held address: %d %s, want 422", code, body)
+	}
+	if code, body = rt.Do(t, srv, http.MethodDelete, services+"/web", "", nil); code != http.StatusOK {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	if code, body = rt.Do(t, srv, http.MethodGet, ipAddresses+"/10.96.0.50", "", nil); code != http.StatusNotFound {
+		t.Errorf("the deleted Service's address: %d %s, want 404", code, body)
+	}
+}
