@@ -32,7 +32,7 @@ import (
 
 // Server is a Kubernetes-compatible API server over a store.Store.
 type Server struct {
-	cfg    Config
+	cfg Config
 	// system serves the server's own writes at start (the default
 	// ServiceCIDR), as its loopback client, past authorization, as
 	// kube-apiserver's authorizer lets system:masters do anything.
