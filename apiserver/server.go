@@ -148,8 +148,9 @@ func New(c Config) (*Server, error) {
 	}
 	s.handler = s.buildHandler()
 	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
-		cancel()
-		return nil, err
+		// Admission may not be ready before New returns; kube's
+		// controller, too, writes it once the server serves.
+		go s.retryDefaultServiceCIDR(ctx, err)
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -120,6 +121,23 @@ func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
 		return fmt.Errorf("mark the default service CIDR ready: %d %s", code, body)
 	}
 	return nil
+}
+
+// retryDefaultServiceCIDR tries ensureDefaultServiceCIDR again, waiting
+// longer each time up to 5 s, until it succeeds or ctx ends; err is why
+// the first try failed.
+func (s *Server) retryDefaultServiceCIDR(ctx context.Context, err error) {
+	for wait := 50 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
+		s.log.Debug("default service CIDR not written yet", "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		err = s.ensureDefaultServiceCIDR(ctx)
+	}
 }
 
 // loopbackRequest serves a request of the server's own, as its loopback
