@@ -270,7 +270,7 @@ func validateTypedReference(r *corev1.TypedLocalObjectReference, path *field.Pat
 // pathSegment requires v and checks that it may be a path segment.
 func pathSegment(path *field.Path, v string) field.ErrorList {
 	if v == "" {
-		return field.ErrorList{field.Required(path, "")}
+		return field.ErrorList{field.Required(path, "").MarkCoveredByDeclarative()}
 	}
 	var errs field.ErrorList
 	for _, msg := range content.IsPathSegmentName(v) {

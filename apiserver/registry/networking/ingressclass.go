@@ -47,7 +47,7 @@ func validateIngressClass(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, field.TooLong(spec.Child("controller"), "", maxControllerLength))
 	}
 	errs = append(errs, validation.IsDomainPrefixedPath(spec.Child("controller"), ic.Spec.Controller)...)
-	return append(errs, validateParameters(ic.Spec.Parameters, spec.Child("parameters"))...)
+	return declarativeLast(append(errs, validateParameters(ic.Spec.Parameters, spec.Child("parameters"))...))
 }
 
 var parameterScopes = []string{networkingv1.IngressClassParametersReferenceScopeCluster, networkingv1.IngressClassParametersReferenceScopeNamespace}

@@ -9,6 +9,7 @@ package networking
 
 import (
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/apiserver"
 )
@@ -21,3 +22,18 @@ func Resources() []*apiserver.Resource {
 }
 
 var gv = networkingv1.SchemeGroupVersion
+
+// declarativeLast puts the errors kube finds by its declarative
+// validation (those marked covered by it) after the others, in the order
+// kube-apiserver reports them.
+func declarativeLast(errs field.ErrorList) field.ErrorList {
+	var out, later field.ErrorList
+	for _, e := range errs {
+		if e.CoveredByDeclarative {
+			later = append(later, e)
+		} else {
+			out = append(out, e)
+		}
+	}
+	return append(out, later...)
+}

@@ -82,14 +82,14 @@ func validateNetworkPolicy(obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, validateRule(r.Ports, r.To, p, p.Child("to"), opts)...)
 	}
 	if len(np.Spec.PolicyTypes) > 2 {
-		return append(errs, field.Invalid(spec.Child("policyTypes"), &np.Spec.PolicyTypes, "may not specify more than two policyTypes"))
+		return declarativeLast(append(errs, field.Invalid(spec.Child("policyTypes"), &np.Spec.PolicyTypes, "may not specify more than two policyTypes")))
 	}
 	for i, t := range np.Spec.PolicyTypes {
 		if t != networkingv1.PolicyTypeIngress && t != networkingv1.PolicyTypeEgress {
 			errs = append(errs, field.NotSupported(spec.Child("policyTypes").Index(i), t, []string{string(networkingv1.PolicyTypeIngress), string(networkingv1.PolicyTypeEgress)}))
 		}
 	}
-	return errs
+	return declarativeLast(errs)
 }
 
 // policyCIDRs lists every CIDR of the policy's ipBlocks.
@@ -184,7 +184,7 @@ func validatePeer(peer *networkingv1.NetworkPolicyPeer, path *field.Path, opts p
 // and excepts that are strict subsets of it.
 func validateIPBlock(b *networkingv1.IPBlock, path *field.Path, oldCIDRs []string) field.ErrorList {
 	if b.CIDR == "" {
-		return field.ErrorList{field.Required(path.Child("cidr"), "")}
+		return field.ErrorList{field.Required(path.Child("cidr"), "").MarkCoveredByDeclarative()}
 	}
 	errs := validation.IsValidCIDRForLegacyField(path.Child("cidr"), b.CIDR, true, oldCIDRs)
 	_, cidr, err := netutils.ParseCIDRSloppy(b.CIDR)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,12 +67,16 @@ func validateServiceCIDR(obj, old runtime.Object) field.ErrorList {
 	return field.ErrorList{field.Invalid(path, cidrs, apivalidation.FieldImmutableErrorMsg)}
 }
 
+// internalServiceCIDRSpec is kube's internal ServiceCIDRSpec, which the
+// error for too many CIDRs shows with its Go field name.
+type internalServiceCIDRSpec struct{ CIDRs []string }
+
 func validateCIDRs(cidrs []string, path *field.Path) field.ErrorList {
 	switch {
 	case len(cidrs) == 0:
 		return field.ErrorList{field.Required(path, "at least one CIDR required")}
 	case len(cidrs) > 2:
-		return field.ErrorList{field.Invalid(path, networkingv1.ServiceCIDRSpec{CIDRs: cidrs}, "may only hold up to 2 values")}
+		return field.ErrorList{field.Invalid(path, internalServiceCIDRSpec{CIDRs: cidrs}, "may only hold up to 2 values")}
 	}
 	var errs field.ErrorList
 	for i, c := range cidrs {
@@ -120,7 +125,11 @@ func validateIPAddress(obj, old runtime.Object) field.ErrorList {
 	ip := obj.(*networkingv1.IPAddress)
 	path := field.NewPath("spec", "parentRef")
 	if o, ok := old.(*networkingv1.IPAddress); ok {
-		return apivalidation.ValidateImmutableField(ip.Spec.ParentRef, o.Spec.ParentRef, path)
+		// kube's declarative check says so without the value.
+		if !apiequality.Semantic.DeepEqual(ip.Spec.ParentRef, o.Spec.ParentRef) {
+			return field.ErrorList{field.Invalid(path, nil, apivalidation.FieldImmutableErrorMsg)}
+		}
+		return nil
 	}
 	ref := ip.Spec.ParentRef
 	if ref == nil {
@@ -137,7 +146,7 @@ func validateIPAddress(obj, old runtime.Object) field.ErrorList {
 	if ref.Namespace != "" {
 		errs = append(errs, pathSegment(path.Child("namespace"), ref.Namespace)...)
 	}
-	return errs
+	return declarativeLast(errs)
 }
 
 // ipAddressTable has kube's two columns for IPAddresses, and its rows
