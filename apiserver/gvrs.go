@@ -28,7 +28,7 @@ var (
 	LimitRangesGVR = corev1.SchemeGroupVersion.WithResource("limitranges")
 	// ServiceCIDRsGVR is where service CIDRs are served
 	// (apiserver/registry/networking); the server creates the default
-	// one, "kubernetes", from its service cluster IP range (D.16).
+	// one, "kubernetes", from its service cluster IP range (D.19).
 	ServiceCIDRsGVR = networkingv1.SchemeGroupVersion.WithResource("servicecidrs")
 	// IPAddressesGVR is where IP addresses are served
 	// (apiserver/registry/networking).

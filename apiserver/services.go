@@ -67,7 +67,7 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 
 // The default ServiceCIDR, "kubernetes", which kube-apiserver's
 // default-service-cidr controller creates from its service cluster IP
-// range and marks Ready (D.16).
+// range and marks Ready (D.19).
 const (
 	defaultServiceCIDRName    = "kubernetes"
 	serviceCIDRControllerName = "kubernetes-service-cidr-controller"
@@ -170,7 +170,7 @@ const ipAllocatorName = "ipallocator.k8s.io"
 
 // holdIPsWithIPAddresses makes the allocator hold each Service's cluster
 // IP with an IPAddress named by it, when the server serves them, as
-// kube-apiserver's allocator does (D.16): created with the Service's
+// kube-apiserver's allocator does (D.19): created with the Service's
 // reservation, labelled with its family and manager, its parent the
 // Service, and deleted when the Service gives the address back.
 func (s *Server) holdIPsWithIPAddresses() {

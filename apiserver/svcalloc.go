@@ -79,7 +79,7 @@ type serviceAllocator struct {
 	portUpper          int // the same split of the node ports (KEP-3668)
 	// ipPrefix is where the addresses in use are kept, each under its
 	// own key; createIP, when set, reserves one by creating its object
-	// there (an IPAddress, D.16), and an error for an object that exists
+	// there (an IPAddress, D.19), and an error for an object that exists
 	// is an AlreadyExists StatusError. nil: the key holds the owner.
 	ipPrefix string
 	createIP func(ctx context.Context, ip netip.Addr, svc metav1.Object) error

@@ -21,7 +21,7 @@ var (
 const ingressClassAnnotation = "kubernetes.io/ingress.class"
 
 // DefaultIngressClass is kube-apiserver's DefaultIngressClass plugin
-// (D.16): a new Ingress that names no class, by ingressClassName or by
+// (D.19): a new Ingress that names no class, by ingressClassName or by
 // the deprecated annotation, gets the default IngressClass's name, the
 // newest if several are annotated default, none if there is none.
 func DefaultIngressClass(st store.Store) apiserver.Admission {

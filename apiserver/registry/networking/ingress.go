@@ -56,7 +56,7 @@ type ingressOptions struct {
 	invalidSecretName, invalidWildcardRule bool
 }
 
-// validateIngress is kube's Ingress validation (D.16): a default backend
+// validateIngress is kube's Ingress validation (D.19): a default backend
 // or rules; hosts that are DNS names (a wildcard only as the first
 // label) and not IPs; HTTP paths with a pathType and, for Exact and
 // Prefix, an absolute path without // /./ /../ or an encoded slash;

@@ -1,5 +1,5 @@
 // Package networking is the networking.k8s.io/v1 API group, with
-// kube-apiserver's validation, defaults and Tables (D.16): Ingresses and
+// kube-apiserver's validation, defaults and Tables (D.19): Ingresses and
 // the IngressClasses they name, NetworkPolicies, and the ServiceCIDRs
 // and IPAddresses of Services' cluster IPs. The DefaultIngressClass
 // admission plugin (apiserver/admission) gives an Ingress that names no

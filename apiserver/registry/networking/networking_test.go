@@ -29,7 +29,7 @@ func inv(field, msg string) metav1.StatusCause {
 	return rt.Cause(metav1.CauseTypeFieldValueInvalid, field, msg)
 }
 
-func TestIngressValidation_D16(t *testing.T) {
+func TestIngressValidation_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	tests := []struct {
@@ -61,7 +61,7 @@ func TestIngressValidation_D16(t *testing.T) {
 	}
 }
 
-func TestIngressStatusAndTable_D16(t *testing.T) {
+func TestIngressStatusAndTable_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	rt.Create(t, srv, [2]string{ingresses, manifest("Ingress", "web", "", `"spec":{"tls":[{"hosts":["a.example.com"]}],"rules":[`+
@@ -81,7 +81,7 @@ func TestIngressStatusAndTable_D16(t *testing.T) {
 		inv("status.loadBalancer.ingress[0].hostname", `Invalid value: "10.0.0.3": must be a DNS name, not an IP address`))
 }
 
-func TestDefaultIngressClass_D16(t *testing.T) {
+func TestDefaultIngressClass_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	rt.Create(t, srv, [2]string{classes, manifest("IngressClass", "nginx", `,"annotations":{"ingressclass.kubernetes.io/is-default-class":"true"}`,
@@ -111,7 +111,7 @@ func TestDefaultIngressClass_D16(t *testing.T) {
 		inv("spec.controller", `Invalid value: "example.com/other": field is immutable`))
 }
 
-func TestNetworkPolicy_D16(t *testing.T) {
+func TestNetworkPolicy_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, http.MethodPost, policies, manifest("NetworkPolicy", "np", "",
@@ -134,7 +134,7 @@ func TestNetworkPolicy_D16(t *testing.T) {
 	}
 }
 
-func TestServiceCIDRsAndIPAddresses_D16(t *testing.T) {
+func TestServiceCIDRsAndIPAddresses_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, http.MethodGet, serviceCIDRs+"/kubernetes", "", nil)
@@ -168,7 +168,7 @@ func TestServiceCIDRsAndIPAddresses_D16(t *testing.T) {
 
 // A Service's cluster IP is held by an IPAddress named by it, which goes
 // with the Service; the kubernetes Service's is there from the start.
-func TestServiceClusterIPsAreIPAddresses_D16(t *testing.T) {
+func TestServiceClusterIPsAreIPAddresses_D19(t *testing.T) {
 	t.Parallel()
 	srv := apiservertest.Start(t)
 	code, body := rt.Do(t, srv, http.MethodGet, ipAddresses+"/10.96.0.1", "", nil)

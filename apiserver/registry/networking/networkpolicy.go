@@ -58,7 +58,7 @@ type policyOptions struct {
 	oldCIDRs []string
 }
 
-// validateNetworkPolicy is kube's NetworkPolicy validation (D.16): valid
+// validateNetworkPolicy is kube's NetworkPolicy validation (D.19): valid
 // selectors, ports (a protocol of TCP, UDP or SCTP; a number with an
 // endPort not below it, or a name without one), peers of exactly one
 // ipBlock or of pod and namespace selectors, ipBlocks whose except are
