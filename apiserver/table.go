@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"sort"
 	"strconv"
 	"time"
 
@@ -36,6 +37,9 @@ type TableDef struct {
 	// MarkList changes the cells of a list's rows by what the list holds
 	// as a whole (the default StorageClass's name); nil for nothing.
 	MarkList func(items []runtime.Object, rows []metav1.TableRow)
+	// Less orders a list's rows, as kube's printer of the kind sorts them
+	// (FlowSchemas by matching precedence); nil: in the list's order.
+	Less func(a, b runtime.Object) bool
 }
 
 // objectMetaDoc holds the API documentation of metadata fields, which kube
@@ -147,6 +151,9 @@ func (s *Server) tableOf(tr *tableRequest, res *Resource, obj runtime.Object, kv
 	}
 	if len(kvs) != len(items) {
 		kvs = nil
+	}
+	if def.Less != nil {
+		items, kvs = sortedRows(def.Less, items, kvs)
 	}
 	now := s.now()
 	t.Rows = make([]metav1.TableRow, len(items))
@@ -272,4 +279,26 @@ func (e *rowEncoder) metadata(obj runtime.Object, hidden []string) ([]byte, erro
 		return nil, err
 	}
 	return append(e.alloc(len(b))[:0], b...), nil
+}
+
+// sortedRows returns items, and kvs with them when not nil, ordered by
+// less, leaving the list as it was.
+func sortedRows(less func(a, b runtime.Object) bool, items []runtime.Object, kvs []store.KV) ([]runtime.Object, []store.KV) {
+	idx := make([]int, len(items))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return less(items[idx[a]], items[idx[b]]) })
+	sorted := make([]runtime.Object, len(items))
+	var sortedKVs []store.KV
+	if kvs != nil {
+		sortedKVs = make([]store.KV, len(kvs))
+	}
+	for i, j := range idx {
+		sorted[i] = items[j]
+		if kvs != nil {
+			sortedKVs[i] = kvs[j]
+		}
+	}
+	return sorted, sortedKVs
 }

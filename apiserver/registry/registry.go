@@ -19,6 +19,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/core"
 	"github.com/kubegate/kubegate/apiserver/registry/discovery"
 	"github.com/kubegate/kubegate/apiserver/registry/events"
+	"github.com/kubegate/kubegate/apiserver/registry/flowcontrol"
 	"github.com/kubegate/kubegate/apiserver/registry/networking"
 	"github.com/kubegate/kubegate/apiserver/registry/node"
 	"github.com/kubegate/kubegate/apiserver/registry/policy"
@@ -26,6 +27,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver/registry/resource"
 	"github.com/kubegate/kubegate/apiserver/registry/scheduling"
 	"github.com/kubegate/kubegate/apiserver/registry/storage"
+	"github.com/kubegate/kubegate/apiserver/registry/storagemigration"
 )
 
 // Resources returns the resources of every group here, each a new value:
@@ -50,6 +52,8 @@ func Resources() []*apiserver.Resource {
 		storage.Resources,
 		resource.Resources,
 		networking.Resources,
+		flowcontrol.Resources,
+		storagemigration.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
