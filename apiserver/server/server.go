@@ -295,6 +295,14 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		s.Listener.Close()
 		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
 	}
+	stopFlowSchemaStatus, err := StartFlowSchemaStatus(ctx, s.LoopbackConfig(), logger)
+	if err != nil {
+		s.stopCRDControllers()
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the flowschema status controller: %w", err)
+	}
+	stopCRD := s.stopCRDControllers
+	s.stopCRDControllers = func() { stopFlowSchemaStatus(); stopCRD() }
 	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
 		s.stopCRDControllers()
 		s.Listener.Close()
