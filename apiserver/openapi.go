@@ -368,7 +368,14 @@ func swaggerDoc(t reflect.Type) map[string]string {
 	if d, ok := reflect.Zero(t).Interface().(documented); ok {
 		return d.SwaggerDoc()
 	}
-	return nil
+	return undocumented[typeKey(t)]
+}
+
+// undocumented describes the types kube's OpenAPI definitions describe
+// that have no SwaggerDoc method.
+var undocumented = map[string]map[string]string{
+	"k8s.io/apimachinery/pkg/apis/meta/v1.GroupResource": {"": "GroupResource specifies a Group and a Resource, but does not force a version.  " +
+		"This is useful for identifying concepts during lookup stages without having partially valid types"},
 }
 
 // openAPIEnum is a string type marked +enum: its values and the lines

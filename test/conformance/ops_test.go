@@ -583,6 +583,7 @@ func operations() []op {
 	add(resourceOps()...)
 	add(certificateOps()...)
 	add(networkingOps()...)
+	add(flowControlOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")

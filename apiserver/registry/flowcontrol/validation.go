@@ -89,7 +89,10 @@ func validateFlowSchema(obj, _ runtime.Object) field.ErrorList {
 		errs = append(errs, field.Invalid(mp, spec.MatchingPrecedence, "only the schema named 'exempt' may have matchingPrecedence 1"))
 	}
 	if dm := spec.DistinguisherMethod; dm != nil && !slices.Contains(distinguisherMethods, string(dm.Type)) {
-		errs = append(errs, field.NotSupported(specPath.Child("distinguisherMethod", "type"), dm, distinguisherMethods))
+		// kube quotes its internal method, whose field has no JSON name.
+		errs = append(errs, field.NotSupported(specPath.Child("distinguisherMethod", "type"), struct {
+			Type flowcontrolv1.FlowDistinguisherMethodType
+		}{dm.Type}, distinguisherMethods))
 	}
 	plPath := specPath.Child("priorityLevelConfiguration", "name")
 	if name := spec.PriorityLevelConfiguration.Name; name == "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	storagemigrationv1 "k8s.io/api/storagemigration/v1"
+	storagemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -32,6 +33,8 @@ func Resources() []*apiserver.Resource {
 		Singular: "storageversionmigration", Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		ValidateName: apivalidation.NameIsDNSSubdomain, Validate: validateMigration, ValidateStatus: validateMigrationStatus,
 		ResetStatus: resetMigrationStatus, Table: migrationTable,
+		// kube-apiserver stores them as v1beta1.
+		StoredAs: storagemigrationv1beta1.SchemeGroupVersion.WithKind("StorageVersionMigration"),
 	}}
 }
 
@@ -60,7 +63,8 @@ func validateMigration(obj, old runtime.Object) field.ErrorList {
 		}
 	}
 	if o, ok := old.(*storagemigrationv1.StorageVersionMigration); ok && !apiequality.Semantic.DeepEqual(m.Spec, o.Spec) {
-		errs = append(errs, field.Invalid(field.NewPath("spec"), m.Spec, "field is immutable"))
+		// kube quotes its internal spec, whose field has no JSON name.
+		errs = append(errs, field.Invalid(field.NewPath("spec"), struct{ Resource metav1.GroupResource }{m.Spec.Resource}, "field is immutable"))
 	}
 	return errs
 }
