@@ -284,3 +284,23 @@ func discoveryLess(reg *registry, gv schema.GroupVersion, a, b string) bool {
 	}
 	return sa < sb
 }
+
+// GroupPriority is the priority kube-apiserver gives group, which its
+// local APIServices carry as their group priority; false for a group
+// kube does not serve.
+func GroupPriority(group string) (int32, bool) {
+	p, ok := kubeGroupPriority[group]
+	return int32(p), ok
+}
+
+// TypedGroupVersions returns the group versions of the kinds the server
+// serves from its registry, custom resources aside, in no order.
+func (s *Server) TypedGroupVersions() []schema.GroupVersion {
+	var gvs []schema.GroupVersion
+	for g, vs := range s.registry().groupVersions(true) {
+		for _, v := range vs {
+			gvs = append(gvs, schema.GroupVersion{Group: g, Version: v})
+		}
+	}
+	return gvs
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/registry/admissionregistration"
 	"github.com/kubegate/kubegate/apiserver/registry/apiextensions"
+	"github.com/kubegate/kubegate/apiserver/registry/apiregistration"
 	"github.com/kubegate/kubegate/apiserver/registry/apps"
 	"github.com/kubegate/kubegate/apiserver/registry/autoscaling"
 	"github.com/kubegate/kubegate/apiserver/registry/batch"
@@ -54,6 +55,7 @@ func Resources() []*apiserver.Resource {
 		networking.Resources,
 		flowcontrol.Resources,
 		storagemigration.Resources,
+		apiregistration.Resources,
 	} {
 		rs = append(rs, group()...)
 	}
