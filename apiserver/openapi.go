@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	aggregatoropenapi "k8s.io/kube-aggregator/pkg/generated/openapi"
+	"k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 //go:generate go run ../internal/gen/openapimarkers -o zz_generated.openapimarkers.go k8s.io/api/core/v1 k8s.io/api/apps/v1 k8s.io/api/batch/v1 k8s.io/api/certificates/v1 k8s.io/api/authentication/v1 k8s.io/api/authorization/v1 k8s.io/api/autoscaling/v1 k8s.io/api/coordination/v1 k8s.io/api/discovery/v1 k8s.io/api/events/v1 k8s.io/api/policy/v1 k8s.io/api/rbac/v1 k8s.io/api/scheduling/v1 k8s.io/api/admissionregistration/v1 k8s.io/api/autoscaling/v2 k8s.io/api/networking/v1 k8s.io/api/storage/v1 k8s.io/api/node/v1 k8s.io/api/resource/v1 k8s.io/api/flowcontrol/v1 k8s.io/api/storagemigration/v1 k8s.io/apimachinery/pkg/apis/meta/v1
@@ -368,14 +372,33 @@ func swaggerDoc(t reflect.Type) map[string]string {
 	if d, ok := reflect.Zero(t).Interface().(documented); ok {
 		return d.SwaggerDoc()
 	}
-	return undocumented[typeKey(t)]
+	return generatedDoc(t)
 }
 
-// undocumented describes the types kube's OpenAPI definitions describe
-// that have no SwaggerDoc method.
-var undocumented = map[string]map[string]string{
-	"k8s.io/apimachinery/pkg/apis/meta/v1.GroupResource": {"": "GroupResource specifies a Group and a Resource, but does not force a version.  " +
-		"This is useful for identifying concepts during lookup stages without having partially valid types"},
+// generatedDocs are kube-aggregator's generated OpenAPI definitions, which
+// describe the apiregistration types (and the meta/v1 ones they use) that
+// have no SwaggerDoc method, by model name.
+var generatedDocs = sync.OnceValue(func() map[string]common.OpenAPIDefinition {
+	return aggregatoropenapi.GetOpenAPIDefinitions(func(path string) spec.Ref { return spec.MustCreateRef(path) })
+})
+
+// generatedDoc returns t's descriptions from generatedDocs, as
+// swaggerDoc's; nil when t has none there.
+func generatedDoc(t reflect.Type) map[string]string {
+	type named interface{ OpenAPIModelName() string }
+	name := typeKey(t)
+	if n, ok := reflect.Zero(t).Interface().(named); ok {
+		name = n.OpenAPIModelName()
+	}
+	def, ok := generatedDocs()[name]
+	if !ok {
+		return nil
+	}
+	docs := map[string]string{"": def.Schema.Description}
+	for field, prop := range def.Schema.Properties {
+		docs[field] = prop.Description
+	}
+	return docs
 }
 
 // openAPIEnum is a string type marked +enum: its values and the lines
