@@ -301,8 +301,15 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		s.Listener.Close()
 		return nil, fmt.Errorf("start the flowschema status controller: %w", err)
 	}
+	stopAPIServices, err := StartAPIServiceRegistration(ctx, s.LoopbackConfig(), s.Server)
+	if err != nil {
+		stopFlowSchemaStatus()
+		s.stopCRDControllers()
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the apiservice registration: %w", err)
+	}
 	stopCRD := s.stopCRDControllers
-	s.stopCRDControllers = func() { stopFlowSchemaStatus(); stopCRD() }
+	s.stopCRDControllers = func() { stopAPIServices(); stopFlowSchemaStatus(); stopCRD() }
 	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
 		s.stopCRDControllers()
 		s.Listener.Close()
