@@ -584,6 +584,7 @@ func operations() []op {
 	add(certificateOps()...)
 	add(networkingOps()...)
 	add(flowControlOps()...)
+	add(apiRegistrationOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
