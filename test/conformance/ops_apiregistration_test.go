@@ -13,6 +13,13 @@ func apiRegistrationOps() []op {
 	apisvc := func(name, spec string) string {
 		return `{` + kind + `,"metadata":{"name":"` + name + `"},"spec":{` + spec + `}}`
 	}
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crdVersion := func(name string, served, storage bool) string {
+		return fmt.Sprintf(`{"name":%q,"served":%t,"storage":%t,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`, name, served, storage)
+	}
+	widgets := `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.kg-apisvc.example.com"},` +
+		`"spec":{"group":"kg-apisvc.example.com","names":{"plural":"widgets","kind":"Widget"},"scope":"Cluster","versions":[` +
+		crdVersion("v1", true, true) + `,` + crdVersion("v2", false, false) + `]}}`
 	local := []string{"v1.", "v1.apps", "v1.batch", "v1.policy", "v1.rbac.authorization.k8s.io", "v1.flowcontrol.apiserver.k8s.io",
 		"v1.storagemigration.k8s.io", "v1.coordination.k8s.io", "v1.admissionregistration.k8s.io", "v1.apiextensions.k8s.io",
 		"v1.authentication.k8s.io", "v1.authorization.k8s.io", "v1.certificates.k8s.io", "v1.discovery.k8s.io", "v1.events.k8s.io",
@@ -44,6 +51,15 @@ func apiRegistrationOps() []op {
 				`"service":{"port":70000},"insecureSkipTLSVerify":true,"caBundle":"YWJj"`)},
 		{name: "apiregistration/create-name-mismatch", method: "POST", path: apisvcs,
 			body: apisvc("v2.kg.example.com", `"group":"kg.example.com","version":"v1","groupPriorityMinimum":1,"versionPriority":1`)},
+		// A definition's served version gets an APIService while it is
+		// served; one not served gets none.
+		{name: "apiregistration/crd-create", method: "POST", path: crds, body: widgets, project: statusOnly},
+		{name: "apiregistration/crd-apiservice", method: "GET", path: apisvcs + "/v1.kg-apisvc.example.com", project: withoutServerFields,
+			until: func(a answer) bool { return a.status == 200 }},
+		{name: "apiregistration/crd-unserved-apiservice", method: "GET", path: apisvcs + "/v2.kg-apisvc.example.com"},
+		{name: "apiregistration/crd-delete", method: "DELETE", path: crds + "/widgets.kg-apisvc.example.com", project: statusOnly},
+		{name: "apiregistration/crd-apiservice-gone", method: "GET", path: apisvcs + "/v1.kg-apisvc.example.com",
+			until: func(a answer) bool { return a.status == 404 }},
 		{name: "discovery/apiregistration-v1", method: "GET", path: "/apis/apiregistration.k8s.io/v1"},
 		{name: "discovery/apiregistration", method: "GET", path: "/apis/apiregistration.k8s.io"},
 		{name: "discovery/aggregated-apiregistration", method: "GET", path: "/apis", accept: discoveryV2,
