@@ -168,7 +168,7 @@ func TestAggregatedDiscoveryOfTheNamedGroups(t *testing.T) {
 		resources[g.Metadata.Name] = g.Versions[0].Resources
 	}
 	// kube-apiserver's order: by group priority, not by name.
-	if got, want := strings.Join(groups, " "), "apps events.k8s.io authentication.k8s.io autoscaling batch certificates.k8s.io networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io coordination.k8s.io node.k8s.io discovery.k8s.io resource.k8s.io"; got != want {
+	if got, want := strings.Join(groups, " "), "apiregistration.k8s.io apps events.k8s.io authentication.k8s.io autoscaling batch certificates.k8s.io networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io coordination.k8s.io node.k8s.io discovery.k8s.io resource.k8s.io flowcontrol.apiserver.k8s.io storagemigration.k8s.io"; got != want {
 		t.Errorf("groups = %s, want %s", got, want)
 	}
 	for _, c := range []struct{ group, resource, want string }{
@@ -305,7 +305,7 @@ func TestLegacyDiscoveryDocuments(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name)
 	}
-	if got, want := strings.Join(names, " "), "apps events.k8s.io authentication.k8s.io autoscaling batch certificates.k8s.io networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io coordination.k8s.io node.k8s.io discovery.k8s.io resource.k8s.io"; got != want {
+	if got, want := strings.Join(names, " "), "apiregistration.k8s.io apps events.k8s.io authentication.k8s.io autoscaling batch certificates.k8s.io networking.k8s.io policy rbac.authorization.k8s.io storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io coordination.k8s.io node.k8s.io discovery.k8s.io resource.k8s.io flowcontrol.apiserver.k8s.io storagemigration.k8s.io"; got != want {
 		t.Errorf("/apis groups = %s, want %s", got, want)
 	}
 }
