@@ -23,7 +23,7 @@ const autoregisterWorkers = 2
 
 // StartAPIServiceRegistration keeps the local APIServices, as
 // kube-apiserver's autoregister and crd-autoregister controllers do
-// (D.16), with kube-aggregator's autoregister controller as a client of
+// (I.3), with kube-aggregator's autoregister controller as a client of
 // cfg until ctx ends: one for each group version of typed kinds the
 // server serves, written once at start, and one for each served version
 // of a custom resource definition, kept while it is served. stop returns

@@ -1,5 +1,5 @@
 // Package apiregistration is the apiregistration.k8s.io API group:
-// APIServices, which name who serves each group version (D.16). The
+// APIServices, which name who serves each group version (I.3). The
 // server keeps a local APIService for every group version it serves
 // (apiserver/server); one that names a service is validated and stored as
 // kube's aggregator stores it, but kubegate does not proxy to it yet.
@@ -83,7 +83,7 @@ func validateName(name string, _ bool) []string {
 
 // validateAPIService checks the name against the spec, the group and
 // version, the priorities, and what a local or a service's APIService
-// may hold (D.16).
+// may hold (I.3).
 func validateAPIService(obj, _ runtime.Object) field.ErrorList {
 	s := obj.(*apiregistrationv1.APIService)
 	spec := &s.Spec
