@@ -21,6 +21,10 @@ import (
 // kube-apiserver's configuration consumer's.
 const flowSchemaStatusManager = "api-priority-and-fairness-config-consumer-v1"
 
+// syncRetry is how long a failed status write waits before it is tried
+// again, when no change of a schema or a level comes first.
+const syncRetry = time.Second
+
 // StartFlowSchemaStatus keeps every FlowSchema's Dangling condition, as
 // kube-apiserver's priority-and-fairness configuration consumer does
 // (D.14): False with reason Found when the priority level it names
@@ -58,15 +62,18 @@ func StartFlowSchemaStatus(ctx context.Context, cfg *restclient.Config, logger *
 		if !cache.WaitForCacheSync(ctx.Done(), schemas.Informer().HasSynced, levels.Informer().HasSynced) {
 			return
 		}
+		var retry <-chan time.Time
 		for {
+			retry = nil
 			if err := syncDangling(ctx, client, schemas.Lister().List, levels.Lister().List); err != nil {
 				logger.Warn("flowschema status", "err", err)
-				kick(nil)
+				retry = time.After(syncRetry)
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
+			case <-retry:
 			}
 		}
 	}()
