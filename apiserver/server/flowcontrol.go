@@ -27,7 +27,7 @@ const syncRetry = time.Second
 
 // StartFlowSchemaStatus keeps every FlowSchema's Dangling condition, as
 // kube-apiserver's priority-and-fairness configuration consumer does
-// (D.14): False with reason Found when the priority level it names
+// (D.20): False with reason Found when the priority level it names
 // exists, True with reason NotFound when not, applied to the status with
 // the consumer's field manager. It runs as a client of cfg until ctx ends;
 // stop returns once it has stopped.

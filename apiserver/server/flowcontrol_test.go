@@ -22,8 +22,8 @@ func waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)
 }
 
 // A FlowSchema's Dangling condition follows whether its priority level
-// exists, written as kube's configuration consumer (D.14).
-func TestFlowSchemaDanglingCondition_D14(t *testing.T) {
+// exists, written as kube's configuration consumer (D.20).
+func TestFlowSchemaDanglingCondition_D20(t *testing.T) {
 	t.Parallel()
 	s := startServer(t)
 	cs, err := kubernetes.NewForConfig(s.LoopbackConfig())

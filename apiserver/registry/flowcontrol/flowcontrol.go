@@ -1,7 +1,7 @@
 // Package flowcontrol is the flowcontrol.apiserver.k8s.io API group:
 // FlowSchemas, which sort requests into priority levels, and
 // PriorityLevelConfigurations, which say how much of the server each level
-// may use (D.14). kube-apiserver's mandatory and suggested configuration
+// may use (D.20). kube-apiserver's mandatory and suggested configuration
 // exists from the start, as kube's configuration producer keeps it, with
 // the Dangling condition kube's configuration consumer writes. kubegate
 // stores and validates them and enforces nothing: no request is queued or
@@ -56,7 +56,7 @@ func resetPriorityLevelStatus(obj, old runtime.Object) {
 const danglingType = flowcontrolv1.FlowSchemaConditionDangling
 
 // initialFlowSchemas are kube-apiserver's mandatory and suggested
-// FlowSchemas, with their autoupdate-spec annotation (D.14).
+// FlowSchemas, with their autoupdate-spec annotation (D.20).
 func initialFlowSchemas() []runtime.Object {
 	var objs []runtime.Object
 	for _, fs := range append(append([]*flowcontrolv1.FlowSchema{}, bootstrap.MandatoryFlowSchemas...), bootstrap.SuggestedFlowSchemas...) {

@@ -25,8 +25,8 @@ func priorityLevel(name, spec string) string {
 
 // kube-apiserver's mandatory and suggested configuration is there from
 // the start, annotated for update, and the mandatory specs are fixed
-// (D.14).
-func TestBootstrapConfiguration_D14(t *testing.T) {
+// (D.20).
+func TestBootstrapConfiguration_D20(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	code, body := rt.Do(t, ts, http.MethodGet, pls+"/global-default", "", nil)
@@ -53,8 +53,8 @@ func TestBootstrapConfiguration_D14(t *testing.T) {
 }
 
 // A FlowSchema and a PriorityLevelConfiguration get kube's defaults and
-// refusals (D.14).
-func TestFlowSchemaAndLevelValidation_D14(t *testing.T) {
+// refusals (D.20).
+func TestFlowSchemaAndLevelValidation_D20(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	code, body := rt.Do(t, ts, http.MethodPost, pls, priorityLevel("mine", `"type":"Limited","limited":{"limitResponse":{"type":"Queue","queuing":{}}}`), nil)

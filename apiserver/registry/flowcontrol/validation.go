@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The limits and sets kube validates against (D.14).
+// The limits and sets kube validates against (D.20).
 const (
 	maxMatchingPrecedence = 10000
 	maxQueues             = 10 * 1000 * 1000

@@ -1,6 +1,6 @@
 // Package storagemigration is the storagemigration.k8s.io API group:
 // StorageVersionMigrations, which ask for every object of a resource to be
-// written again in its storage version (D.15). kubegate validates and
+// written again in its storage version (D.21). kubegate validates and
 // stores them; no migration controller runs, so their status is what
 // writers of the status subresource put there.
 package storagemigration

@@ -17,8 +17,8 @@ func migration(name, resource string) string {
 }
 
 // A migration names a valid group resource, which never changes; its
-// status keeps its resourceVersion and its final conditions (D.15).
-func TestStorageVersionMigrations_D15(t *testing.T) {
+// status keeps its resourceVersion and its final conditions (D.21).
+func TestStorageVersionMigrations_D21(t *testing.T) {
 	t.Parallel()
 	ts := apiservertest.Start(t)
 	rt.Create(t, ts, [2]string{svms, migration("m", `{"group":"apps","resource":"deployments"}`)})
