@@ -526,10 +526,10 @@ func (s *Server) escalationChecked(res *Resource, sub string) bool {
 	return s.cfg.Escalation != nil && res.GVR.Group == rbacv1.GroupName && sub == ""
 }
 
-// onlyGCFieldsChange reports whether obj differs from old in nothing but
+// OnlyGCFieldsChange reports whether obj differs from old in nothing but
 // owner references and finalizers (and managed fields), the fields the
 // garbage collector changes.
-func onlyGCFieldsChange(obj, old runtime.Object) bool {
+func OnlyGCFieldsChange(obj, old runtime.Object) bool {
 	oldAcc, err := meta.Accessor(old)
 	if err != nil {
 		return false
@@ -732,7 +732,7 @@ func (q *request) admitUpdate(obj, old runtime.Object, sent *metav1.ObjectMeta, 
 	// and finalizers) is not checked for escalation; the object is
 	// compared as mutating admission left it, with the system fields the
 	// request sent rather than those the server set (C.2).
-	if !q.s.escalationChecked(q.res, q.sub) || !onlyGCFieldsChange(withSystemFields(obj, sent), old) {
+	if !q.s.escalationChecked(q.res, q.sub) || !OnlyGCFieldsChange(withSystemFields(obj, sent), old) {
 		if err := q.s.checkEscalation(q.ctx(), q.res, q.sub, q.user(), obj, old, q.ns); err != nil {
 			return nil, false, err
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/authz"
@@ -38,23 +37,11 @@ func (p *attestCheck) Validate(ctx context.Context, a *apiserver.AdmissionAttrib
 	if !ok {
 		return forbidden(a, fmt.Errorf("expected type ClusterTrustBundle, got: %T", a.OldObject))
 	}
-	if b.Spec.SignerName == "" || a.Operation == apiserver.Update && onlyGCFieldsChanged(b, a.OldObject) {
+	if b.Spec.SignerName == "" || a.Operation == apiserver.Update && a.OldObject != nil && apiserver.OnlyGCFieldsChange(b, a.OldObject) {
 		return nil
 	}
 	if !AuthorizedForSigner(ctx, p.authz, a.User, "attest", b.Spec.SignerName) {
 		return forbidden(a, fmt.Errorf("user not permitted to attest for signerName %q", b.Spec.SignerName))
 	}
 	return nil
-}
-
-// onlyGCFieldsChanged reports whether b differs from old in its owner
-// references and finalizers alone.
-func onlyGCFieldsChanged(b *certificatesv1.ClusterTrustBundle, old any) bool {
-	o, ok := old.(*certificatesv1.ClusterTrustBundle)
-	if !ok {
-		return false
-	}
-	o = o.DeepCopy()
-	o.OwnerReferences, o.Finalizers = b.OwnerReferences, b.Finalizers
-	return apiequality.Semantic.DeepEqual(o, b)
 }

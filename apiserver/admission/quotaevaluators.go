@@ -6,12 +6,14 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation"
 	kubeadmission "k8s.io/apiserver/pkg/admission"
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/apiserver/pkg/quota/v1/generic"
@@ -136,7 +138,7 @@ func podEvaluator() *kindEvaluator {
 		matches: func(n corev1.ResourceName) bool {
 			s := string(n)
 			return strings.HasPrefix(s, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(s, corev1.ResourceRequestsHugePagesPrefix) ||
-				strings.Contains(s, "/") && !strings.Contains(s, corev1.ResourceDefaultNamespacePrefix) && strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix)
+				strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) && extendedResource(corev1.ResourceName(strings.TrimPrefix(s, corev1.DefaultResourceRequestsPrefix)))
 		},
 		handles: func(a kubeadmission.Attributes) bool {
 			switch a.GetSubresource() {
@@ -164,20 +166,47 @@ func terminating(p *corev1.Pod) bool {
 	return p.Spec.ActiveDeadlineSeconds != nil && *p.Spec.ActiveDeadlineSeconds >= 0
 }
 
-// bestEffort: no container asks for or is limited in cpu or memory.
+// bestEffort: the pod's QoS class is BestEffort. With pod-level
+// resources the pod's own requests and limits decide it, as for kube's
+// QoS; else no container asks for or is limited in cpu or memory.
 func bestEffort(p *corev1.Pod) bool {
+	if resourcehelper.IsPodLevelResourcesSet(p) {
+		return noCPUOrMemory(p.Spec.Resources)
+	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
-			for _, l := range []corev1.ResourceList{c.Resources.Requests, c.Resources.Limits} {
-				for name, q := range l {
-					if (name == corev1.ResourceCPU || name == corev1.ResourceMemory) && !q.IsZero() {
-						return false
-					}
-				}
+			if !noCPUOrMemory(&c.Resources) {
+				return false
 			}
 		}
 	}
 	return true
+}
+
+func noCPUOrMemory(r *corev1.ResourceRequirements) bool {
+	for _, l := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for name, q := range l {
+			if (name == corev1.ResourceCPU || name == corev1.ResourceMemory) && !q.IsZero() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// extendedResource is kube's test for a resource a quota counts as
+// requests.NAME: an extended resource (a qualified name outside
+// kubernetes.io/) or a device class's (deviceclass.resource.kubernetes.io/).
+func extendedResource(name corev1.ResourceName) bool {
+	s := string(name)
+	if strings.HasPrefix(s, resourcev1.ResourceDeviceClassPrefix) {
+		return true
+	}
+	native := !strings.Contains(s, "/") || strings.Contains(s, corev1.ResourceDefaultNamespacePrefix)
+	if native || strings.HasPrefix(s, corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
 func podUsage(obj runtime.Object) (corev1.ResourceList, error) {
@@ -210,6 +239,9 @@ func computeUsage(requests, limits corev1.ResourceList) corev1.ResourceList {
 	for r, q := range requests {
 		if strings.HasPrefix(string(r), corev1.ResourceHugePagesPrefix) {
 			out[r] = q
+			out["requests."+r] = q
+		}
+		if extendedResource(r) {
 			out["requests."+r] = q
 		}
 	}
@@ -294,6 +326,9 @@ func podConstraints(required []corev1.ResourceName, obj runtime.Object) error {
 	if !ok {
 		return fmt.Errorf("expect *v1.Pod, got %T", obj)
 	}
+	if resourcehelper.IsPodLevelResourcesSet(p) {
+		return nil // the pod's own resources stand for its containers'
+	}
 	enforced := sets.New(corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory,
 		corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory).Intersection(sets.New(required...))
 	missing := map[corev1.ResourceName]sets.Set[string]{}
@@ -373,6 +408,7 @@ func claimEvaluator() *kindEvaluator {
 		handles: func(a kubeadmission.Attributes) bool {
 			return a.GetSubresource() == "" && (a.GetOperation() == kubeadmission.Create || a.GetOperation() == kubeadmission.Update)
 		},
+		scope: claimInScope,
 		usage: func(obj runtime.Object) (corev1.ResourceList, error) {
 			pvc, ok := obj.(*corev1.PersistentVolumeClaim)
 			if !ok {
@@ -399,4 +435,42 @@ func claimEvaluator() *kindEvaluator {
 			return out, nil
 		},
 	}
+}
+
+// claimInScope matches a claim to a quota's VolumeAttributesClass scope
+// by every class it names: in its spec, its status, and the class it is
+// being modified to.
+func claimInScope(sel corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error) {
+	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
+	if !ok {
+		return false, fmt.Errorf("expect *v1.PersistentVolumeClaim, got %T", obj)
+	}
+	if sel.ScopeName != corev1.ResourceQuotaScopeVolumeAttributesClass {
+		return false, nil
+	}
+	names := sets.New[string]()
+	for _, n := range []*string{pvc.Spec.VolumeAttributesClassName, pvc.Status.CurrentVolumeAttributesClassName} {
+		if n != nil && *n != "" {
+			names.Insert(*n)
+		}
+	}
+	if m := pvc.Status.ModifyVolumeStatus; m != nil && m.TargetVolumeAttributesClassName != "" {
+		names.Insert(m.TargetVolumeAttributesClassName)
+	}
+	if sel.Operator == corev1.ScopeSelectorOpExists {
+		return names.Len() != 0, nil
+	}
+	ls, err := scopeLabelSelector(sel)
+	if err != nil {
+		return false, err
+	}
+	if names.Len() == 0 {
+		return ls.Matches(labels.Set{}), nil
+	}
+	for n := range names {
+		if ls.Matches(labels.Set{string(corev1.ResourceQuotaScopeVolumeAttributesClass): n}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
