@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +105,15 @@ func (s *Server) ensureDefaultServiceCIDR(ctx context.Context) error {
 	}
 	if err := json.Unmarshal(body, sc); err != nil {
 		return fmt.Errorf("read the default service CIDR: %w", err)
+	}
+	if sc.DeletionTimestamp != nil {
+		return nil // being deleted: nothing to mark
+	}
+	if want := []string{s.svcAlloc.cidr.String()}; !slices.Equal(sc.Spec.CIDRs, want) {
+		// One left from another configuration is left as it is, not
+		// Ready, as kube's default-service-cidr controller leaves it.
+		s.log.Warn("the default service CIDR does not hold the configured range", "cidrs", sc.Spec.CIDRs, "configured", want)
+		return nil
 	}
 	if c := apimeta.FindStatusCondition(sc.Status.Conditions, networkingv1.ServiceCIDRConditionReady); c != nil && c.Status != metav1.ConditionUnknown {
 		return nil
