@@ -118,7 +118,9 @@ func New(c Config) (*Server, error) {
 	if s.svcAlloc, err = newServiceAllocator(c.Store, c.ServiceClusterIPRange, c.ServiceNodePortRange); err != nil {
 		return nil, fmt.Errorf("apiserver config: %w", err)
 	}
-	s.holdIPsWithIPAddresses()
+	if err := s.holdIPsWithIPAddresses(); err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
 	reg := c.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -183,10 +184,10 @@ const ipAllocatorName = "ipallocator.k8s.io"
 // kube-apiserver's allocator does (D.19): created with the Service's
 // reservation, labelled with its family and manager, its parent the
 // Service, and deleted when the Service gives the address back.
-func (s *Server) holdIPsWithIPAddresses() {
+func (s *Server) holdIPsWithIPAddresses() error {
 	res, ok := s.registry().get(IPAddressesGVR)
 	if !ok {
-		return
+		return nil
 	}
 	al := s.svcAlloc
 	al.ipPrefix = Key(IPAddressesGVR, "", "")
@@ -200,4 +201,42 @@ func (s *Server) holdIPsWithIPAddresses() {
 		_, err := s.createStored(ctx, res, obj)
 		return err
 	}
+	al.ipOwner = func(value []byte) (owner, error) {
+		var ip networkingv1.IPAddress
+		if err := UnmarshalStored(value, &ip); err != nil {
+			return owner{}, err
+		}
+		p := ip.Spec.ParentRef
+		if p == nil || p.Group != "" || p.Resource != servicesGVR.Resource {
+			return owner{}, nil
+		}
+		return owner{Namespace: p.Namespace, Name: p.Name}, nil
+	}
+	return s.migrateServiceIPs(res)
+}
+
+// migrateServiceIPs turns the addresses a store keeps from a kubegate
+// that held them under keys of its own into IPAddresses of their
+// Services, so that none is handed out twice.
+func (s *Server) migrateServiceIPs(res *Resource) error {
+	ctx := context.Background()
+	page, err := s.cfg.Store.List(ctx, serviceIPPrefix, store.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("read the service IPs to migrate: %w", err)
+	}
+	for _, kv := range page.KVs {
+		var o owner
+		ip, err := netip.ParseAddr(strings.TrimPrefix(kv.Key, serviceIPPrefix))
+		if err != nil || json.Unmarshal(kv.Value, &o) != nil {
+			continue // not an address this server wrote
+		}
+		svc := &metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}
+		if err := s.svcAlloc.createIP(ctx, ip, svc); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("migrate service IP %s: %w", ip, err)
+		}
+		if _, _, err := s.cfg.Store.Delete(ctx, kv.Key, kv.ModRevision); err != nil {
+			return fmt.Errorf("migrate service IP %s: %w", ip, err)
+		}
+	}
+	return nil
 }

@@ -83,6 +83,9 @@ type serviceAllocator struct {
 	// is an AlreadyExists StatusError. nil: the key holds the owner.
 	ipPrefix string
 	createIP func(ctx context.Context, ip netip.Addr, svc metav1.Object) error
+	// ipOwner reads the Service that holds an address from its stored
+	// value (an IPAddress's parentRef); nil: the value is the owner's JSON.
+	ipOwner func(value []byte) (owner, error)
 }
 
 func newServiceAllocator(st store.Store, cidr netip.Prefix, ports PortRange) (*serviceAllocator, error) {
@@ -173,8 +176,9 @@ type ServiceAllocation interface {
 	NextPort(owner metav1.Object) (int32, error)
 	// HasPort reports whether this write has already reserved port.
 	HasPort(port int32) bool
-	// ReleaseIP gives back an address once the write succeeds.
-	ReleaseIP(ip string)
+	// ReleaseIP gives back an address owner holds once the write
+	// succeeds; one another holds is left alone.
+	ReleaseIP(owner metav1.Object, ip string)
 	// ReleasePort gives back a node port once the write succeeds.
 	ReleasePort(port int32)
 }
@@ -190,8 +194,11 @@ type allocation struct {
 	dry     bool
 	added   []string // keys created
 	release []string // keys to delete on success
-	dryPort int32    // the last port a dry run made up
-	dryUsed map[int32]bool
+	// releaseIPs are the address keys to delete on success, each if the
+	// Service releasing it still holds it.
+	releaseIPs []releasedIP
+	dryPort    int32 // the last port a dry run made up
+	dryUsed    map[int32]bool
 }
 
 func (al *serviceAllocator) begin(ctx context.Context, dry bool) *allocation {
@@ -215,7 +222,36 @@ func (a *allocation) finish(ok bool) {
 		// client.
 		_, _, _ = a.al.st.Delete(a.ctx, k, 0)
 	}
-	a.added, a.release = nil, nil
+	if ok {
+		for _, r := range a.releaseIPs {
+			a.al.releaseIP(a.ctx, r)
+		}
+	}
+	a.added, a.release, a.releaseIPs = nil, nil, nil
+}
+
+type releasedIP struct {
+	key   string
+	owner owner
+}
+
+// releaseIP deletes the address's key if r's Service holds it, so that a
+// Service never frees an address another holds.
+func (al *serviceAllocator) releaseIP(ctx context.Context, r releasedIP) {
+	kv, err := al.st.Get(ctx, r.key)
+	if err != nil {
+		return
+	}
+	var held owner
+	if al.ipOwner != nil {
+		held, err = al.ipOwner(kv.Value)
+	} else {
+		err = json.Unmarshal(kv.Value, &held)
+	}
+	if err != nil || held != r.owner {
+		return
+	}
+	_, _, _ = al.st.Delete(ctx, r.key, kv.ModRevision)
 }
 
 type owner struct {
@@ -406,10 +442,11 @@ func (a *allocation) NextPort(svc metav1.Object) (int32, error) {
 	return 0, errRangeFull
 }
 
-// ReleaseIP gives back ip once the write succeeds.
-func (a *allocation) ReleaseIP(ip string) {
+// ReleaseIP gives back ip, if svc holds it, once the write succeeds.
+func (a *allocation) ReleaseIP(svc metav1.Object, ip string) {
 	if addr, err := netip.ParseAddr(ip); err == nil {
-		a.release = append(a.release, a.al.ipPrefix+addr.Unmap().String())
+		a.releaseIPs = append(a.releaseIPs, releasedIP{key: a.al.ipPrefix + addr.Unmap().String(),
+			owner: owner{Namespace: svc.GetNamespace(), Name: svc.GetName()}})
 	}
 }
 

@@ -272,7 +272,7 @@ func allocateClusterIPs(a apiserver.ServiceAllocation, svc, old *corev1.Service)
 			return nil // unchanged; validation refuses a changed IP
 		default: // to ExternalName
 			for _, ip := range old.Spec.ClusterIPs {
-				a.ReleaseIP(ip)
+				a.ReleaseIP(old, ip)
 			}
 			return nil
 		}
@@ -496,7 +496,7 @@ func releaseService(a apiserver.ServiceAllocation, obj runtime.Object) {
 	svc := obj.(*corev1.Service)
 	if needsClusterIP(svc) && !isHeadless(svc) {
 		for _, ip := range svc.Spec.ClusterIPs {
-			a.ReleaseIP(ip)
+			a.ReleaseIP(svc, ip)
 		}
 	}
 	for _, np := range nodePorts(svc) {

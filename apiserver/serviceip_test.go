@@ -1,0 +1,66 @@
+package apiserver
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A Service gives back only the IPAddresses it holds: once its address's
+// IPAddress names another parent, deleting the Service leaves it (D.19).
+func TestServiceReleasesOnlyItsOwnIPAddress_D19(t *testing.T) {
+	ts := newTestServer(t)
+	ctx := context.Background()
+	c := ts.clientset(t, false)
+	svc, err := c.CoreV1().Services("default").Create(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := svc.Spec.ClusterIP
+	if err := c.NetworkingV1().IPAddresses().Delete(ctx, ip, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := &networkingv1.IPAddress{ObjectMeta: metav1.ObjectMeta{Name: ip},
+		Spec: networkingv1.IPAddressSpec{ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "default", Name: "b"}}}
+	if _, err := c.NetworkingV1().IPAddresses().Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CoreV1().Services("default").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.NetworkingV1().IPAddresses().Get(ctx, ip, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the IPAddress of service b went with service a: %v", err)
+	}
+	if p := got.Spec.ParentRef; p == nil || p.Name != "b" {
+		t.Errorf("IPAddress %s parent = %+v, want service b", ip, p)
+	}
+}
+
+// An address a store holds under the keys of an older kubegate becomes
+// its Service's IPAddress when the server starts, so that it is not
+// handed out again (D.19).
+func TestOlderServiceIPReservationsBecomeIPAddresses_D19(t *testing.T) {
+	const ip = "10.96.0.77"
+	seed := func(cfg *Config) {
+		if _, err := cfg.Store.Create(context.Background(), serviceIPPrefix+ip, []byte(`{"namespace":"default","name":"old"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts := newTestServer(t, seed)
+	ctx := context.Background()
+	got, err := ts.clientset(t, false).NetworkingV1().IPAddresses().Get(ctx, ip, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the older reservation of %s is not an IPAddress: %v", ip, err)
+	}
+	if p := got.Spec.ParentRef; p == nil || p.Resource != "services" || p.Namespace != "default" || p.Name != "old" {
+		t.Errorf("IPAddress %s parent = %+v, want services default/old", ip, p)
+	}
+	if _, err := ts.cfg.Store.Get(ctx, serviceIPPrefix+ip); err == nil {
+		t.Errorf("the older key of %s is still there", ip)
+	}
+}
