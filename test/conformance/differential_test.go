@@ -60,6 +60,23 @@ type answer struct {
 	body      any      // the normalized body (HTTP)
 	stdout    string   // kubectl
 	stderr    string   // kubectl
+	// unprojected is the body before the op's projection, which an op's
+	// until may read (the whole object whose condition it waits for);
+	// never compared.
+	unprojected any
+}
+
+// satisfies reports whether a meets o's until, on the body as projected
+// or as it was.
+func (o op) satisfies(a answer) bool {
+	if o.until(a) {
+		return true
+	}
+	if a.unprojected == nil {
+		return false
+	}
+	a.body = a.unprojected
+	return o.until(a)
 }
 
 func (o op) run(t *testing.T, s *server, n normalizer) answer {
@@ -70,7 +87,7 @@ func (o op) run(t *testing.T, s *server, n normalizer) answer {
 	deadline := time.Now().Add(untilTimeout)
 	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
 		a := o.runOnce(t, s, n)
-		if o.until(a) || time.Now().After(deadline) {
+		if o.satisfies(a) || time.Now().After(deadline) {
 			return a
 		}
 		time.Sleep(pause)
@@ -123,6 +140,7 @@ func (o op) runOnce(t *testing.T, s *server, n normalizer) answer {
 		if err := json.Unmarshal(b, &v); err != nil {
 			a.body = n.text(string(b))
 		} else {
+			a.unprojected = n.value("", v)
 			a.body = o.project(v)
 		}
 	case mt == "application/vnd.kubernetes.protobuf":

@@ -396,3 +396,17 @@ func TestKubectlOutputNormalizesTimes(t *testing.T) {
 		t.Errorf("a real difference (SCOPE) was normalized away: %q", c)
 	}
 }
+
+// An op that waits for a condition and compares a projection of the
+// object sees the whole object: its wait ends when the condition holds.
+func TestUntilSeesTheObjectBeforeItsProjection(t *testing.T) {
+	o := op{until: established, project: establishedOnly}
+	obj := map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Established", "status": "True"}}}}
+	if !o.satisfies(answer{body: establishedOnly(obj), unprojected: obj}) {
+		t.Error("an established definition, projected to its condition, does not satisfy until")
+	}
+	obj["status"].(map[string]any)["conditions"].([]any)[0].(map[string]any)["status"] = "False"
+	if o.satisfies(answer{body: establishedOnly(obj), unprojected: obj}) {
+		t.Error("a definition not yet established satisfies until")
+	}
+}
