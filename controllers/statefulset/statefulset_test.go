@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -287,22 +288,33 @@ func TestRollingUpdateWithPartition_G5(t *testing.T) {
 	}
 }
 
-func TestClaimTemplatesIgnoredWhenClaimsAreNotServed_G5(t *testing.T) {
+// Each pod of a StatefulSet with volumeClaimTemplates gets a claim of
+// its own, TEMPLATE-POD, which it mounts under the template's name (G.5).
+func TestClaimTemplatesGiveEachPodItsClaim_G5(t *testing.T) {
 	t.Parallel()
 	c := start(t)
-	if _, err := c.AppsV1().StatefulSets(ns).Create(context.Background(), newSet("vol", 2, func(s *appsv1.StatefulSet) {
+	ctx := context.Background()
+	if _, err := c.AppsV1().StatefulSets(ns).Create(ctx, newSet("vol", 2, func(s *appsv1.StatefulSet) {
 		s.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 		s.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data"},
-			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}}}}
+			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}
 	}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, c, "vol", 2, 0)
 	for name, p := range pods(t, c, "vol") {
+		want, got := "data-"+name, ""
 		for _, v := range p.Spec.Volumes {
-			if v.PersistentVolumeClaim != nil {
-				t.Errorf("pod %s mounts claim %s, which cannot exist", name, v.PersistentVolumeClaim.ClaimName)
+			if v.Name == "data" && v.PersistentVolumeClaim != nil {
+				got = v.PersistentVolumeClaim.ClaimName
 			}
+		}
+		if got != want {
+			t.Errorf("pod %s mounts claim %q as data, want %q", name, got, want)
+		}
+		if _, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, want, metav1.GetOptions{}); err != nil {
+			t.Errorf("claim %s of pod %s: %v", want, name, err)
 		}
 	}
 }
