@@ -37,25 +37,26 @@ const (
 
 // generatedKeys maps a JSON key to the placeholder of its non-empty values.
 var generatedKeys = map[string]string{
-	"uid":                 phUID,
-	"resourceVersion":     phRV,
-	"creationTimestamp":   phTime,
-	"deletionTimestamp":   phTime,
-	"time":                phTime, // managedFields
-	"lastTransitionTime":  phTime,
-	"lastUpdateTime":      phTime, // CSR and Deployment conditions
-	"lastProbeTime":       phTime,
-	"lastHeartbeatTime":   phTime,
-	"startTime":           phTime,
-	"eventTime":           phTime,
-	"firstTimestamp":      phTime,
-	"lastTimestamp":       phTime,
-	"expirationTimestamp": phTime,
-	"renewTime":           phTime,
-	"acquireTime":         phTime,
-	"continue":            phContinue,
-	"token":               phToken,
-	"nodePort":            phPort,
+	"uid":                     phUID,
+	"resourceVersion":         phRV,
+	"creationTimestamp":       phTime,
+	"deletionTimestamp":       phTime,
+	"time":                    phTime, // managedFields
+	"lastPhaseTransitionTime": phTime, // a persistent volume's
+	"lastTransitionTime":      phTime,
+	"lastUpdateTime":          phTime, // CSR and Deployment conditions
+	"lastProbeTime":           phTime,
+	"lastHeartbeatTime":       phTime,
+	"startTime":               phTime,
+	"eventTime":               phTime,
+	"firstTimestamp":          phTime,
+	"lastTimestamp":           phTime,
+	"expirationTimestamp":     phTime,
+	"renewTime":               phTime,
+	"acquireTime":             phTime,
+	"continue":                phContinue,
+	"token":                   phToken,
+	"nodePort":                phPort,
 }
 
 var (
