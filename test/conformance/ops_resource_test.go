@@ -1,12 +1,12 @@
 package conformance
 
-// resourceOps are the resource.k8s.io/v1 operations (D.18): each kind's
+// draOps are the resource.k8s.io/v1 operations (D.18): each kind's
 // creation, defaults and validation, a claim's immutable spec and its
 // status subresource, a taint rule's status, the slices' field
 // selectors, Tables, kubectl get, discovery and the OpenAPI schemas. The
 // namespaced kinds live in a namespace of their own, deleted at the end
 // with the cluster-scoped objects.
-func resourceOps() []op {
+func draOps() []op {
 	const (
 		group     = "/apis/resource.k8s.io/v1"
 		classes   = group + "/deviceclasses"

@@ -580,7 +580,7 @@ func operations() []op {
 	add(crdEquivalentOps()...)
 	add(gatewayAPIOps()...)
 	add(corekindsOps()...)
-	add(resourceOps()...)
+	add(draOps()...)
 	add(certificateOps()...)
 	add(networkingOps()...)
 	add(flowControlOps()...)
