@@ -295,6 +295,13 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		s.Listener.Close()
 		return nil, fmt.Errorf("start the apiextensions controllers: %w", err)
 	}
+	// The server admits writes once dynamic admission is ready; the
+	// controllers that write start after it.
+	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
+		s.stopCRDControllers()
+		s.Listener.Close()
+		return nil, err
+	}
 	stopFlowSchemaStatus, err := StartFlowSchemaStatus(ctx, s.LoopbackConfig(), logger)
 	if err != nil {
 		s.stopCRDControllers()
@@ -310,11 +317,6 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	}
 	stopCRD := s.stopCRDControllers
 	s.stopCRDControllers = func() { stopAPIServices(); stopFlowSchemaStatus(); stopCRD() }
-	if err := s.startDynamicAdmission(admissionCtx, dyn, cfg.Resources, cfg.Authorizer); err != nil {
-		s.stopCRDControllers()
-		s.Listener.Close()
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -13,9 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	"k8s.io/kube-aggregator/pkg/client/applyconfiguration"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubegate/kubegate/apiserver"
@@ -23,6 +25,13 @@ import (
 
 // APIServicesGVR is where APIServices are served.
 var APIServicesGVR = apiregistrationv1.SchemeGroupVersion.WithResource("apiservices")
+
+// scheme names the group's kinds for its type converter.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(apiregistrationv1.AddToScheme(s))
+	return s
+}()
 
 // Resources returns the group's resources, each a new value, for
 // apiserver.Config.Resources.
@@ -32,6 +41,8 @@ func Resources() []*apiserver.Resource {
 		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
 		ValidateName: validateName, Defaults: defaultAPIService, Prepare: prepareAPIService, ResetStatus: resetStatus,
 		Validate: validateAPIService, ValidateStatus: validateStatus, Table: apiServiceTable,
+		// kube-aggregator's schema types the kind's managed fields.
+		TypeConverter: applyconfiguration.NewTypeConverter(scheme),
 	}}
 }
 

@@ -42,3 +42,21 @@ func TestAPIServices_I3(t *testing.T) {
 		rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.groupPriorityMinimum", "Invalid value: 0: must be positive and less than 20000"),
 		rt.Cause(metav1.CauseTypeFieldValueInvalid, "spec.caBundle", `Invalid value: "3 bytes": local APIServices may not have a caBundle`))
 }
+
+// An APIService can be applied, and its managed fields are those of
+// kube-aggregator's schema: the create records the fields it set.
+func TestAPIServiceFieldsAreManaged_I3(t *testing.T) {
+	t.Parallel()
+	ts := apiservertest.Start(t)
+	code, body := rt.Do(t, ts, http.MethodPatch, apisvcs+"/v1.kg.example.com?fieldManager=kg-test",
+		apiService("v1.kg.example.com", `"group":"kg.example.com","version":"v1","groupPriorityMinimum":100,"versionPriority":10`),
+		map[string]string{"Content-Type": "application/apply-patch+yaml"})
+	if code != http.StatusCreated {
+		t.Fatalf("apply: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{
+		"metadata.managedFields.[0].manager":                           `"kg-test"`,
+		"metadata.managedFields.[0].operation":                         `"Apply"`,
+		"metadata.managedFields.[0].fieldsV1.f:spec.f:versionPriority": "{}",
+	})
+}
