@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	flowcontrolapply "k8s.io/client-go/applyconfigurations/flowcontrol/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -22,8 +24,11 @@ import (
 const flowSchemaStatusManager = "api-priority-and-fairness-config-consumer-v1"
 
 // syncRetry is how long a failed status write waits before it is tried
-// again, when no change of a schema or a level comes first.
-const syncRetry = time.Second
+// again, when no change of a schema or a level comes first: a second,
+// doubled after each failure in a row, up to a minute.
+func syncRetry() wait.Backoff {
+	return wait.Backoff{Duration: time.Second, Factor: 2, Cap: time.Minute, Steps: math.MaxInt32}
+}
 
 // StartFlowSchemaStatus keeps every FlowSchema's Dangling condition, as
 // kube-apiserver's priority-and-fairness configuration consumer does
@@ -62,12 +67,14 @@ func StartFlowSchemaStatus(ctx context.Context, cfg *restclient.Config, logger *
 		if !cache.WaitForCacheSync(ctx.Done(), schemas.Informer().HasSynced, levels.Informer().HasSynced) {
 			return
 		}
-		var retry <-chan time.Time
+		backoff := syncRetry()
 		for {
-			retry = nil
+			var retry <-chan time.Time
 			if err := syncDangling(ctx, client, schemas.Lister().List, levels.Lister().List); err != nil {
 				logger.Warn("flowschema status", "err", err)
-				retry = time.After(syncRetry)
+				retry = time.After(backoff.Step())
+			} else {
+				backoff = syncRetry()
 			}
 			select {
 			case <-ctx.Done():
