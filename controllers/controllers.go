@@ -64,6 +64,9 @@ type Context struct {
 	// SigningDuration is the longest lifetime the CSR signer gives a
 	// certificate (--cluster-signing-duration); 0 means a year.
 	SigningDuration time.Duration
+	// HPA are the horizontal pod autoscaler's settings; the zero value
+	// is kube's defaults.
+	HPA HPASettings
 }
 
 // Controller is one running controller.
