@@ -108,7 +108,7 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		return manager.Run(ctx, manager.Options{Config: controllerConfig, Controllers: c.Controllers, UseServiceAccountCredentials: true,
 			Logger:          logger.With("component", "controllers"),
 			SigningCertFile: filepath.Join(c.Dir, "pki", "ca.crt"), SigningKeyFile: filepath.Join(c.Dir, "pki", "ca.key"),
-			SigningDuration: c.SigningDuration})
+			SigningDuration: c.SigningDuration, HPA: c.HPA})
 	}
 	runs := []func(context.Context) error{runControllers}
 	if c.Nodes > 0 {

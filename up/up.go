@@ -61,6 +61,10 @@ type Options struct {
 	// manager's --controllers syntax ("*", "NAME", "-NAME"); nil means
 	// all of them.
 	Controllers []string
+	// HPA are the horizontal pod autoscaler's settings, kube-controller-
+	// manager's --horizontal-pod-autoscaler-* flags; the zero value is
+	// kube's defaults.
+	HPA controllers.HPASettings
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
 	EtcdServers []string
@@ -104,6 +108,9 @@ func (o *Options) Validate() error {
 	if _, err := manager.Select(o.Controllers); err != nil {
 		return err
 	}
+	if err := o.HPA.OrDefault().Validate(); err != nil {
+		return err
+	}
 	return o.TLS.Validate()
 }
 
@@ -122,6 +129,9 @@ type Cluster struct {
 	APIServer   *server.Server
 	Gateway     *gateway.Server
 	logger      *slog.Logger
+
+	// HPA is Options.HPA.
+	HPA controllers.HPASettings
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
@@ -218,7 +228,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, Controllers: o.Controllers, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, Controllers: o.Controllers, HPA: o.HPA, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/kubeconfig"
@@ -26,6 +28,7 @@ func newControllersCmd(s streams) *cobra.Command {
 		burst                    int
 		verbose                  bool
 		saCreds                  bool
+		hpa                      controllers.HPASettings
 	)
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
@@ -62,7 +65,7 @@ selfnodeclient.`,
 				if signingDuration <= 0 {
 					return fmt.Errorf("--cluster-signing-duration %v: want a positive duration", signingDuration)
 				}
-				return nil
+				return hpa.Validate()
 			}
 			return serveUntilSignal(cmd.Context(), validate, func(ctx context.Context) error {
 				if path == "" {
@@ -88,7 +91,7 @@ selfnodeclient.`,
 				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
 				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
 					UseServiceAccountCredentials: saCreds, RootCA: rootCA,
-					SigningCertFile: signingCert, SigningKeyFile: signingKey, SigningDuration: signingDuration})
+					SigningCertFile: signingCert, SigningKeyFile: signingKey, SigningDuration: signingDuration, HPA: hpa})
 			})
 		},
 	}
@@ -107,5 +110,21 @@ selfnodeclient.`,
 	fs.BoolVar(&saCreds, "use-service-account-credentials", false,
 		"run each controller as its own service account in kube-system, with tokens from the TokenRequest API")
 	fs.BoolVar(&verbose, "verbose", false, "log every change the controllers make")
+	addHPAFlags(fs, &hpa)
 	return cmd
+}
+
+// addHPAFlags registers kube-controller-manager's horizontal pod
+// autoscaler flags, with its defaults.
+func addHPAFlags(fs *pflag.FlagSet, s *controllers.HPASettings) {
+	d := controllers.DefaultHPASettings()
+	fs.DurationVar(&s.SyncPeriod, "horizontal-pod-autoscaler-sync-period", d.SyncPeriod, "how often each horizontal pod autoscaler is synced")
+	fs.DurationVar(&s.DownscaleStabilization, "horizontal-pod-autoscaler-downscale-stabilization", d.DownscaleStabilization,
+		"how far back a scale-down looks for higher recommendations, when the autoscaler's behavior sets no window")
+	fs.Float64Var(&s.Tolerance, "horizontal-pod-autoscaler-tolerance", d.Tolerance,
+		"how far from 1.0 the ratio of usage to target must be before the autoscaler changes the replicas")
+	fs.DurationVar(&s.CPUInitializationPeriod, "horizontal-pod-autoscaler-cpu-initialization-period", d.CPUInitializationPeriod,
+		"how long after a pod starts its CPU samples may be skipped")
+	fs.DurationVar(&s.InitialReadinessDelay, "horizontal-pod-autoscaler-initial-readiness-delay", d.InitialReadinessDelay,
+		"how long after a pod starts a change of its readiness counts as its first")
 }

@@ -25,6 +25,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes; with any, the scheduler runs too")
 	fs.BoolVar(&o.NodeBootstrap, "node-bootstrap", false, "the simulated nodes start from a bootstrap token (DIR/"+up.BootstrapKubeconfig+", new each run), get their client certificates through the CSR API and renew them, as kubelets joining with kubeadm do")
 	fs.DurationVar(&o.SigningDuration, "cluster-signing-duration", csrsigning.DefaultDuration, "the longest lifetime the CSR signer gives a certificate, as kube-controller-manager's flag")
+	addHPAFlags(fs, &o.HPA)
 	fs.StringSliceVar(&o.Controllers, "controllers", nil, "controllers to run, as kube-controller-manager's flag: \"*\" all (the default), \"NAME\" one more, \"-NAME\" one less")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
 	fs.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "service CIDR: Services' cluster IPs, and pki init's apiserver SAN (its first IP)")

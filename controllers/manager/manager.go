@@ -38,6 +38,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/podautoscaler"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/rootcacert"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
@@ -71,6 +72,7 @@ var All = []controllers.Descriptor{
 	csrcleaner.Descriptor,
 	clusterroleaggregation.Descriptor,
 	admissionpolicystatus.Descriptor,
+	podautoscaler.Descriptor,
 }
 
 // Names returns the names of All.
@@ -146,6 +148,9 @@ type Options struct {
 	// --cluster-signing-key-file, --cluster-signing-duration).
 	SigningCertFile, SigningKeyFile string
 	SigningDuration                 time.Duration
+	// HPA are the horizontal pod autoscaler's settings
+	// (--horizontal-pod-autoscaler-*); the zero value is kube's defaults.
+	HPA controllers.HPASettings
 }
 
 // Run builds the selected controllers, starts the shared informers and
@@ -211,7 +216,8 @@ func Run(ctx context.Context, o Options) error {
 	for _, d := range selected {
 		c, err := build(ctx, d, clients, &controllers.Context{Informers: typed, MetadataInformers: metaInformers,
 			Logger: o.Logger.With("controller", d.Name), Now: o.Now, RootCA: rootCA,
-			SigningCertFile: o.SigningCertFile, SigningKeyFile: o.SigningKeyFile, SigningDuration: o.SigningDuration})
+			SigningCertFile: o.SigningCertFile, SigningKeyFile: o.SigningKeyFile, SigningDuration: o.SigningDuration,
+			HPA: o.HPA})
 		if err != nil && ctx.Err() != nil {
 			return nil // stopped while starting: not a failure
 		}
