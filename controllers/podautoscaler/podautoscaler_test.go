@@ -543,3 +543,89 @@ func TestMetricsWithoutTheirAPI_G19(t *testing.T) {
 	wantEvents(t, r.drain(), "Warning FailedGetExternalMetric "+cause,
 		"Warning FailedComputeMetricsReplicas invalid metrics (1 invalid out of 1), first error is: failed to get queue external metric value: failed to get queue external metric: "+cause)
 }
+
+func TestBehaviorScaleDownPolicyAndScaleUpWindow_G19(t *testing.T) {
+	t.Parallel()
+	t.Run("scale-down policy", func(t *testing.T) {
+		t.Parallel()
+		hpa := cpuHPA(1, 10, 50)
+		hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleDown: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](0), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PodsScalingPolicy, Value: 1, PeriodSeconds: 60}}}}
+		r := newRig(t, controllers.HPASettings{}, hpa, 4)
+		for _, name := range []string{"web-a", "web-b", "web-c", "web-d"} {
+			r.pod(name, 5)
+		}
+		got, err := r.sync()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.scales.get("web"); n != 3 {
+			t.Fatalf("replicas: got %d, want 3", n)
+		}
+		wantCondition(t, got, autoscalingv2.ScalingLimited, "True ScaleDownLimit the desired replica count is decreasing faster than the maximum scale rate")
+		r.clock.advance(30 * time.Second)
+		if _, err := r.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.scales.get("web"); n != 3 {
+			t.Fatalf("replicas 30 s later: got %d, want 3", n)
+		}
+		r.clock.advance(31 * time.Second)
+		if _, err := r.sync(); err != nil {
+			t.Fatal(err)
+		}
+		if n := r.scales.get("web"); n != 2 {
+			t.Fatalf("replicas 61 s later: got %d, want 2", n)
+		}
+	})
+	t.Run("scale-up window", func(t *testing.T) {
+		t.Parallel()
+		hpa := cpuHPA(1, 10, 50)
+		hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{
+			ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: ptr.To[int32](60), SelectPolicy: ptr.To(autoscalingv2.MaxChangePolicySelect),
+				Policies: []autoscalingv2.HPAScalingPolicy{{Type: autoscalingv2.PercentScalingPolicy, Value: 100, PeriodSeconds: 15}}}}
+		r := newRig(t, controllers.HPASettings{}, hpa, 2)
+		r.pod("web-a", 200)
+		r.pod("web-b", 200)
+		got, err := r.sync()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := r.scales.get("web"); n != 2 {
+			t.Fatalf("replicas at once: got %d, want 2 (held by the scale-up window)", n)
+		}
+		wantCondition(t, got, autoscalingv2.AbleToScale, "True ScaleUpStabilized recent recommendations were lower than current one, applying the lowest recent recommendation")
+		r.clock.advance(61 * time.Second)
+		if _, err := r.sync(); err != nil {
+			t.Fatal(err)
+		}
+		// 100% per 15 s: twice the replicas.
+		if n := r.scales.get("web"); n != 4 {
+			t.Fatalf("replicas 61 s later: got %d, want 4", n)
+		}
+	})
+}
+
+func TestTwoAutoscalersOfTheSamePods_G19(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, controllers.HPASettings{}, cpuHPA(1, 10, 50), 2)
+	r.pod("web-a", 50)
+	other := cpuHPA(1, 10, 50)
+	other.Name = "other"
+	other, err := r.client.AutoscalingV2().HorizontalPodAutoscalers("default").Create(context.Background(), other, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cache(other)
+	if _, err := r.hc.reconcileKey(context.Background(), "default/other"); err != nil {
+		t.Fatal(err)
+	}
+	hpa, err := r.sync()
+	if err == nil {
+		t.Fatal("sync: got no error")
+	}
+	if got := condition(hpa, autoscalingv2.ScalingActive); !strings.HasPrefix(got, "False AmbiguousSelector pods by selector app=web are controlled by more than one HPA") {
+		t.Errorf("ScalingActive: got %q, want AmbiguousSelector", got)
+	}
+}
