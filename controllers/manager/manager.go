@@ -38,6 +38,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/job"
 	"github.com/kubegate/kubegate/controllers/namespace"
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
+	"github.com/kubegate/kubegate/controllers/persistentvolume"
 	"github.com/kubegate/kubegate/controllers/podautoscaler"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/rootcacert"
@@ -45,6 +46,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/statefulset"
 	"github.com/kubegate/kubegate/controllers/tainteviction"
 	"github.com/kubegate/kubegate/controllers/ttlafterfinished"
+	"github.com/kubegate/kubegate/controllers/volumeprotection"
 	"github.com/kubegate/kubegate/internal/cachetrim"
 )
 
@@ -73,6 +75,10 @@ var All = []controllers.Descriptor{
 	clusterroleaggregation.Descriptor,
 	admissionpolicystatus.Descriptor,
 	podautoscaler.Descriptor,
+	persistentvolume.Descriptor,
+	persistentvolume.ExpanderDescriptor,
+	volumeprotection.ClaimDescriptor,
+	volumeprotection.VolumeDescriptor,
 }
 
 // Names returns the names of All.
