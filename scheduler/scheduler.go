@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubegate/kubegate/scheduler/explain"
 	"github.com/kubegate/kubegate/scheduler/framework"
+	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
 // MaxInFlight is how many pods may be binding (or having their failure
@@ -128,6 +129,17 @@ func New(cfg Config) (*Scheduler, error) {
 		DeleteFunc: s.onNodeDelete,
 	}); err != nil {
 		return nil, err
+	}
+	for _, fp := range cfg.Profile.Filters {
+		if vb, ok := fp.(*plugins.VolumeBinding); ok {
+			if vs, ok := vb.Sources.(*volumeSources); ok {
+				synced, err := vs.watch(s.queue.MoveAllToActiveOrBackoff)
+				if err != nil {
+					return nil, err
+				}
+				s.synced = append(s.synced, synced...)
+			}
+		}
 	}
 	return s, nil
 }
@@ -250,10 +262,14 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
 	s.mu.Lock()
 	res, err := s.fw.Schedule(ctx, s.snap, pod)
 	var assumed *v1.Pod
+	var chosen *v1.Node
 	if err == nil {
 		assumed = pod.DeepCopy()
 		assumed.Spec.NodeName = res.SelectedNode
 		s.snap.AddPod(assumed)
+		if ni := s.snap.Get(res.SelectedNode); ni != nil {
+			chosen = ni.Node
+		}
 	}
 	s.mu.Unlock()
 	if s.cfg.LogWriter != nil && s.cfg.Verbosity > 0 {
@@ -276,15 +292,29 @@ func (s *Scheduler) ScheduleOne(ctx context.Context) bool {
 			s.failed(ctx, pod, err, note)
 			return
 		}
-		s.bind(ctx, pod, assumed, node, note, msg)
+		s.bind(ctx, pod, assumed, chosen, node, note, msg)
 	}()
 	return true
 }
 
-// bind binds pod to node with the explanation note, then records the
-// Scheduled event with msg. A failed binding forgets the assumed pod and
-// sends the pod back to the queue.
-func (s *Scheduler) bind(ctx context.Context, pod, assumed *v1.Pod, node, note, msg string) {
+// bind runs the profile's PreBind plugins on chosen (the Node named
+// node), binds pod to node with the explanation note, then records the
+// Scheduled event with msg. A failed PreBind or binding forgets the
+// assumed pod and sends the pod back to the queue.
+func (s *Scheduler) bind(ctx context.Context, pod, assumed *v1.Pod, chosen *v1.Node, node, note, msg string) {
+	for _, pb := range s.fw.Profile().PreBinders {
+		if chosen == nil {
+			break
+		}
+		if st := pb.PreBind(ctx, pod, chosen); !st.IsSuccess() {
+			s.mu.Lock()
+			s.snap.RemovePod(assumed.UID)
+			s.mu.Unlock()
+			s.log.Error("prebind failed", "pod", pod.Namespace+"/"+pod.Name, "node", node, "plugin", pb.Name(), "err", st.Message())
+			s.failed(ctx, pod, fmt.Errorf("running PreBind plugin %q: %s", pb.Name(), st.Message()), "")
+			return
+		}
+	}
 	b := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},

@@ -59,8 +59,8 @@ profiles:
 			t.Errorf("fit strategy %s, want MostAllocated", fit.Strategy().Type)
 		}
 	}
-	if len(profs[1].Scorers) != 7 || len(profs[1].Filters) != 8 {
-		t.Errorf("default profile: %d scorers, %d filters; want 7 and 8", len(profs[1].Scorers), len(profs[1].Filters))
+	if len(profs[1].Scorers) != 7 || len(profs[1].Filters) != 10 {
+		t.Errorf("default profile: %d scorers, %d filters; want 7 and 10", len(profs[1].Scorers), len(profs[1].Filters))
 	}
 }
 

@@ -35,6 +35,8 @@ type Profile struct {
 	// Scorers run on the feasible nodes; those that also implement
 	// PreScorePlugin get PreScore first.
 	Scorers []WeightedScorer
+	// PreBinders run, in order, on the chosen node before the binding.
+	PreBinders []PreBindPlugin
 }
 
 // Framework schedules pods with one Profile. It is not safe for concurrent

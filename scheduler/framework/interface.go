@@ -116,6 +116,15 @@ type FilterPlugin interface {
 	Filter(ctx context.Context, state *CycleState, pod *v1.Pod, node *NodeInfo) *Status
 }
 
+// PreBindPlugin runs once a node is chosen, before the pod is bound to
+// it: it writes what the binding needs (the pod's volumes, bound or to be
+// provisioned for the node) and may wait for it. A failure sends the pod
+// back to the queue unbound, as a failed binding does.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, pod *v1.Pod, node *v1.Node) *Status
+}
+
 // PreScorePlugin computes per-pod state before scoring, given the
 // feasible nodes. Skip means the plugin's Score is not called for this pod
 // and the plugin adds nothing.

@@ -6,6 +6,8 @@ package plugins
 import (
 	"fmt"
 
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/kubegate/kubegate/scheduler/framework"
 )
 
@@ -38,6 +40,12 @@ type Args struct {
 	// Spread finds the objects selecting a pod for the default topology
 	// spreading; nil turns default spreading off.
 	Spread SpreadSources
+	// Volumes are the claims, volumes and classes VolumeBinding and
+	// VolumeZone read; nil turns both off.
+	Volumes VolumeSources
+	// VolumeClient writes VolumeBinding's volume bindings and node
+	// selections; nil: it only waits for them.
+	VolumeClient kubernetes.Interface
 }
 
 // Set is one instance of every default plugin.
@@ -72,7 +80,7 @@ func DefaultWeights() []NameWeight {
 func DefaultFilters() []string {
 	return []string{
 		NameNodeUnschedulable, NameNodeName, NameTaintToleration, NameNodeAffinity,
-		NameNodePorts, NameNodeResourcesFit, NamePodTopologySpread, NameInterPodAffinity,
+		NameNodePorts, NameNodeResourcesFit, NameVolumeBinding, NameVolumeZone, NamePodTopologySpread, NameInterPodAffinity,
 	}
 }
 
@@ -86,6 +94,7 @@ func NewSet(args Args) (*Set, error) {
 		NodeUnschedulable{}, NodeName{}, TaintToleration{}, NodeAffinity{}, NodePorts{}, fit,
 		&PodTopologySpread{Sources: args.Spread}, InterPodAffinity{},
 		NewBalancedAllocation(args.BalancedResources), ImageLocality{}, NodePreferAvoidPods{},
+		&VolumeBinding{Sources: args.Volumes, Client: args.VolumeClient}, VolumeZone{Sources: args.Volumes},
 	}
 	s := &Set{ByName: make(map[string]framework.Plugin, len(ps)), Filters: DefaultFilters(), Weights: DefaultWeights()}
 	for _, p := range ps {
@@ -103,6 +112,9 @@ func (s *Set) Profile(schedulerName string, pct int32, filters []string, scores 
 			return p, fmt.Errorf("filter plugin %q: unknown", name)
 		}
 		p.Filters = append(p.Filters, f)
+		if pb, ok := f.(framework.PreBindPlugin); ok {
+			p.PreBinders = append(p.PreBinders, pb)
+		}
 	}
 	for _, nw := range scores {
 		sp, ok := s.ByName[nw.Name].(framework.ScorePlugin)
