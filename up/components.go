@@ -127,7 +127,8 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 			return err
 		}
 		factory := scheduler.NewInformerFactory(schedClient)
-		profile, err := plugins.DefaultProfile(plugins.Args{Spread: scheduler.NewSpreadSources(factory)})
+		profile, err := plugins.DefaultProfile(plugins.Args{Spread: scheduler.NewSpreadSources(factory),
+			Volumes: scheduler.NewVolumeSources(factory), VolumeClient: schedClient})
 		if err != nil {
 			return err
 		}

@@ -94,8 +94,9 @@ func (c *Cluster) writeBootstrapKubeconfig(ctx context.Context, client kubernete
 	return kubeconfig.Write(filepath.Join(c.Dir, BootstrapKubeconfig), cfg, true)
 }
 
-// prepareNodes makes the node bindings and, with NodeBootstrap, the
-// nodes' bootstrap kubeconfig, retrying until the API answers.
+// prepareNodes makes the node bindings, the default StorageClass and,
+// with NodeBootstrap, the nodes' bootstrap kubeconfig, retrying until the
+// API answers.
 func (c *Cluster) prepareNodes(ctx context.Context) error {
 	client, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
 	if err != nil {
@@ -104,6 +105,9 @@ func (c *Cluster) prepareNodes(ctx context.Context) error {
 	var last error
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if last = ensureNodeBindings(ctx, client); last != nil {
+			return false, nil
+		}
+		if last = ensureDefaultStorageClass(ctx, client); last != nil {
 			return false, nil
 		}
 		if c.NodeBootstrap {
