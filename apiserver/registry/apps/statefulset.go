@@ -237,9 +237,26 @@ func validateStatefulSetUpdate(obj, old runtime.Object) field.ErrorList {
 	s, o := &obj.(*appsv1.StatefulSet).Spec, &old.(*appsv1.StatefulSet).Spec
 	path := field.NewPath("spec")
 	errs := apivalidation.ValidateImmutableField(s.Selector, o.Selector, path.Child("selector"))
-	errs = append(errs, apivalidation.ValidateImmutableField(s.VolumeClaimTemplates, o.VolumeClaimTemplates, path.Child("volumeClaimTemplates"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(s.VolumeClaimTemplates, withClaimTypeMeta(o.VolumeClaimTemplates), path.Child("volumeClaimTemplates"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(s.ServiceName, o.ServiceName, path.Child("serviceName"))...)
 	return append(errs, apivalidation.ValidateImmutableField(s.PodManagementPolicy, o.PodManagementPolicy, path.Child("podManagementPolicy"))...)
+}
+
+// withClaimTypeMeta is a copy of templates with the apiVersion and kind
+// defaulting gives them, which their stored protobuf encoding does not
+// keep: the set as stored compares equal to itself sent again.
+func withClaimTypeMeta(templates []corev1.PersistentVolumeClaim) []corev1.PersistentVolumeClaim {
+	out := make([]corev1.PersistentVolumeClaim, len(templates))
+	for i := range templates {
+		templates[i].DeepCopyInto(&out[i])
+		if out[i].APIVersion == "" && out[i].Kind == "" {
+			out[i].APIVersion, out[i].Kind = "v1", "PersistentVolumeClaim"
+		}
+	}
+	if templates == nil {
+		return nil
+	}
+	return out
 }
 
 func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {
