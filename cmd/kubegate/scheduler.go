@@ -15,6 +15,7 @@ import (
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/config"
 	"github.com/kubegate/kubegate/scheduler/explain"
+	"github.com/kubegate/kubegate/scheduler/plugins"
 )
 
 type schedulerOptions struct {
@@ -89,7 +90,8 @@ condition. Read it with: kubegate scheduler explain POD`,
 				return err
 			}
 			factory := scheduler.NewInformerFactory(client)
-			profiles, err := cfg.Build(scheduler.NewSpreadSources(factory))
+			profiles, err := cfg.BuildWith(plugins.Args{Spread: scheduler.NewSpreadSources(factory),
+				Volumes: scheduler.NewVolumeSources(factory), VolumeClient: client})
 			if err != nil {
 				return err
 			}

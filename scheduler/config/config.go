@@ -272,10 +272,16 @@ func resources(rs []Resource) []plugins.ResourceSpec {
 // Build returns the framework profile for each configured profile, with
 // spread as the default spreading's object source.
 func (c *Configuration) Build(spread plugins.SpreadSources) ([]framework.Profile, error) {
+	return c.BuildWith(plugins.Args{Spread: spread})
+}
+
+// BuildWith is Build with base as the plugins' sources (the spreading's
+// and the volumes'); each profile's plugin configuration sets the rest.
+func (c *Configuration) BuildWith(base plugins.Args) ([]framework.Profile, error) {
 	var out []framework.Profile
 	for i, p := range c.Profiles {
 		path := fmt.Sprintf("profiles[%d]", i)
-		args := plugins.Args{Spread: spread}
+		args := plugins.Args{Spread: base.Spread, Volumes: base.Volumes, VolumeClient: base.VolumeClient}
 		for j, pc := range p.PluginConfig {
 			a, err := pc.args(fmt.Sprintf("%s.pluginConfig[%d]", path, j))
 			if err != nil {
