@@ -140,6 +140,9 @@ func (e *Expander) sync(ctx context.Context, key string) error {
 	}
 	if size := pv.Spec.Capacity[corev1.ResourceStorage]; size.Cmp(want) < 0 {
 		grown := pv.DeepCopy()
+		if grown.Spec.Capacity == nil {
+			grown.Spec.Capacity = corev1.ResourceList{}
+		}
 		grown.Spec.Capacity[corev1.ResourceStorage] = want
 		if _, err := e.patchVolume(ctx, pv, grown); err != nil {
 			return fmt.Errorf("error updating PV spec capacity for volume %q with : %w", key, err)
