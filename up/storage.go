@@ -21,7 +21,7 @@ const DefaultStorageClassName = "standard"
 // kind and minikube make theirs: the simulated provisioner's
 // (persistentvolume.SimulatedProvisioner), volumes made once the
 // scheduler has chosen a pod's node (WaitForFirstConsumer) and pinned to
-// it, deleted with their claims, and expandable (G.19).
+// it, deleted with their claims, and expandable (G.20).
 func DefaultStorageClass() *storagev1.StorageClass {
 	return &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: DefaultStorageClassName,

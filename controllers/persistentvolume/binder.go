@@ -54,7 +54,7 @@ func (pc *Controller) syncClaimKey(ctx context.Context, key string) error {
 }
 
 // syncUnboundClaim binds a claim that has not completed binding, or
-// provisions for it, or says why it waits (G.19).
+// provisions for it, or says why it waits (G.20).
 func (pc *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	if claim.Spec.VolumeName != "" {
 		return pc.syncPreboundClaim(ctx, claim)

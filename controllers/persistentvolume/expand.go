@@ -41,7 +41,7 @@ const (
 // its status.capacity has its volume grown. The simulated provisioner's
 // volumes are grown here at once and need no resize on the node, so the
 // claim's capacity follows in the same pass; any other volume is left to
-// an external resizer (G.19).
+// an external resizer (G.20).
 type Expander struct {
 	client   kubernetes.Interface
 	log      *slog.Logger

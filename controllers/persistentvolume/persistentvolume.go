@@ -1,6 +1,6 @@
 // Package persistentvolume is kube-controller-manager's persistent volume
 // binder and volume expander for kubegate (docs/kubernetes-behaviour.md,
-// G.19), with kubegate's simulated provisioner built in.
+// G.20), with kubegate's simulated provisioner built in.
 //
 // The binder binds each Pending PersistentVolumeClaim to the smallest
 // Available PersistentVolume that satisfies it (class, access modes,

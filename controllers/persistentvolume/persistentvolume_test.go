@@ -149,7 +149,7 @@ func waitEvent(t *testing.T, c kubernetes.Interface, ns, name, reason string) st
 	return msg
 }
 
-func TestClaimBindsSmallestMatchingVolume_G19(t *testing.T) {
+func TestClaimBindsSmallestMatchingVolume_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	volume(t, c, "small", "manual", "1Gi", corev1.PersistentVolumeReclaimRetain, nil)
@@ -192,7 +192,7 @@ func TestClaimBindsSmallestMatchingVolume_G19(t *testing.T) {
 	}
 }
 
-func TestPreboundClaimAndVolume_G19(t *testing.T) {
+func TestPreboundClaimAndVolume_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	// A claim naming its volume gets it, though a smaller one fits.
@@ -232,7 +232,7 @@ func TestPreboundClaimAndVolume_G19(t *testing.T) {
 	}
 }
 
-func TestReleasedVolumesReclaimed_G19(t *testing.T) {
+func TestReleasedVolumesReclaimed_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	ctx := context.Background()
@@ -260,7 +260,7 @@ func TestReleasedVolumesReclaimed_G19(t *testing.T) {
 	waitEvent(t, c, "", "no-deleter", "VolumeFailedDelete")
 }
 
-func TestSimulatedProvisioning_G19(t *testing.T) {
+func TestSimulatedProvisioning_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	ctx := context.Background()
@@ -322,7 +322,7 @@ func TestSimulatedProvisioning_G19(t *testing.T) {
 	waitGone(t, c, name)
 }
 
-func TestExternalProvisionerAndMissingClass_G19(t *testing.T) {
+func TestExternalProvisionerAndMissingClass_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	class(t, c, "ext", "example.com/nfs", storagev1.VolumeBindingImmediate, false)
@@ -342,7 +342,7 @@ func TestExternalProvisionerAndMissingClass_G19(t *testing.T) {
 	}
 }
 
-func TestDefaultClassAssignedAfterwards_G19(t *testing.T) {
+func TestDefaultClassAssignedAfterwards_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	// Made before there is a default class: no class at all.
@@ -355,7 +355,7 @@ func TestDefaultClassAssignedAfterwards_G19(t *testing.T) {
 	}
 }
 
-func TestWaitForFirstConsumer_G19(t *testing.T) {
+func TestWaitForFirstConsumer_G20(t *testing.T) {
 	t.Parallel()
 	c := start(t)
 	ctx := context.Background()

@@ -25,7 +25,7 @@ func (pc *Controller) syncVolumeKey(ctx context.Context, name string) error {
 
 // syncVolume keeps a volume's phase: Available while no claim holds it,
 // Bound to its claim, Released once the claim is gone, and then
-// reclaimed (G.19).
+// reclaimed (G.20).
 func (pc *Controller) syncVolume(ctx context.Context, pv *corev1.PersistentVolume) error {
 	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID == "" {
 		_, err := pc.updateVolumePhase(ctx, pv, corev1.VolumeAvailable, "")

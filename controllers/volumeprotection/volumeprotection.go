@@ -1,5 +1,5 @@
 // Package volumeprotection is kube-controller-manager's pvc-protection
-// and pv-protection controllers (docs/kubernetes-behaviour.md, G.19).
+// and pv-protection controllers (docs/kubernetes-behaviour.md, G.20).
 // The API server gives every new claim the finalizer
 // kubernetes.io/pvc-protection and every new volume
 // kubernetes.io/pv-protection (StorageObjectInUseProtection, D.17); these

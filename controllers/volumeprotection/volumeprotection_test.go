@@ -36,7 +36,7 @@ func gone(c kubernetes.Interface, get func() (metav1.Object, error)) (bool, stri
 	return false, fmt.Sprintf("still there, finalizers %v", o.GetFinalizers())
 }
 
-func TestClaimKeptWhileAPodUsesIt_G19(t *testing.T) {
+func TestClaimKeptWhileAPodUsesIt_G20(t *testing.T) {
 	t.Parallel()
 	s := controllertest.StartWith(t, manager.Options{Logger: slog.New(slog.DiscardHandler), Descriptors: []controllers.Descriptor{
 		volumeprotection.ClaimDescriptor, volumeprotection.VolumeDescriptor, persistentvolume.Descriptor}})

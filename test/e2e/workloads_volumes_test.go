@@ -48,8 +48,8 @@ const volumeWait = 120 * time.Second
 // the default class and bound, each volume pinned to its pod's node; that
 // the claims outlive a scale down and are used again by the same pods;
 // that a claim grows when asked; and that an unused claim's deletion
-// deletes its volume (docs/kubernetes-behaviour.md, G.19 and E.7).
-func TestStatefulSetVolumesWithKubectl_G19(t *testing.T) {
+// deletes its volume (docs/kubernetes-behaviour.md, G.20 and E.7).
+func TestStatefulSetVolumesWithKubectl_G20(t *testing.T) {
 	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
