@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubequota "k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	quota "k8s.io/apiserver/pkg/quota/v1"
-	"k8s.io/apiserver/pkg/quota/v1/generic"
 
 	"github.com/kubegate/kubegate/apiserver"
+	"github.com/kubegate/kubegate/internal/quotaeval"
 	"github.com/kubegate/kubegate/store"
 )
 
@@ -51,7 +51,7 @@ var quotaIgnored = map[schema.GroupResource]bool{
 // The plugin serializes its charges, and a charge that loses a race with
 // another writer of the quota reads it again and is checked afresh.
 func ResourceQuota(st store.Store) apiserver.Admission {
-	return &resourceQuota{st: st, evaluators: quotaEvaluators()}
+	return &resourceQuota{st: st, evaluators: quotaeval.Evaluators(quotaeval.Options{})}
 }
 
 type resourceQuota struct {
@@ -83,7 +83,7 @@ func (r *resourceQuota) Validate(ctx context.Context, a *apiserver.AdmissionAttr
 	}
 	ev := r.evaluators[gr]
 	if ev == nil {
-		ev = generic.NewObjectCountEvaluator(gr, nil, "")
+		ev = quotaeval.ObjectCount(gr, nil)
 	}
 	copied := *a
 	copied.Object = a.Object.DeepCopyObject()

@@ -1,9 +1,22 @@
-package admission
+// Package quotaeval holds the ResourceQuota evaluators kube's quota
+// counts with (docs/kubernetes-behaviour.md D.14 and G.30): what a pod, a
+// service and a persistent volume claim use, as kube's core evaluators
+// count it, and object counts under the legacy names for configmaps,
+// secrets, replication controllers and quotas (count/RESOURCE.GROUP for
+// the rest, made with ObjectCount as they are met).
+//
+// The API server's ResourceQuota admission plugin charges a write with
+// them, and the resource quota controller sums a namespace's usage with
+// them; so both count alike. Only the controller lists objects: an
+// evaluator built without a list function (admission's) has no
+// UsageStats.
+package quotaeval
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -20,24 +33,69 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
-// The ResourceQuota plugin's evaluators: what a pod, a service and a
-// persistent volume claim use, as kube's core evaluators count it, and
-// object counts under the legacy names for configmaps, secrets,
-// replication controllers and quotas (count/RESOURCE.GROUP for the
-// rest, made as they are met).
+// The resources the named evaluators count.
+var (
+	Pods                   = schema.GroupResource{Resource: "pods"}
+	Services               = schema.GroupResource{Resource: "services"}
+	PersistentVolumeClaims = schema.GroupResource{Resource: "persistentvolumeclaims"}
+	ConfigMaps             = schema.GroupResource{Resource: "configmaps"}
+	Secrets                = schema.GroupResource{Resource: "secrets"}
+	ReplicationControllers = schema.GroupResource{Resource: "replicationcontrollers"}
+	ResourceQuotas         = schema.GroupResource{Resource: "resourcequotas"}
+)
 
-// quotaEvaluators returns the evaluators by the resource they count.
-func quotaEvaluators() map[schema.GroupResource]quota.Evaluator {
-	evs := []quota.Evaluator{podEvaluator(), serviceEvaluator(), claimEvaluator()}
-	for res, alias := range map[string]corev1.ResourceName{"configmaps": corev1.ResourceConfigMaps, "resourcequotas": corev1.ResourceQuotas,
-		"replicationcontrollers": corev1.ResourceReplicationControllers, "secrets": corev1.ResourceSecrets} {
-		evs = append(evs, generic.NewObjectCountEvaluator(schema.GroupResource{Resource: res}, nil, alias))
+// aliases are the legacy names of the object counts that have one.
+var aliases = map[schema.GroupResource]corev1.ResourceName{
+	ConfigMaps: corev1.ResourceConfigMaps, ResourceQuotas: corev1.ResourceQuotas,
+	ReplicationControllers: corev1.ResourceReplicationControllers, Secrets: corev1.ResourceSecrets,
+}
+
+// Options configure Evaluators.
+type Options struct {
+	// List lists a resource's objects in a namespace, for UsageStats;
+	// nil (admission) means the evaluators have no UsageStats. It is
+	// asked once per named resource, and may return nil for one it
+	// cannot list, whose evaluator then has no UsageStats.
+	List func(schema.GroupResource) generic.ListFuncByNamespace
+	// Now is the clock a pod's usage is read at (a pod deleted longer
+	// ago than its grace period uses nothing but its count); nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Evaluators returns the named evaluators by the resource they count.
+func Evaluators(o Options) map[schema.GroupResource]quota.Evaluator {
+	list := func(gr schema.GroupResource) generic.ListFuncByNamespace {
+		if o.List == nil {
+			return nil
+		}
+		return o.List(gr)
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	evs := []quota.Evaluator{podEvaluator(list(Pods), now), serviceEvaluator(list(Services)), claimEvaluator(list(PersistentVolumeClaims))}
+	for gr := range aliases {
+		evs = append(evs, ObjectCount(gr, list(gr)))
 	}
 	out := map[schema.GroupResource]quota.Evaluator{}
 	for _, e := range evs {
 		out[e.GroupResource()] = e
 	}
 	return out
+}
+
+// ObjectCount is the evaluator of a resource counted by its objects
+// only, as count/RESOURCE.GROUP (and its legacy name, if it has one);
+// list may be nil (no UsageStats).
+func ObjectCount(gr schema.GroupResource, list generic.ListFuncByNamespace) quota.Evaluator {
+	if list == nil {
+		list = func(string) ([]runtime.Object, error) {
+			return nil, fmt.Errorf("usage stats of %s are not computed by admission", gr)
+		}
+	}
+	return generic.NewObjectCountEvaluator(gr, list, aliases[gr])
 }
 
 // kindEvaluator is a quota.Evaluator made of the functions that differ
@@ -53,6 +111,8 @@ type kindEvaluator struct {
 	// scope reports whether obj falls in a quota's scope; nil: no scopes.
 	scope       func(sel corev1.ScopedResourceSelectorRequirement, obj runtime.Object) (bool, error)
 	constraints func(required []corev1.ResourceName, obj runtime.Object) error
+	// list lists the namespace's objects for UsageStats; nil: none.
+	list generic.ListFuncByNamespace
 }
 
 var _ quota.Evaluator = (*kindEvaluator)(nil)
@@ -119,9 +179,13 @@ func (e *kindEvaluator) UncoveredQuotaScopes(limited, matched []corev1.ScopedRes
 	return out, nil
 }
 
-// UsageStats is the controller's, which the plugin never asks for.
-func (e *kindEvaluator) UsageStats(quota.UsageStatsOptions) (quota.UsageStats, error) {
-	return quota.UsageStats{}, fmt.Errorf("usage stats of %s are not computed by admission", e.gr)
+// UsageStats sums the usage of the namespace's objects in the scopes
+// asked for; an evaluator without a list function has none.
+func (e *kindEvaluator) UsageStats(o quota.UsageStatsOptions) (quota.UsageStats, error) {
+	if e.list == nil {
+		return quota.UsageStats{}, fmt.Errorf("usage stats of %s are not computed by admission", e.gr)
+	}
+	return generic.CalculateUsageStats(o, e.list, e.scopeFunc(), e.usage)
 }
 
 func one() resource.Quantity { return *resource.NewQuantity(1, resource.DecimalSI) }
@@ -129,9 +193,9 @@ func one() resource.Quantity { return *resource.NewQuantity(1, resource.DecimalS
 // podEvaluator counts a pod that is not finished: pods, count/pods, and
 // its requests and limits of cpu, memory, ephemeral storage and huge
 // pages. A quota of cpu or memory requires every container to ask for it.
-func podEvaluator() *kindEvaluator {
-	gr := podsGVR.GroupResource()
-	return &kindEvaluator{gr: gr,
+func podEvaluator(list generic.ListFuncByNamespace, now func() time.Time) *kindEvaluator {
+	gr := Pods
+	return &kindEvaluator{gr: gr, list: list,
 		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourceCPU, corev1.ResourceMemory,
 			corev1.ResourceEphemeralStorage, corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsEphemeralStorage,
 			corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage, corev1.ResourcePods},
@@ -156,10 +220,23 @@ func podEvaluator() *kindEvaluator {
 			}
 			return false
 		},
-		usage:       podUsage,
+		usage:       func(obj runtime.Object) (corev1.ResourceList, error) { return podUsage(obj, now()) },
 		scope:       podInScope,
 		constraints: podConstraints,
 	}
+}
+
+// Charged reports whether pod's resources count against a quota at now:
+// it is not finished, and not deleted longer ago than its grace period.
+func Charged(p *corev1.Pod, now time.Time) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if p.DeletionTimestamp != nil && p.DeletionGracePeriodSeconds != nil &&
+		now.After(p.DeletionTimestamp.Add(time.Duration(*p.DeletionGracePeriodSeconds)*time.Second)) {
+		return false
+	}
+	return true
 }
 
 func terminating(p *corev1.Pod) bool {
@@ -209,13 +286,16 @@ func extendedResource(name corev1.ResourceName) bool {
 	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+s)) == 0
 }
 
-func podUsage(obj runtime.Object) (corev1.ResourceList, error) {
+// podUsage is what a pod uses at now: its count always, and its
+// resources while it is neither finished nor deleted longer ago than its
+// grace period (a pod stuck terminating on a lost node charges nothing).
+func podUsage(obj runtime.Object, now time.Time) (corev1.ResourceList, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return nil, fmt.Errorf("expect *v1.Pod, got %T", obj)
 	}
-	out := corev1.ResourceList{generic.ObjectCountQuotaResourceNameFor(podsGVR.GroupResource()): one()}
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	out := corev1.ResourceList{generic.ObjectCountQuotaResourceNameFor(Pods): one()}
+	if !Charged(p, now) {
 		return out, nil
 	}
 	opts := resourcehelper.PodResourcesOptions{}
@@ -355,9 +435,9 @@ func podConstraints(required []corev1.ResourceName, obj runtime.Object) error {
 
 // serviceEvaluator counts a service: services, count/services, its node
 // ports and load balancers.
-func serviceEvaluator() *kindEvaluator {
-	gr := schema.GroupResource{Resource: "services"}
-	return &kindEvaluator{gr: gr,
+func serviceEvaluator(list generic.ListFuncByNamespace) *kindEvaluator {
+	gr := Services
+	return &kindEvaluator{gr: gr, list: list,
 		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourceServices,
 			corev1.ResourceServicesNodePorts, corev1.ResourceServicesLoadBalancers},
 		handles: func(a kubeadmission.Attributes) bool {
@@ -397,9 +477,9 @@ const storageClassSuffix = ".storageclass.storage.k8s.io/"
 // claimEvaluator counts a persistent volume claim: persistentvolumeclaims,
 // count/persistentvolumeclaims, requests.storage, and both per storage
 // class.
-func claimEvaluator() *kindEvaluator {
-	gr := schema.GroupResource{Resource: "persistentvolumeclaims"}
-	return &kindEvaluator{gr: gr,
+func claimEvaluator(list generic.ListFuncByNamespace) *kindEvaluator {
+	gr := PersistentVolumeClaims
+	return &kindEvaluator{gr: gr, list: list,
 		names: []corev1.ResourceName{generic.ObjectCountQuotaResourceNameFor(gr), corev1.ResourcePersistentVolumeClaims, corev1.ResourceRequestsStorage},
 		matches: func(n corev1.ResourceName) bool {
 			return strings.HasSuffix(string(n), storageClassSuffix+string(corev1.ResourcePersistentVolumeClaims)) ||
