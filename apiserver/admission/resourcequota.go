@@ -21,19 +21,6 @@ import (
 
 var resourceQuotasGVR = corev1.SchemeGroupVersion.WithResource("resourcequotas")
 
-// quotaIgnored are the resources kube's quota never charges: the virtual
-// ones and events.
-var quotaIgnored = map[schema.GroupResource]bool{
-	{Resource: "bindings"}: true, {Resource: "componentstatuses"}: true, {Resource: "events"}: true,
-	{Group: "events.k8s.io", Resource: "events"}:                           true,
-	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:             true,
-	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:       true,
-	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:      true,
-	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}:  true,
-	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}: true,
-	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:   true,
-}
-
 // ResourceQuota is kube-apiserver's ResourceQuota plugin (D.14): a write
 // in a namespace that has ResourceQuotas is checked against each quota
 // that limits what it uses, with k8s.io/apiserver's CheckRequest and the
@@ -78,7 +65,7 @@ const quotaRetries = 3
 // them.
 func (r *resourceQuota) Validate(ctx context.Context, a *apiserver.AdmissionAttributes) error {
 	gr := a.Resource.GroupResource()
-	if a.Namespace == "" || a.Object == nil || quotaIgnored[gr] || (a.Operation == apiserver.Create && gr == namespacesGVR.GroupResource()) {
+	if a.Namespace == "" || a.Object == nil || quotaeval.Ignored[gr] || (a.Operation == apiserver.Create && gr == namespacesGVR.GroupResource()) {
 		return nil
 	}
 	ev := r.evaluators[gr]

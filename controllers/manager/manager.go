@@ -41,6 +41,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/persistentvolume"
 	"github.com/kubegate/kubegate/controllers/podautoscaler"
 	"github.com/kubegate/kubegate/controllers/replicaset"
+	"github.com/kubegate/kubegate/controllers/resourcequota"
 	"github.com/kubegate/kubegate/controllers/rootcacert"
 	"github.com/kubegate/kubegate/controllers/serviceaccount"
 	"github.com/kubegate/kubegate/controllers/statefulset"
@@ -79,6 +80,7 @@ var All = []controllers.Descriptor{
 	persistentvolume.ExpanderDescriptor,
 	volumeprotection.ClaimDescriptor,
 	volumeprotection.VolumeDescriptor,
+	resourcequota.Descriptor,
 }
 
 // Names returns the names of All.

@@ -44,6 +44,19 @@ var (
 	ResourceQuotas         = schema.GroupResource{Resource: "resourcequotas"}
 )
 
+// Ignored are the resources kube's quota never counts: the virtual ones
+// and events.
+var Ignored = map[schema.GroupResource]bool{
+	{Resource: "bindings"}: true, {Resource: "componentstatuses"}: true, {Resource: "events"}: true,
+	{Group: "events.k8s.io", Resource: "events"}:                           true,
+	{Group: "authentication.k8s.io", Resource: "tokenreviews"}:             true,
+	{Group: "authentication.k8s.io", Resource: "selfsubjectreviews"}:       true,
+	{Group: "authorization.k8s.io", Resource: "subjectaccessreviews"}:      true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectaccessreviews"}:  true,
+	{Group: "authorization.k8s.io", Resource: "localsubjectaccessreviews"}: true,
+	{Group: "authorization.k8s.io", Resource: "selfsubjectrulesreviews"}:   true,
+}
+
 // aliases are the legacy names of the object counts that have one.
 var aliases = map[schema.GroupResource]corev1.ResourceName{
 	ConfigMaps: corev1.ResourceConfigMaps, ResourceQuotas: corev1.ResourceQuotas,
