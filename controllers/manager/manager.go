@@ -40,6 +40,7 @@ import (
 	"github.com/kubegate/kubegate/controllers/nodelifecycle"
 	"github.com/kubegate/kubegate/controllers/persistentvolume"
 	"github.com/kubegate/kubegate/controllers/podautoscaler"
+	"github.com/kubegate/kubegate/controllers/podgc"
 	"github.com/kubegate/kubegate/controllers/replicaset"
 	"github.com/kubegate/kubegate/controllers/resourcequota"
 	"github.com/kubegate/kubegate/controllers/rootcacert"
@@ -81,6 +82,7 @@ var All = []controllers.Descriptor{
 	volumeprotection.ClaimDescriptor,
 	volumeprotection.VolumeDescriptor,
 	resourcequota.Descriptor,
+	podgc.Descriptor,
 }
 
 // Names returns the names of All.
