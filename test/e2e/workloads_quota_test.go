@@ -83,11 +83,11 @@ func TestQuotaWithKubectl_G30(t *testing.T) {
 	waitUsed("2", "400m")
 }
 
-// TestHelmCreatedChart_I1 installs, against `kubegate up --nodes 3`, the
+// TestHelmCreatedChart_D15 installs, against `kubegate up --nodes 3`, the
 // chart `helm create` writes, with its HorizontalPodAutoscaler and
-// Ingress turned on, and waits for it as Helm does: the Deployment
+// Ingress turned on (D.15), and waits for it as Helm does: the Deployment
 // available and every object current.
-func TestHelmCreatedChart_I1(t *testing.T) {
+func TestHelmCreatedChart_D15(t *testing.T) {
 	t.Parallel()
 	requireTool(t, "kubectl")
 	bin := helmBinary(t)
