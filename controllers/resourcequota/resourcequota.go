@@ -134,7 +134,7 @@ func New(c *controllers.Context, o Options) (*Controller, error) {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.ResourceQuota)
 			n, ok2 := cur.(*corev1.ResourceQuota)
-			if ok1 && ok2 && quota.Equals(o.Spec.Hard, n.Spec.Hard) && statusCounted(n) {
+			if ok1 && ok2 && quota.Equals(o.Spec.Hard, n.Spec.Hard) && rc.statusCounted(n) {
 				return // its own status write, or a change that counts nothing new
 			}
 			controllers.Enqueue(rc.queue, cur)
@@ -249,14 +249,22 @@ func (rc *Controller) replenish(gr schema.GroupResource, ev quota.Evaluator, nam
 }
 
 // statusCounted reports whether q's status already holds its spec.hard
-// and a used entry for each name in it.
-func statusCounted(q *corev1.ResourceQuota) bool {
+// and a used entry for each name in it that an evaluator counts.
+func (rc *Controller) statusCounted(q *corev1.ResourceQuota) bool {
 	if !apiequality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard) {
 		return false
 	}
 	for name := range q.Status.Hard {
-		if _, ok := q.Status.Used[name]; !ok {
-			return false
+		if _, ok := q.Status.Used[name]; ok {
+			continue
+		}
+		if _, count := countResource(name); count {
+			return false // a resource not watched yet, maybe
+		}
+		for _, ev := range rc.registry.List() {
+			if len(ev.MatchingResources([]corev1.ResourceName{name})) > 0 {
+				return false
+			}
 		}
 	}
 	return true
