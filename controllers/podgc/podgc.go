@@ -1,5 +1,5 @@
 // Package podgc is kube-controller-manager's pod garbage collector
-// (docs/kubernetes-behaviour.md G.31). Every GCPeriod (kube's 20 seconds)
+// (docs/kubernetes-behaviour.md G.22). Every GCPeriod (kube's 20 seconds)
 // it force-deletes (grace period 0):
 //   - the oldest terminated pods (phase neither Pending, Running nor
 //     Unknown) above TerminatedPodThreshold (--terminated-pod-gc-threshold,

@@ -84,7 +84,7 @@ func podNames(t *testing.T, c kubernetes.Interface) []string {
 
 // Above the threshold, the evicted terminated pods go first, then the
 // oldest; running pods are never counted.
-func TestTerminatedPodsAboveThreshold_G31(t *testing.T) {
+func TestTerminatedPodsAboveThreshold_G22(t *testing.T) {
 	t.Parallel()
 	c := start(t, podgc.Options{TerminatedPodThreshold: 2, GCPeriod: 50 * time.Millisecond}, nil)
 	createPod(t, c, "a", "", false, corev1.PodSucceeded, "")
@@ -110,7 +110,7 @@ func getPod(t *testing.T, c kubernetes.Interface, name string) *corev1.Pod {
 // A terminating pod that was never scheduled is marked Failed and
 // force-deleted; the pods of a deleted node wait for the quarantine, then
 // are marked Failed with kube's DisruptionTarget condition and deleted.
-func TestOrphanedAndUnscheduledPods_G31(t *testing.T) {
+func TestOrphanedAndUnscheduledPods_G22(t *testing.T) {
 	t.Parallel()
 	clk := &clock{t: time.Now()}
 	c := start(t, podgc.Options{GCPeriod: 50 * time.Millisecond}, clk.now)

@@ -1,5 +1,5 @@
 // Package resourcequota is kube-controller-manager's resource quota
-// controller (docs/kubernetes-behaviour.md G.30): it keeps every
+// controller (docs/kubernetes-behaviour.md G.21): it keeps every
 // ResourceQuota's status, hard as its spec.hard and used as what the
 // objects of its namespace in its scopes use of each resource it names,
 // counted with the evaluators the API server's quota admission charges

@@ -99,7 +99,7 @@ func createPod(t *testing.T, c kubernetes.Interface, ns string, p *corev1.Pod) *
 // The controller fills a new quota's status, counts the pods and their
 // requests as they come, stops charging the resources of a pod that
 // finished, and counts a deleted pod no more.
-func TestQuotaUsageCountsPods_G30(t *testing.T) {
+func TestQuotaUsageCountsPods_G21(t *testing.T) {
 	t.Parallel()
 	c := start(t, resourcequota.Options{})
 	ctx := context.Background()
@@ -147,7 +147,7 @@ func TestQuotaUsageCountsPods_G30(t *testing.T) {
 // Each quota counts only the pods in its scopes: BestEffort and
 // NotBestEffort, Terminating and NotTerminating, and a PriorityClass
 // scope selector.
-func TestQuotaScopes_G30(t *testing.T) {
+func TestQuotaScopes_G21(t *testing.T) {
 	t.Parallel()
 	c := start(t, resourcequota.Options{})
 	ctx := context.Background()
@@ -179,7 +179,7 @@ func TestQuotaScopes_G30(t *testing.T) {
 
 // A count/RESOURCE.GROUP of a resource without an evaluator of its own
 // is counted through a watch on it started for the quota.
-func TestQuotaCountsAnyResource_G30(t *testing.T) {
+func TestQuotaCountsAnyResource_G21(t *testing.T) {
 	t.Parallel()
 	c := start(t, resourcequota.Options{})
 	ctx := context.Background()
@@ -202,7 +202,7 @@ func TestQuotaCountsAnyResource_G30(t *testing.T) {
 
 // A status.used written wrong by another client, which no event of a
 // counted object corrects, is set right by the full resync.
-func TestQuotaResyncCorrectsUsage_G30(t *testing.T) {
+func TestQuotaResyncCorrectsUsage_G21(t *testing.T) {
 	t.Parallel()
 	c := start(t, resourcequota.Options{ResyncPeriod: 200 * time.Millisecond})
 	ctx := context.Background()

@@ -1,5 +1,5 @@
 // Package quotaeval holds the ResourceQuota evaluators kube's quota
-// counts with (docs/kubernetes-behaviour.md D.14 and G.30): what a pod, a
+// counts with (docs/kubernetes-behaviour.md D.14 and G.21): what a pod, a
 // service and a persistent volume claim use, as kube's core evaluators
 // count it, and object counts under the legacy names for configmaps,
 // secrets, replication controllers and quotas (count/RESOURCE.GROUP for

@@ -28,12 +28,12 @@ spec:
         cpu: 200m
 `
 
-// TestQuotaWithKubectl_G30 runs `kubegate up` and checks, with real
+// TestQuotaWithKubectl_G21 runs `kubegate up` and checks, with real
 // kubectl, that a quota made by `kubectl create quota` counts the pods of
 // its namespace as they come and go (the resource quota controller,
-// docs/kubernetes-behaviour.md G.30), and that the pod that would exceed
+// docs/kubernetes-behaviour.md G.21), and that the pod that would exceed
 // it is refused with kube-apiserver's message (D.14).
-func TestQuotaWithKubectl_G30(t *testing.T) {
+func TestQuotaWithKubectl_G21(t *testing.T) {
 	t.Parallel()
 	requireTool(t, "kubectl")
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0)
