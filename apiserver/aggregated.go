@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -60,13 +62,21 @@ func discoveryETag(list *apidiscoveryv2.APIGroupDiscoveryList) (string, error) {
 // resource.
 func (s *Server) aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscoveryList {
 	reg := s.registry()
-	groups := reg.groups
-	if core {
-		groups = []string{""}
+	var remote map[string]RemoteGroup
+	groups := []string{""}
+	if !core {
+		remote = s.remoteGroups(reg)
+		groups = discoveryGroups(reg, remote)
 	}
 	gvs := reg.groupVersions(false)
 	list := &apidiscoveryv2.APIGroupDiscoveryList{Items: []apidiscoveryv2.APIGroupDiscovery{}}
 	for _, g := range groups {
+		if rg, ok := remote[g]; ok {
+			if len(rg.Discovery) > 0 {
+				list.Items = append(list.Items, apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g}, Versions: rg.Discovery})
+			}
+			continue
+		}
 		item := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: g}}
 		for _, v := range gvs[g] {
 			rl := reg.resourceList(schema.GroupVersion{Group: g, Version: v})
@@ -82,6 +92,15 @@ func (s *Server) aggregatedDiscovery(core bool) *apidiscoveryv2.APIGroupDiscover
 		}
 	}
 	return list
+}
+
+// AggregatedResources is the aggregated discovery of the resources of a
+// legacy APIResourceList, as kube-aggregator turns a remote server's
+// legacy discovery into aggregated discovery.
+func AggregatedResources(rs []metav1.APIResource) []apidiscoveryv2.APIResourceDiscovery {
+	sorted := slices.Clone(rs)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	return resourcesForDiscovery(sorted)
 }
 
 // resourcesForDiscovery turns the entries of a legacy APIResourceList,

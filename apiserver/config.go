@@ -75,6 +75,9 @@ type Config struct {
 	// apiserver_request_duration_seconds), served at /metrics; nil means a
 	// new registry of the server's own.
 	Registry *prometheus.Registry
+	// Aggregator serves the group versions of APIServices with a service
+	// (I.3); nil: such a group version is not served.
+	Aggregator Aggregator
 }
 
 // Operation is what an admission plugin is asked about.

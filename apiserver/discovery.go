@@ -159,8 +159,13 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 	}
 	reg := s.registry()
 	gvs := reg.groupVersions(false)
+	remote := s.remoteGroups(reg)
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}}
-	for _, g := range reg.groups {
+	for _, g := range discoveryGroups(reg, remote) {
+		if rg, ok := remote[g]; ok {
+			list.Groups = append(list.Groups, remoteAPIGroup(rg))
+			continue
+		}
 		list.Groups = append(list.Groups, s.apiGroupOf(g, gvs[g]))
 	}
 	s.writeDiscovery(w, r, list)
@@ -169,6 +174,14 @@ func (s *Server) apiGroups(w http.ResponseWriter, r *http.Request) {
 func (s *Server) apiGroup(w http.ResponseWriter, r *http.Request) {
 	name := chi.URLParam(r, "group")
 	vs := s.groupVersions()[name]
+	if rg, ok := s.remoteGroups(s.registry())[name]; ok && len(vs) == 0 {
+		// kube-aggregator answers a remote group's document itself, from
+		// its APIServices.
+		g := remoteAPIGroup(rg)
+		g.TypeMeta = metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}
+		s.writeDiscovery(w, r, &g)
+		return
+	}
 	if name == "" || len(vs) == 0 {
 		s.notFound(w, r)
 		return
@@ -186,6 +199,10 @@ func (s *Server) apiResources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gv := schema.GroupVersion{Group: chi.URLParam(r, "group"), Version: chi.URLParam(r, "version")}
+	if h, ok := s.remoteHandler(r, gv); ok {
+		h.ServeHTTP(w, r)
+		return
+	}
 	if strings.HasPrefix(r.URL.Path, "/apis/") && gv.Group == "" {
 		s.notFound(w, r)
 		return

@@ -371,6 +371,12 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 		s.serveVirtual(w, r, ri, res)
 		return
 	}
+	if !ok {
+		if h, remote := s.remoteHandler(r, gvr.GroupVersion()); remote {
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
 	if !ok || len(ri.Parts) > 3 {
 		s.notFound(w, r)
 		return

@@ -62,6 +62,7 @@ type options struct {
 	admission    []apiserver.Admission
 	admissionSet bool
 	now          func() time.Time
+	aggregator   apiserver.Aggregator
 }
 
 // WithUsers authenticates a request whose bearer token is a key of users
@@ -100,6 +101,12 @@ func WithAdmission(plugins ...apiserver.Admission) Option {
 // creation times it sets and the ages its tables show.
 func WithClock(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
+}
+
+// WithAggregator serves the group versions of APIServices with a service
+// through agg (I.3).
+func WithAggregator(agg apiserver.Aggregator) Option {
+	return func(o *options) { o.aggregator = agg }
 }
 
 // WithTokenReviews serves serviceaccounts/token (TokenRequest, signed
@@ -175,6 +182,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		Admission:  chain,
 		Now:        o.now,
 		Logger:     slog.New(slog.DiscardHandler),
+		Aggregator: o.aggregator,
 	})
 	if err != nil {
 		st.Close()

@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
+	"github.com/kubegate/kubegate/apiserver/aggregator"
 	"github.com/kubegate/kubegate/apiserver/customresource"
 	"github.com/kubegate/kubegate/apiserver/rbacsource"
 	"github.com/kubegate/kubegate/apiserver/registry"
@@ -76,6 +77,12 @@ type Options struct {
 	SAMaxTokenExpiration time.Duration
 
 	AuthorizationMode string // ModeRBAC (default) or ModeAlwaysAllow
+
+	// ProxyClientCertFile and ProxyClientKeyFile are the client
+	// certificate the server presents to the servers of APIServices with
+	// a service (I.3), kubeadm's front-proxy-client; "" presents none.
+	ProxyClientCertFile string
+	ProxyClientKeyFile  string
 
 	// DataDir holds the bbolt store (DataDir/state.db); exactly one of
 	// DataDir and EtcdServers is required.
@@ -140,6 +147,8 @@ func (o *Options) Validate() error {
 		return errors.New("--service-account-issuer is required with service-account keys")
 	case !o.Configured() && o.SASigningKeyFile == "":
 		return errors.New("no authenticator configured: give --client-ca-file, --token-auth-file, --service-account-key-file or --requestheader-client-ca-file")
+	case (o.ProxyClientCertFile == "") != (o.ProxyClientKeyFile == ""):
+		return errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
 	}
@@ -223,6 +232,13 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	if err != nil {
 		return nil, err
 	}
+	// The aggregator finds services' endpoints as the conversion webhooks
+	// do, once dynamic admission has started.
+	agg, err := aggregator.New(aggregator.Options{ProxyClientCertFile: o.ProxyClientCertFile,
+		ProxyClientKeyFile: o.ProxyClientKeyFile, Resolver: &s.conversion, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
 	cfg := apiserver.Config{
 		Store:           s.Store,
 		Authenticator:   a.request,
@@ -234,6 +250,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		ExternalAddress: o.ExternalAddress,
 		// The kubernetes Service targets the port clients reach.
 		KubernetesServicePort: o.SecurePort,
+		Aggregator:            agg,
 	}
 	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
 		cfg.KubernetesServicePort, _ = strconv.Atoi(port)
@@ -315,8 +332,16 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		s.Listener.Close()
 		return nil, fmt.Errorf("start the apiservice registration: %w", err)
 	}
+	stopAggregator, err := agg.Start(ctx, s.LoopbackConfig())
+	if err != nil {
+		stopAPIServices()
+		stopFlowSchemaStatus()
+		s.stopCRDControllers()
+		s.Listener.Close()
+		return nil, fmt.Errorf("start the aggregator: %w", err)
+	}
 	stopCRD := s.stopCRDControllers
-	s.stopCRDControllers = func() { stopAPIServices(); stopFlowSchemaStatus(); stopCRD() }
+	s.stopCRDControllers = func() { stopAggregator(); stopAPIServices(); stopFlowSchemaStatus(); stopCRD() }
 	return s, nil
 }
 

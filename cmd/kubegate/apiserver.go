@@ -25,6 +25,8 @@ func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
 	addAuthnFlags(fs, &o.Flags,
 		"PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable (default: the signing key)",
 		"check that a legacy token's service account and secret still exist (bound tokens are always checked)")
+	fs.StringVar(&o.ProxyClientCertFile, "proxy-client-cert-file", "", "client certificate the API server presents to aggregated API servers (front-proxy-client.crt)")
+	fs.StringVar(&o.ProxyClientKeyFile, "proxy-client-key-file", "", "private key of --proxy-client-cert-file")
 	fs.StringVar(&o.SASigningKeyFile, "service-account-signing-key-file", "", "private key (sa.key) that signs TokenRequest tokens")
 	fs.DurationVar(&o.SAMaxTokenExpiration, "service-account-max-token-expiration", 0, "longest TokenRequest lifetime; longer requests are shortened (0: no cap)")
 	fs.StringVar(&o.AuthorizationMode, "authorization-mode", o.AuthorizationMode, "RBAC, or AlwaysAllow (tests only: every authenticated request is allowed)")
