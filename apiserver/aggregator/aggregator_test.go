@@ -333,4 +333,3 @@ func TestProxyToAPIServiceWithService_I3(t *testing.T) {
 		c.waitAvailable(t, apiregistrationv1.ConditionFalse, "ServiceNotFound")
 	})
 }
-
