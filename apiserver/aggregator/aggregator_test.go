@@ -233,28 +233,7 @@ func TestProxyToAPIServiceWithService_I3(t *testing.T) {
 		if len(seen) != 1 {
 			t.Fatalf("the backend got %d requests, want 1", len(seen))
 		}
-		r := seen[0]
-		if got := r.Header.Values("X-Remote-User"); len(got) != 1 || got[0] != "alice" {
-			t.Errorf("X-Remote-User: got %q, want [alice]", got)
-		}
-		if got := r.Header.Values("X-Remote-Group"); strings.Join(got, ",") != "readers,system:authenticated" {
-			t.Errorf("X-Remote-Group: got %q, want alice's groups", got)
-		}
-		if got := r.Header.Values("X-Remote-Extra-Scopes"); strings.Join(got, ",") != "a,b" {
-			t.Errorf("X-Remote-Extra-Scopes: got %q, want [a b]", got)
-		}
-		if got := r.Header.Get("X-Remote-Uid"); got != "uid-1" {
-			t.Errorf("X-Remote-Uid: got %q, want uid-1", got)
-		}
-		if got := r.Header.Get("Authorization"); got != "" {
-			t.Errorf("the client's credential reached the backend: %q", got)
-		}
-		if got := r.TLS.PeerCertificates[0].Subject.CommonName; got != "front-proxy-client" {
-			t.Errorf("client certificate CN: got %q, want front-proxy-client", got)
-		}
-		if got := r.URL.RawQuery; got != "labelSelector=a%3Db" {
-			t.Errorf("query: got %q, want labelSelector=a%%3Db", got)
-		}
+		checkForwarded(t, seen[0])
 	})
 
 	t.Run("authorization comes before the proxy", func(t *testing.T) {
@@ -299,6 +278,13 @@ func TestProxyToAPIServiceWithService_I3(t *testing.T) {
 		}
 	})
 
+}
+
+func TestAPIServiceAvailability_I3(t *testing.T) {
+	c := startCluster(t)
+	c.register(t, nil)
+	c.waitAvailable(t, apiregistrationv1.ConditionTrue, "Passed")
+
 	t.Run("a CA bundle that does not verify the server fails discovery and answers 503", func(t *testing.T) {
 		other := testpki.NewCA(t, "other")
 		c.register(t, func(s *apiregistrationv1.APIServiceSpec) { s.CABundle = other.CertPEM })
@@ -332,4 +318,30 @@ func TestProxyToAPIServiceWithService_I3(t *testing.T) {
 		})
 		c.waitAvailable(t, apiregistrationv1.ConditionFalse, "ServiceNotFound")
 	})
+}
+
+// checkForwarded checks what the backend got for alice's request.
+func checkForwarded(t *testing.T, r *http.Request) {
+	t.Helper()
+	if got := r.Header.Values("X-Remote-User"); len(got) != 1 || got[0] != "alice" {
+		t.Errorf("X-Remote-User: got %q, want [alice]", got)
+	}
+	if got := r.Header.Values("X-Remote-Group"); strings.Join(got, ",") != "readers,system:authenticated" {
+		t.Errorf("X-Remote-Group: got %q, want alice's groups", got)
+	}
+	if got := r.Header.Values("X-Remote-Extra-Scopes"); strings.Join(got, ",") != "a,b" {
+		t.Errorf("X-Remote-Extra-Scopes: got %q, want [a b]", got)
+	}
+	if got := r.Header.Get("X-Remote-Uid"); got != "uid-1" {
+		t.Errorf("X-Remote-Uid: got %q, want uid-1", got)
+	}
+	if got := r.Header.Get("Authorization"); got != "" {
+		t.Errorf("the client's credential reached the backend: %q", got)
+	}
+	if got := r.TLS.PeerCertificates[0].Subject.CommonName; got != "front-proxy-client" {
+		t.Errorf("client certificate CN: got %q, want front-proxy-client", got)
+	}
+	if got := r.URL.RawQuery; got != "labelSelector=a%3Db" {
+		t.Errorf("query: got %q, want labelSelector=a%%3Db", got)
+	}
 }
