@@ -10,10 +10,13 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	aggregatorclientset "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/nodesim"
+	"github.com/kubegate/kubegate/nodesim/metrics"
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/plugins"
 )
@@ -153,7 +156,11 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		if err != nil {
 			return err
 		}
-		runs = append(runs, sched.Run, sim.Run)
+		runMetrics, err := c.metricsServer(logger)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, sched.Run, sim.Run, runMetrics)
 	}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {
@@ -172,4 +179,30 @@ func clientFromKubeconfig(path string, qps float32, burst int) (*kubernetes.Clie
 		return nil, err
 	}
 	return kubernetes.NewForConfig(cfg)
+}
+
+// metricsServer returns the run of the simulated nodes' metrics server
+// (nodesim/metrics, I.4), registered as kube-system/metrics-server and
+// v1beta1.metrics.k8s.io, as metrics-server is in kubeadm clusters, and
+// reached by the API server's aggregator with the front-proxy client
+// certificate.
+func (c *Cluster) metricsServer(logger *slog.Logger) (func(context.Context) error, error) {
+	cfg, err := kubeconfig.RESTConfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
+	if err != nil {
+		return nil, err
+	}
+	// Its EndpointSlice names localhost (FQDN), which kube calls
+	// deprecated at every start.
+	cfg.WarningHandler = rest.NoWarnings{}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	apis, err := aggregatorclientset.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mc := metrics.Config{Client: client, APIServices: apis, FrontProxyCAFile: filepath.Join(c.Dir, "pki", "front-proxy-ca.crt"),
+		AllowedNames: []string{"front-proxy-client"}, Options: metrics.Options{Logger: logger.With("component", "metrics-server")}}
+	return func(ctx context.Context) error { return metrics.Run(ctx, mc) }, nil
 }

@@ -184,6 +184,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.SASigningKeyFile = pki("sa.key")
 	a.RequestHeaderCAFile = pki("front-proxy-ca.crt")
 	a.RequestHeaderAllowedNames = []string{"front-proxy-client"}
+	// The client certificate it presents to aggregated API servers, as
+	// kubeadm gives kube-apiserver (I.3).
+	a.ProxyClientCertFile, a.ProxyClientKeyFile = pki("front-proxy-client.crt"), pki("front-proxy-client.key")
 	a.AnonymousAuth = false
 	a.AuthenticationConfigFile = o.AuthenticationConfigFile
 	a.EnableBootstrapTokenAuth = true // as kubeadm configures kube-apiserver

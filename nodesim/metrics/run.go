@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -15,6 +17,9 @@ import (
 
 	"github.com/kubegate/kubegate/authn/requestheader"
 )
+
+// registerRetry is how long Run waits to register again after a failure.
+const registerRetry = time.Second
 
 // Config is what Run needs.
 type Config struct {
@@ -27,8 +32,10 @@ type Config struct {
 	// it verifies when empty. Required.
 	FrontProxyCAFile string
 	AllowedNames     []string
-	// BindAddress is where the server listens, on a free port; "" means
-	// 127.0.0.1.
+	// BindAddress is where the server listens, on a free port, and the
+	// address its EndpointSlice names: not loopback, which no
+	// EndpointSlice may name. "" means the first address of the machine's
+	// interfaces that is neither loopback nor link-local.
 	BindAddress string
 	Options
 }
@@ -63,11 +70,11 @@ func Run(ctx context.Context, c Config) error {
 	if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced, nodes.Informer().HasSynced) {
 		return ctx.Err()
 	}
-	addr := c.BindAddress
-	if addr == "" {
-		addr = "127.0.0.1"
+	addr, err := bindAddress(c.BindAddress)
+	if err != nil {
+		return err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	l, err := net.Listen("tcp", net.JoinHostPort(addr.String(), "0"))
 	if err != nil {
 		return fmt.Errorf("metrics server: %w", err)
 	}
@@ -80,10 +87,61 @@ func Run(ctx context.Context, c Config) error {
 		l.Close()
 		return fmt.Errorf("metrics server: serving certificate: %w", err)
 	}
-	if err := Register(ctx, c.Client, c.APIServices, int32(l.Addr().(*net.TCPAddr).Port), caBundle); err != nil {
+	// A write refused for a while (admission not ready, a conflict) is
+	// tried again each second.
+	listening := netip.AddrPortFrom(addr, uint16(l.Addr().(*net.TCPAddr).Port))
+	if err := wait.PollUntilContextCancel(ctx, registerRetry, true, func(ctx context.Context) (bool, error) {
+		err := Register(ctx, c.Client, c.APIServices, listening, caBundle)
+		if err != nil && ctx.Err() == nil {
+			srv.log.Warn("metrics server: registering failed; trying again", "err", err)
+		}
+		return err == nil, nil
+	}); err != nil {
 		l.Close()
-		return fmt.Errorf("metrics server: %w", err)
+		return nil
 	}
 	srv.log.Info("metrics server: serving metrics.k8s.io", "address", l.Addr().String())
 	return srv.Serve(ctx, l, cert)
+}
+
+// bindAddress is the address to listen on: given, or the machine's
+// first that an EndpointSlice may name.
+func bindAddress(given string) (netip.Addr, error) {
+	if given != "" {
+		a, err := netip.ParseAddr(given)
+		if err != nil || !endpointAddress(a) {
+			return netip.Addr{}, fmt.Errorf("metrics server: bind address %q is not an IP address an EndpointSlice may name", given)
+		}
+		return a, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("metrics server: %w", err)
+	}
+	var v6 netip.Addr
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(n.IP)
+		if !ok || !endpointAddress(ip.Unmap()) {
+			continue
+		}
+		if ip.Unmap().Is4() {
+			return ip.Unmap(), nil
+		}
+		if !v6.IsValid() {
+			v6 = ip
+		}
+	}
+	if v6.IsValid() {
+		return v6, nil
+	}
+	return netip.Addr{}, errors.New("metrics server: the machine has no address but loopback or link-local, which an EndpointSlice may not name")
+}
+
+// endpointAddress reports whether an EndpointSlice may name a.
+func endpointAddress(a netip.Addr) bool {
+	return a.IsValid() && !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsUnspecified() && !a.IsMulticast()
 }

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,7 +38,7 @@ const (
 	endpointSliceName = "metrics-server-kubegate"
 	// managedBy marks the slice as kubegate's, not the EndpointSlice
 	// controller's.
-	managedBy = "kubegate.io/metrics-server"
+	managedBy = "metrics-server.kubegate.io"
 )
 
 // servingLifetime is how long the serving certificate lasts: a year,
@@ -117,14 +118,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, cert tls.Certificate
 	return nil
 }
 
-// Register points metrics.k8s.io/v1beta1 at a listener on this machine's
-// port, as metrics-server's manifests do: the Service
+// Register points metrics.k8s.io/v1beta1 at a listener on addr, an
+// address of this machine that is not loopback (which no EndpointSlice
+// may name), as metrics-server's manifests do: the Service
 // kube-system/metrics-server (port https 443, no selector), an
-// EndpointSlice of it naming localhost (a loopback address is no
-// endpoint an EndpointSlice may hold), and the APIService
+// EndpointSlice of it naming addr, and the APIService
 // v1beta1.metrics.k8s.io with caBundle, group priority 100 and version
 // priority 100. What is there already is brought to that.
-func Register(ctx context.Context, client kubernetes.Interface, apis aggregatorclientset.Interface, port int32, caBundle []byte) error {
+func Register(ctx context.Context, client kubernetes.Interface, apis aggregatorclientset.Interface, addr netip.AddrPort, caBundle []byte) error {
+	port := int32(addr.Port())
+	addressType := discoveryv1.AddressTypeIPv4
+	if addr.Addr().Is6() {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: Namespace, Labels: map[string]string{"k8s-app": ServiceName}},
 		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(port)}}}}
 	services := client.CoreV1().Services(Namespace)
@@ -140,12 +146,20 @@ func Register(ctx context.Context, client kubernetes.Interface, apis aggregatorc
 	es := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Name: endpointSliceName, Namespace: Namespace,
 			Labels: map[string]string{discoveryv1.LabelServiceName: ServiceName, discoveryv1.LabelManagedBy: managedBy}},
-		AddressType: discoveryv1.AddressTypeFQDN,
+		AddressType: addressType,
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"localhost"}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{addr.Addr().String()}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 	}
 	endpointSlices := client.DiscoveryV1().EndpointSlices(Namespace)
-	if old, err := endpointSlices.Get(ctx, endpointSliceName, metav1.GetOptions{}); err == nil {
+	old, err := endpointSlices.Get(ctx, endpointSliceName, metav1.GetOptions{})
+	if err == nil && old.AddressType != addressType {
+		// The address type of a slice cannot change.
+		if err := endpointSlices.Delete(ctx, endpointSliceName, metav1.DeleteOptions{}); err != nil {
+			return fmt.Errorf("delete endpointslice %s/%s: %w", Namespace, endpointSliceName, err)
+		}
+		err = apierrors.NewNotFound(discoveryv1.Resource("endpointslices"), endpointSliceName)
+	}
+	if err == nil {
 		old.Labels, old.Ports, old.Endpoints = es.Labels, es.Ports, es.Endpoints
 		if _, err := endpointSlices.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update endpointslice %s/%s: %w", Namespace, endpointSliceName, err)
@@ -157,11 +171,11 @@ func Register(ctx context.Context, client kubernetes.Interface, apis aggregatorc
 		Service:  &apiregistrationv1.ServiceReference{Namespace: Namespace, Name: ServiceName, Port: ptr.To[int32](443)},
 		CABundle: caBundle, GroupPriorityMinimum: 100, VersionPriority: 100}
 	apiServices := apis.ApiregistrationV1().APIServices()
-	old, err := apiServices.Get(ctx, APIServiceName, metav1.GetOptions{})
+	current, err := apiServices.Get(ctx, APIServiceName, metav1.GetOptions{})
 	switch {
 	case err == nil:
-		old.Spec = spec
-		_, err = apiServices.Update(ctx, old, metav1.UpdateOptions{})
+		current.Spec = spec
+		_, err = apiServices.Update(ctx, current, metav1.UpdateOptions{})
 	case apierrors.IsNotFound(err):
 		_, err = apiServices.Create(ctx, &apiregistrationv1.APIService{ObjectMeta: metav1.ObjectMeta{Name: APIServiceName,
 			Labels: map[string]string{"k8s-app": ServiceName}}, Spec: spec}, metav1.CreateOptions{})
