@@ -319,30 +319,38 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		s.Listener.Close()
 		return nil, err
 	}
-	stopFlowSchemaStatus, err := StartFlowSchemaStatus(ctx, s.LoopbackConfig(), logger)
+	stopMore, err := s.startWritingControllers(ctx, agg, logger)
 	if err != nil {
 		s.stopCRDControllers()
 		s.Listener.Close()
+		return nil, err
+	}
+	stopCRD := s.stopCRDControllers
+	s.stopCRDControllers = func() { stopMore(); stopCRD() }
+	return s, nil
+}
+
+// startWritingControllers starts the controllers the server runs on its
+// loopback client once dynamic admission is ready: the flowschema
+// status, the APIService registration and the aggregator's availability
+// controller. stop ends them; on an error none is left running.
+func (s *Server) startWritingControllers(ctx context.Context, agg *aggregator.Aggregator, logger *slog.Logger) (stop func(), _ error) {
+	stopFlowSchemaStatus, err := StartFlowSchemaStatus(ctx, s.LoopbackConfig(), logger)
+	if err != nil {
 		return nil, fmt.Errorf("start the flowschema status controller: %w", err)
 	}
 	stopAPIServices, err := StartAPIServiceRegistration(ctx, s.LoopbackConfig(), s.Server)
 	if err != nil {
 		stopFlowSchemaStatus()
-		s.stopCRDControllers()
-		s.Listener.Close()
 		return nil, fmt.Errorf("start the apiservice registration: %w", err)
 	}
 	stopAggregator, err := agg.Start(ctx, s.LoopbackConfig())
 	if err != nil {
 		stopAPIServices()
 		stopFlowSchemaStatus()
-		s.stopCRDControllers()
-		s.Listener.Close()
 		return nil, fmt.Errorf("start the aggregator: %w", err)
 	}
-	stopCRD := s.stopCRDControllers
-	s.stopCRDControllers = func() { stopAggregator(); stopAPIServices(); stopFlowSchemaStatus(); stopCRD() }
-	return s, nil
+	return func() { stopAggregator(); stopAPIServices(); stopFlowSchemaStatus() }, nil
 }
 
 // listen makes the server's HTTPS server, serving its handler with the
