@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
@@ -76,10 +77,13 @@ func (u usage) of(req resource.Quantity, milli bool) resource.Quantity {
 	if u.quantity != nil {
 		return u.quantity.DeepCopy()
 	}
+	// Exact decimal arithmetic: a huge request times a large percentage
+	// does not overflow.
+	d := new(inf.Dec).Mul(req.AsDec(), inf.NewDec(u.percent, 2))
 	if milli {
-		return *resource.NewMilliQuantity(req.MilliValue()*u.percent/100, resource.DecimalSI)
+		return *resource.NewDecimalQuantity(*d.Round(d, 3, inf.RoundDown), resource.DecimalSI)
 	}
-	return *resource.NewQuantity(req.Value()*u.percent/100, resource.BinarySI)
+	return *resource.NewDecimalQuantity(*d.Round(d, 0, inf.RoundDown), resource.BinarySI)
 }
 
 // podUsage is the usage of each of pod's containers; defaultPercent
