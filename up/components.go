@@ -203,6 +203,6 @@ func (c *Cluster) metricsServer(logger *slog.Logger) (func(context.Context) erro
 		return nil, err
 	}
 	mc := metrics.Config{Client: client, APIServices: apis, FrontProxyCAFile: filepath.Join(c.Dir, "pki", "front-proxy-ca.crt"),
-		AllowedNames: []string{"front-proxy-client"}, Options: metrics.Options{Logger: logger.With("component", "metrics-server")}}
+		AllowedNames: []string{"front-proxy-client"}, Options: metrics.Options{UsagePercent: c.UsagePercent, Logger: logger.With("component", "metrics-server")}}
 	return func(ctx context.Context) error { return metrics.Run(ctx, mc) }, nil
 }

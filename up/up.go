@@ -53,6 +53,11 @@ type Options struct {
 	// gets its client certificate through the CSR API, auto-approved and
 	// signed by the controllers, and renews it. Requires Nodes.
 	NodeBootstrap bool
+	// UsagePercent is what the simulated pods' containers use, as a
+	// percentage of their requests, unless a pod's annotations say
+	// otherwise (the metrics server, I.4); 0 means
+	// metrics.DefaultUsagePercent.
+	UsagePercent int
 	// SigningDuration is the longest lifetime the CSR signer gives a
 	// certificate, kube-controller-manager's --cluster-signing-duration;
 	// zero means csrsigning.DefaultDuration.
@@ -100,6 +105,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--nodes %d is negative", o.Nodes)
 	case o.NodeBootstrap && o.Nodes == 0:
 		return errors.New("--node-bootstrap needs simulated nodes (--nodes N)")
+	case o.UsagePercent < 0:
+		return fmt.Errorf("--usage-percent %d is negative", o.UsagePercent)
 	case o.SigningDuration < 0:
 		return fmt.Errorf("--cluster-signing-duration %v is negative", o.SigningDuration)
 	case o.InitPKI == nil:
@@ -124,6 +131,8 @@ type Cluster struct {
 	// NodeBootstrap and SigningDuration are Options'.
 	NodeBootstrap   bool
 	SigningDuration time.Duration
+	// UsagePercent is Options'.
+	UsagePercent int
 	// Controllers is Options.Controllers.
 	Controllers []string
 	APIServer   *server.Server
@@ -231,7 +240,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, Controllers: o.Controllers, HPA: o.HPA, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, UsagePercent: o.UsagePercent, Controllers: o.Controllers, HPA: o.HPA, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]

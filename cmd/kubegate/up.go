@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubegate/kubegate/controllers/csrsigning"
+	"github.com/kubegate/kubegate/nodesim/metrics"
 	"github.com/kubegate/kubegate/up"
 )
 
@@ -23,6 +24,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the API (gateway) serves HTTPS on")
 	addTLSFlags(fs, &o.TLS)
 	fs.IntVar(&o.Nodes, "nodes", 0, "number of simulated nodes; with any, the scheduler runs too")
+	fs.IntVar(&o.UsagePercent, "usage-percent", metrics.DefaultUsagePercent, "what the simulated pods' containers use, as a percentage of their requests, unless a pod's nodesim.kubegate.io/cpu-usage or memory-usage annotation says otherwise (metrics.k8s.io, kubectl top)")
 	fs.BoolVar(&o.NodeBootstrap, "node-bootstrap", false, "the simulated nodes start from a bootstrap token (DIR/"+up.BootstrapKubeconfig+", new each run), get their client certificates through the CSR API and renew them, as kubelets joining with kubeadm do")
 	fs.DurationVar(&o.SigningDuration, "cluster-signing-duration", csrsigning.DefaultDuration, "the longest lifetime the CSR signer gives a certificate, as kube-controller-manager's flag")
 	addHPAFlags(fs, &o.HPA)
