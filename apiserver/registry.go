@@ -198,6 +198,11 @@ type Resource struct {
 	// ResetApproval copies into obj (a copy of the stored object) what
 	// an update of the approval subresource may change, from the body.
 	ResetApproval func(obj, from runtime.Object)
+	// Parts are the subresources, besides status and approval, whose
+	// update writes one part of the object (a pod's ephemeralcontainers
+	// and resize, D.9), by name; each is served by PartSubresource. nil:
+	// none.
+	Parts map[string]Part
 	// Generation: metadata.generation counts the changes of .spec (from 1
 	// on create, and once more when a graceful deletion starts); kinds
 	// without it have no generation at all (D.1).

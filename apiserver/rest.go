@@ -437,6 +437,8 @@ func (s *Server) validate(res *Resource, sub string, obj, old runtime.Object) er
 		errs = append(errs, res.ValidateStatus(obj, old)...)
 	case sub == "approval" && res.ValidateApproval != nil:
 		errs = append(errs, res.ValidateApproval(obj, old)...)
+	case res.Parts[sub].Validate != nil:
+		errs = append(errs, res.Parts[sub].Validate(obj, old)...)
 	case res.Validate != nil:
 		errs = append(errs, res.Validate(obj, old)...)
 	}
@@ -780,8 +782,9 @@ func (q *request) writeUpdate(key string, kv store.KV, obj, old runtime.Object, 
 
 // prepareUpdate keeps what an update may not change: the system fields, and
 // for the main resource its status, for the status subresource everything
-// but status, labels and annotations, and for the approval subresource
-// everything but what resetApproval copies, labels and annotations.
+// but status, labels and annotations, for the approval subresource
+// everything but what resetApproval copies, labels and annotations, and for
+// a part's subresource everything but what its Take copies.
 func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Object) (runtime.Object, error) {
 	acc, err := meta.Accessor(obj)
 	if err != nil {
@@ -791,16 +794,25 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 	if res.Defaults != nil {
 		res.Defaults(obj)
 	}
-	if sub == "status" || sub == "approval" {
+	part, isPart := res.Parts[sub]
+	if sub == "status" || sub == "approval" || isPart {
 		merged := old.DeepCopyObject()
-		if sub == "status" {
+		switch {
+		case isPart:
+			part.Take(merged, obj)
+		case sub == "status":
 			res.ResetStatus(merged, obj)
-		} else {
+		default:
 			res.ResetApproval(merged, obj)
 		}
 		mAcc, _ := meta.Accessor(merged)
-		mAcc.SetLabels(acc.GetLabels())
-		mAcc.SetAnnotations(acc.GetAnnotations())
+		if !isPart {
+			// A part's update keeps the stored labels and annotations, as
+			// kube's strategies for them reset the metadata as a status
+			// update does.
+			mAcc.SetLabels(acc.GetLabels())
+			mAcc.SetAnnotations(acc.GetAnnotations())
+		}
 		mAcc.SetManagedFields(acc.GetManagedFields())
 		if sub == "status" && res.StatusTakesMetadata {
 			mAcc.SetFinalizers(acc.GetFinalizers())
@@ -830,7 +842,7 @@ func finishUpdate(res *Resource, sub string, obj, old runtime.Object) {
 	if res.Prepare != nil && (sub == "" || sub != res.SpecSubresource) && (sub != "status" || !res.StatusTakesMetadata) {
 		res.Prepare(obj, old)
 	}
-	if !res.Generation || sub != "" && sub != "scale" {
+	if _, isPart := res.Parts[sub]; !res.Generation || sub != "" && sub != "scale" && !isPart {
 		return
 	}
 	acc, _ := meta.Accessor(obj)

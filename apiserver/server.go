@@ -377,7 +377,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !ok || len(ri.Parts) > 3 {
+	if !ok || len(ri.Parts) > 3 && ri.Subresource != "proxy" {
 		s.notFound(w, r)
 		return
 	}

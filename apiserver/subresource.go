@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/kubegate/kubegate/authn"
 )
@@ -131,6 +132,24 @@ func ScaleSubresource() Subresource { return scaleSubresource() }
 // conditions, H.1), checked by its ValidateApproval.
 func ApprovalSubresource() Subresource {
 	return &subresource{name: "approval", verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
+}
+
+// Part is how an update of a subresource that writes one part of an
+// object (Resource.Parts) is taken and checked.
+type Part struct {
+	// Take copies into obj (a copy of the stored object) the part an
+	// update may change, from the body.
+	Take func(obj, from runtime.Object)
+	// Validate checks the update in place of the kind's Validate; nil:
+	// the kind's Validate.
+	Validate func(obj, old runtime.Object) field.ErrorList
+}
+
+// PartSubresource is RESOURCE/NAME, the get, update and patch of the part
+// of the object that the Resource's Parts entry NAME takes; the answer is
+// the object.
+func PartSubresource(name string) Subresource {
+	return &subresource{name: name, verbs: objectVerbs, openAPI: openAPIObject, serve: serveWhole}
 }
 
 // scaleSubresource is RESOURCE/scale: spec.replicas as an autoscaling/v1
