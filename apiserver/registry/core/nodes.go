@@ -23,7 +23,7 @@ import (
 
 func nodeResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node", Singular: "node", ShortNames: []string{"no"},
-		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()}, ValidateName: apivalidation.NameIsDNSSubdomain,
+		Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource(), "proxy": nodeProxy()}, ValidateName: apivalidation.NameIsDNSSubdomain,
 		Defaults: defaultNode, Validate: validateNode, ResetStatus: resetNodeStatus, Fields: nodeFields, Table: nodeTable}
 }
 

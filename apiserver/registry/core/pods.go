@@ -24,7 +24,7 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 // kube's defaults, validation, table and subresources.
 func podResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: podsGVR, Kind: "Pod", Singular: "pod", Namespaced: true, ShortNames: []string{"po"},
-		Categories: []string{"all"}, Subresources: podSubresources(), ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
+		Categories: []string{"all"}, Subresources: podSubresources(), Parts: podParts(), ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSSubdomain, Generation: true,
 		Fields: podFields, Defaults: defaultPod, Prepare: preparePod, Validate: validatePod, ValidateUpdate: validatePodUpdate, ResetStatus: resetPodStatus, Table: podTable,
 		// The status subresource resets the deletion and the owners with
 		// the spec, as kube's pod status strategy does (B.8).

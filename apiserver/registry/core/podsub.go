@@ -170,8 +170,9 @@ func (s *podSubresource) AcceptsAny() bool                   { return true }
 
 var _ apiserver.AnyAccepter = (*podSubresource)(nil)
 
-// podSubresources are the pods' subresources: status, binding, and those
-// that reach a kubelet (D.9), with eviction.
+// podSubresources are the pods' subresources: status, binding, those
+// that reach a kubelet (D.9), eviction, the parts of the spec that
+// ephemeralcontainers and resize write, and proxy.
 func podSubresources() map[string]apiserver.Subresource {
 	connect := func(name, kind string) *podSubresource {
 		return &podSubresource{name: name, verbs: []string{"create", "get"}, kind: schema.GroupVersionKind{Kind: kind}, serve: podConnect}
@@ -179,7 +180,8 @@ func podSubresources() map[string]apiserver.Subresource {
 	subs := []apiserver.Subresource{apiserver.StatusSubresource(), bindingSubresource{},
 		&podSubresource{name: "log", verbs: []string{"get"}, kind: schema.GroupVersionKind{Kind: "Pod"}, serve: podLog},
 		connect("exec", "PodExecOptions"), connect("attach", "PodAttachOptions"), connect("portforward", "PodPortForwardOptions"),
-		&podSubresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), serve: evict}}
+		&podSubresource{name: "eviction", verbs: []string{"create"}, kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), serve: evict},
+		apiserver.PartSubresource("ephemeralcontainers"), apiserver.PartSubresource("resize"), podProxy()}
 	m := make(map[string]apiserver.Subresource, len(subs))
 	for _, sub := range subs {
 		m[sub.Name()] = sub

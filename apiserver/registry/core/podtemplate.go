@@ -46,6 +46,7 @@ func DefaultPodSpec(s *corev1.PodSpec) {
 			defaultContainer(&cs[i])
 		}
 	}
+	defaultEphemeralContainers(s)
 }
 
 func defaultContainer(c *corev1.Container) {

@@ -98,6 +98,7 @@ func validatePodSpec(s *corev1.PodSpec, path *field.Path) field.ErrorList {
 			names[c.Name] = true
 		}
 	}
+	errs = append(errs, validateEphemeralContainers(s, path.Child("ephemeralContainers"))...)
 	errs = append(errs, apiserver.OneOf(path.Child("restartPolicy"), s.RestartPolicy, restartPolicies)...)
 	errs = append(errs, apiserver.OneOf(path.Child("dnsPolicy"), s.DNSPolicy, dnsPolicies)...)
 	errs = append(errs, metav1validation.ValidateLabels(s.NodeSelector, path.Child("nodeSelector"))...)

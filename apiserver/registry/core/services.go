@@ -33,7 +33,7 @@ var serviceKind = schema.GroupKind{Kind: "Service"}
 // spreading reads pods' owners and services.
 func serviceResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: corev1.SchemeGroupVersion.WithResource("services"), Kind: "Service", Singular: "service", Namespaced: true,
-		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource()},
+		ShortNames: []string{"svc"}, Categories: []string{"all"}, Subresources: map[string]apiserver.Subresource{"status": apiserver.StatusSubresource(), "proxy": serviceProxy()},
 		ReturnDeleted: true, ValidateName: apivalidation.NameIsDNSLabel, Defaults: defaultService, Validate: validateService,
 		ResetStatus: resetServiceStatus, Allocate: allocateService, Release: releaseService, Table: serviceTable}
 }
