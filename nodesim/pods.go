@@ -211,6 +211,7 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 		}
 		lc := p.lifecycle(pod)
 		upd.Status = runningStatus(pod, n, ip, lc.readyAfter == 0, metav1.NewTime(now))
+		upd.Status, _ = withSpec(pod, upd.Status, metav1.NewTime(now))
 	}
 	_, err = p.s.client.CoreV1().Pods(ns).UpdateStatus(ctx, upd, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
@@ -229,7 +230,8 @@ func (p *podSync) sync(ctx context.Context, key string) error {
 // progress moves a running pod on by its lifecycle: Ready once ready-after
 // has passed since its containers started, and its containers exited once
 // complete-after has (then restarted, or the pod finished, by its restart
-// policy). It wakes itself for the next step.
+// policy); ephemeral containers added and resources resized are reported
+// at once. It wakes itself for the next step.
 func (p *podSync) progress(ctx context.Context, n *node, pod *corev1.Pod) error {
 	lc := p.lifecycle(pod)
 	now := p.s.clock.Now()
@@ -255,6 +257,13 @@ func (p *podSync) progress(ctx context.Context, n *node, pod *corev1.Pod) error 
 		next = end
 	}
 	p.wakeAt(pod, next)
+	base := pod.Status
+	if st != nil {
+		base = *st
+	}
+	if upd, changed := withSpec(pod, base, mnow); changed {
+		st = &upd
+	}
 	if st == nil {
 		return nil
 	}

@@ -146,6 +146,9 @@ func exitedStatus(pod *corev1.Pod, n *node, code int32, now metav1.Time) corev1.
 	}
 	st.InitContainerStatuses = statuses(pod, pod.Spec.InitContainers, st.InitContainerStatuses, stop(0))
 	st.ContainerStatuses = statuses(pod, pod.Spec.Containers, st.ContainerStatuses, stop(code))
+	for i := range st.EphemeralContainerStatuses {
+		stop(code)(corev1.Container{}, &st.EphemeralContainerStatuses[i])
+	}
 	c := &st.Conditions
 	reason := "PodCompleted"
 	if st.Phase == corev1.PodFailed {
