@@ -667,6 +667,14 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	if manager != "" {
 		obj = q.s.trackFields(q.res, q.sub, old, obj, manager)
 	}
+	if _, isPart := q.res.Parts[q.sub]; isPart {
+		// kube's strategies for a part reset the labels and annotations
+		// after its field manager has given them to the writer.
+		acc, _ := meta.Accessor(obj)
+		oldAcc, _ := meta.Accessor(old)
+		acc.SetLabels(oldAcc.GetLabels())
+		acc.SetAnnotations(oldAcc.GetAnnotations())
+	}
 	// The same order as a create's (D.8): admission, the escalation check
 	// (C.2), then what the server sets, then the allocations, then
 	// validation.
@@ -806,13 +814,8 @@ func (s *Server) prepareUpdate(res *Resource, sub string, obj, old runtime.Objec
 			res.ResetApproval(merged, obj)
 		}
 		mAcc, _ := meta.Accessor(merged)
-		if !isPart {
-			// A part's update keeps the stored labels and annotations, as
-			// kube's strategies for them reset the metadata as a status
-			// update does.
-			mAcc.SetLabels(acc.GetLabels())
-			mAcc.SetAnnotations(acc.GetAnnotations())
-		}
+		mAcc.SetLabels(acc.GetLabels())
+		mAcc.SetAnnotations(acc.GetAnnotations())
 		mAcc.SetManagedFields(acc.GetManagedFields())
 		if sub == "status" && res.StatusTakesMetadata {
 			mAcc.SetFinalizers(acc.GetFinalizers())

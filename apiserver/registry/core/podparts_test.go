@@ -46,6 +46,17 @@ func TestEphemeralContainersSubresource_D9(t *testing.T) {
 	if got.Labels["changed"] != "" || got.Spec.Containers[0].Image == "other" {
 		t.Errorf("labels %v, image %q: want neither changed by the subresource", got.Labels, got.Spec.Containers[0].Image)
 	}
+	// As in kube, the writer owns the labels it sent though they were not
+	// stored.
+	owned := ""
+	for _, mf := range got.ManagedFields {
+		if mf.Subresource == "ephemeralcontainers" && mf.FieldsV1 != nil {
+			owned = mf.FieldsV1.GetRawString()
+		}
+	}
+	if !strings.Contains(owned, `"f:changed"`) || !strings.Contains(owned, `"f:ephemeralContainers"`) {
+		t.Errorf("managed fields of the subresource = %s, want the labels sent and the ephemeral containers", owned)
+	}
 	if got.Generation != 2 {
 		t.Errorf("generation = %d, want 2: the spec changed", got.Generation)
 	}
