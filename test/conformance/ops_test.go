@@ -585,6 +585,7 @@ func operations() []op {
 	add(networkingOps()...)
 	add(flowControlOps()...)
 	add(apiRegistrationOps()...)
+	add(podsubsOps()...)
 	for i := range ops {
 		if ops[i].method == "" && ops[i].kubectl == nil {
 			panic("op " + ops[i].name + " has neither a method nor a kubectl command")
