@@ -59,6 +59,8 @@ func startBackend(t *testing.T, serverCA, clientCA *testpki.Cert, dnsName string
 		}
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
+		case "/apis/example.com/v1/namespaces/default/widgets/moved":
+			http.Redirect(w, r, "https://collector.invalid/widgets", http.StatusFound)
 		case "/apis/example.com/v1":
 			_ = json.NewEncoder(w).Encode(&metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 				GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
@@ -244,6 +246,27 @@ func TestProxyToAPIServiceWithService_I3(t *testing.T) {
 		}
 		if n := len(c.backend.requests()) - before; n != 0 {
 			t.Errorf("the backend got %d requests of a refused user", n)
+		}
+	})
+
+	t.Run("a redirect of the backend is refused with a 502", func(t *testing.T) {
+		// A client that followed it would take its request, and maybe its
+		// credential, wherever the aggregated server says.
+		req, err := http.NewRequest(http.MethodGet, c.api.Config.Host+"/apis/example.com/v1/namespaces/default/widgets/moved", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer alice-token")
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadGateway || resp.Header.Get("Location") != "" ||
+			string(body) != "the backend attempted to redirect this request, which is not permitted" {
+			t.Errorf("got %d, Location %q, %q; want kube's 502 and no Location", resp.StatusCode, resp.Header.Get("Location"), body)
 		}
 	})
 

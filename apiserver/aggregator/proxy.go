@@ -1,14 +1,35 @@
 package aggregator
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"strings"
 
 	"k8s.io/client-go/transport"
 
 	"github.com/kubegate/kubegate/authn"
 )
+
+// redirectRefused is kube-aggregator's answer, a 502, when the remote
+// server answers with a redirect (kube-apiserver's
+// --aggregator-reject-forwarding-redirect, on by default).
+const redirectRefused = "the backend attempted to redirect this request, which is not permitted"
+
+// refuseRedirect puts the 502 in place of a redirect of the remote
+// server: a client that followed it would send its request, and maybe
+// its credential, wherever that server chose.
+func refuseRedirect(resp *http.Response) error {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.Header.Get("Location") == "" {
+		return nil
+	}
+	resp.Body.Close()
+	*resp = http.Response{StatusCode: http.StatusBadGateway, Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader(redirectRefused)), ContentLength: int64(len(redirectRefused)),
+		Request: resp.Request, Proto: resp.Proto, ProtoMajor: resp.ProtoMajor, ProtoMinor: resp.ProtoMinor}
+	return nil
+}
 
 // unavailable is kube-aggregator's answer when an APIService is not
 // Available or its service has no ready endpoint: a plain-text 503.
@@ -54,8 +75,9 @@ func (p *proxyHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = loc.Host
 			transport.SetAuthProxyHeaders(pr.Out, user.Name, user.UID, user.Groups, user.Extra)
 		},
-		Transport:     rs.rt,
-		FlushInterval: -1,
+		Transport:      rs.rt,
+		FlushInterval:  -1,
+		ModifyResponse: refuseRedirect,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			p.log.Debug("aggregator: proxy failed", "namespace", svc.Namespace, "service", svc.Name, "err", err)
 			http.Error(w, unavailable, http.StatusServiceUnavailable)
