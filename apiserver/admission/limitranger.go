@@ -24,9 +24,10 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 //   - Validate refuses, with 403, a new pod whose containers or whole pod
 //     fall outside a LimitRange's min, max or maxLimitRequestRatio.
 //
-// Pod updates pass untouched, as in kube: a pod's containers and their
-// resources do not change once it exists (kubegate serves no resize
-// subresource). Without a Lister it sees no LimitRanges.
+// Pod updates pass untouched, as in kube, but for pods/resize, the one
+// update that changes a container's resources: a resize is defaulted and
+// checked as a new pod is, unless the pod is being deleted. Without a
+// Lister it sees no LimitRanges.
 func LimitRanger() apiserver.Admission { return &limitRanger{} }
 
 type limitRanger struct{ lister apiserver.Lister }
@@ -38,13 +39,19 @@ var (
 
 func (l *limitRanger) SetLister(li apiserver.Lister) { l.lister = li }
 
-// limitRanges returns the namespace's LimitRanges when a is a pod create.
+// limitRanges returns the namespace's LimitRanges when a is a pod create
+// or a resize of a pod not being deleted.
 func (l *limitRanger) limitRanges(a *apiserver.AdmissionAttributes) (*corev1.Pod, []*corev1.LimitRange) {
-	if a.Operation != apiserver.Create || a.Resource != podsGVR || a.Subresource != "" || l.lister == nil {
+	create := a.Operation == apiserver.Create && a.Subresource == ""
+	resize := a.Operation == apiserver.Update && a.Subresource == "resize"
+	if !create && !resize || a.Resource != podsGVR || l.lister == nil {
 		return nil, nil
 	}
 	pod, ok := a.Object.(*corev1.Pod)
 	if !ok {
+		return nil, nil
+	}
+	if old, ok := a.OldObject.(*corev1.Pod); resize && (!ok || old.DeletionTimestamp != nil) {
 		return nil, nil
 	}
 	return pod, l.lister.LimitRanges(a.Namespace)

@@ -104,6 +104,16 @@ func TestLimitRangerDefaults_D8(t *testing.T) {
 	if err := newLimitRanger(lr).Admit(context.Background(), a); err != nil || upd.Annotations != nil {
 		t.Errorf("update: got %v, annotations %v; want nothing set", err, upd.Annotations)
 	}
+	// A resize is defaulted as a new pod, unless the pod is being deleted.
+	a.Subresource = "resize"
+	if err := newLimitRanger(lr).Admit(context.Background(), a); err != nil || upd.Spec.Containers[0].Resources.Limits.Cpu().String() != "500m" {
+		t.Errorf("resize: got %v, resources %v; want the defaults", err, upd.Spec.Containers[0].Resources)
+	}
+	gone := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &metav1.Time{}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}
+	a = &apiserver.AdmissionAttributes{Operation: apiserver.Update, Resource: podsGVR, Subresource: "resize", Namespace: "team", Object: gone.DeepCopy(), OldObject: gone}
+	if err := newLimitRanger(lr).Admit(context.Background(), a); err != nil || a.Object.(*corev1.Pod).Spec.Containers[0].Resources.Limits != nil {
+		t.Errorf("resize of a pod being deleted: got %v, %v; want nothing set", err, a.Object.(*corev1.Pod).Spec.Containers[0].Resources)
+	}
 }
 
 // The messages are kube-apiserver v1.37.2's LimitRanger's.

@@ -185,3 +185,35 @@ func TestResizeSubresource_D9(t *testing.T) {
 	code, body := rt.Do(t, srv, "PATCH", path, `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"120m"}}}]}}`, smp)
 	rt.WantInvalid(t, code, body, "Pod", "p", rt.Cause(metav1.CauseTypeForbidden, "spec", "Forbidden: Pod running on node without support for resize"))
 }
+
+// A resize is held to the namespace's LimitRanges as a new pod is, as
+// kube's LimitRanger admits pods/resize (D.8, D.9): the user who may
+// only resize cannot take a container past their max.
+func TestResizeIsHeldToLimitRanges_D9(t *testing.T) {
+	t.Parallel()
+	srv := apiservertest.Start(t)
+	ctx := context.Background()
+	if _, err := srv.Client.CoreV1().LimitRanges("default").Create(ctx, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "bounds"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := srv.Client.CoreV1().Pods("default")
+	pod := testPod("p")
+	pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pods.Patch(ctx, "p", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"4"}}}]}}`), metav1.PatchOptions{}, "resize")
+	if !apierrors.IsForbidden(err) || err.Error() != `pods "p" is forbidden: maximum cpu usage per Container is 1, but limit is 4` {
+		t.Errorf("a resize past the LimitRange's max: got %v, want kube's 403", err)
+	}
+	got, err := pods.Patch(ctx, "p", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"app","resources":{"limits":{"cpu":"1"}}}]}}`), metav1.PatchOptions{}, "resize")
+	if err != nil || got.Spec.Containers[0].Resources.Limits.Cpu().String() != "1" {
+		t.Errorf("a resize within it: got %v, %v; want it applied", got, err)
+	}
+}
