@@ -219,3 +219,41 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// An update that names a UID writes only the object of that UID (D.2): a
+// status patch naming the pod it read, as the pod garbage collector
+// sends, must not mark Failed a pod of the same name made since.
+func TestUpdateNamingAnotherUIDIsRefused_D2(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t)
+	cs := ts.clientset(t, false)
+	ctx := context.Background()
+	pods := cs.CoreV1().Pods("default")
+	created, err := pods.Create(ctx, testPod("app"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pods.Patch(ctx, "app", types.StrategicMergePatchType, []byte(`{"metadata":{"uid":"gone-pod"},"status":{"phase":"Failed"}}`), metav1.PatchOptions{}, "status")
+	if !apierrors.IsInvalid(err) || err.Error() != `Pod "app" is invalid: metadata.uid: Invalid value: "gone-pod": field is immutable` {
+		t.Errorf("status patch naming another UID: got %v, want kube's 422", err)
+	}
+	_, err = pods.Patch(ctx, "app", types.MergePatchType, []byte(`{"metadata":{"uid":"gone-pod","labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	if !apierrors.IsInvalid(err) {
+		t.Errorf("patch naming another UID: got %v, want 422", err)
+	}
+	put := created.DeepCopy()
+	put.UID, put.ResourceVersion = "gone-pod", ""
+	_, err = pods.Update(ctx, put, metav1.UpdateOptions{})
+	want := fmt.Sprintf(`Operation cannot be fulfilled on pods "app": Precondition failed: UID in precondition: gone-pod, UID in object meta: %s`, created.UID)
+	if !apierrors.IsConflict(err) || err.Error() != want {
+		t.Errorf("update naming another UID: got %v, want %s", err, want)
+	}
+	got, err := pods.Get(ctx, "app", metav1.GetOptions{})
+	if err != nil || got.Status.Phase == corev1.PodFailed || got.Labels["x"] != "" {
+		t.Fatalf("got %v, %v: want the pod untouched", got, err)
+	}
+	got, err = pods.Patch(ctx, "app", types.StrategicMergePatchType, []byte(`{"metadata":{"uid":"`+string(created.UID)+`"},"status":{"phase":"Failed"}}`), metav1.PatchOptions{}, "status")
+	if err != nil || got.Status.Phase != corev1.PodFailed {
+		t.Errorf("status patch naming the pod's UID: got %v, want it applied", err)
+	}
+}

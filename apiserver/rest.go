@@ -638,6 +638,27 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 	}
 }
 
+// checkUID refuses an update whose object names a UID other than the
+// stored object's, as kube-apiserver does: a writer that names the UID
+// (a status patch that must not reach a pod of the same name made since)
+// writes only that object. An update (PUT) takes it as a precondition,
+// kube's 409; a patch that changed it fails validation, kube's 422.
+func (q *request) checkUID(acc metav1.Object, old runtime.Object) error {
+	oldAcc, err := meta.Accessor(old)
+	if err != nil {
+		return err
+	}
+	uid, stored := acc.GetUID(), oldAcc.GetUID()
+	if uid == "" || uid == stored {
+		return nil
+	}
+	if q.verb == "update" {
+		//lint:ignore ST1005 kube's own text
+		return apierrors.NewConflict(q.gr(), q.name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, stored))
+	}
+	return apierrors.NewInvalid(q.res.invalidKind(), q.name, field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable")})
+}
+
 // updatedObject computes what an update of old, stored as kv, stores:
 // mutate's result with what the server keeps and sets, admitted, checked
 // for escalation and validated. alloc is what it reserved, returned also
@@ -649,6 +670,9 @@ func (q *request) updatedObject(mutate func(old runtime.Object) (runtime.Object,
 	}
 	acc, err := meta.Accessor(obj)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := q.checkUID(acc, old); err != nil {
 		return nil, nil, err
 	}
 	precondition := acc.GetResourceVersion()
