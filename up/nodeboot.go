@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubegate/kubegate/authn/bootstrap"
+	"github.com/kubegate/kubegate/controllers/persistentvolume"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -94,11 +95,15 @@ func (c *Cluster) writeBootstrapKubeconfig(ctx context.Context, client kubernete
 	return kubeconfig.Write(filepath.Join(c.Dir, BootstrapKubeconfig), cfg, true)
 }
 
-// prepareNodes makes the node bindings, the default StorageClass and,
-// with NodeBootstrap, the nodes' bootstrap kubeconfig, retrying until the
-// API answers.
+// prepareNodes makes the node bindings, the default StorageClass when the
+// volume binder, its provisioner, runs, and, with NodeBootstrap, the
+// nodes' bootstrap kubeconfig, retrying until the API answers.
 func (c *Cluster) prepareNodes(ctx context.Context) error {
 	client, err := clientFromKubeconfig(filepath.Join(c.Dir, "admin.conf"), -1, 0)
+	if err != nil {
+		return err
+	}
+	provisions, err := c.runs(persistentvolume.Descriptor.Name)
 	if err != nil {
 		return err
 	}
@@ -107,8 +112,10 @@ func (c *Cluster) prepareNodes(ctx context.Context) error {
 		if last = ensureNodeBindings(ctx, client); last != nil {
 			return false, nil
 		}
-		if last = ensureDefaultStorageClass(ctx, client); last != nil {
-			return false, nil
+		if provisions {
+			if last = ensureDefaultStorageClass(ctx, client); last != nil {
+				return false, nil
+			}
 		}
 		if c.NodeBootstrap {
 			if last = c.writeBootstrapKubeconfig(ctx, client); last != nil {

@@ -3,6 +3,7 @@ package up
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -11,6 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubegate/kubegate/controllers"
+	"github.com/kubegate/kubegate/controllers/manager"
 	"github.com/kubegate/kubegate/controllers/persistentvolume"
 )
 
@@ -42,4 +45,13 @@ func ensureDefaultStorageClass(ctx context.Context, client kubernetes.Interface)
 		return fmt.Errorf("create storageclass %s: %w", DefaultStorageClassName, err)
 	}
 	return nil
+}
+
+// runs reports whether the controller named name is among those c runs.
+func (c *Cluster) runs(name string) (bool, error) {
+	selected, err := manager.Select(c.Controllers)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(selected, func(d controllers.Descriptor) bool { return d.Name == name }), nil
 }
