@@ -68,26 +68,7 @@ func TestHelmInstallsChartWithCRDs_I1(t *testing.T) {
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "1")
 	defer c.stop(t)
 
-	home := t.TempDir()
-	env := append(kubectlEnv(t), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	helm := func(args ...string) result {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--kubeconfig", filepath.Join(c.dir, "admin.conf")}, args...)...)
-		cmd.Env = env
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		res := result{}
-		if err := cmd.Run(); err != nil {
-			ee, ok := err.(*exec.ExitError)
-			if !ok {
-				t.Fatalf("run helm: %v", err)
-			}
-			res.code = ee.ExitCode()
-		}
-		res.stdout, res.stderr = out.String(), errb.String()
-		return res
-	}
+	helm := helmOn(t, bin, c)
 	list := func() []helmRelease {
 		t.Helper()
 		res := helm("list", "-o", "json")
@@ -124,7 +105,10 @@ func TestHelmInstallsChartWithCRDs_I1(t *testing.T) {
 		}
 		return res.stdout
 	}
-	chart := filepath.Join("testdata", "widgets")
+	chart, err := filepath.Abs(filepath.Join("testdata", "widgets"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Helm waits for the objects it applied to be ready, the Deployment
 	// available, as kstatus reads them.
 	wait := []string{"--wait=watcher", "--timeout=2m"}
@@ -189,4 +173,29 @@ func TestHelmInstallsChartWithCRDs_I1(t *testing.T) {
 		t.Fatalf("release secrets after uninstall: exit %d, stdout %q, stderr %q", res.code, res.stdout, res.stderr)
 	}
 	must(t, c.kubectl(t, nil, "get", "crd", "widgets.charts.example.com", "-o", "name"), "customresourcedefinition.apiextensions.k8s.io/widgets.charts.example.com")
+}
+
+// helmOn returns a function that runs the helm CLI bin against c with
+// admin.conf, in a home of its own that is also its working directory.
+func helmOn(t *testing.T, bin string, c *upCluster) func(args ...string) result {
+	home := t.TempDir()
+	env := append(kubectlEnv(t), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	return func(args ...string) result {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--kubeconfig", filepath.Join(c.dir, "admin.conf")}, args...)...)
+		cmd.Env, cmd.Dir = env, home
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		res := result{}
+		if err := cmd.Run(); err != nil {
+			ee, ok := err.(*exec.ExitError)
+			if !ok {
+				t.Fatalf("run helm: %v", err)
+			}
+			res.code = ee.ExitCode()
+		}
+		res.stdout, res.stderr = out.String(), errb.String()
+		return res
+	}
 }

@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,26 +92,7 @@ func TestHelmCreatedChart_D15(t *testing.T) {
 	c := startUp(t, filepath.Join(t.TempDir(), "cluster"), 0, "--nodes", "3")
 	defer c.stop(t)
 
-	home := t.TempDir()
-	env := append(kubectlEnv(t), "HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	helm := func(args ...string) result {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--kubeconfig", filepath.Join(c.dir, "admin.conf")}, args...)...)
-		cmd.Env, cmd.Dir = env, home
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		res := result{}
-		if err := cmd.Run(); err != nil {
-			ee, ok := err.(*exec.ExitError)
-			if !ok {
-				t.Fatalf("run helm: %v", err)
-			}
-			res.code = ee.ExitCode()
-		}
-		res.stdout, res.stderr = out.String(), errb.String()
-		return res
-	}
+	helm := helmOn(t, bin, c)
 	must(t, helm("create", "demo"), "Creating demo")
 	res := helm("install", "demo", "./demo", "--set", "autoscaling.enabled=true", "--set", "ingress.enabled=true", "--wait", "--timeout=3m")
 	for _, want := range []string{"NAME: demo\n", "STATUS: deployed\n", "REVISION: 1\n"} {
