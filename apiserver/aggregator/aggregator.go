@@ -69,7 +69,7 @@ const availabilityWorkers = 2
 
 // apiServiceResync is how often every APIService is looked at again, as
 // kube-aggregator's controllers resync them: the remote discovery is
-// fetched again then.
+// fetched again then (a fetch under half of it old is recent enough).
 const apiServiceResync = 30 * time.Second
 
 // Aggregator is an apiserver.Aggregator. Until Start it serves nothing.
@@ -247,7 +247,7 @@ func (a *Aggregator) sync(ctx context.Context, all []*apiregistrationv1.APIServi
 		}
 		next[gv] = rs
 		if rs.available && rs.rtErr == nil {
-			a.disc.refresh(ctx, gv, rs)
+			a.disc.refresh(ctx, gv, rs, apiServiceResync/2)
 		} else {
 			a.disc.stale(gv)
 		}

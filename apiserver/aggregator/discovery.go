@@ -47,6 +47,10 @@ type discoveryCache struct {
 type discoveryEntry struct {
 	resources []apidiscoveryv2.APIResourceDiscovery
 	fresh     bool
+	// version is the resourceVersion of the APIService the fetch was for,
+	// and at when it ended.
+	version string
+	at      time.Time
 }
 
 func newDiscoveryCache(r ServiceResolver, log *slog.Logger) *discoveryCache {
@@ -86,11 +90,16 @@ func (c *discoveryCache) forget(gv schema.GroupVersion) {
 func (c *discoveryCache) wait() { c.wg.Wait() }
 
 // refresh fetches gv's discovery from rs's server in the background,
-// unless a fetch of it is running already.
-func (c *discoveryCache) refresh(ctx context.Context, gv schema.GroupVersion, rs *remoteService) {
+// unless a fetch of it is running already, or the last one was for this
+// same APIService less than maxAge ago: a change of another APIService
+// fetches nothing.
+func (c *discoveryCache) refresh(ctx context.Context, gv schema.GroupVersion, rs *remoteService, maxAge time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inFlight[gv] || ctx.Err() != nil {
+		return
+	}
+	if e, ok := c.entries[gv]; ok && e.fresh && e.version == rs.api.ResourceVersion && time.Since(e.at) < maxAge {
 		return
 	}
 	c.inFlight[gv] = true
@@ -107,7 +116,7 @@ func (c *discoveryCache) refresh(ctx context.Context, gv schema.GroupVersion, rs
 			}
 			return
 		}
-		c.entries[gv] = discoveryEntry{resources: resources, fresh: true}
+		c.entries[gv] = discoveryEntry{resources: resources, fresh: true, version: rs.api.ResourceVersion, at: time.Now()}
 	})
 }
 
