@@ -141,7 +141,10 @@ func bindAddress(given string) (netip.Addr, error) {
 	return netip.Addr{}, errors.New("metrics server: the machine has no address but loopback or link-local, which an EndpointSlice may not name")
 }
 
-// endpointAddress reports whether an EndpointSlice may name a.
+// endpointAddress reports whether an EndpointSlice may name a: the API
+// server refuses an unspecified, loopback or link-local one
+// (apiserver.NonSpecialIP, which a test holds this to).
 func endpointAddress(a netip.Addr) bool {
-	return a.IsValid() && !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsUnspecified() && !a.IsMulticast()
+	a = a.Unmap()
+	return a.IsValid() && !a.IsUnspecified() && !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast()
 }
