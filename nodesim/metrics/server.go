@@ -222,10 +222,23 @@ func (s *Server) podMetrics(p *corev1.Pod, ts metav1.Time) metricsv1beta1.PodMet
 	}
 }
 
+// byNode groups pods by the node they are bound to.
+func byNode(pods []*corev1.Pod) map[string][]*corev1.Pod {
+	out := map[string][]*corev1.Pod{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			out[p.Spec.NodeName] = append(out[p.Spec.NodeName], p)
+		}
+	}
+	return out
+}
+
+// nodeMetrics is n's usage: its base and that of pods, the pods bound to
+// it.
 func (s *Server) nodeMetrics(n *corev1.Node, pods []*corev1.Pod, ts metav1.Time) metricsv1beta1.NodeMetrics {
 	usage := corev1.ResourceList{corev1.ResourceCPU: s.o.NodeBaseCPU.DeepCopy(), corev1.ResourceMemory: s.o.NodeBaseMemory.DeepCopy()}
 	for _, p := range pods {
-		if p.Spec.NodeName == n.Name && reported(p) {
+		if reported(p) {
 			sumUsage(usage, podUsage(p, int64(s.o.UsagePercent)))
 		}
 	}
@@ -248,10 +261,11 @@ func (s *Server) serveNodes(w http.ResponseWriter, r *http.Request, sel labels.S
 	}
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int { return strings.Compare(a.Name, b.Name) })
 	ts := s.sampleTime()
+	bound := byNode(pods)
 	list := &metricsv1beta1.NodeMetricsList{Items: []metricsv1beta1.NodeMetrics{}}
 	for _, n := range nodes {
 		if simulatedReady(n) {
-			list.Items = append(list.Items, s.nodeMetrics(n, pods, ts))
+			list.Items = append(list.Items, s.nodeMetrics(n, bound[n.Name], ts))
 		}
 	}
 	s.write(w, r, list)
@@ -268,7 +282,7 @@ func (s *Server) serveNode(w http.ResponseWriter, r *http.Request, name string) 
 		s.writeErr(w, r, err)
 		return
 	}
-	m := s.nodeMetrics(n, pods, s.sampleTime())
+	m := s.nodeMetrics(n, byNode(pods)[n.Name], s.sampleTime())
 	s.write(w, r, &m)
 }
 
