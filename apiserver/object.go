@@ -78,6 +78,9 @@ func (s *Server) decodeValue(res *Resource, data []byte, rev int64) (runtime.Obj
 		}
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	if res.Restore != nil {
+		res.Restore(obj)
+	}
 	if err := setResourceVersion(obj, rev); err != nil {
 		return nil, err
 	}

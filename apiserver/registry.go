@@ -146,6 +146,11 @@ type Resource struct {
 	// Defaults fills the defaults kube-apiserver gives a decoded object,
 	// on a create or an update; the writer owns them in managedFields.
 	Defaults func(obj runtime.Object)
+	// Restore puts back, in an object of a typed kind read from the store,
+	// what its stored encoding cannot keep and kube's conversion writes
+	// into every answer (the apiVersion and kind of a StatefulSet's claim
+	// templates); nil: nothing.
+	Restore func(obj runtime.Object)
 	// PrepareCreate sets, on a create, what the server takes from the
 	// requester (a CSR's spec.username, H.1), where Prepare runs; nil:
 	// nothing.

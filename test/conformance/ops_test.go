@@ -320,6 +320,10 @@ func operations() []op {
 		op{name: "sts/get", method: "GET", path: stss + "/sts1"},
 		op{name: "sts/create-with-claims", method: "POST", path: stss, body: workload("StatefulSet", "sts2",
 			sel+`"updateStrategy":{"type":"OnDelete"},"volumeClaimTemplates":[{"metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}],`, template(""))},
+		// Read back from storage, the claim templates keep their apiVersion
+		// and kind, and the set may be scaled.
+		op{name: "sts/get-with-claims", method: "GET", path: stss + "/sts2"},
+		op{name: "sts/scale-with-claims", method: "PATCH", path: stss + "/sts2", contentType: mergePatch, body: `{"spec":{"replicas":2}}`},
 		op{name: "sts/create-negative-replicas", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"replicas":-1,`, template(""))},
 		op{name: "sts/create-empty-selector", method: "POST", path: stss, body: workload("StatefulSet", "bad", `"selector":{},`, template(""))},
 		op{name: "sts/create-bad-service-name", method: "POST", path: stss, body: workload("StatefulSet", "bad", sel+`"serviceName":"Web_Service",`, template(""))},

@@ -26,7 +26,7 @@ import (
 func statefulSetResource() *apiserver.Resource {
 	return &apiserver.Resource{GVR: appsv1.SchemeGroupVersion.WithResource("statefulsets"), Kind: "StatefulSet", Singular: "statefulset",
 		Namespaced: true, ShortNames: []string{"sts"}, Categories: []string{"all"}, Subresources: statusAndScale(), ValidateName: apivalidation.NameIsDNSLabel, Generation: true,
-		Defaults: defaultStatefulSet, Validate: validateStatefulSet, ValidateUpdate: validateStatefulSetUpdate, Warnings: statefulSetWarnings,
+		Defaults: defaultStatefulSet, Restore: restoreClaimTypeMeta, Validate: validateStatefulSet, ValidateUpdate: validateStatefulSetUpdate, Warnings: statefulSetWarnings,
 		ValidateStatus: validateStatefulSetStatus, ResetStatus: resetStatefulSetStatus, Table: statefulSetTable}
 }
 
@@ -237,26 +237,19 @@ func validateStatefulSetUpdate(obj, old runtime.Object) field.ErrorList {
 	s, o := &obj.(*appsv1.StatefulSet).Spec, &old.(*appsv1.StatefulSet).Spec
 	path := field.NewPath("spec")
 	errs := apivalidation.ValidateImmutableField(s.Selector, o.Selector, path.Child("selector"))
-	errs = append(errs, apivalidation.ValidateImmutableField(s.VolumeClaimTemplates, withClaimTypeMeta(o.VolumeClaimTemplates), path.Child("volumeClaimTemplates"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(s.VolumeClaimTemplates, o.VolumeClaimTemplates, path.Child("volumeClaimTemplates"))...)
 	errs = append(errs, apivalidation.ValidateImmutableField(s.ServiceName, o.ServiceName, path.Child("serviceName"))...)
 	return append(errs, apivalidation.ValidateImmutableField(s.PodManagementPolicy, o.PodManagementPolicy, path.Child("podManagementPolicy"))...)
 }
 
-// withClaimTypeMeta is a copy of templates with the apiVersion and kind
-// defaulting gives them, which their stored protobuf encoding does not
-// keep: the set as stored compares equal to itself sent again.
-func withClaimTypeMeta(templates []corev1.PersistentVolumeClaim) []corev1.PersistentVolumeClaim {
-	out := make([]corev1.PersistentVolumeClaim, len(templates))
+// restoreClaimTypeMeta gives a stored set's claim templates the
+// apiVersion and kind kube's conversion writes into each answer, which
+// their stored protobuf encoding does not keep.
+func restoreClaimTypeMeta(obj runtime.Object) {
+	templates := obj.(*appsv1.StatefulSet).Spec.VolumeClaimTemplates
 	for i := range templates {
-		templates[i].DeepCopyInto(&out[i])
-		if out[i].APIVersion == "" && out[i].Kind == "" {
-			out[i].APIVersion, out[i].Kind = "v1", "PersistentVolumeClaim"
-		}
+		templates[i].APIVersion, templates[i].Kind = "v1", "PersistentVolumeClaim"
 	}
-	if templates == nil {
-		return nil
-	}
-	return out
 }
 
 func validateStatefulSetStatus(obj, old runtime.Object) field.ErrorList {

@@ -47,6 +47,18 @@ func TestStatefulSetDefaults_D5(t *testing.T) {
 		"spec.volumeClaimTemplates.[0].status":          `{"phase":"Pending"}`,
 	})
 
+	// Read back from the store, whose encoding keeps no apiVersion or kind
+	// inside an object, the templates have them still, as kube's
+	// conversion writes them on every answer.
+	code, body := rt.Do(t, srv, http.MethodGet, stssPath+"/ss", "", nil)
+	if code != http.StatusOK {
+		t.Fatalf("get: %d %s", code, body)
+	}
+	rt.WantFields(t, rt.Object(t, body), map[string]string{
+		"spec.volumeClaimTemplates.[0].apiVersion": `"v1"`,
+		"spec.volumeClaimTemplates.[0].kind":       `"PersistentVolumeClaim"`,
+	})
+
 	// A RollingUpdate strategy given without parameters gets none; an
 	// OnDelete one none either.
 	for name, strategy := range map[string]string{"rolling": "RollingUpdate", "ondelete": "OnDelete"} {
