@@ -25,10 +25,11 @@ import (
 // negotiates its answer itself.
 type AnyAccepter interface{ AcceptsAny() bool }
 
-// AnyPathEntry is a virtual resource's entry that is given every path
-// under the resource, names and subresources included, when TakesAnyPath
-// reports true, and refuses those it does not serve itself (the legacy
-// bindings) with NotServed.
+// AnyPathEntry is given every path under it when TakesAnyPath reports
+// true: as a virtual resource's entry, every path under the resource,
+// names and subresources included, refusing those it does not serve
+// itself (the legacy bindings) with NotServed; as a subresource, the path
+// after its name (a proxy's RESOURCE/NAME/proxy/PATH).
 type AnyPathEntry interface{ TakesAnyPath() bool }
 
 // Now is the time on the server's clock.

@@ -358,6 +358,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "ok")
 }
 
+// takesAnyPath reports whether sub is given the path after its name.
+func takesAnyPath(sub Subresource) bool {
+	a, ok := sub.(AnyPathEntry)
+	return ok && a.TakesAnyPath()
+}
+
 // serveResource dispatches a resource request on its RequestInfo.
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 	ri, _ := authz.RequestInfoFrom(r.Context())
@@ -377,7 +383,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !ok || len(ri.Parts) > 3 && ri.Subresource != "proxy" {
+	if !ok || len(ri.Parts) > 3 && !takesAnyPath(res.Subresources[ri.Subresource]) {
 		s.notFound(w, r)
 		return
 	}
@@ -410,10 +416,9 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request) {
 // of the entry's, or 405.
 func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, ri *authz.RequestInfo, res *Resource) {
 	e := res.Subresources[""]
-	anyPath, _ := e.(AnyPathEntry)
 	var err error
 	switch {
-	case (anyPath == nil || !anyPath.TakesAnyPath()) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
+	case !takesAnyPath(e) && (len(ri.Parts) > 2 || res.Namespaced != (ri.Namespace != "")):
 		// A cluster-scoped review has no namespaced path, nor a
 		// namespaced one a cluster-wide path: authorizing it in a
 		// namespace would grant it there.

@@ -41,9 +41,13 @@ func (s *proxySubresource) Verbs() []string { return proxyVerbs }
 func (s *proxySubresource) Kind() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Kind: s.kind}
 }
-func (s *proxySubresource) AcceptsAny() bool { return true }
+func (s *proxySubresource) AcceptsAny() bool   { return true }
+func (s *proxySubresource) TakesAnyPath() bool { return true }
 
-var _ apiserver.AnyAccepter = (*proxySubresource)(nil)
+var (
+	_ apiserver.AnyAccepter  = (*proxySubresource)(nil)
+	_ apiserver.AnyPathEntry = (*proxySubresource)(nil)
+)
 
 // Serve admits the connect with its options, then finds the target as
 // kube-apiserver does and answers that it cannot be reached.
