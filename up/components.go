@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	aggregatorclientset "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 
 	"github.com/kubegate/kubegate/controllers/manager"
@@ -191,9 +190,6 @@ func (c *Cluster) metricsServer(logger *slog.Logger) (func(context.Context) erro
 	if err != nil {
 		return nil, err
 	}
-	// Its EndpointSlice names localhost (FQDN), which kube calls
-	// deprecated at every start.
-	cfg.WarningHandler = rest.NoWarnings{}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -204,5 +200,13 @@ func (c *Cluster) metricsServer(logger *slog.Logger) (func(context.Context) erro
 	}
 	mc := metrics.Config{Client: client, APIServices: apis, FrontProxyCAFile: filepath.Join(c.Dir, "pki", "front-proxy-ca.crt"),
 		AllowedNames: []string{"front-proxy-client"}, Options: metrics.Options{UsagePercent: c.UsagePercent, Logger: logger.With("component", "metrics-server")}}
-	return func(ctx context.Context) error { return metrics.Run(ctx, mc) }, nil
+	// Without it the cluster still runs, only kubectl top does not: a
+	// metrics server that cannot start (a machine with no address an
+	// EndpointSlice may name) says why and stops alone.
+	return func(ctx context.Context) error {
+		if err := metrics.Run(ctx, mc); err != nil && ctx.Err() == nil {
+			logger.Error("the metrics server stopped; kubectl top and autoscalers get no metrics", "err", err)
+		}
+		return nil
+	}, nil
 }
