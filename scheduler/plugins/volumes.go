@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -204,28 +205,20 @@ func (vb *VolumeBinding) place(pc *podClaims, node *v1.Node) (map[string]*v1.Per
 }
 
 // topologyAllows reports whether a class's allowedTopologies (none:
-// anywhere) hold a node's labels.
+// anywhere) hold a node's labels: in some term, every expression names a
+// label the node has, with one of its values.
 func topologyAllows(terms []v1.TopologySelectorTerm, nodeLabels map[string]string) bool {
 	if len(terms) == 0 {
 		return true
 	}
-	for _, t := range terms {
-		ok := true
+	return slices.ContainsFunc(terms, func(t v1.TopologySelectorTerm) bool {
 		for _, e := range t.MatchLabelExpressions {
-			found := false
-			for _, v := range e.Values {
-				if nodeLabels[e.Key] == v {
-					found = true
-					break
-				}
+			if v, ok := nodeLabels[e.Key]; !ok || !slices.Contains(e.Values, v) {
+				return false
 			}
-			ok = ok && found
 		}
-		if ok {
-			return true
-		}
-	}
-	return false
+		return true
+	})
 }
 
 // PreBind implements framework.PreBindPlugin.

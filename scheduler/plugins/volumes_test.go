@@ -183,3 +183,38 @@ func TestVolumeBindingPreBind_E7(t *testing.T) {
 		t.Errorf("PreBind of a claim never bound: %q, want %q", st.Message(), want)
 	}
 }
+
+// A class's allowedTopologies admit a node when, in some term, every
+// expression names a label the node has with one of its values (E.7).
+func TestClassTopologyAllowsNode_E7(t *testing.T) {
+	zone := func(values ...string) v1.TopologySelectorLabelRequirement {
+		return v1.TopologySelectorLabelRequirement{Key: v1.LabelTopologyZone, Values: values}
+	}
+	rack := v1.TopologySelectorLabelRequirement{Key: "rack", Values: []string{"r1"}}
+	terms := func(ts ...[]v1.TopologySelectorLabelRequirement) []v1.TopologySelectorTerm {
+		var out []v1.TopologySelectorTerm
+		for _, t := range ts {
+			out = append(out, v1.TopologySelectorTerm{MatchLabelExpressions: t})
+		}
+		return out
+	}
+	inA := map[string]string{v1.LabelTopologyZone: "a", "rack": "r1"}
+	for _, tc := range []struct {
+		name  string
+		terms []v1.TopologySelectorTerm
+		node  map[string]string
+		want  bool
+	}{
+		{"no terms", nil, nil, true},
+		{"a value of the zone", terms([]v1.TopologySelectorLabelRequirement{zone("b", "a")}), inA, true},
+		{"another zone", terms([]v1.TopologySelectorLabelRequirement{zone("b")}), inA, false},
+		{"every expression of a term", terms([]v1.TopologySelectorLabelRequirement{zone("a"), rack}), inA, true},
+		{"one expression fails the term", terms([]v1.TopologySelectorLabelRequirement{zone("a"), rack}), map[string]string{v1.LabelTopologyZone: "a"}, false},
+		{"the second term", terms([]v1.TopologySelectorLabelRequirement{zone("b")}, []v1.TopologySelectorLabelRequirement{rack}), inA, true},
+		{"a label the node lacks, an empty value", terms([]v1.TopologySelectorLabelRequirement{{Key: "rack", Values: []string{""}}}), nil, false},
+	} {
+		if got := topologyAllows(tc.terms, tc.node); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
