@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 
 	"github.com/kubegate/kubegate/controllers"
@@ -39,7 +40,10 @@ const (
 )
 
 func (pc *Controller) syncClaimKey(ctx context.Context, key string) error {
-	ns, name := splitKey(key)
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
 	claim, err := pc.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -65,7 +69,7 @@ func (pc *Controller) syncUnboundClaim(ctx context.Context, claim *corev1.Persis
 	}
 	pv, err := pc.findBestMatch(claim, delay)
 	if err != nil {
-		return fmt.Errorf("error finding PV for claim %q: %w", claimKey(claim.Namespace, claim.Name), err)
+		return fmt.Errorf("error finding PV for claim %q: %w", cache.NewObjectName(claim.Namespace, claim.Name), err)
 	}
 	if pv != nil {
 		return pc.bind(ctx, pv, claim)
@@ -110,7 +114,7 @@ func (pc *Controller) syncPreboundClaim(ctx context.Context, claim *corev1.Persi
 		pc.events.Event(claim, corev1.EventTypeWarning, reasonFailedBinding, fmt.Sprintf("volume %q already bound to a different claim.", pv.Name))
 		if metav1.HasAnnotation(claim.ObjectMeta, storagehelpers.AnnBoundByController) {
 			return fmt.Errorf("invalid binding of claim %q to volume %q: volume already claimed by %q",
-				claimKey(claim.Namespace, claim.Name), pv.Name, claimKey(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name))
+				cache.NewObjectName(claim.Namespace, claim.Name).String(), pv.Name, cache.NewObjectName(pv.Spec.ClaimRef.Namespace, pv.Spec.ClaimRef.Name).String())
 		}
 		_, err = pc.updateClaimStatus(ctx, claim, corev1.ClaimPending, nil)
 		return err
@@ -183,7 +187,7 @@ func (pc *Controller) assignDefaultClass(ctx context.Context, claim *corev1.Pers
 	c := claim.DeepCopy()
 	c.Spec.StorageClassName = &class.Name
 	if _, err := pc.client.CoreV1().PersistentVolumeClaims(c.Namespace).Update(ctx, c, metav1.UpdateOptions{}); err != nil {
-		return false, fmt.Errorf("can't update PersistentVolumeClaim[%q]: %w", claimKey(c.Namespace, c.Name), err)
+		return false, fmt.Errorf("can't update PersistentVolumeClaim[%q]: %w", cache.NewObjectName(c.Namespace, c.Name), err)
 	}
 	return true, nil
 }

@@ -100,7 +100,10 @@ func (e *Expander) Run(ctx context.Context) error {
 }
 
 func (e *Expander) sync(ctx context.Context, key string) error {
-	ns, name := splitKey(key)
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return err
+	}
 	claim, err := e.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil

@@ -21,7 +21,6 @@ package persistentvolume
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -200,11 +199,4 @@ func (pc *Controller) resync() {
 	for _, v := range volumes {
 		controllers.Enqueue(pc.volumeQueue, v)
 	}
-}
-
-func claimKey(namespace, name string) string { return namespace + "/" + name }
-
-func splitKey(key string) (string, string) {
-	ns, name, _ := strings.Cut(key, "/")
-	return ns, name
 }

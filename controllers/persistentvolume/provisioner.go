@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/reference"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
@@ -98,7 +99,7 @@ func (pc *Controller) provisionSimulated(ctx context.Context, claim *corev1.Pers
 	}
 	if _, err := pc.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		pc.events.Event(claim, corev1.EventTypeWarning, reasonProvisioningFailed,
-			fmt.Sprintf("Error creating provisioned PV object for claim %s: %v. Deleting the volume.", claimKey(claim.Namespace, claim.Name), err))
+			fmt.Sprintf("Error creating provisioned PV object for claim %s: %v. Deleting the volume.", cache.NewObjectName(claim.Namespace, claim.Name), err))
 		return err
 	}
 	pc.events.Event(claim, corev1.EventTypeNormal, reasonProvisioningSucceeded,

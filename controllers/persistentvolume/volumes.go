@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	storagehelpers "k8s.io/component-helpers/storage/volume"
 )
 
@@ -47,7 +48,7 @@ func (pc *Controller) syncVolume(ctx context.Context, pv *corev1.PersistentVolum
 			return nil
 		}
 		// The claim's sync finishes the binding.
-		pc.claimQueue.Add(claimKey(claim.Namespace, claim.Name))
+		pc.claimQueue.Add(cache.NewObjectName(claim.Namespace, claim.Name).String())
 		return nil
 	case claim.Spec.VolumeName == pv.Name:
 		_, err := pc.updateVolumePhase(ctx, pv, corev1.VolumeBound, "")
