@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Store is the storage boundary of the API server. Implementations are safe
@@ -81,6 +82,20 @@ type Store interface {
 	// Close releases the store. Later calls fail with ErrClosed, open
 	// watches end with ErrClosed. Close may be called more than once.
 	Close() error
+}
+
+// Expirer is implemented by a store that can keep a key for a limited
+// time, as the API servers sharing one store keep their leases of the
+// kubernetes Service's endpoints (docs/kubernetes-behaviour.md J.3). etcd
+// implements it with a lease, which its own leader times, so that no
+// wall clock of another machine is trusted. A store only one server opens
+// (bbolt) need not implement it.
+type Expirer interface {
+	// PutTTL creates or replaces key with value, and deletes it once ttl
+	// (rounded up to a whole second, and raised to the store's shortest)
+	// has passed without another PutTTL of the key; watches see the
+	// deletion as a Deleted event. It returns the new revision.
+	PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error)
 }
 
 // KV is one stored key and value.

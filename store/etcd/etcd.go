@@ -319,6 +319,27 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedMo
 	return resp.Header.Revision, nil
 }
 
+var _ store.Expirer = (*Store)(nil)
+
+// PutTTL implements store.Expirer with an etcd lease of its own for each
+// put: the key leaves the lease it had, which then expires holding
+// nothing, and etcd's leader deletes the key when the new one expires.
+func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
+	if err := s.check(ctx, "put", key); err != nil {
+		return 0, err
+	}
+	secs := max(int64((ttl+time.Second-1)/time.Second), 1)
+	lease, err := s.cli.Grant(ctx, secs)
+	if err != nil {
+		return 0, &store.KeyError{Op: "put", Key: key, Err: s.fail(err, 0)}
+	}
+	resp, err := s.cli.Put(ctx, s.prefix+key, string(value), clientv3.WithLease(lease.ID))
+	if err != nil {
+		return 0, &store.KeyError{Op: "put", Key: key, Err: s.fail(err, 0)}
+	}
+	return resp.Header.Revision, nil
+}
+
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, expectedModRevision int64) (store.KV, int64, error) {
 	if err := s.check(ctx, "delete", key); err != nil {

@@ -61,6 +61,68 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 			tc.fn(t, newStore(t))
 		})
 	}
+	t.Run("Expirer", func(t *testing.T) {
+		t.Parallel()
+		s := newStore(t)
+		e, ok := s.(store.Expirer)
+		if !ok {
+			t.Skipf("%T keeps no key for a limited time", s)
+		}
+		testExpirer(t, s, e)
+	})
+}
+
+// testExpirer: a key put with a TTL is there until the TTL passes, then
+// deleted with a Deleted event; another put moves the key to a TTL of its
+// own, and another key's TTL is its own.
+func testExpirer(t *testing.T, s store.Store, e store.Expirer) {
+	ctx := context.Background()
+	const short = 2 * time.Second
+	from := currentRev(t, s)
+	if _, err := e.PutTTL(ctx, "/ttl/moved", []byte("short"), short); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PutTTL(ctx, "/ttl/moved", []byte("long"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.PutTTL(ctx, "/ttl/long", []byte("long"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	put := time.Now()
+	rev, err := e.PutTTL(ctx, "/ttl/short", []byte("v"), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kv := mustGet(t, s, "/ttl/short"); string(kv.Value) != "v" || kv.ModRevision != rev {
+		t.Fatalf("after PutTTL: got %s, want value v at %d", fmtKV(kv), rev)
+	}
+	w, err := s.Watch(ctx, "/ttl/", from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		ev := nextEvent(t, w)
+		if ev.Type != store.Deleted {
+			continue
+		}
+		if ev.KV.Key != "/ttl/short" {
+			t.Fatalf("deleted %s, want only /ttl/short to expire", fmtEvent(ev))
+		}
+		break
+	}
+	// A generous lower bound: the key lived about its TTL, not a moment.
+	if lived := time.Since(put); lived < short/2 {
+		t.Errorf("the key expired %v after its put, want about %v", lived, short)
+	}
+	if _, err := s.Get(ctx, "/ttl/short"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get after expiry: got %v, want ErrNotFound", err)
+	}
+	for _, k := range []string{"/ttl/moved", "/ttl/long"} {
+		if kv := mustGet(t, s, k); string(kv.Value) != "long" {
+			t.Errorf("%s: got %s, want it kept by its long TTL", k, fmtKV(kv))
+		}
+	}
 }
 
 func testCreateGet(t *testing.T, s store.Store) {
