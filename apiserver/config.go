@@ -71,6 +71,21 @@ type Config struct {
 	// sends its port 443 to: the API server's secure port as clients reach
 	// it. 0: 6443.
 	KubernetesServicePort int
+	// AdvertiseAddress is the address the kubernetes Service's endpoints
+	// list for this server, on KubernetesServicePort (kube-apiserver's
+	// --advertise-address, J.3); the zero Addr writes no endpoints. New
+	// refuses one an endpoint may not hold (CheckAdvertiseAddress) unless
+	// EndpointReconciler is EndpointReconcilerNone.
+	AdvertiseAddress netip.Addr
+	// EndpointReconciler is EndpointReconcilerLease ("" too) or
+	// EndpointReconcilerNone.
+	EndpointReconciler string
+	// EndpointLeaseTTL is how long this server's lease lasts unrenewed, and
+	// EndpointReconcileInterval how often it is renewed and the endpoints
+	// reconciled; 0: DefaultEndpointLeaseTTL and
+	// DefaultEndpointReconcileInterval, kube-apiserver's 15 s and 10 s.
+	EndpointLeaseTTL          time.Duration
+	EndpointReconcileInterval time.Duration
 	// Registry receives the request metrics (apiserver_request_total and
 	// apiserver_request_duration_seconds), served at /metrics; nil means a
 	// new registry of the server's own.

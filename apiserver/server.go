@@ -59,6 +59,9 @@ type Server struct {
 	priorityClasses *watchCache[*schedulingv1.PriorityClass]
 	cachesDone      []chan struct{}
 	svcAlloc        *serviceAllocator
+	// endpoints keeps the kubernetes Service's endpoints; nil when the
+	// server writes none.
+	endpoints *endpointReconciler
 
 	watchEvents sharedEvents
 
@@ -149,6 +152,11 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	s.handler = s.buildHandler()
+	if err := s.startKubernetesEndpoints(c); err != nil {
+		cancel()
+		s.Close()
+		return nil, err
+	}
 	if err := s.ensureDefaultServiceCIDR(ctx); err != nil {
 		// Admission may not be ready before New returns; kube's
 		// controller, too, writes it once the server serves.
@@ -215,7 +223,8 @@ func (s *Server) initResources(c Config) error {
 
 // ensureSystemObjects creates what every cluster has from the start when
 // it is missing: the system namespaces, the resources' Initial objects
-// (priority classes), and the kubernetes Service with its Endpoints.
+// (priority classes), and the kubernetes Service, whose endpoints
+// startKubernetesEndpoints keeps.
 func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
 	if err := s.ensureNamespaces(ctx); err != nil {
 		return err
@@ -223,10 +232,7 @@ func (s *Server) ensureSystemObjects(ctx context.Context, c Config) error {
 	if err := s.ensureInitialObjects(ctx); err != nil {
 		return err
 	}
-	if err := s.ensureKubernetesService(ctx, c.KubernetesServicePort); err != nil {
-		return err
-	}
-	return s.ensureKubernetesEndpoints(ctx, c.ExternalAddress, c.KubernetesServicePort)
+	return s.startKubernetesService(ctx, c.KubernetesServicePort)
 }
 
 // ensureInitialObjects creates each resource's Initial objects that are
@@ -246,8 +252,11 @@ func (s *Server) ensureInitialObjects(ctx context.Context) error {
 	return nil
 }
 
-// Close stops following the store. Requests in flight are not interrupted.
+// Close gives up the server's lease of the kubernetes endpoints, writing
+// them without it, and stops following the store. Requests in flight are
+// not interrupted.
 func (s *Server) Close() error {
+	s.stopKubernetesEndpoints()
 	s.stop()
 	for _, done := range s.cachesDone {
 		<-done

@@ -34,9 +34,43 @@ import (
 
 var servicesGVR = coreGV.WithResource("services")
 
-// ensureKubernetesService creates the kubernetes Service in default, as
-// kube-apiserver does at start: the first address of the service range,
-// port 443 (https) to the API server's port.
+// startKubernetesService creates the kubernetes Service at start. Another
+// API server on the same store may be creating it at the same moment:
+// its reservation of the address then comes before its Service, and this
+// server's create fails until the Service is there, which it then adopts
+// (J.2). If the Service still cannot be made (an address another Service
+// holds), the server starts and tries again with every reconcile of the
+// endpoints, as kube-apiserver's controller does.
+func (s *Server) startKubernetesService(ctx context.Context, port int) error {
+	var err error
+	for wait := 20 * time.Millisecond; ; wait *= 2 {
+		if err = s.ensureKubernetesService(ctx, port); err == nil {
+			return nil
+		}
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) || wait > time.Second {
+			break
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return err // the store fails
+	}
+	s.log.Warn("the kubernetes service is not created yet", "err", err)
+	return nil
+}
+
+// ensureKubernetesService creates the kubernetes Service in default if it
+// is missing, as kube-apiserver does: the first address of the service
+// range, port 443 (https) to the API server's port. One that exists by
+// the time a create fails is taken as it is.
 func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 	if port == 0 {
 		port = 6443
@@ -45,14 +79,15 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 	if !ok {
 		return nil // a server without Services has no kubernetes Service
 	}
-	if _, err := s.cfg.Store.Get(ctx, Key(servicesGVR, metav1.NamespaceDefault, "kubernetes")); err == nil {
+	key := Key(servicesGVR, metav1.NamespaceDefault, kubernetesName)
+	if _, err := s.cfg.Store.Get(ctx, key); err == nil {
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("check the kubernetes service: %w", err)
 	}
 	ip := s.svcAlloc.first.String()
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+		ObjectMeta: metav1.ObjectMeta{Name: kubernetesName, Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 		Spec: corev1.ServiceSpec{
 			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt(port)}},
@@ -61,10 +96,15 @@ func (s *Server) ensureKubernetesService(ctx context.Context, port int) error {
 			ClusterIP: ip, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
 		},
 	}
-	if _, err := s.createStored(ctx, res, svc); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create the kubernetes service: %w", err)
+	_, err := s.createStored(ctx, res, svc)
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		return nil
 	}
-	return nil
+	// Another server's Service may hold the address now.
+	if _, getErr := s.cfg.Store.Get(ctx, key); getErr == nil {
+		return nil
+	}
+	return fmt.Errorf("create the kubernetes service: %w", err)
 }
 
 // The default ServiceCIDR, "kubernetes", which kube-apiserver's
@@ -234,7 +274,9 @@ func (s *Server) migrateServiceIPs(res *Resource) error {
 		if err := s.svcAlloc.createIP(ctx, ip, svc); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("migrate service IP %s: %w", ip, err)
 		}
-		if _, _, err := s.cfg.Store.Delete(ctx, kv.Key, kv.ModRevision); err != nil {
+		// Another server starting at the same moment may have moved it.
+		if _, _, err := s.cfg.Store.Delete(ctx, kv.Key, kv.ModRevision); err != nil &&
+			!errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("migrate service IP %s: %w", ip, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/server"
 	"github.com/kubegate/kubegate/internal/serving"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +75,12 @@ type Options struct {
 	// EtcdServers, when set, replace the bbolt file with etcd, reached with
 	// DIR/pki/etcd/ca.crt and DIR/pki/apiserver-etcd-client.crt.
 	EtcdServers []string
+	// AdvertiseAddress is the IP the kubernetes Service's endpoints list,
+	// with the gateway's port (J.3); "" chooses it as kube-apiserver
+	// does: BindAddress when it is a specific non-loopback address, else
+	// the host's default-route address, and without one the Service gets
+	// no endpoints.
+	AdvertiseAddress string
 	// ServiceCIDR is the CIDR of Services' cluster IPs (the API server's
 	// --service-cluster-ip-range); "" means 10.96.0.0/12, pki init's
 	// default. InitPKI is told it too.
@@ -200,6 +208,16 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	a.AuthenticationConfigFile = o.AuthenticationConfigFile
 	a.EnableBootstrapTokenAuth = true // as kubeadm configures kube-apiserver
 	a.ExternalAddress = net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
+	// The kubernetes Service's endpoints are the gateway, which clients
+	// reach, at the address up advertises.
+	advertise, err := advertiseAddress(o)
+	if err != nil {
+		return nil, err
+	}
+	a.AdvertiseAddress = advertise
+	if a.AdvertiseAddress == "" {
+		a.EndpointReconcilerType = apiserver.EndpointReconcilerNone
+	}
 	a.ServiceClusterIPRange = o.ServiceCIDR
 	// When the controller manager runs the serviceaccount controller, it
 	// keeps the default service accounts once up has started.
@@ -254,6 +272,33 @@ next:
 Ctrl-C stops everything; the state is kept for the next kubegate up --dir %s
 `, serverURL, api.Listener.Addr(), state, filepath.Join(o.Dir, "admin.conf"), o.Dir)
 	return c, nil
+}
+
+// advertiseAddress is the address the kubernetes endpoints list: one
+// given must be one an endpoint may hold; one chosen that may not (no
+// default route) leaves the Service without endpoints, said once in the
+// log.
+func advertiseAddress(o Options) (string, error) {
+	serviceRange := apiserver.DefaultServiceClusterIPRange
+	if o.ServiceCIDR != "" {
+		p, err := netip.ParsePrefix(o.ServiceCIDR)
+		if err != nil {
+			return "", fmt.Errorf("--service-cidr %q is not a CIDR", o.ServiceCIDR)
+		}
+		serviceRange = p
+	}
+	addr, err := server.AdvertiseAddress(o.AdvertiseAddress, o.BindAddress)
+	if err == nil {
+		err = apiserver.CheckAdvertiseAddress(addr, serviceRange)
+	}
+	switch {
+	case err == nil:
+		return addr.String(), nil
+	case o.AdvertiseAddress != "":
+		return "", fmt.Errorf("advertise address: %w", err)
+	}
+	o.Logger.Warn("the kubernetes Service gets no endpoints: no address to advertise for clients inside the cluster", "bind-address", o.BindAddress, "err", err)
+	return "", nil
 }
 
 // Serve serves the API server, the gateway and the controllers (and, with

@@ -22,6 +22,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/apiserver/admission"
@@ -104,7 +105,19 @@ type Options struct {
 	// ServiceNodePortRange is FIRST-LAST of node ports; "" means
 	// 30000-32767.
 	ServiceNodePortRange string
-	ReloadInterval       time.Duration // default 1 s
+	// AdvertiseAddress is the IP the kubernetes Service's endpoints list
+	// for this server (J.3); "" chooses it by kube-apiserver's rule: the
+	// bind address when it is a specific non-loopback address, else the
+	// address of the host's default-route interface.
+	AdvertiseAddress string
+	// EndpointReconcilerType is apiserver.EndpointReconcilerLease (the
+	// default) or apiserver.EndpointReconcilerNone.
+	EndpointReconcilerType string
+	// EndpointLeaseTTL and EndpointReconcileInterval are the lease's TTL
+	// and how often it is renewed; 0: kube-apiserver's 15 s and 10 s.
+	EndpointLeaseTTL          time.Duration
+	EndpointReconcileInterval time.Duration
+	ReloadInterval            time.Duration // default 1 s
 	// ServiceAccountsAtStartOnly: the server gives the namespaces there
 	// are when it starts their "default" service account and leaves the
 	// rest to a controller manager's serviceaccount controller, as
@@ -123,6 +136,8 @@ func Defaults() Options {
 		Flags:             fileconfig.DefaultFlags(),
 		AuthorizationMode: ModeRBAC,
 		ReloadInterval:    filewatch.DefaultInterval,
+
+		EndpointReconcilerType: apiserver.EndpointReconcilerLease,
 	}
 	o.AnonymousAuth = true
 	return o
@@ -162,7 +177,67 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--service-node-port-range: %w", err)
 		}
 	}
+	switch o.EndpointReconcilerType {
+	case "", apiserver.EndpointReconcilerLease, apiserver.EndpointReconcilerNone:
+	case "master-count":
+		return errors.New(`--endpoint-reconciler-type "master-count" is not supported (kube-apiserver deprecates it); give lease or none`)
+	default:
+		return fmt.Errorf("--endpoint-reconciler-type %q is not one of %s, %s", o.EndpointReconcilerType, apiserver.EndpointReconcilerLease, apiserver.EndpointReconcilerNone)
+	}
+	if o.AdvertiseAddress != "" {
+		if _, err := netip.ParseAddr(o.AdvertiseAddress); err != nil {
+			return fmt.Errorf("--advertise-address %q is not an IP address", o.AdvertiseAddress)
+		}
+	}
 	return o.TLS.Validate()
+}
+
+// advertise is the address the kubernetes endpoints list for this server
+// (J.3): --advertise-address, or kube-apiserver's choice from the bind
+// address; the zero Addr with --endpoint-reconciler-type=none. With the
+// lease reconciler an address an endpoint may not hold is refused, as
+// kube-apiserver refuses it at start.
+func (o *Options) advertise() (netip.Addr, error) {
+	if o.EndpointReconcilerType == apiserver.EndpointReconcilerNone {
+		return netip.Addr{}, nil
+	}
+	addr, err := AdvertiseAddress(o.AdvertiseAddress, o.BindAddress)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("find the address to advertise: %v; give --advertise-address, or --endpoint-reconciler-type=none", err)
+	}
+	serviceRange := apiserver.DefaultServiceClusterIPRange
+	if o.ServiceClusterIPRange != "" {
+		serviceRange, _ = netip.ParsePrefix(o.ServiceClusterIPRange) // checked in Validate
+	}
+	if err := apiserver.CheckAdvertiseAddress(addr, serviceRange); err != nil {
+		return netip.Addr{}, fmt.Errorf("%v; give --advertise-address an address clients reach the server at, or --endpoint-reconciler-type=none", err)
+	}
+	return addr, nil
+}
+
+// AdvertiseAddress is advertise if set, else kube-apiserver's choice of
+// the address to advertise from the bind address: the bind address
+// itself when it is a specific non-loopback address, else the address of
+// the host's default-route interface.
+func AdvertiseAddress(advertise, bind string) (netip.Addr, error) {
+	if advertise != "" {
+		a, err := netip.ParseAddr(advertise)
+		if err != nil {
+			return netip.Addr{}, fmt.Errorf("%q is not an IP address", advertise)
+		}
+		if !a.IsUnspecified() {
+			return a.Unmap(), nil
+		}
+	}
+	ip, err := utilnet.ResolveBindAddress(net.ParseIP(bind))
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	a, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("no address for bind address %q", bind)
+	}
+	return a.Unmap(), nil
 }
 
 // Server is a configured API server ready to serve.
@@ -203,6 +278,10 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 	}
 	if logger == nil {
 		logger = slog.Default()
+	}
+	advertise, err := o.advertise()
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	admissionCtx, stopAdmission := context.WithCancel(ctx)
@@ -251,6 +330,11 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		// The kubernetes Service targets the port clients reach.
 		KubernetesServicePort: o.SecurePort,
 		Aggregator:            agg,
+		// The kubernetes Service's endpoints (J.3).
+		AdvertiseAddress:          advertise,
+		EndpointReconciler:        o.EndpointReconcilerType,
+		EndpointLeaseTTL:          o.EndpointLeaseTTL,
+		EndpointReconcileInterval: o.EndpointReconcileInterval,
 	}
 	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
 		cfg.KubernetesServicePort, _ = strconv.Atoi(port)

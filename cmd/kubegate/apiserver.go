@@ -38,6 +38,8 @@ func (o *apiserverOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", "", "prefix of every etcd key, to share one etcd between servers")
 	fs.StringVar(&o.ServiceClusterIPRange, "service-cluster-ip-range", "10.96.0.0/12", "CIDR Services' cluster IPs come from; its first IP is the kubernetes Service's")
 	fs.StringVar(&o.ServiceNodePortRange, "service-node-port-range", "30000-32767", "ports NodePort and LoadBalancer Services' node ports come from")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", "", "IP the kubernetes Service's endpoints list for this server (default: --bind-address if it is a specific non-loopback address, else the host's default-route address)")
+	fs.StringVar(&o.EndpointReconcilerType, "endpoint-reconciler-type", o.EndpointReconcilerType, "keep the kubernetes Service's endpoints: lease (every API server on the store, by leases) or none")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log informational messages too")
 }
 
