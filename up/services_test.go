@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,5 +59,32 @@ func TestServiceAllocationsSurviveARestart(t *testing.T) {
 	want = `Service "same-port" is invalid: spec.ports[0].nodePort: Invalid value: ` + strconv.Itoa(int(np)) + `: provided port is already allocated`
 	if err == nil || err.Error() != want {
 		t.Errorf("create with the node port taken before the restart: got %v, want %s", err, want)
+	}
+}
+
+// TestKubernetesEndpointsAreTheGateway_J3: the kubernetes Service's
+// endpoints are the gateway, at the address up advertises (given, or
+// chosen as kube-apiserver chooses it) and the gateway's port; an
+// address no endpoint may hold is refused.
+func TestKubernetesEndpointsAreTheGateway_J3(t *testing.T) {
+	port := freePort(t)
+	cs, _ := clusterWith(t, Options{Dir: filepath.Join(t.TempDir(), "cluster"), SecurePort: port, AdvertiseAddress: "192.0.2.77"})
+	ep, err := cs.CoreV1().Endpoints("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) != 1 || ep.Subsets[0].Addresses[0].IP != "192.0.2.77" ||
+		ep.Subsets[0].Ports[0].Port != int32(port) || ep.Subsets[0].Ports[0].Name != "https" {
+		t.Errorf("endpoints: got %+v, want 192.0.2.77 on https %d", ep.Subsets, port)
+	}
+	slice, err := cs.DiscoveryV1().EndpointSlices("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+	if err != nil || len(slice.Endpoints) != 1 || slice.Endpoints[0].Addresses[0] != "192.0.2.77" || *slice.Ports[0].Port != int32(port) {
+		t.Errorf("endpointslice: got %+v, err %v", slice, err)
+	}
+
+	_, err = Start(context.Background(), Options{Dir: filepath.Join(t.TempDir(), "cluster"), SecurePort: freePort(t),
+		AdvertiseAddress: "127.0.0.1", InitPKI: initPKI})
+	if err == nil || !strings.Contains(err.Error(), "cannot use public IP 127.0.0.1 with endpoint reconciler") {
+		t.Errorf("a loopback advertise address: got %v, want it refused", err)
 	}
 }
