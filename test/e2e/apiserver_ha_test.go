@@ -39,7 +39,7 @@ func TestAPIServersHA_J3(t *testing.T) {
 		t.Skip("adding addresses to lo needs root")
 	}
 	ipTool := requireTool(t, "ip")
-	addrs := []string{"198.18.0.11", "198.18.0.12"}
+	addrs := []string{"198.19.35.11", "198.19.35.12"}
 	for _, a := range addrs {
 		out, err := exec.Command(ipTool, "addr", "add", a+"/32", "dev", "lo").CombinedOutput()
 		if err != nil && !strings.Contains(string(out), "exists") {
