@@ -15,21 +15,21 @@ import (
 	"github.com/kubegate/kubegate/controllers"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/controllers/manager"
-	"github.com/kubegate/kubegate/kubeconfig"
+	"github.com/kubegate/kubegate/internal/leaderelect"
 )
 
 func newControllersCmd(s streams) *cobra.Command {
 	var (
-		path, master, rootCAFile string
-		signingCert, signingKey  string
-		signingDuration          time.Duration
-		list                     []string
-		qps                      float32
-		burst                    int
-		verbose                  bool
-		saCreds                  bool
-		hpa                      controllers.HPASettings
+		conn                    apiConnection
+		rootCAFile              string
+		signingCert, signingKey string
+		signingDuration         time.Duration
+		list                    []string
+		verbose                 bool
+		saCreds                 bool
+		hpa                     controllers.HPASettings
 	)
+	election := leaderelect.NewOptions(leaderelect.ControllerManagerLease)
 	cmd := &cobra.Command{
 		Use:   "controllers --kubeconfig FILE [--controllers LIST]",
 		Short: "Run kube-controller-manager's controllers for the kinds kubegate serves",
@@ -52,7 +52,15 @@ csrsigning controller signs approved certificate signing requests of
 kubernetes.io/kube-apiserver-client, kube-apiserver-client-kubelet and
 kubelet-serving with that CA; csrapproving approves kubelet client
 requests of requesters allowed certificatesigningrequests/nodeclient or
-selfnodeclient.`,
+selfnodeclient.
+
+With --leader-elect (the default, as kube-controller-manager's) the
+controllers run only while this process holds the Lease
+kube-system/kube-controller-manager: copies against one API server stand
+by until the leader stops or its lease expires. A process that loses the
+lease exits with status 1; one told to stop (SIGINT, SIGTERM) stops its
+controllers and releases the lease, so that a successor takes over at
+once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			validate := func() error {
@@ -65,18 +73,18 @@ selfnodeclient.`,
 				if signingDuration <= 0 {
 					return fmt.Errorf("--cluster-signing-duration %v: want a positive duration", signingDuration)
 				}
+				if err := conn.validate(); err != nil {
+					return err
+				}
+				if err := election.Validate(); err != nil {
+					return err
+				}
 				return hpa.Validate()
 			}
 			return serveUntilSignal(cmd.Context(), validate, func(ctx context.Context) error {
-				if path == "" {
-					return errors.New("--kubeconfig is required")
-				}
-				cfg, err := kubeconfig.RESTConfig(path, qps, burst)
+				cfg, err := conn.restConfig()
 				if err != nil {
-					return fmt.Errorf("--kubeconfig %s: %w", path, err)
-				}
-				if master != "" {
-					cfg.Host = master
+					return err
 				}
 				var rootCA []byte
 				if rootCAFile != "" {
@@ -89,9 +97,13 @@ selfnodeclient.`,
 					level = slog.LevelDebug
 				}
 				logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: level}))
-				return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
-					UseServiceAccountCredentials: saCreds, RootCA: rootCA,
-					SigningCertFile: signingCert, SigningKeyFile: signingKey, SigningDuration: signingDuration, HPA: hpa})
+				run := func(ctx context.Context) error {
+					return manager.Run(ctx, manager.Options{Config: cfg, Controllers: list, Logger: logger,
+						UseServiceAccountCredentials: saCreds, RootCA: rootCA,
+						SigningCertFile: signingCert, SigningKeyFile: signingKey, SigningDuration: signingDuration, HPA: hpa})
+				}
+				return leaderelect.Run(ctx, leaderelect.Config{Options: *election, Client: cfg,
+					Component: leaderelect.ControllerManagerLease, Logger: logger}, run)
 			})
 		},
 	}
@@ -102,11 +114,12 @@ selfnodeclient.`,
 	fs.StringVar(&signingKey, "cluster-signing-key-file", "", "the key of --cluster-signing-cert-file")
 	fs.DurationVar(&signingDuration, "cluster-signing-duration", csrsigning.DefaultDuration,
 		"the longest lifetime of a signed certificate; a request's spec.expirationSeconds may ask for less")
-	fs.StringVar(&path, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
-	fs.StringVar(&master, "master", "", "the API server's URL, instead of the kubeconfig's")
+	fs.StringVar(&conn.kubeconfig, "kubeconfig", "", "kubeconfig of the controllers' identity (controller-manager.conf, or admin.conf)")
 	fs.StringSliceVar(&list, "controllers", []string{"*"}, "controllers to run: * for all, NAME to add one, -NAME to leave one out")
-	fs.Float32Var(&qps, "kube-api-qps", 20, "requests per second to the API server (kube-controller-manager's default)")
-	fs.IntVar(&burst, "kube-api-burst", 30, "burst of requests to the API server (kube-controller-manager's default)")
+	fs.Float32Var(&conn.qps, "kube-api-qps", 20, "requests per second to the API server (kube-controller-manager's default)")
+	fs.IntVar(&conn.burst, "kube-api-burst", 30, "burst of requests to the API server (kube-controller-manager's default)")
+	conn.addFlags(fs)
+	election.BindFlags(fs)
 	fs.BoolVar(&saCreds, "use-service-account-credentials", false,
 		"run each controller as its own service account in kube-system, with tokens from the TokenRequest API")
 	fs.BoolVar(&verbose, "verbose", false, "log every change the controllers make")

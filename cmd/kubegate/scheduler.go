@@ -9,8 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
+	"github.com/kubegate/kubegate/internal/leaderelect"
 	"github.com/kubegate/kubegate/kubeconfig"
 	"github.com/kubegate/kubegate/scheduler"
 	"github.com/kubegate/kubegate/scheduler/config"
@@ -19,18 +22,76 @@ import (
 )
 
 type schedulerOptions struct {
-	kubeconfig, config string
-	verbosity          int
-	qps                float32
-	burst              int
+	conn      apiConnection
+	config    string
+	verbosity int
+	election  *leaderelect.Options
 }
 
 func (o *schedulerOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the scheduler's identity (scheduler.conf, user system:kube-scheduler)")
+	fs.StringVar(&o.conn.kubeconfig, "kubeconfig", "", "kubeconfig of the scheduler's identity (scheduler.conf, user system:kube-scheduler)")
 	fs.StringVar(&o.config, "config", "", "KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1 subset); default the default profile")
-	fs.Float32Var(&o.qps, "kube-api-qps", 50, "requests per second to the API server, for bindings and for events each (kube-scheduler's default); negative turns the limit off")
-	fs.IntVar(&o.burst, "kube-api-burst", 100, "burst of requests to the API server (kube-scheduler's default)")
+	fs.Float32Var(&o.conn.qps, "kube-api-qps", 50, "requests per second to the API server, for bindings and for events each (kube-scheduler's default); negative turns the limit off")
+	fs.IntVar(&o.conn.burst, "kube-api-burst", 100, "burst of requests to the API server (kube-scheduler's default)")
 	fs.IntVarP(&o.verbosity, "v", "v", 0, "log every attempt to stderr like kube-scheduler at this verbosity (2: outcome, 5: filter failures, 10: every score)")
+	o.conn.addFlags(fs)
+	o.election.BindFlags(fs)
+}
+
+// validate checks the flags that need no file or server.
+func (o *schedulerOptions) validate() error {
+	if err := o.conn.validate(); err != nil {
+		return err
+	}
+	return o.election.Validate()
+}
+
+// apiConnection is how kube-scheduler and kube-controller-manager reach
+// the API server: --kubeconfig, --master, --kube-api-content-type,
+// --kube-api-qps and --kube-api-burst, with each command's defaults
+// (docs/kubernetes-behaviour.md J.1).
+type apiConnection struct {
+	kubeconfig, master, contentType string
+	qps                             float32
+	burst                           int
+}
+
+// addFlags registers --master and --kube-api-content-type; each command
+// registers the others with its own defaults and help.
+func (c *apiConnection) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.master, "master", "", "the API server's URL, instead of the kubeconfig's")
+	fs.StringVar(&c.contentType, "kube-api-content-type", runtime.ContentTypeProtobuf,
+		"the media type of requests to the API server: "+runtime.ContentTypeProtobuf+" or "+runtime.ContentTypeJSON)
+}
+
+func (c *apiConnection) validate() error {
+	if c.contentType != runtime.ContentTypeProtobuf && c.contentType != runtime.ContentTypeJSON {
+		return fmt.Errorf("--kube-api-content-type %q: want %s or %s", c.contentType, runtime.ContentTypeProtobuf, runtime.ContentTypeJSON)
+	}
+	if c.burst < 0 {
+		return fmt.Errorf("--kube-api-burst %d: must be non-negative", c.burst)
+	}
+	return nil
+}
+
+// restConfig is the client configuration the flags give.
+func (c *apiConnection) restConfig() (*rest.Config, error) {
+	if c.kubeconfig == "" {
+		return nil, errors.New("--kubeconfig is required")
+	}
+	rc, err := kubeconfig.RESTConfig(c.kubeconfig, c.qps, c.burst)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", c.kubeconfig, err)
+	}
+	if c.master != "" {
+		rc.Host = c.master
+	}
+	if c.contentType != runtime.ContentTypeProtobuf {
+		// Asked for JSON, the client accepts JSON replies only, as
+		// kube's clients accept replies of the type they send.
+		rc.ContentType, rc.AcceptContentTypes = c.contentType, c.contentType
+	}
+	return rc, nil
 }
 
 func loadSchedulerConfig(path string) (*config.Configuration, error) {
@@ -63,7 +124,7 @@ func clientFor(path string, qps float32, burst int) (kubernetes.Interface, error
 }
 
 func newSchedulerCmd(s streams) *cobra.Command {
-	o := &schedulerOptions{}
+	o := &schedulerOptions{election: leaderelect.NewOptions(leaderelect.SchedulerLease)}
 	cmd := &cobra.Command{
 		Use:   "scheduler --kubeconfig FILE [--config PROFILE.yaml] [--kube-api-qps 50] [--kube-api-burst 100] [-v N]",
 		Short: "Schedule pods the way kube-scheduler does, explaining every decision",
@@ -72,20 +133,34 @@ default-scheduler) and the nodes, place each pod with kube-scheduler's
 default filters, scores and weights, and bind it through pods/NAME/binding.
 Every decision is kept on the pod: the ` + explain.AnnotationKey + `
 annotation, a Scheduled or FailedScheduling event, and the PodScheduled
-condition. Read it with: kubegate scheduler explain POD`,
+condition. Read it with: kubegate scheduler explain POD
+
+With --leader-elect (the default, as kube-scheduler's) the scheduler
+schedules only while this process holds the Lease kube-system/kube-scheduler:
+copies against one API server keep their caches warm and stand by until
+the leader stops or its lease expires. A process that loses the lease
+exits with status 1; one told to stop (SIGINT, SIGTERM) releases it, so
+that a successor takes over at once.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
 			cfg, err := loadSchedulerConfig(o.config)
 			if err != nil {
 				return err
 			}
-			client, err := clientFor(o.kubeconfig, o.qps, o.burst)
+			rc, err := o.conn.restConfig()
+			if err != nil {
+				return err
+			}
+			client, err := kubernetes.NewForConfig(rc)
 			if err != nil {
 				return err
 			}
 			// Events go through a client of their own with the same
 			// limits, as kube-scheduler's do: they do not slow bindings.
-			eventClient, err := clientFor(o.kubeconfig, o.qps, o.burst)
+			eventClient, err := kubernetes.NewForConfig(rc)
 			if err != nil {
 				return err
 			}
@@ -104,7 +179,13 @@ condition. Read it with: kubegate scheduler explain POD`,
 			if err != nil {
 				return err
 			}
-			return serveUntilSignal(cmd.Context(), nil, sched.Run)
+			return serveUntilSignal(cmd.Context(), nil, func(ctx context.Context) error {
+				// The caches fill while standing by, as kube-scheduler's do,
+				// so that a new leader schedules at once.
+				factory.Start(ctx.Done())
+				return leaderelect.Run(ctx, leaderelect.Config{Options: *o.election, Client: rc,
+					Component: profiles[0].SchedulerName, Logger: logger}, sched.Run)
+			})
 		},
 	}
 	o.AddFlags(cmd.Flags())
