@@ -328,6 +328,8 @@ func toStatus(err error) *metav1.Status {
 	var st metav1.Status
 	if se, ok := err.(apierrors.APIStatus); ok {
 		st = se.Status()
+	} else if sf, ok := storeFailure(err); ok {
+		st = sf
 	} else {
 		st = apierrors.NewInternalError(err).ErrStatus
 	}

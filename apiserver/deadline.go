@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -30,6 +31,34 @@ func longRunning(ri *authz.RequestInfo) bool {
 	return false
 }
 
+// deadlineGrace is how long a handler may run past its request's deadline,
+// so that the timeout filter, not the handler's own error at the same
+// instant, answers the request; the handler's writes after the deadline are
+// dropped.
+const deadlineGrace = time.Second
+
+// withGrace gives next the request's deadline plus deadlineGrace. A
+// request its client abandons is cancelled at once.
+func withGrace(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		graced, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(deadlineGrace))
+		defer cancel()
+		stop := context.AfterFunc(ctx, func() {
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				cancel()
+			}
+		})
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(graced))
+	})
+}
+
 // errRequestTimeout is kube-apiserver's answer to a request past its
 // deadline.
 var errRequestTimeout = apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
@@ -47,7 +76,7 @@ func (s *Server) withRequestDeadline(next http.Handler) http.Handler {
 	if limit < 0 {
 		return next
 	}
-	timed := genericfilters.WithTimeout(next, func(r *http.Request) (*http.Request, bool, func(), *apierrors.StatusError) {
+	timed := genericfilters.WithTimeout(withGrace(next), func(r *http.Request) (*http.Request, bool, func(), *apierrors.StatusError) {
 		return r, false, func() {}, errRequestTimeout
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
