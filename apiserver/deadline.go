@@ -37,6 +37,19 @@ func longRunning(ri *authz.RequestInfo) bool {
 // dropped.
 const deadlineGrace = time.Second
 
+// writeTimeout bounds a create, update, patch or delete on its own, as
+// kube-apiserver's write handlers do; one that runs out is answered by the
+// handler, with storeErr's 504 (J.4).
+const writeTimeout = 34 * time.Second
+
+func writeVerb(verb string) bool {
+	switch verb {
+	case "create", "update", "patch", "delete":
+		return true
+	}
+	return false
+}
+
 // withGrace gives next the request's deadline plus deadlineGrace. A
 // request its client abandons is cancelled at once.
 func withGrace(next http.Handler) http.Handler {
@@ -49,6 +62,11 @@ func withGrace(next http.Handler) http.Handler {
 		}
 		graced, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(deadlineGrace))
 		defer cancel()
+		if ri, _ := authz.RequestInfoFrom(ctx); ri != nil && writeVerb(ri.Verb) {
+			var cancelWrite context.CancelFunc
+			graced, cancelWrite = context.WithTimeout(graced, writeTimeout)
+			defer cancelWrite()
+		}
 		stop := context.AfterFunc(ctx, func() {
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				cancel()
