@@ -56,3 +56,19 @@ func TestStoreFailures_J4(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteOutOfTime_J4: a write whose own deadline passes in the store is
+// answered as kube-apiserver's write handlers answer it: 504, reason
+// Timeout, "request did not complete within requested timeout".
+func TestWriteOutOfTime_J4(t *testing.T) {
+	f := &faultyStore{}
+	ts := newTestServer(t, withFaultyStore(f))
+	f.set(func(context.Context) error { return context.DeadlineExceeded })
+	code, body := answer(t, "POST", ts.http.URL+"/api/v1/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`)
+	var st metav1.Status
+	_ = json.Unmarshal([]byte(body), &st)
+	const want = "Timeout: request did not complete within requested timeout - context deadline exceeded"
+	if code != http.StatusGatewayTimeout || st.Reason != metav1.StatusReasonTimeout || st.Message != want || st.Kind != "Status" {
+		t.Errorf("answer = %d %s, want 504 Timeout %q", code, body, want)
+	}
+}
