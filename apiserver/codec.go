@@ -2,8 +2,10 @@ package apiserver
 
 import (
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -328,6 +330,12 @@ func toStatus(err error) *metav1.Status {
 	var st metav1.Status
 	if se, ok := err.(apierrors.APIStatus); ok {
 		st = se.Status()
+	} else if sf, ok := storeFailure(err); ok {
+		st = sf
+	} else if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// a handler that ran out of time, answered as kube's handlers
+		// answer it (J.4)
+		st = storeErr(err, schema.GroupResource{}, "").(apierrors.APIStatus).Status()
 	} else {
 		st = apierrors.NewInternalError(err).ErrStatus
 	}

@@ -93,7 +93,21 @@ type Config struct {
 	// Aggregator serves the group versions of APIServices with a service
 	// (I.3); nil: such a group version is not served.
 	Aggregator Aggregator
+	// RequestTimeout is the deadline of every request that is not
+	// long-running, kube-apiserver's --request-timeout (J.4); 0 means
+	// DefaultRequestTimeout, a negative value no deadline.
+	RequestTimeout time.Duration
+	// HealthcheckTimeout bounds the store check of /healthz and /livez,
+	// ReadycheckTimeout that of /readyz (--etcd-healthcheck-timeout,
+	// --etcd-readycheck-timeout); 0 means DefaultStoreCheckTimeout.
+	HealthcheckTimeout, ReadycheckTimeout time.Duration
 }
+
+// The defaults of Config's timeouts, kube-apiserver's.
+const (
+	DefaultRequestTimeout    = 60 * time.Second
+	DefaultStoreCheckTimeout = 2 * time.Second
+)
 
 // Operation is what an admission plugin is asked about.
 type Operation string

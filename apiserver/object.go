@@ -179,8 +179,11 @@ func storeErr(err error, gr schema.GroupResource, name string) error {
 		return tooOldErr(err)
 	case errors.Is(err, store.ErrFutureRevision):
 		return tooLargeErr(err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete: %v", err), 0)
+	case errors.Is(err, context.DeadlineExceeded):
+		// kube's write handlers' answer to a write that ran out of time (J.4)
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+context.DeadlineExceeded.Error(), 0)
+	case errors.Is(err, context.Canceled):
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - "+context.Canceled.Error(), 0)
 	}
 	return err
 }

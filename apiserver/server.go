@@ -325,6 +325,7 @@ func (s *Server) buildHandler() http.Handler {
 	h = s.withAuthorization(h)
 	h = s.withImpersonation(h)
 	h = s.withAuthentication(h)
+	h = s.withRequestDeadline(h)
 	h = s.withRequestInfo(h)
 	h = s.withRecovery(h)
 	h = s.withRequestLog(h)
@@ -355,11 +356,24 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 var errNotServed = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
 	Reason: metav1.StatusReasonNotFound, Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{}}}
 
+// health answers /healthz, /livez and /readyz from a read of the store's
+// revision within the check's timeout; a failure's detail goes to the log
+// only, as kube-apiserver withholds it (J.4).
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.cfg.Store.CurrentRevision(r.Context()); err != nil {
+	timeout := s.cfg.HealthcheckTimeout
+	if strings.HasPrefix(r.URL.Path, "/readyz") {
+		timeout = s.cfg.ReadycheckTimeout
+	}
+	if timeout <= 0 {
+		timeout = DefaultStoreCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	if _, err := s.cfg.Store.CurrentRevision(ctx); err != nil {
+		s.log.Warn("store check failed", logPath, r.URL.Path, "err", err)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "[-]store failed: %v\n", err)
+		fmt.Fprint(w, "[-]etcd failed: reason withheld\nhealthz check failed\n")
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")

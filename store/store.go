@@ -223,7 +223,35 @@ var (
 	ErrInvalidKey = errors.New("invalid key")
 	// ErrClosed: the store has been closed.
 	ErrClosed = errors.New("store is closed")
+	// ErrUnavailable: the store's backend failed to serve the request (etcd
+	// unreachable, without quorum, or timed out). The error is an
+	// *UnavailableError, whose Reason is what a client may be told.
+	ErrUnavailable = errors.New("storage unavailable")
+	// ErrMaybeApplied: a write was sent, its answer was lost, and the store
+	// cannot tell whether it was applied; the caller learns the outcome by
+	// reading the key again. It is never a false ErrConflict or ErrExists.
+	ErrMaybeApplied = errors.New("the write may have been applied")
 )
+
+// UnavailableError is a backend failure. Reason names the fault without a
+// key, an address or any other detail of the backend, as a client may read
+// it; Err keeps the detail for the server's log.
+type UnavailableError struct {
+	Reason string
+	Err    error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Err == nil || e.Err.Error() == e.Reason {
+		return e.Reason
+	}
+	return e.Reason + ": " + e.Err.Error()
+}
+
+// Is makes an UnavailableError match ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // RevisionError reports a revision outside the range the store can serve.
 // Err is ErrCompacted or ErrFutureRevision.

@@ -81,6 +81,9 @@ type Options struct {
 	// the host's default-route address, and without one the Service gets
 	// no endpoints.
 	AdvertiseAddress string
+	// RequestTimeout is the API server's --request-timeout, the deadline of
+	// requests that are not long-running (J.4); 0 means none.
+	RequestTimeout time.Duration
 	// ServiceCIDR is the CIDR of Services' cluster IPs (the API server's
 	// --service-cluster-ip-range); "" means 10.96.0.0/12, pki init's
 	// default. InitPKI is told it too.
@@ -115,6 +118,8 @@ func (o *Options) Validate() error {
 		return errors.New("--node-bootstrap needs simulated nodes (--nodes N)")
 	case o.UsagePercent < 0:
 		return fmt.Errorf("--usage-percent %d is negative", o.UsagePercent)
+	case o.RequestTimeout < 0:
+		return fmt.Errorf("--request-timeout %s is negative", o.RequestTimeout)
 	case o.SigningDuration < 0:
 		return fmt.Errorf("--cluster-signing-duration %v is negative", o.SigningDuration)
 	case o.InitPKI == nil:
@@ -219,6 +224,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		a.EndpointReconcilerType = apiserver.EndpointReconcilerNone
 	}
 	a.ServiceClusterIPRange = o.ServiceCIDR
+	a.RequestTimeout = o.RequestTimeout
 	// When the controller manager runs the serviceaccount controller, it
 	// keeps the default service accounts once up has started.
 	selected, _ := manager.Select(o.Controllers) // checked in Validate

@@ -93,6 +93,16 @@ type Options struct {
 	EtcdCertFile string
 	EtcdKeyFile  string
 	EtcdPrefix   string // default "" (keys start with /registry/)
+	// EtcdCompactionInterval is how often etcd's history is compacted
+	// (--etcd-compaction-interval); 0 turns compaction off. Defaults sets
+	// kube-apiserver's 5 min.
+	EtcdCompactionInterval time.Duration
+	// EtcdHealthcheckTimeout and EtcdReadycheckTimeout bound the store
+	// check of /healthz and /livez, and of /readyz; 0 means 2 s.
+	EtcdHealthcheckTimeout, EtcdReadycheckTimeout time.Duration
+	// RequestTimeout is the deadline of requests that are not long-running
+	// (--request-timeout, J.4); 0 means none. Defaults sets kube's 60 s.
+	RequestTimeout time.Duration
 
 	// ExternalAddress is the host:port clients reach the server at, for
 	// serverAddressByClientCIDRs and the kubernetes Service's target port;
@@ -138,6 +148,10 @@ func Defaults() Options {
 		ReloadInterval:    filewatch.DefaultInterval,
 
 		EndpointReconcilerType: apiserver.EndpointReconcilerLease,
+		EtcdCompactionInterval: 5 * time.Minute,
+		EtcdHealthcheckTimeout: apiserver.DefaultStoreCheckTimeout,
+		EtcdReadycheckTimeout:  apiserver.DefaultStoreCheckTimeout,
+		RequestTimeout:         apiserver.DefaultRequestTimeout,
 	}
 	o.AnonymousAuth = true
 	return o
@@ -166,6 +180,14 @@ func (o *Options) Validate() error {
 		return errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
 	case o.SAMaxTokenExpiration < 0:
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
+	case o.RequestTimeout < 0:
+		return fmt.Errorf("--request-timeout %s is negative", o.RequestTimeout)
+	case o.EtcdCompactionInterval < 0:
+		return fmt.Errorf("--etcd-compaction-interval %s is negative", o.EtcdCompactionInterval)
+	case o.EtcdHealthcheckTimeout < 0:
+		return fmt.Errorf("--etcd-healthcheck-timeout %s is negative", o.EtcdHealthcheckTimeout)
+	case o.EtcdReadycheckTimeout < 0:
+		return fmt.Errorf("--etcd-readycheck-timeout %s is negative", o.EtcdReadycheckTimeout)
 	}
 	if o.ServiceClusterIPRange != "" {
 		if _, err := netip.ParsePrefix(o.ServiceClusterIPRange); err != nil {
@@ -297,7 +319,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 			}
 		}
 	}()
-	if s.Store, err = openStore(ctx, &o); err != nil {
+	if s.Store, err = openStore(ctx, &o, logger); err != nil {
 		return nil, err
 	}
 	a, err := newAuthentication(ctx, &o, s.Store, logger)
@@ -335,6 +357,12 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		EndpointReconciler:        o.EndpointReconcilerType,
 		EndpointLeaseTTL:          o.EndpointLeaseTTL,
 		EndpointReconcileInterval: o.EndpointReconcileInterval,
+		RequestTimeout:            o.RequestTimeout,
+		HealthcheckTimeout:        o.EtcdHealthcheckTimeout,
+		ReadycheckTimeout:         o.EtcdReadycheckTimeout,
+	}
+	if o.RequestTimeout == 0 {
+		cfg.RequestTimeout = -1 // none
 	}
 	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
 		cfg.KubernetesServicePort, _ = strconv.Atoi(port)
@@ -470,10 +498,15 @@ func (allowAll) RulesFor(authn.User, string) ([]rbacv1.PolicyRule, error) {
 	}, nil
 }
 
-func openStore(ctx context.Context, o *Options) (store.Store, error) {
+func openStore(ctx context.Context, o *Options, logger *slog.Logger) (store.Store, error) {
 	if len(o.EtcdServers) > 0 {
+		compact := o.EtcdCompactionInterval
+		if compact == 0 {
+			compact = -1 // off, as the flag's 0 means
+		}
 		st, err := etcd.New(ctx, etcd.Config{Endpoints: o.EtcdServers, CAFile: o.EtcdCAFile,
-			CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Prefix: o.EtcdPrefix})
+			CertFile: o.EtcdCertFile, KeyFile: o.EtcdKeyFile, Prefix: o.EtcdPrefix,
+			CompactInterval: compact, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("--etcd-servers: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
 	"github.com/kubegate/kubegate/nodesim/metrics"
 	"github.com/kubegate/kubegate/up"
@@ -30,6 +31,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	addHPAFlags(fs, &o.HPA)
 	fs.StringSliceVar(&o.Controllers, "controllers", nil, "controllers to run, as kube-controller-manager's flag: \"*\" all (the default), \"NAME\" one more, \"-NAME\" one less")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", nil, "etcd client URLs, instead of DIR/state.db (mTLS with DIR/pki/apiserver-etcd-client)")
+	fs.DurationVar(&o.RequestTimeout, "request-timeout", apiserver.DefaultRequestTimeout, "the API server's deadline of every request but watches, proxies, exec, attach, port-forward and logs; past it the answer is 504 (0: none)")
 	fs.StringVar(&o.ServiceCIDR, "service-cidr", "10.96.0.0/12", "service CIDR: Services' cluster IPs, and pki init's apiserver SAN (its first IP)")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "the gateway writes one JSON line per request here (- for standard output): user, groups, authenticator, credential ID and, for client certificates, the serial")
 	fs.StringVar(&o.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1) for the gateway and the API server: JWT issuers, anonymous paths; reloaded when it changes")

@@ -18,13 +18,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -48,27 +48,54 @@ type Config struct {
 	// reaches keys of another Prefix that starts with this one, so give
 	// sharing users prefixes such as "/a/" and "/b/".
 	Prefix string
-	// DialTimeout bounds the first contact in New; 0 means 5 s.
+	// DialTimeout bounds each connection attempt and the first contact in
+	// New; 0 means 20 s, kube-apiserver's.
 	DialTimeout time.Duration
+	// KeepAliveTime is how long a connection may stay silent before the
+	// client pings the member, and KeepAliveTimeout how long it waits for
+	// the answer before closing the connection; 0 means 30 s and 10 s,
+	// kube-apiserver's.
+	KeepAliveTime, KeepAliveTimeout time.Duration
 	// CompactInterval is how often history is compacted; 0 means 5 min and
-	// a negative value turns compaction off.
+	// a negative value turns compaction off (--etcd-compaction-interval,
+	// where 0 turns it off).
 	CompactInterval time.Duration
+	// ProbeInterval is how often each member is probed on its own, and
+	// ProbeTimeout how long a probe may take before its member counts as
+	// not answering (J.4); 0 means 500 ms each, a negative ProbeInterval
+	// turns probing off.
+	ProbeInterval, ProbeTimeout time.Duration
+	// Logger receives the members' state changes; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 const (
-	defaultDialTimeout     = 5 * time.Second
-	defaultCompactInterval = 5 * time.Minute
+	defaultDialTimeout      = 20 * time.Second
+	defaultKeepAliveTime    = 30 * time.Second
+	defaultKeepAliveTimeout = 10 * time.Second
+	defaultCompactInterval  = 5 * time.Minute
+	defaultProbeInterval    = 500 * time.Millisecond
+	defaultProbeTimeout     = 500 * time.Millisecond
 )
 
 // Store is a store.Store on etcd.
 type Store struct {
-	cli    *clientv3.Client
+	// cli reaches every member that answers, balanced by the etcd client;
+	// watches and compaction use it.
+	cli *clientv3.Client
+	// pool holds one client per member, on which the store sends reads and
+	// writes itself, so that it can abandon a request whose member stopped
+	// answering and send it to another (J.4).
+	pool   *pool
 	prefix string
+	// rev is the highest revision any answer has carried: a write sent
+	// afterwards can only commit above it.
+	rev atomic.Int64
 
 	closed    atomic.Bool
 	closeMu   sync.Mutex // orders closed against watchers.Add
 	closeOnce sync.Once
-	stop      chan struct{} // closed by Close: the compactor stops
+	stop      chan struct{} // closed by Close: the compactor and the prober stop
 	bg        sync.WaitGroup
 }
 
@@ -79,31 +106,40 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if len(cfg.Endpoints) == 0 {
 		return nil, errors.New("etcd endpoints: none given")
 	}
-	if cfg.DialTimeout <= 0 {
-		cfg.DialTimeout = defaultDialTimeout
-	}
+	cfg = withDefaults(cfg)
 	tlsConfig, err := clientTLS(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.DialTimeout,
-		TLS:         tlsConfig,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
+	newClient := func(endpoints ...string) (*clientv3.Client, error) {
+		return clientv3.New(clientv3.Config{
+			Endpoints:            endpoints,
+			DialTimeout:          cfg.DialTimeout,
+			DialKeepAliveTime:    cfg.KeepAliveTime,
+			DialKeepAliveTimeout: cfg.KeepAliveTimeout,
+			TLS:                  tlsConfig,
+			Logger:               zap.NewNop(),
+		})
+	}
+	s := &Store{prefix: cfg.Prefix, stop: make(chan struct{}), pool: &pool{}}
+	fail := func(err error) (*Store, error) {
+		s.closeClients()
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
 	}
-	s := &Store{cli: cli, prefix: cfg.Prefix, stop: make(chan struct{})}
+	if s.cli, err = newClient(cfg.Endpoints...); err != nil {
+		return fail(err)
+	}
+	for _, ep := range cfg.Endpoints {
+		c, err := newClient(ep)
+		if err != nil {
+			return fail(err)
+		}
+		s.pool.members = append(s.pool.members, &member{endpoint: ep, cli: c, up: true, inFlight: map[*context.CancelCauseFunc]struct{}{}})
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	if _, err := s.CurrentRevision(pingCtx); err != nil {
-		cli.Close()
-		return nil, fmt.Errorf("etcd %s: %w", strings.Join(cfg.Endpoints, ","), err)
-	}
-	if cfg.CompactInterval == 0 {
-		cfg.CompactInterval = defaultCompactInterval
+		return fail(err)
 	}
 	if cfg.CompactInterval > 0 {
 		t := time.NewTicker(cfg.CompactInterval)
@@ -112,7 +148,48 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			s.compactor(t.C)
 		})
 	}
+	if cfg.ProbeInterval > 0 && len(s.pool.members) > 1 {
+		t := time.NewTicker(cfg.ProbeInterval)
+		s.bg.Go(func() {
+			defer t.Stop()
+			s.prober(t.C, cfg.ProbeTimeout, cfg.Logger)
+		})
+	}
 	return s, nil
+}
+
+func withDefaults(cfg Config) Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.DialTimeout, defaultDialTimeout)
+	def(&cfg.KeepAliveTime, defaultKeepAliveTime)
+	def(&cfg.KeepAliveTimeout, defaultKeepAliveTimeout)
+	def(&cfg.CompactInterval, defaultCompactInterval)
+	def(&cfg.ProbeInterval, defaultProbeInterval)
+	def(&cfg.ProbeTimeout, defaultProbeTimeout)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+// prober probes the members on every tick and gives the balanced client
+// only those that answer.
+func (s *Store) prober(tick <-chan time.Time, timeout time.Duration, log *slog.Logger) {
+	key := s.prefix + "/health"
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick:
+		}
+		if s.pool.probe(key, timeout, log) {
+			s.cli.SetEndpoints(s.pool.upEndpoints()...)
+		}
+	}
 }
 
 func clientTLS(cfg Config) (*tls.Config, error) {
@@ -174,217 +251,22 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		s.closeMu.Unlock()
 		close(s.stop)
-		err = s.cli.Close()
+		err = s.closeClients()
 		s.bg.Wait()
 	})
 	return err
 }
 
+func (s *Store) closeClients() error {
+	var errs []error
+	if s.cli != nil {
+		errs = append(errs, s.cli.Close())
+	}
+	for _, m := range s.pool.members {
+		errs = append(errs, m.cli.Close())
+	}
+	return errors.Join(errs...)
+}
+
 // Client returns the underlying etcd client.
 func (s *Store) Client() *clientv3.Client { return s.cli }
-
-// fail maps an etcd error to the store's errors.
-func (s *Store) fail(err error, rev int64) error {
-	switch {
-	case s.closed.Load():
-		return store.ErrClosed
-	case errors.Is(err, rpctypes.ErrCompacted):
-		return &store.RevisionError{Requested: rev, Err: store.ErrCompacted}
-	case errors.Is(err, rpctypes.ErrFutureRev):
-		return &store.RevisionError{Requested: rev, Err: store.ErrFutureRevision}
-	}
-	return err
-}
-
-func (s *Store) check(ctx context.Context, op, key string) error {
-	if s.closed.Load() {
-		return store.ErrClosed
-	}
-	if op != "" {
-		if err := store.CheckKey(op, key); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
-
-// CurrentRevision implements store.Store.
-func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	if err := s.check(ctx, "", ""); err != nil {
-		return 0, err
-	}
-	resp, err := s.cli.Get(ctx, s.prefix+"/", clientv3.WithCountOnly())
-	if err != nil {
-		return 0, s.fail(err, 0)
-	}
-	return resp.Header.Revision, nil
-}
-
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (store.KV, error) {
-	if err := s.check(ctx, "get", key); err != nil {
-		return store.KV{}, err
-	}
-	resp, err := s.cli.Get(ctx, s.prefix+key)
-	if err != nil {
-		return store.KV{}, &store.KeyError{Op: "get", Key: key, Err: s.fail(err, 0)}
-	}
-	if len(resp.Kvs) == 0 {
-		return store.KV{}, &store.KeyError{Op: "get", Key: key, Err: store.ErrNotFound}
-	}
-	return s.kv(resp.Kvs[0]), nil
-}
-
-// List implements store.Store.
-func (s *Store) List(ctx context.Context, prefix string, opts store.ListOptions) (store.ListResult, error) {
-	if err := s.check(ctx, "", ""); err != nil {
-		return store.ListResult{}, err
-	}
-	from, end := s.prefix+prefix, clientv3.GetPrefixRangeEnd(s.prefix+prefix)
-	if from == "" {
-		from, end = "\x00", "\x00" // every key
-	}
-	if opts.Continue != "" && opts.Continue >= prefix {
-		from = s.prefix + opts.Continue + "\x00"
-	}
-	ops := []clientv3.OpOption{clientv3.WithRange(end)}
-	if opts.Limit > 0 {
-		ops = append(ops, clientv3.WithLimit(opts.Limit))
-	}
-	if opts.Revision > 0 {
-		ops = append(ops, clientv3.WithRev(opts.Revision))
-	}
-	resp, err := s.cli.Get(ctx, from, ops...)
-	if err != nil {
-		return store.ListResult{}, s.fail(err, opts.Revision)
-	}
-	res := store.ListResult{KVs: make([]store.KV, len(resp.Kvs)), Revision: opts.Revision, More: resp.More}
-	if resp.More && opts.Count {
-		res.Remaining = resp.Count - int64(len(resp.Kvs)) // Count is every key in the range
-	}
-	if res.Revision == 0 {
-		res.Revision = resp.Header.Revision
-	}
-	for i, kv := range resp.Kvs {
-		res.KVs[i] = s.kv(kv)
-	}
-	return res, nil
-}
-
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
-	if err := s.check(ctx, "create", key); err != nil {
-		return 0, err
-	}
-	k := s.prefix + key
-	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(value))).
-		Commit()
-	if err != nil {
-		return 0, &store.KeyError{Op: "create", Key: key, Err: s.fail(err, 0)}
-	}
-	if !resp.Succeeded {
-		return 0, &store.KeyError{Op: "create", Key: key, Err: store.ErrExists}
-	}
-	return resp.Header.Revision, nil
-}
-
-// guard is the comparison for a conditional write: the key exists and,
-// unless expected is 0, was last written at expected.
-func guard(k string, expected int64) clientv3.Cmp {
-	if expected == 0 {
-		return clientv3.Compare(clientv3.CreateRevision(k), ">", 0)
-	}
-	return clientv3.Compare(clientv3.ModRevision(k), "=", expected)
-}
-
-// Update implements store.Store.
-func (s *Store) Update(ctx context.Context, key string, value []byte, expectedModRevision int64) (int64, error) {
-	if err := s.check(ctx, "update", key); err != nil {
-		return 0, err
-	}
-	k := s.prefix + key
-	resp, err := s.cli.Txn(ctx).
-		If(guard(k, expectedModRevision)).
-		Then(clientv3.OpPut(k, string(value))).
-		Else(clientv3.OpGet(k, clientv3.WithCountOnly())).
-		Commit()
-	if err != nil {
-		return 0, &store.KeyError{Op: "update", Key: key, Err: s.fail(err, 0)}
-	}
-	if !resp.Succeeded {
-		return 0, &store.KeyError{Op: "update", Key: key, Err: failedGuard(resp)}
-	}
-	return resp.Header.Revision, nil
-}
-
-var _ store.Expirer = (*Store)(nil)
-
-// PutTTL implements store.Expirer with an etcd lease of its own for each
-// put: the key leaves the lease it had, which then expires holding
-// nothing, and etcd's leader deletes the key when the new one expires.
-func (s *Store) PutTTL(ctx context.Context, key string, value []byte, ttl time.Duration) (int64, error) {
-	if err := s.check(ctx, "put", key); err != nil {
-		return 0, err
-	}
-	secs := max(int64((ttl+time.Second-1)/time.Second), 1)
-	lease, err := s.cli.Grant(ctx, secs)
-	if err != nil {
-		return 0, &store.KeyError{Op: "put", Key: key, Err: s.fail(err, 0)}
-	}
-	resp, err := s.cli.Put(ctx, s.prefix+key, string(value), clientv3.WithLease(lease.ID))
-	if err != nil {
-		return 0, &store.KeyError{Op: "put", Key: key, Err: s.fail(err, 0)}
-	}
-	return resp.Header.Revision, nil
-}
-
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, expectedModRevision int64) (store.KV, int64, error) {
-	if err := s.check(ctx, "delete", key); err != nil {
-		return store.KV{}, 0, err
-	}
-	k := s.prefix + key
-	resp, err := s.cli.Txn(ctx).
-		If(guard(k, expectedModRevision)).
-		Then(clientv3.OpDelete(k, clientv3.WithPrevKV())).
-		Else(clientv3.OpGet(k, clientv3.WithCountOnly())).
-		Commit()
-	if err != nil {
-		return store.KV{}, 0, &store.KeyError{Op: "delete", Key: key, Err: s.fail(err, 0)}
-	}
-	if !resp.Succeeded {
-		return store.KV{}, 0, &store.KeyError{Op: "delete", Key: key, Err: failedGuard(resp)}
-	}
-	prev := resp.Responses[0].GetResponseDeleteRange().PrevKvs
-	if len(prev) == 0 {
-		// The guard held, so the key existed; a server that does not
-		// honour WithPrevKV would get here.
-		return store.KV{}, 0, &store.KeyError{Op: "delete", Key: key, Err: errors.New("etcd returned no previous value")}
-	}
-	return s.kv(prev[0]), resp.Header.Revision, nil
-}
-
-// failedGuard says why a guard failed, from the Else count.
-func failedGuard(resp *clientv3.TxnResponse) error {
-	if resp.Responses[0].GetResponseRange().Count == 0 {
-		return store.ErrNotFound
-	}
-	return store.ErrConflict
-}
-
-// Compact implements store.Store.
-func (s *Store) Compact(ctx context.Context, rev int64) error {
-	if err := s.check(ctx, "", ""); err != nil {
-		return err
-	}
-	_, err := s.cli.Compact(ctx, rev)
-	if errors.Is(err, rpctypes.ErrCompacted) {
-		return nil // at or below an earlier compaction
-	}
-	if err != nil {
-		return s.fail(err, rev)
-	}
-	return nil
-}

@@ -64,9 +64,12 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (s
 	if fromRevision > 0 {
 		// Ask for the first revision the watch needs: etcd refuses it if
 		// it is compacted. A future one is fine for a watch.
-		_, err := s.cli.Get(ctx, key, clientv3.WithRev(fromRevision+1), clientv3.WithCountOnly())
+		err := s.read(ctx, func(ctx context.Context, c *clientv3.Client) error {
+			_, err := c.Get(ctx, key, clientv3.WithRev(fromRevision+1), clientv3.WithCountOnly())
+			return err
+		})
 		if err != nil && !errors.Is(err, rpctypes.ErrFutureRev) {
-			return nil, s.fail(err, fromRevision)
+			return nil, s.fail(ctx, err, fromRevision)
 		}
 		opts = append(opts, clientv3.WithRev(fromRevision+1))
 	}
@@ -146,7 +149,7 @@ func (w *watcher) failure(resp clientv3.WatchResponse, ok bool) error {
 	case resp.CompactRevision != 0:
 		return &store.RevisionError{Requested: w.from, Bound: resp.CompactRevision, Err: store.ErrCompacted}
 	case resp.Err() != nil:
-		return w.s.fail(resp.Err(), w.from)
+		return w.s.fail(w.ctx, resp.Err(), w.from)
 	}
 	return nil
 }
