@@ -180,7 +180,6 @@ func probeReadyz(ctx context.Context, rt http.RoundTripper, url, asUser string) 
 	return nil
 }
 
-
 // pick returns the next healthy upstream not in tried, in turn, or nil.
 func (s *upstreamSet) pick(tried []*member) *member {
 	if !s.balanced {
