@@ -27,8 +27,9 @@ import (
 // query of its own and a network connection to it: kubegate up, which
 // calls its API server in process, does without.
 type FastPath struct {
-	up   *h1.Upstream
-	host string
+	up    *h1.Upstream // the first upstream's pool
+	host  string
+	pools map[string]*h1.Upstream // by upstream host
 	// HTTP2 serves HTTP/2 connections with package gateway/internal/h2,
 	// which frames with golang.org/x/net/http2 and lets each stream's
 	// handler write its own answer, instead of with Go's HTTP/2 server.
@@ -43,6 +44,30 @@ type FastPath struct {
 // connections as o says (its TLS settings, client certificate and dialer)
 // and keeping at most o.MaxIdleConns idle.
 func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, error) {
+	return NewFastPaths([]*url.URL{upstream}, o)
+}
+
+// NewFastPaths returns the fast path's pools for several upstreams (see
+// Config.Upstreams), one each, as NewFastPath makes one.
+func NewFastPaths(upstreams []*url.URL, o UpstreamTransportOptions) (*FastPath, error) {
+	if len(upstreams) == 0 {
+		return nil, errors.New("gateway: the HTTP/1.1 fast path needs an upstream")
+	}
+	f := &FastPath{pools: map[string]*h1.Upstream{}}
+	for i, u := range upstreams {
+		up, err := newFastPool(u, o)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			f.up, f.host = up, u.Host
+		}
+		f.pools[u.Host] = up
+	}
+	return f, nil
+}
+
+func newFastPool(upstream *url.URL, o UpstreamTransportOptions) (*h1.Upstream, error) {
 	if upstream == nil || (upstream.Path != "" && upstream.Path != "/") || upstream.RawQuery != "" {
 		return nil, errors.New("gateway: the HTTP/1.1 fast path needs an upstream URL without a path or query")
 	}
@@ -89,11 +114,15 @@ func NewFastPath(upstream *url.URL, o UpstreamTransportOptions) (*FastPath, erro
 		// request on (see upstreamTransport).
 		up.Epoch = func() any { return o.ClientCert.Certificate() }
 	}
-	return &FastPath{up: up, host: upstream.Host}, nil
+	return up, nil
 }
 
-// CloseIdleConnections closes the pool's idle connections.
-func (f *FastPath) CloseIdleConnections() { f.up.CloseIdleConnections() }
+// CloseIdleConnections closes the pools' idle connections.
+func (f *FastPath) CloseIdleConnections() {
+	for _, p := range f.pools {
+		p.CloseIdleConnections()
+	}
+}
 
 // skipFast reports whether a request for u stays on net/http: the
 // gateway's own endpoints, routed there, and streams, which net/http
@@ -113,7 +142,10 @@ func (g *Gateway) serveFast(x *h1.Exchange) {
 		return
 	}
 	st.upstreamStart = time.Now()
-	res := x.Forward(g.outbound(r.Header, r.RemoteAddr, st), st.id)
+	header := g.outbound(r.Header, r.RemoteAddr, st)
+	res := g.forwardFastTo(r.Method, func(u *member) h1.Result {
+		return x.ForwardTo(u.fast, u.url.Host, header, st.id)
+	})
 	if res.UpstreamStatus != 0 {
 		st.upstreamStatus = res.UpstreamStatus
 		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)
@@ -123,8 +155,9 @@ func (g *Gateway) serveFast(x *h1.Exchange) {
 		st.err = res.Err
 		if code == 0 {
 			g.log.Error("upstream request failed", "requestID", st.id, "method", r.Method, "path", r.URL.Path, "error", res.Err)
-			code = http.StatusBadGateway
-			x.Answer(code, st.id, badGatewayBody)
+			var body []byte
+			code, body = failureBody(res.Err)
+			x.Answer(code, st.id, body)
 		}
 	}
 	g.record(code, r.Method, r.URL.Path, st)
@@ -134,9 +167,11 @@ func (g *Gateway) serveFast(x *h1.Exchange) {
 // (h1.TakesStream) over the fast path's pool, as forward does through
 // httputil.ReverseProxy.
 func (g *Gateway) forwardFast(w http.ResponseWriter, r *http.Request, st *reqState) {
-	f := g.cfg.FastPath
 	st.upstreamStart = time.Now()
-	res := f.up.ForwardStream(w, r, f.host, g.outbound(r.Header, r.RemoteAddr, st))
+	header := g.outbound(r.Header, r.RemoteAddr, st)
+	res := g.forwardFastTo(r.Method, func(u *member) h1.Result {
+		return u.fast.ForwardStream(w, r, u.url.Host, header)
+	})
 	if res.UpstreamStatus != 0 {
 		st.upstreamStatus = res.UpstreamStatus
 		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)

@@ -72,8 +72,17 @@ const DefaultBodyTimeout = time.Minute
 
 // Config configures a Gateway.
 type Config struct {
-	// Upstream is the API server's base URL. Required.
+	// Upstream is the API server's base URL. Required unless Upstreams
+	// is set.
 	Upstream *url.URL
+	// Upstreams are several API servers sharing one store, which the
+	// gateway balances over (docs/kubernetes-behaviour.md, J.5): the
+	// same scheme and path, reached with the same Transport. Nil means
+	// Upstream alone; when set, Upstream must be nil or the first.
+	Upstreams []*url.URL
+	// HealthCheck says how upstreams are checked when there are several;
+	// zero fields take the defaults. A single upstream is not checked.
+	HealthCheck HealthCheck
 	// Transport carries requests to the upstream; nil means
 	// http.DefaultTransport (tests only: it has no client certificate and
 	// a small idle pool). See NewUpstreamTransport.
@@ -115,6 +124,10 @@ type Config struct {
 	// BodyTimeout is how long a client may take to send a request body;
 	// zero means DefaultBodyTimeout.
 	BodyTimeout time.Duration
+
+	// set is the upstream set NewServer built for the gateway's own
+	// client before the Gateway; nil means New builds it.
+	set *upstreamSet
 }
 
 // Gateway is an http.Handler that authenticates and forwards requests.
@@ -129,6 +142,8 @@ type Gateway struct {
 	ready   readiness
 	ridBase string
 	ridSeq  atomic.Uint64
+	ups     *upstreamSet
+	stop    func() // stops the health checks
 
 	// metricsHandler serves the registry once authorized.
 	metricsHandler http.Handler
@@ -138,8 +153,17 @@ var _ http.Handler = (*Gateway)(nil)
 
 // New returns a Gateway for c.
 func New(c Config) (*Gateway, error) {
+	if len(c.Upstreams) == 0 {
+		c.Upstreams = []*url.URL{c.Upstream}
+	}
+	if c.Upstream == nil {
+		c.Upstream = c.Upstreams[0]
+	}
 	if c.Upstream == nil || c.Upstream.Scheme == "" || c.Upstream.Host == "" {
 		return nil, errors.New("gateway: upstream URL must be absolute, like https://127.0.0.1:6443")
+	}
+	if c.Upstream != c.Upstreams[0] && *c.Upstream != *c.Upstreams[0] {
+		return nil, errors.New("gateway: Upstream is not the first of Upstreams")
 	}
 	if c.Authenticator == nil {
 		return nil, errors.New("gateway: no authenticator configured")
@@ -178,7 +202,15 @@ func New(c Config) (*Gateway, error) {
 	if c.AuditLog != nil {
 		g.audit = newAuditLog(c.AuditLog)
 	}
-	g.ready = readiness{url: c.Upstream.JoinPath("/readyz").String(), rt: c.Transport}
+	g.ups = c.set
+	if g.ups == nil {
+		var err error
+		if g.ups, err = newUpstreamSet(c.Upstreams, c.Transport, c.FastPath, c.Identity, c.HealthCheck, c.Logger); err != nil {
+			return nil, err
+		}
+	}
+	g.ups.m.register(c.Registry)
+	g.ready = readiness{url: c.Upstream.JoinPath("/readyz").String(), rt: c.Transport, set: g.ups}
 	if c.Identity == RequestHeaderIdentity {
 		// The upstream authenticates the probe as any other request: by
 		// the front-proxy certificate and a user header.
@@ -186,7 +218,7 @@ func New(c Config) (*Gateway, error) {
 	}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
-		Transport:      c.Transport,
+		Transport:      &balancedTransport{set: g.ups, rt: c.Transport},
 		ModifyResponse: g.upstreamResponded,
 		ErrorHandler:   g.upstreamFailed,
 		ErrorLog:       slog.NewLogLogger(c.Logger.Handler(), slog.LevelWarn),
@@ -205,8 +237,13 @@ func New(c Config) (*Gateway, error) {
 	r.NotFound(g.authenticated(g.forward))
 	r.MethodNotAllowed(g.authenticated(g.forward))
 	g.router = r
+	g.stop = g.ups.start()
 	return g, nil
 }
+
+// Close stops checking the upstreams' health. The Gateway serves on,
+// with the upstreams as they were last judged.
+func (g *Gateway) Close() { g.stop() }
 
 // ServeHTTP routes r.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.ServeHTTP(w, r) }
@@ -470,7 +507,8 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 		id = st.id
 	}
 	g.log.Error("upstream request failed", "requestID", id, "method", r.Method, "path", r.URL.Path, "error", err)
-	writeStatus(w, http.StatusBadGateway, badGatewayBody)
+	code, body := failureBody(err)
+	writeStatus(w, code, body)
 }
 
 // whoami is what /kubegate/whoami returns.
@@ -523,10 +561,12 @@ func (g *Gateway) serveMetrics(w http.ResponseWriter, r *http.Request, st *reqSt
 }
 
 // readiness checks the upstream's /readyz at most once a second, with
-// the gateway's own credential.
+// the gateway's own credential. With several upstreams it reads their
+// health instead: the gateway is ready while one is.
 type readiness struct {
 	url string
 	rt  http.RoundTripper
+	set *upstreamSet
 	// asUser, when set, is sent as X-Remote-User (request-header mode).
 	asUser string
 
@@ -536,6 +576,12 @@ type readiness struct {
 }
 
 func (rd *readiness) check(ctx context.Context) error {
+	if rd.set.balanced {
+		if !rd.set.anyHealthy() {
+			return errNoUpstream
+		}
+		return nil
+	}
 	rd.mu.Lock()
 	defer rd.mu.Unlock()
 	if time.Since(rd.checked) < time.Second {
@@ -543,22 +589,7 @@ func (rd *readiness) check(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, rd.url, nil)
-	if rd.asUser != "" {
-		req.Header.Set(authn.RemoteUserHeader, rd.asUser)
-	}
-	resp, err := rd.rt.RoundTrip(req)
-	switch {
-	case err != nil:
-		rd.err = fmt.Errorf("upstream unreachable: %w", err)
-	default:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		rd.err = nil
-		if resp.StatusCode != http.StatusOK {
-			rd.err = fmt.Errorf("upstream /readyz answered %d", resp.StatusCode)
-		}
-	}
+	rd.err = probeReadyz(ctx, rd.rt, rd.url, rd.asUser)
 	rd.checked = time.Now()
 	return rd.err
 }

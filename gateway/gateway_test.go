@@ -578,17 +578,19 @@ func testRevokedCertificateIsRefused(t *testing.T, proto string) {
 	wantUnauthorized(t, resp, body)
 }
 
-func TestUnreachableUpstreamIs502Status(t *testing.T) {
-	forEachProtocol(t, testUnreachableUpstreamIs502Status)
+// An upstream that refuses connections cannot have received the
+// request: the answer is a 503 that says so (J.5).
+func TestUnreachableUpstreamIs503Status_J5(t *testing.T) {
+	forEachProtocol(t, testUnreachableUpstreamIs503Status)
 }
 
-func testUnreachableUpstreamIs502Status(t *testing.T, proto string) {
+func testUnreachableUpstreamIs503Status(t *testing.T, proto string) {
 	e := newEnv(t, envOptions{proto: proto})
 	e.up.Close()
 	alice := e.clientCA.Issue(t, testpki.Options{CN: "alice"})
 	resp, body := e.do(t, e.client(alice), "GET", "/api/v1/pods", nil)
-	if resp.StatusCode != http.StatusBadGateway || !bytes.Contains(body, []byte(`"kind":"Status"`)) {
-		t.Fatalf("status %d body %s, want a 502 Status", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !bytes.Equal(body, notSentBody) {
+		t.Fatalf("status %d body %s, want a 503 Status %s", resp.StatusCode, body, notSentBody)
 	}
 	resp, _ = e.do(t, e.client(nil), "GET", "/kubegate/readyz", nil)
 	if resp.StatusCode != http.StatusServiceUnavailable {

@@ -136,3 +136,32 @@ type requestKey struct {
 	code                int
 	verb, authenticator string
 }
+
+// upstreamMetrics are the series of the gateway's upstreams, labelled by
+// each upstream's host and port (docs/kubernetes-behaviour.md, J.5).
+type upstreamMetrics struct {
+	healthy   *prometheus.GaugeVec   // upstream
+	ejections *prometheus.CounterVec // upstream, reason
+	retries   *prometheus.CounterVec // upstream, reason
+}
+
+func newUpstreamMetrics() *upstreamMetrics {
+	return &upstreamMetrics{
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubegate_gateway_upstream_healthy",
+			Help: "Whether an upstream takes requests (1) or is ejected (0).",
+		}, []string{"upstream"}),
+		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubegate_gateway_upstream_ejections_total",
+			Help: "Upstreams taken out of rotation, by the failure that ejected them: a connection or the health check.",
+		}, []string{"upstream", "reason"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubegate_gateway_upstream_retries_total",
+			Help: "Requests sent again to another upstream after this one failed, by whether the request had been sent to it.",
+		}, []string{"upstream", "reason"}),
+	}
+}
+
+func (m *upstreamMetrics) register(reg prometheus.Registerer) {
+	reg.MustRegister(m.healthy, m.ejections, m.retries)
+}

@@ -34,7 +34,13 @@ type Options struct {
 	// objects through the upstream, and bootstrap tokens are checked
 	// against Secrets read from it.
 	fileconfig.Flags
-	Upstream         string // required
+	// Upstream is the API server to forward to; Upstreams, when set,
+	// are several sharing one store (docs/kubernetes-behaviour.md, J.5),
+	// and Upstream must then be empty. One of them is required.
+	Upstream  string
+	Upstreams []string
+	// HealthCheck says how several upstreams are checked.
+	HealthCheck      HealthCheck
 	UpstreamCAFile   string
 	ProxyCertFile    string
 	ProxyKeyFile     string
@@ -67,7 +73,47 @@ func Defaults() Options {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
 		HTTP1FastPath:    true,
+		HealthCheck: HealthCheck{
+			Interval: DefaultHealthCheckInterval,
+			Timeout:  DefaultHealthCheckTimeout,
+			Rise:     DefaultHealthCheckRise,
+			Fall:     DefaultHealthCheckFall,
+		},
 	}
+}
+
+// upstreams returns the upstream URLs as given, Upstream or Upstreams.
+func (o *Options) upstreams() []string {
+	if len(o.Upstreams) > 0 {
+		return o.Upstreams
+	}
+	if o.Upstream == "" {
+		return nil
+	}
+	return []string{o.Upstream}
+}
+
+// upstreamURLs parses and checks the upstream URLs, naming the first
+// that is wrong.
+func (o *Options) upstreamURLs() ([]*url.URL, error) {
+	var ups []*url.URL
+	for _, raw := range o.upstreams() {
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("--upstream %q is not an http(s) URL", raw)
+		}
+		if err := checkUpstreamURL(u); err != nil {
+			return nil, fmt.Errorf("--upstream %q %w", u.Redacted(), err)
+		}
+		if o.HTTP1FastPath && ((u.Path != "" && u.Path != "/") || u.RawQuery != "") {
+			return nil, fmt.Errorf("--upstream %q has a path or query, which the HTTP/1.1 fast path cannot forward to; give --http1-fast-path=false", raw)
+		}
+		ups = append(ups, u)
+	}
+	if err := checkUpstreams(ups); err != nil {
+		return nil, fmt.Errorf("--%w", err)
+	}
+	return ups, nil
 }
 
 // Validate names the first option that is wrong.
@@ -75,8 +121,10 @@ func (o *Options) Validate() error {
 	switch {
 	case o.TLSCertFile == "" || o.TLSKeyFile == "":
 		return errors.New("--tls-cert-file and --tls-private-key-file are required")
-	case o.Upstream == "":
+	case len(o.upstreams()) == 0:
 		return errors.New("--upstream is required")
+	case o.Upstream != "" && len(o.Upstreams) > 0:
+		return errors.New("give the upstreams as Upstreams or as Upstream, not both")
 	case o.SecurePort <= 0 || o.SecurePort > 65535:
 		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
 	case !o.Configured():
@@ -84,15 +132,11 @@ func (o *Options) Validate() error {
 	case (o.ProxyCertFile == "") != (o.ProxyKeyFile == ""):
 		return errors.New("--proxy-client-cert-file and --proxy-client-key-file go together")
 	}
-	u, err := url.Parse(o.Upstream)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("--upstream %q is not an http(s) URL", o.Upstream)
+	if _, err := o.upstreamURLs(); err != nil {
+		return err
 	}
-	if err := checkUpstreamURL(u); err != nil {
-		return fmt.Errorf("--upstream %q %w", u.Redacted(), err)
-	}
-	if o.HTTP1FastPath && ((u.Path != "" && u.Path != "/") || u.RawQuery != "") {
-		return fmt.Errorf("--upstream %q has a path or query, which the HTTP/1.1 fast path cannot forward to; give --http1-fast-path=false", o.Upstream)
+	if err := o.HealthCheck.validate(); err != nil {
+		return err
 	}
 	if o.HTTP1FastPath && o.Transport != nil {
 		return errors.New("the HTTP/1.1 fast path needs the gateway's own upstream transport")
@@ -130,7 +174,8 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		logger = slog.Default()
 	}
 	s := &Server{}
-	up, _ := url.Parse(o.Upstream)
+	ups, _ := o.upstreamURLs()
+	up := ups[0]
 	servingPair, err := serving.LoadKeyPair(o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
@@ -162,7 +207,7 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 			return nil, err
 		}
 		if o.HTTP1FastPath {
-			if fast, err = NewFastPath(up, tro); err != nil {
+			if fast, err = NewFastPaths(ups, tro); err != nil {
 				return nil, err
 			}
 			fast.HTTP2 = o.HTTP2FastPath
@@ -171,8 +216,13 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 
 	// The gateway's own requests to the upstream (lookups, reviews and
 	// the bootstrap token watch) go through one clientset on the
-	// transport of client requests.
-	client, err := NewUpstreamClient(up, rt, o.UpstreamIdentity)
+	// transport of client requests, balanced over the upstreams as they
+	// are.
+	set, err := newUpstreamSet(ups, rt, fast, o.UpstreamIdentity, o.HealthCheck, logger)
+	if err != nil {
+		return nil, err
+	}
+	client, err := NewUpstreamClient(up, &balancedTransport{set: set, rt: rt}, o.UpstreamIdentity)
 	if err != nil {
 		return nil, fmt.Errorf("--upstream: %w", err)
 	}
@@ -211,7 +261,9 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		s.closers = append(s.closers, f)
 	}
 	cfg := Config{
-		Upstream:      up,
+		Upstreams:     ups,
+		HealthCheck:   o.HealthCheck,
+		set:           set,
 		Transport:     rt,
 		FastPath:      fast,
 		Authenticator: authn.New(ac),
@@ -253,6 +305,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	defer func() {
+		s.Gateway.Close()
 		_ = s.Gateway.Flush()
 		for _, c := range s.closers {
 			_ = c.Close()
@@ -270,4 +323,19 @@ func (s *Server) Serve(ctx context.Context) error {
 			return shutdown(sctx)
 		}
 	}
+}
+
+// validate names the health check setting that is wrong.
+func (h HealthCheck) validate() error {
+	switch {
+	case h.Interval <= 0:
+		return fmt.Errorf("--upstream-health-check-interval %v is not a positive duration", h.Interval)
+	case h.Timeout <= 0:
+		return fmt.Errorf("--upstream-health-check-timeout %v is not a positive duration", h.Timeout)
+	case h.Rise <= 0:
+		return fmt.Errorf("--upstream-health-check-rise %d is not a positive count", h.Rise)
+	case h.Fall <= 0:
+		return fmt.Errorf("--upstream-health-check-fall %d is not a positive count", h.Fall)
+	}
+	return nil
 }

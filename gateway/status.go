@@ -26,7 +26,11 @@ func statusBody(code int32, reason metav1.StatusReason, message string) []byte {
 // "Unauthorized", as kube-apiserver does; the reason is only logged.
 var (
 	unauthorizedBody = statusBody(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "Unauthorized")
-	badGatewayBody   = statusBody(http.StatusBadGateway, metav1.StatusReasonServiceUnavailable, "the upstream API server is unreachable")
+	// A request no upstream answered (upstreams.go, failureBody): 503
+	// when none can have received it, 502 when one may have, with the
+	// reason client-go gives a 502 of its own (InternalError).
+	notSentBody    = statusBody(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "no upstream API server could be reached; the request was not applied")
+	badGatewayBody = statusBody(http.StatusBadGateway, metav1.StatusReasonInternalError, "the upstream API server failed before answering; the request may have been applied")
 )
 
 // writeStatus writes a ready-made Status body with code.

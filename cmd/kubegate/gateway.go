@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -28,7 +29,11 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	addAuthnFlags(fs, &o.Flags,
 		"PEM public keys (or certs, or private keys) that verify service-account tokens; repeatable",
 		"check through the upstream that a token's service account (and pod, secret) still exist")
-	fs.StringVar(&o.Upstream, "upstream", "", "API server to forward to, e.g. https://127.0.0.1:6444")
+	fs.StringSliceVar(&o.Upstreams, "upstream", nil, "API server to forward to, e.g. https://127.0.0.1:6444; repeat it or give a comma-separated list for several API servers sharing one store, all with the same scheme and path, the same --upstream-ca-file and client certificate: each request goes to the next healthy one")
+	fs.DurationVar(&o.HealthCheck.Interval, "upstream-health-check-interval", o.HealthCheck.Interval, "with several --upstream, how often each one's /readyz is checked")
+	fs.DurationVar(&o.HealthCheck.Timeout, "upstream-health-check-timeout", o.HealthCheck.Timeout, "with several --upstream, how long a /readyz check may take")
+	fs.IntVar(&o.HealthCheck.Fall, "upstream-health-check-fall", o.HealthCheck.Fall, "with several --upstream, failed checks in a row that take an upstream out of rotation (a refused or broken connection takes it out at once)")
+	fs.IntVar(&o.HealthCheck.Rise, "upstream-health-check-rise", o.HealthCheck.Rise, "with several --upstream, passed checks in a row that bring an upstream back")
 	fs.StringVar(&o.UpstreamCAFile, "upstream-ca-file", "", "CA that verifies the upstream's serving certificate")
 	fs.StringVar(&o.ProxyCertFile, "proxy-client-cert-file", "", "the gateway's client certificate to the upstream (front-proxy-client)")
 	fs.StringVar(&o.ProxyKeyFile, "proxy-client-key-file", "", "key of --proxy-client-cert-file")
@@ -65,6 +70,6 @@ func runGateway(ctx context.Context, o *gatewayOptions, s streams) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.err, "kubegate gateway serving on https://%s, forwarding to %s as %s\n", srv.Listener.Addr(), o.Upstream, o.UpstreamIdentity)
+	fmt.Fprintf(s.err, "kubegate gateway serving on https://%s, forwarding to %s as %s\n", srv.Listener.Addr(), strings.Join(o.Upstreams, ", "), o.UpstreamIdentity)
 	return srv.Serve(ctx)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -46,6 +47,48 @@ func TestGatewayHTTP2FastPathIsOptIn_A7(t *testing.T) {
 				}
 			} else if tc.wantValidate != "" {
 				t.Errorf("Validate: no error, want %q", tc.wantValidate)
+			}
+		})
+	}
+}
+
+// TestGatewaySeveralUpstreams_J5 parses --upstream repeated and as a
+// comma-separated list, the health check's defaults, and refuses a bad
+// entry with one line naming it.
+func TestGatewaySeveralUpstreams_J5(t *testing.T) {
+	required := []string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--client-ca-file", "ca"}
+	for _, tc := range []struct {
+		args         []string
+		want         []string
+		wantValidate string // "" for none
+	}{
+		{[]string{"--upstream", "https://127.0.0.1:6444"}, []string{"https://127.0.0.1:6444"}, ""},
+		{[]string{"--upstream", "https://10.0.0.1:6443", "--upstream", "https://10.0.0.2:6443"}, []string{"https://10.0.0.1:6443", "https://10.0.0.2:6443"}, ""},
+		{[]string{"--upstream", "https://10.0.0.1:6443,https://10.0.0.2:6443"}, []string{"https://10.0.0.1:6443", "https://10.0.0.2:6443"}, ""},
+		{[]string{"--upstream", "https://10.0.0.1:6443,10.0.0.2:6443"}, nil, `--upstream "10.0.0.2:6443" is not an http(s) URL`},
+		{[]string{"--upstream", "https://10.0.0.1:6443,http://10.0.0.2:6443"}, nil, `--upstream "http://10.0.0.2:6443" has another scheme than "https://10.0.0.1:6443": every upstream is reached the same way`},
+		{[]string{"--upstream", "https://10.0.0.1:6443,https://10.0.0.1:6443"}, nil, `--upstream "https://10.0.0.1:6443" is given twice`},
+		{[]string{"--upstream", "https://10.0.0.1:6443", "--upstream-health-check-fall", "0"}, nil, "--upstream-health-check-fall 0 is not a positive count"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o := &gatewayOptions{Options: gateway.Defaults()}
+			fs := pflag.NewFlagSet("gateway", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append(append([]string(nil), required...), tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			hc := o.HealthCheck
+			if hc.Interval != 2*time.Second || hc.Timeout != time.Second || hc.Rise != 2 || (hc.Fall != 3 && tc.wantValidate == "") {
+				t.Errorf("health check %+v, want inter 2s, timeout 1s, rise 2, fall 3", hc)
+			}
+			err := o.Validate()
+			switch {
+			case tc.wantValidate == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tc.wantValidate != "" && (err == nil || err.Error() != tc.wantValidate):
+				t.Fatalf("Validate: %v, want %q", err, tc.wantValidate)
+			case tc.wantValidate == "" && strings.Join(o.Upstreams, " ") != strings.Join(tc.want, " "):
+				t.Errorf("upstreams %q, want %q", o.Upstreams, tc.want)
 			}
 		})
 	}

@@ -53,17 +53,25 @@ func (c *conn) exchange() bool {
 	return c.x.keep
 }
 
-// Forward sends the request upstream with header, which must hold every
-// header line to send but Host (the framing's own: Content-Length,
-// Transfer-Encoding and Trailer are not sent), and relays the answer to
-// the client, adding X-Request-Id: id. It writes the header as net/http's
-// Transport does, and refuses one the Transport would refuse.
+// Forward sends the request over the server's own pool (Options.Upstream)
+// with header, which must hold every header line to send but Host (the
+// framing's own: Content-Length, Transfer-Encoding and Trailer are not
+// sent), and relays the answer to the client, adding X-Request-Id: id. It
+// writes the header as net/http's Transport does, and refuses one the
+// Transport would refuse.
 func (x *Exchange) Forward(header http.Header, id string) Result {
+	return x.ForwardTo(x.c.s.o.Upstream, x.c.s.o.UpstreamHost, header, id)
+}
+
+// ForwardTo is Forward over the pool t, with Host: host. A Result with an
+// UpstreamError and a zero Status leaves the exchange as it was: the
+// handler may forward it again, over another pool.
+func (x *Exchange) ForwardTo(t *Upstream, host string, header http.Header, id string) Result {
 	start := time.Now()
 	if err := validHeader(header); err != nil {
 		return Result{Err: err}
 	}
-	code, upstream, err := x.c.relay(header, id, start)
+	code, upstream, err := x.c.relay(t, host, header, id, start)
 	res := Result{Status: code, Err: err}
 	if upstream != nil {
 		res.UpstreamStatus, res.UpstreamWait = upstream.status, upstream.wait
@@ -79,10 +87,10 @@ func (x *Exchange) Forward(header http.Header, id string) Result {
 // error means the answer broke off and the connection must close. The
 // upstream's final answer, once it came, is described by the second
 // result.
-func (c *conn) relay(header http.Header, id string, start time.Time) (int, *upstreamAnswer, error) {
-	req := upstreamRequest{method: c.req.method, target: c.req.target, host: c.s.o.UpstreamHost, header: header}
+func (c *conn) relay(t *Upstream, host string, header http.Header, id string, start time.Time) (int, *upstreamAnswer, error) {
+	req := upstreamRequest{method: c.req.method, target: c.req.target, host: host, header: header}
 	var ans *upstreamAnswer
-	code, err := c.s.o.Upstream.roundTrip(context.Background(), &req, &c.resp, func(uc *upstreamConn) (int, error) {
+	code, err := t.roundTrip(context.Background(), &req, &c.resp, func(uc *upstreamConn) (int, error) {
 		ans = &upstreamAnswer{wait: time.Since(start)}
 		return c.relayResponse(uc, id, ans)
 	})
@@ -99,20 +107,25 @@ type upstreamRequest struct {
 // roundTrip sends req over a pooled connection or a new one, reads the
 // head of the answer into resp, and calls relay to move the answer, from
 // that head on, to the client. It returns relay's results, or a zero
-// code with the error that kept any answer from coming. When ctx ends,
-// the upstream connection is closed, which ends the exchange.
+// code with the error that kept any answer from coming: an
+// *UpstreamError when the connection failed (see UpstreamError). When ctx
+// ends, the upstream connection is closed, which ends the exchange.
 func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *response, relay func(*upstreamConn) (int, error)) (int, error) {
 	if err := t.acquire(ctx); err != nil {
 		return 0, err
 	}
 	defer t.release()
+	sent := false
 	for {
 		uc, reused := t.get(), true
 		if uc == nil {
 			epoch := t.epoch() // before the handshake picks the certificate
 			conn, err := t.dial(ctx)
 			if err != nil {
-				return 0, err
+				if ctx.Err() != nil {
+					return 0, ctx.Err()
+				}
+				return 0, &UpstreamError{Sent: sent, Err: err}
 			}
 			uc, reused = newUpstreamConn(conn, epoch), false
 		}
@@ -121,6 +134,7 @@ func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *re
 			stop = context.AfterFunc(ctx, func() { uc.conn.Close() })
 		}
 		writeUpstreamHead(uc.bw, req)
+		sent = true
 		err := uc.bw.Flush()
 		var n int
 		if err == nil {
@@ -142,7 +156,10 @@ func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *re
 			if reused && uc.br.Buffered() == 0 && idempotent(req.method) && !errors.Is(err, errHeadTooLarge) {
 				continue
 			}
-			return 0, err
+			if errors.Is(err, errHeadTooLarge) {
+				return 0, err // an answer, not a failed connection
+			}
+			return 0, &UpstreamError{Sent: true, Err: err}
 		}
 		head, _ := uc.br.Peek(n)
 		if err := parseResponseHead(head, resp); err != nil {
@@ -166,6 +183,20 @@ func (t *Upstream) roundTrip(ctx context.Context, req *upstreamRequest, resp *re
 		return code, err
 	}
 }
+
+// UpstreamError is the error of an exchange whose upstream connection
+// failed before any answer came: the dial or the TLS handshake failed,
+// or the connection broke or was closed before the head of an answer.
+// Nothing reached the client.
+type UpstreamError struct {
+	// Sent says whether the request's head had been written to a
+	// connection: false means the upstream cannot have seen the request.
+	Sent bool
+	Err  error
+}
+
+func (e *UpstreamError) Error() string { return e.Err.Error() }
+func (e *UpstreamError) Unwrap() error { return e.Err }
 
 // noStop stands for the AfterFunc of a context that never ends.
 func noStop() bool { return true }

@@ -51,8 +51,8 @@ const (
 type Options struct {
 	// Handler decides every request the fast path takes. Required.
 	Handler func(*Exchange)
-	// Upstream is the pool requests are forwarded over, and UpstreamHost
-	// the Host they carry. Required.
+	// Upstream is the pool Exchange.Forward sends requests over, and
+	// UpstreamHost the Host they carry; Exchange.ForwardTo names another.
 	Upstream     *Upstream
 	UpstreamHost string
 	// HTTP serves every connection and request the fast path does not
