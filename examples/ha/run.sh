@@ -315,6 +315,8 @@ start_all() {
 	done
 	wait_ready 60 etcd-1 etcd-2 etcd-3
 
+	# One after the other, as kubeadm joins a second control-plane node to
+	# a running first.
 	say "starting two API servers on $api1 and $api2"
 	local advertise=() upstream_flags=()
 	supports apiserver --advertise-address && advertise=(1) ||
@@ -333,15 +335,15 @@ start_all() {
 			--requestheader-username-headers X-Remote-User --requestheader-uid-headers X-Remote-Uid \
 			--requestheader-group-headers X-Remote-Group --requestheader-extra-headers-prefix X-Remote-Extra- \
 			--proxy-client-cert-file "$PKI/front-proxy-client.crt" --proxy-client-key-file "$PKI/front-proxy-client.key"
+		wait_ready 60 "apiserver-$i"
 	done
-	wait_ready 60 apiserver-1 apiserver-2
 
-	say "starting two gateways on $gw1 and $gw2, each forwarding to both API servers"
 	local both=1
 	supports gateway '--upstream (strings|stringArray)' || {
 		both=
 		say "this kubegate gateway takes one --upstream: gateway N forwards to API server N only"
 	}
+	say "starting two gateways on $gw1 and $gw2${both:+, each forwarding to both API servers}"
 	for i in 1 2; do
 		if [[ -n $both ]]; then
 			upstream_flags=(--upstream "$api1" --upstream "$api2")
@@ -356,16 +358,16 @@ start_all() {
 	done
 	wait_ready 60 gateway-1 gateway-2
 
-	say "starting two controller managers and two schedulers, leader-elected, one of each per gateway"
 	local elect=()
 	if supports controllers --leader-elect && supports scheduler --leader-elect; then
 		elect=(--leader-elect)
 	else
 		say "this kubegate has no --leader-elect: both controller managers and both schedulers act at once"
 	fi
-	launch controllers-1 "$KG" controllers --kubeconfig "$D/controller-manager.conf" "${elect[@]}" \
+	say "starting two controller managers and two schedulers${elect:+ (leader-elected)}, one of each per gateway"
+	launch controllers-1 "$KG" controllers --kubeconfig "$D/controller-manager.conf" "${elect[@]}" --use-service-account-credentials \
 		--root-ca-file "$PKI/ca.crt" --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key"
-	launch controllers-2 "$KG" controllers --kubeconfig "$D/controller-manager-gateway-2.conf" "${elect[@]}" \
+	launch controllers-2 "$KG" controllers --kubeconfig "$D/controller-manager-gateway-2.conf" "${elect[@]}" --use-service-account-credentials \
 		--root-ca-file "$PKI/ca.crt" --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key"
 	launch scheduler-1 "$KG" scheduler --kubeconfig "$D/scheduler.conf" "${elect[@]}"
 	launch scheduler-2 "$KG" scheduler --kubeconfig "$D/scheduler-gateway-2.conf" "${elect[@]}"
