@@ -23,6 +23,7 @@ minor=${kube#v1.}; minor=${minor%%.*}
 pkg=k8s.io/component-base/version
 ldflags="-X $pkg.gitVersion=$kube -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 
+mkdir -p "$(go env GOCACHE)"
 tmp=$(mktemp -d "$(go env GOCACHE)/kubegate-conformance-build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 echo "building kube-apiserver and kube-controller-manager $kube and etcd (several minutes the first time)" >&2
