@@ -320,7 +320,7 @@ func (s *Server) insertObject(ctx context.Context, res *Resource, obj runtime.Ob
 		// back if it or anything after it fails: the deferred call reads
 		// the function's result.
 		alloc := s.svcAlloc.begin(ctx, dry)
-		defer func() { alloc.finish(err == nil) }()
+		defer func() { alloc.end(err) }()
 		if err = res.Allocate(alloc, obj, nil); err != nil {
 			return nil, err
 		}
@@ -610,7 +610,7 @@ func (q *request) guaranteedUpdate(mutate func(old runtime.Object) (runtime.Obje
 	// alloc is the current attempt's allocation: given back before a
 	// retry, finished as the update ends.
 	var alloc *allocation
-	defer func() { alloc.finish(err == nil) }()
+	defer func() { alloc.end(err) }()
 	for {
 		alloc.finish(false)
 		alloc = nil

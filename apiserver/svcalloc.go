@@ -230,6 +230,20 @@ func (a *allocation) finish(ok bool) {
 	a.added, a.release, a.releaseIPs = nil, nil, nil
 }
 
+// end finishes the allocation of a write that ended with err. A write the
+// store could not tell applied or not (store.ErrMaybeApplied, J.4) keeps
+// every reservation and releases nothing: the Service may hold them, and
+// an address kept unused is safer than one given to two Services.
+func (a *allocation) end(err error) {
+	if errors.Is(err, store.ErrMaybeApplied) {
+		if a != nil {
+			a.added, a.release, a.releaseIPs = nil, nil, nil
+		}
+		return
+	}
+	a.finish(err == nil)
+}
+
 type releasedIP struct {
 	key   string
 	owner owner
