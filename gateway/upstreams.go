@@ -180,7 +180,10 @@ func probeReadyz(ctx context.Context, rt http.RoundTripper, url, asUser string) 
 	return nil
 }
 
-// pick returns the next healthy upstream not in tried, in turn, or nil.
+// pick returns the next healthy upstream not in tried, in turn; when every
+// upstream not tried is out of rotation, the next of them, as one ejected
+// for a failed connection may serve again before its health check says so
+// (J.5); nil when all were tried.
 func (s *upstreamSet) pick(tried []*member) *member {
 	if !s.balanced {
 		if len(tried) > 0 {
@@ -190,13 +193,20 @@ func (s *upstreamSet) pick(tried []*member) *member {
 	}
 	n := uint32(len(s.list))
 	start := s.turn.Add(1)
+	var fallback *member
 	for i := range n {
 		u := s.list[(start+i)%n]
-		if u.healthy.Load() && !contains(tried, u) {
+		if contains(tried, u) {
+			continue
+		}
+		if u.healthy.Load() {
 			return u
 		}
+		if fallback == nil {
+			fallback = u
+		}
 	}
-	return nil
+	return fallback
 }
 
 func contains(l []*member, u *member) bool {

@@ -529,3 +529,31 @@ func TestUpstreams_ListIsChecked_J5(t *testing.T) {
 		t.Errorf("same scheme, same empty path: %v", err)
 	}
 }
+
+// With every upstream out of rotation, requests still try them in turn:
+// upstreams ejected for a failed connection that are back serve at once,
+// before any health check readmits them (J.5).
+func TestUpstreams_AllEjectedAreStillTried_J5(t *testing.T) {
+	forEachUpstreamPath(t, func(t *testing.T, path string) {
+		a, b := newAPIServer(t, "a"), newAPIServer(t, "b")
+		e := newUpstreamsEnv(t, path, noChecks, a, b)
+		a.kill()
+		b.kill()
+		if code, _ := e.do(t, "GET", "/api/v1/pods", nil); code != http.StatusServiceUnavailable {
+			t.Fatalf("with both down: status %d, want 503", code)
+		}
+		if e.healthy(a) != 0 || e.healthy(b) != 0 {
+			t.Fatalf("healthy a=%v b=%v after failed connections, want both ejected", e.healthy(a), e.healthy(b))
+		}
+		a.start(t, a.addr)
+		b.start(t, b.addr)
+		for i := range 4 {
+			if code, body := e.do(t, "GET", "/api/v1/pods", nil); code != http.StatusOK {
+				t.Fatalf("GET %d with both back but ejected: %d %s, want 200", i, code, body)
+			}
+		}
+		if code, body := e.do(t, "POST", "/api/v1/namespaces/default/configmaps", []byte(`{}`)); code/100 != 2 {
+			t.Fatalf("POST with both back but ejected: %d %s, want it served", code, body)
+		}
+	})
+}
