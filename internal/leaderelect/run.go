@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -62,11 +64,18 @@ func Identity() (string, error) {
 // Standing by, Run waits for the lease; when ctx ends first it returns
 // nil. Leading, it gives lead a context that ends with ctx or with the
 // lease; when ctx ends it waits for lead to return and only then releases
-// the lease (its holder emptied, as client-go's ReleaseOnCancel does), so
+// the lease (its holder emptied, as client-go's ReleaseOnCancel would), so
 // that a successor takes over at its next retry but never while this
 // process still acts. It returns what lead returned, or, when the lease
 // was lost, an error wrapping ErrLost at once, without waiting for lead.
 // A lead that returns on its own also releases the lease.
+//
+// The elector itself never releases (ReleaseOnCancel is off): client-go
+// releases before it ends the leader's context, and a release that waits
+// on an API server that does not answer would keep a leader that failed
+// to renew acting past the lease's duration, when a standby may already
+// lead. Without it the leader's context ends as soon as a renewal has
+// failed for the renew deadline, which is shorter than the lease (J.1).
 func Run(ctx context.Context, c Config, lead func(context.Context) error) error {
 	if !c.LeaderElect {
 		return lead(ctx)
@@ -117,6 +126,9 @@ func run(ctx context.Context, c Config, lock resourcelock.Interface, log *slog.L
 		leading  bool  // lead was started
 		stopping bool  // this process ended the election
 		leadErr  error // what lead returned
+		// leadDone is closed once lead has returned, by the goroutine
+		// the elector starts it in when it acquires the lease.
+		leadDone = make(chan struct{})
 	)
 	stop := func() {
 		mu.Lock()
@@ -138,9 +150,10 @@ func run(ctx context.Context, c Config, lock resourcelock.Interface, log *slog.L
 		LeaseDuration:   c.LeaseDuration.Duration,
 		RenewDeadline:   c.RenewDeadline.Duration,
 		RetryPeriod:     c.RetryPeriod.Duration,
-		ReleaseOnCancel: true,
+		ReleaseOnCancel: false, // released below, once lead has returned
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaseCtx context.Context) {
+				defer close(leadDone)
 				mu.Lock()
 				leading = true
 				mu.Unlock()
@@ -169,11 +182,41 @@ func run(ctx context.Context, c Config, lock resourcelock.Interface, log *slog.L
 	le.Run(klog.NewContext(electCtx, logr.FromSlogHandler(log.Handler())))
 
 	mu.Lock()
-	defer mu.Unlock()
-	if !stopping {
+	lost := !stopping
+	mu.Unlock()
+	if lost {
 		log.Info("lost leadership", "identity", id)
 		return fmt.Errorf("%w of lease %s: not renewed within %s %v, or taken by another holder", ErrLost, c.lease(),
 			flagRenewDeadline, c.RenewDeadline.Duration)
 	}
+	if le.IsLeader() {
+		// The lease was acquired, so lead was started, perhaps only
+		// as ctx ended: the lease goes once lead has returned.
+		<-leadDone
+		if err := release(lock, id, c.RenewDeadline.Duration); err != nil {
+			log.Warn("could not release the lease; a successor takes over once it expires", "error", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	return leadErr
+}
+
+// release empties the holder of the lease if id still holds it, as
+// client-go's elector releases: a lease of one second that a standby may
+// take at once. The update carries the resourceVersion read, so a lease
+// another holder took in between is left as it is.
+func release(lock resourcelock.Interface, id string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if rec.HolderIdentity != id {
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{LeaderTransitions: rec.LeaderTransitions,
+		LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now})
 }

@@ -297,3 +297,57 @@ func TestIdentityHostnameUUID_J1(t *testing.T) {
 		t.Errorf("identities %q and %q: want hostname_UUID, each new", a, b)
 	}
 }
+
+// A leader whose renewals fail stops its work once the renew deadline has
+// passed, before the lease's duration, when a standby may lead: nothing
+// it does on the way out, such as a release that waits on an API server
+// that does not answer, keeps the work going (J.1).
+func TestRunStopsWorkWithinTheLease_J1(t *testing.T) {
+	t.Parallel()
+	client := newClient()
+	var (
+		mu        sync.Mutex
+		failing   bool
+		lastRenew time.Time
+	)
+	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		l := a.(k8stesting.UpdateAction).GetObject().(*coordinationv1.Lease)
+		mu.Lock()
+		f := failing
+		if !f {
+			lastRenew = time.Now()
+		}
+		mu.Unlock()
+		switch {
+		case !f:
+			return false, nil, nil // the resourceVersion reactor renews it
+		case ptr.Deref(l.Spec.HolderIdentity, "") == "":
+			time.Sleep(10 * time.Second) // a release the API server does not answer
+		}
+		return true, nil, apierrors.NewTimeoutError("the API server did not answer", 0)
+	})
+	c := shortConfig()
+	c.LeaseDuration.Duration = 4 * time.Second
+	a := startCandidate(t, client, c, "a")
+	waitClosed(t, a.started, "a leading")
+	testwait.For(t, 20*time.Second, "a renewal", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		failing = !lastRenew.IsZero()
+		return failing, "no renewal yet"
+	})
+	select {
+	case <-a.leadEnd:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the work went on after the lease could not be renewed")
+	}
+	mu.Lock()
+	took := time.Since(lastRenew)
+	mu.Unlock()
+	if took >= c.LeaseDuration.Duration {
+		t.Errorf("the work ended %v after the last renewal, want within the lease duration %v", took, c.LeaseDuration.Duration)
+	}
+	if err := waitDone(t, a); !errors.Is(err, ErrLost) {
+		t.Errorf("run returned %v, want ErrLost", err)
+	}
+}
