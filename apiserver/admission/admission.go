@@ -266,3 +266,10 @@ func DefaultTolerationSeconds() apiserver.Admission {
 
 // defaultTolerationSeconds is kube-apiserver's default for both taints.
 const defaultTolerationSeconds = 300
+
+// storeFault reports whether err is a failure of the store itself, which
+// the REST layer answers as kube-apiserver answers an etcd fault, without
+// the key (J.4), rather than as a plugin's own refusal.
+func storeFault(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMaybeApplied)
+}

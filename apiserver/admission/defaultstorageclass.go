@@ -37,6 +37,9 @@ func DefaultStorageClass(st store.Store) apiserver.Admission {
 			return nil
 		}
 		classes, err := storageClasses(ctx, st)
+		if storeFault(err) {
+			return err
+		}
 		if err != nil {
 			return apierrors.NewForbidden(claimsGVR.GroupResource(), a.Name, err)
 		}

@@ -37,6 +37,9 @@ func DefaultIngressClass(st store.Store) apiserver.Admission {
 			return nil
 		}
 		def, err := defaultIngressClass(ctx, st)
+		if storeFault(err) {
+			return err
+		}
 		if err != nil {
 			return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, err)
 		}

@@ -194,7 +194,7 @@ func (noMetrics) RecordError(bool, psapi.Attributes) {}
 // generateName before it has a name, "Unknown" without either), unless
 // err already is a 403.
 func forbidden(a *apiserver.AdmissionAttributes, err error) error {
-	if apierrors.IsForbidden(err) {
+	if apierrors.IsForbidden(err) || storeFault(err) {
 		return err
 	}
 	name := "Unknown"

@@ -142,7 +142,7 @@ func (r *resourceQuota) charge(ctx context.Context, before, after []corev1.Resou
 			return apierrors.NewInternalError(errors.New("resource quota admission has no status writer"))
 		}
 		if _, err := r.writer.UpdateStatus(ctx, resourceQuotasGVR, &after[i]); err != nil {
-			if apierrors.IsConflict(err) {
+			if apierrors.IsConflict(err) || storeFault(err) {
 				return err
 			}
 			return apierrors.NewInternalError(fmt.Errorf("charge quota %s: %w", after[i].Name, err))
