@@ -164,12 +164,6 @@ func (o *Options) Validate() error {
 		return errors.New("--tls-cert-file and --tls-private-key-file are required")
 	case o.SecurePort < 0 || o.SecurePort > 65535:
 		return fmt.Errorf("--secure-port %d is not a port number", o.SecurePort)
-	case (o.DataDir == "") == (len(o.EtcdServers) == 0):
-		return errors.New("give exactly one of --data-dir and --etcd-servers")
-	case len(o.EtcdServers) == 0 && (o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != ""):
-		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
-	case (o.EtcdCertFile == "") != (o.EtcdKeyFile == ""):
-		return errors.New("--etcd-certfile and --etcd-keyfile go together")
 	case o.AuthorizationMode != ModeRBAC && o.AuthorizationMode != ModeAlwaysAllow:
 		return fmt.Errorf("--authorization-mode %q is not one of %s, %s", o.AuthorizationMode, ModeRBAC, ModeAlwaysAllow)
 	case len(o.SAIssuers) == 0 && (len(o.SAKeyFiles) > 0 || o.SASigningKeyFile != ""):
@@ -182,6 +176,25 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--service-account-max-token-expiration %s is negative", o.SAMaxTokenExpiration)
 	case o.RequestTimeout < 0:
 		return fmt.Errorf("--request-timeout %s is negative", o.RequestTimeout)
+	}
+	if err := o.validateStorage(); err != nil {
+		return err
+	}
+	if err := o.validateServices(); err != nil {
+		return err
+	}
+	return o.TLS.Validate()
+}
+
+// validateStorage checks the store's flags.
+func (o *Options) validateStorage() error {
+	switch {
+	case (o.DataDir == "") == (len(o.EtcdServers) == 0):
+		return errors.New("give exactly one of --data-dir and --etcd-servers")
+	case len(o.EtcdServers) == 0 && (o.EtcdCAFile != "" || o.EtcdCertFile != "" || o.EtcdKeyFile != ""):
+		return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+	case (o.EtcdCertFile == "") != (o.EtcdKeyFile == ""):
+		return errors.New("--etcd-certfile and --etcd-keyfile go together")
 	case o.EtcdCompactionInterval < 0:
 		return fmt.Errorf("--etcd-compaction-interval %s is negative", o.EtcdCompactionInterval)
 	case o.EtcdHealthcheckTimeout < 0:
@@ -189,6 +202,12 @@ func (o *Options) Validate() error {
 	case o.EtcdReadycheckTimeout < 0:
 		return fmt.Errorf("--etcd-readycheck-timeout %s is negative", o.EtcdReadycheckTimeout)
 	}
+	return nil
+}
+
+// validateServices checks the flags of Services and the kubernetes
+// Service's endpoints.
+func (o *Options) validateServices() error {
 	if o.ServiceClusterIPRange != "" {
 		if _, err := netip.ParsePrefix(o.ServiceClusterIPRange); err != nil {
 			return fmt.Errorf("--service-cluster-ip-range %q is not a CIDR", o.ServiceClusterIPRange)
@@ -211,7 +230,7 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--advertise-address %q is not an IP address", o.AdvertiseAddress)
 		}
 	}
-	return o.TLS.Validate()
+	return nil
 }
 
 // advertise is the address the kubernetes endpoints list for this server
@@ -260,6 +279,24 @@ func AdvertiseAddress(advertise, bind string) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("no address for bind address %q", bind)
 	}
 	return a.Unmap(), nil
+}
+
+// applyTo sets in cfg what the options say in the flags' own terms:
+// no request deadline for --request-timeout 0, the kubernetes Service's
+// port from --external-address, and the service ranges.
+func (o *Options) applyTo(cfg *apiserver.Config) {
+	if o.RequestTimeout == 0 {
+		cfg.RequestTimeout = -1 // none
+	}
+	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
+		cfg.KubernetesServicePort, _ = strconv.Atoi(port)
+	}
+	if o.ServiceClusterIPRange != "" {
+		cfg.ServiceClusterIPRange, _ = netip.ParsePrefix(o.ServiceClusterIPRange) // checked in Validate
+	}
+	if o.ServiceNodePortRange != "" {
+		cfg.ServiceNodePortRange, _ = apiserver.ParsePortRange(o.ServiceNodePortRange)
+	}
 }
 
 // Server is a configured API server ready to serve.
@@ -361,18 +398,7 @@ func New(ctx context.Context, o Options, logger *slog.Logger) (_ *Server, err er
 		HealthcheckTimeout:        o.EtcdHealthcheckTimeout,
 		ReadycheckTimeout:         o.EtcdReadycheckTimeout,
 	}
-	if o.RequestTimeout == 0 {
-		cfg.RequestTimeout = -1 // none
-	}
-	if _, port, err := net.SplitHostPort(o.ExternalAddress); err == nil {
-		cfg.KubernetesServicePort, _ = strconv.Atoi(port)
-	}
-	if o.ServiceClusterIPRange != "" {
-		cfg.ServiceClusterIPRange, _ = netip.ParsePrefix(o.ServiceClusterIPRange) // checked in Validate
-	}
-	if o.ServiceNodePortRange != "" {
-		cfg.ServiceNodePortRange, _ = apiserver.ParsePortRange(o.ServiceNodePortRange)
-	}
+	o.applyTo(&cfg)
 	var reviews authzapi.Config
 	switch o.AuthorizationMode {
 	case ModeRBAC:

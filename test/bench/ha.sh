@@ -8,6 +8,8 @@
 #               and 2 schedulers, no simulated nodes); the clients go
 #               through gateway 1 with admin.conf
 #   kubegate-up `kubegate up` (bbolt), through its gateway port
+#   kubegate-etcd3 one `kubegate apiserver` on a 3-member etcd started as
+#               kube's is: the same storage as kube, nothing else
 #   kube        kube-apiserver v1.37 (test/conformance/kube/build.sh) with
 #               kubeadm's flags on a 3-member etcd over mutual TLS started
 #               as examples/ha starts it
@@ -22,7 +24,7 @@
 # Usage: test/bench/ha.sh   (as root: examples/ha adds two addresses to lo)
 #
 # Environment (defaults in brackets):
-#   BENCH_ROUNDS [3]  BENCH_SYSTEMS ["ha kubegate-up kube"]
+#   BENCH_ROUNDS [3]  BENCH_SYSTEMS ["ha kubegate-up kubegate-etcd3 kube"]
 #   BENCH_PODS [1000]  BENCH_CLIENTS [16,64]  BENCH_CREATE_SECONDS [10]
 #   BENCH_CREATE_MAX [6000]  BENCH_LISTS [3]
 #   BENCH_OUT [a new /tmp/kubegate-habench.XXXXXX]  logs and results.jsonl
@@ -33,7 +35,7 @@
 set -euo pipefail
 
 ROUNDS=${BENCH_ROUNDS:-3}
-read -r -a SYSTEM_LIST <<<"${BENCH_SYSTEMS:-ha kubegate-up kube}"
+read -r -a SYSTEM_LIST <<<"${BENCH_SYSTEMS:-ha kubegate-up kubegate-etcd3 kube}"
 PODS=${BENCH_PODS:-1000}
 CLIENTS=${BENCH_CLIENTS:-16,64}
 CREATE_SECONDS=${BENCH_CREATE_SECONDS:-10}
@@ -49,8 +51,8 @@ die() {
 }
 for sys in "${SYSTEM_LIST[@]}"; do
 	case $sys in
-	ha | kubegate-up | kube) ;;
-	*) die "unknown system '$sys' in BENCH_SYSTEMS (want ha, kubegate-up, kube)" ;;
+	ha | kubegate-up | kubegate-etcd3 | kube) ;;
+	*) die "unknown system '$sys' in BENCH_SYSTEMS (want ha, kubegate-up, kubegate-etcd3, kube)" ;;
 	esac
 done
 
@@ -138,6 +140,24 @@ launch() {
 		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
 		MEASURED=$LAST_PID
 		KUBECONFIG_FILE=$dir/cluster/admin.conf
+		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1
+		;;
+	kubegate-etcd3)
+		# One kubegate apiserver on the 3-member etcd, as kube runs: the
+		# same storage and no gateway, controllers or schedulers.
+		port=$(free_port)
+		pki_init "$dir" "$port" || return 1
+		start_etcd3 "$dir" || return 1
+		local pki=$dir/pki
+		start "$dir/kubegate.log" "$KG" apiserver --bind-address 127.0.0.1 --secure-port "$port" \
+			--etcd-servers "$ETCD_URL" --etcd-cafile "$pki/etcd/ca.crt" \
+			--etcd-certfile "$pki/apiserver-etcd-client.crt" --etcd-keyfile "$pki/apiserver-etcd-client.key" \
+			--tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+			--client-ca-file "$pki/ca.crt" \
+			--service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+			--requestheader-client-ca-file "$pki/front-proxy-ca.crt" --requestheader-allowed-names front-proxy-client
+		MEASURED=$LAST_PID,$ETCD_PIDS
+		KUBECONFIG_FILE=$dir/admin.conf
 		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1
 		;;
 	kube)

@@ -172,7 +172,7 @@ func TestGatewayUpstreams_J5(t *testing.T) {
 		return acked.Load() >= atEject+1500, fmt.Sprintf("%d acknowledged", acked.Load())
 	})
 
-	b = startAPIServer(t, dir, "", portB, etcdFlags...)
+	startAPIServer(t, dir, "", portB, etcdFlags...)
 	serving := time.Now()
 	testwait.For(t, 30*time.Second, "upstream B readmitted", func() (bool, string) {
 		v := healthyB()
