@@ -9,6 +9,10 @@ var deliberate = map[string]string{
 	"pod/delete-bound": "a bound pod whose node does not exist is deleted at once: no kubelet will ever confirm the deletion, " +
 		"and kube-controller-manager's pod garbage collector would force-delete it",
 	"pod/get-deleting": "follows from pod/delete-bound: the pod is gone",
+	"endpoints/kubernetes": "kubegate up lists its gateway at the host's default-route address, as the lease reconciler " +
+		"lists an API server; the reference kube-apiserver listens on loopback, which kube refuses to advertise, so it runs " +
+		"with --endpoint-reconciler-type=none and writes none",
+	"endpointslice/kubernetes": "follows from endpoints/kubernetes: the same address in the EndpointSlice",
 }
 
 // notYetClosed lists the differences found and not yet closed, each with
