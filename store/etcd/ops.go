@@ -243,21 +243,34 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 			Then(clientv3.OpPut(k, string(value))).
 			Commit()
 	})
+	return s.outcome(ctx, "create", key, resp, resent, err,
+		func() (int64, error) { return s.settleCreate(ctx, k, value, before) },
+		func() error { return store.ErrExists })
+}
+
+// outcome is the answer to a conditional put: the failure of its last
+// attempt, told may-have-been-applied when it was resent; the new
+// revision; the settled outcome of a resent one whose compare failed; or
+// refused, when the compare failed on the only attempt.
+func (s *Store) outcome(ctx context.Context, op, key string, resp *clientv3.TxnResponse, resent bool, err error,
+	settle func() (int64, error), refused func() error) (int64, error) {
+	var rev int64
 	switch {
 	case err != nil && resent:
-		return 0, &store.KeyError{Op: "create", Key: key, Err: s.unsure(ctx, err)}
+		err = s.unsure(ctx, err)
 	case err != nil:
-		return 0, &store.KeyError{Op: "create", Key: key, Err: s.fail(ctx, err, 0)}
+		err = s.fail(ctx, err, 0)
 	case resp.Succeeded:
 		return resp.Header.Revision, nil
 	case resent:
-		rev, err := s.settleCreate(ctx, k, value, before)
-		if err != nil {
-			return 0, &store.KeyError{Op: "create", Key: key, Err: err}
-		}
-		return rev, nil
+		rev, err = settle()
+	default:
+		err = refused()
 	}
-	return 0, &store.KeyError{Op: "create", Key: key, Err: store.ErrExists}
+	if err != nil {
+		return 0, &store.KeyError{Op: op, Key: key, Err: err}
+	}
+	return rev, nil
 }
 
 // unsure is the error of a write resent after its member stopped
@@ -321,21 +334,9 @@ func (s *Store) Update(ctx context.Context, key string, value []byte, expectedMo
 			Else(clientv3.OpGet(k, clientv3.WithCountOnly())).
 			Commit()
 	})
-	switch {
-	case err != nil && resent:
-		return 0, &store.KeyError{Op: "update", Key: key, Err: s.unsure(ctx, err)}
-	case err != nil:
-		return 0, &store.KeyError{Op: "update", Key: key, Err: s.fail(ctx, err, 0)}
-	case resp.Succeeded:
-		return resp.Header.Revision, nil
-	case resent:
-		rev, err := s.settleUpdate(ctx, k, value, before)
-		if err != nil {
-			return 0, &store.KeyError{Op: "update", Key: key, Err: err}
-		}
-		return rev, nil
-	}
-	return 0, &store.KeyError{Op: "update", Key: key, Err: failedGuard(resp)}
+	return s.outcome(ctx, "update", key, resp, resent, err,
+		func() (int64, error) { return s.settleUpdate(ctx, k, value, before) },
+		func() error { return failedGuard(resp) })
 }
 
 // settleUpdate tells, after a resent update found the key changed, whether
