@@ -68,6 +68,10 @@ type BatchOptions struct {
 	Chunk int
 	// Overwrite replaces existing files.
 	Overwrite bool
+	// Progress, when not nil, is told after each certificate is signed
+	// how many of len(reqs) are; it is called from one goroutine at a
+	// time.
+	Progress func(done, total int)
 }
 
 // IssueFiles issues every request and writes PREFIX.key and PREFIX.crt
@@ -142,7 +146,11 @@ func (a *Authority) IssueFiles(ctx context.Context, reqs []Request, prefixes []s
 	// One writer: while it flushes a batch, the signers fill the next.
 	g.Go(func() error {
 		batch := make([]fsutil.File, 0, 2*opt.Chunk)
+		signed := 0
 		for r := range done {
+			if signed++; opt.Progress != nil {
+				opt.Progress(signed, len(reqs))
+			}
 			p := prefixes[r.i]
 			batch = append(batch,
 				fsutil.File{Path: p + ".key", Data: r.keyPEM, Mode: fsutil.ModeKey, Overwrite: opt.Overwrite},

@@ -92,3 +92,33 @@ func poolOf(certs ...*x509.Certificate) *x509.CertPool {
 	}
 	return p
 }
+
+func TestIssueFilesTellsProgressUpToTheTotal(t *testing.T) {
+	t.Parallel()
+	a := newTestCA(t, ECDSAP256)
+	reqs := make([]Request, 25)
+	for i := range reqs {
+		reqs[i] = Request{CN: "user-" + string(rune('a'+i))}
+	}
+	prefixes, err := Prefixes(filepath.Join(t.TempDir(), "out"), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	progress := func(done, total int) {
+		if total != len(reqs) {
+			t.Errorf("total = %d, want %d", total, len(reqs))
+		}
+		got = append(got, done) // one goroutine at a time, as documented
+	}
+	if err := a.IssueFiles(context.Background(), reqs, prefixes, BatchOptions{Workers: 4, Chunk: 7, Progress: progress}); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int, len(reqs))
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("progress told %v, want 1 to %d in order", got, len(reqs))
+	}
+}

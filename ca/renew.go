@@ -25,6 +25,14 @@ type Renewal struct {
 // its subject, SANs, usages and CA, and gets a new key of the same type.
 // Nothing is written; every CA key is checked first.
 func PlanRenew(dir, target string, embedded []Embedded, validity time.Duration, now func() time.Time) ([]Renewal, error) {
+	return PlanRenewProgress(dir, target, embedded, validity, now, nil)
+}
+
+// PlanRenewProgress is PlanRenew telling progress, when not nil, before
+// each certificate it looks at: how many of them are done, of how many,
+// and its name.
+func PlanRenewProgress(dir, target string, embedded []Embedded, validity time.Duration, now func() time.Time,
+	progress func(done, total int, name string)) ([]Renewal, error) {
 	// A linked pki/ is named, rather than seen as an empty tree.
 	if err := fsutil.NoLinkedDirs(dir, PKIDir); err != nil {
 		return nil, err
@@ -54,7 +62,10 @@ func PlanRenew(dir, target string, embedded []Embedded, validity time.Duration, 
 	authorities := map[string]*Authority{}
 	var out []Renewal
 	covered := map[*Found]bool{}
-	for _, f := range targets {
+	for i, f := range targets {
+		if progress != nil {
+			progress(i, len(targets), f.Name)
+		}
 		if covered[f] {
 			continue
 		}
@@ -97,6 +108,9 @@ func PlanRenew(dir, target string, embedded []Embedded, validity time.Duration, 
 			}
 		}
 		out = append(out, r)
+	}
+	if progress != nil {
+		progress(len(targets), len(targets), "")
 	}
 	return out, nil
 }

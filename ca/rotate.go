@@ -136,6 +136,16 @@ type Rotator struct {
 	// means os.Remove. Tests replace them to stop a phase midway.
 	WriteFile func(path string, data []byte, mode fs.FileMode) error
 	Remove    func(path string) error
+	// Progress, when not nil, is told each step of Plan and Apply as it
+	// begins, in a few words ("reissue: re-signing pki/apiserver.crt").
+	Progress func(step string)
+}
+
+// step tells r.Progress what phase p does now.
+func (r *Rotator) step(phase Phase, format string, args ...any) {
+	if r.Progress != nil {
+		r.Progress(string(phase) + ": " + fmt.Sprintf(format, args...))
+	}
 }
 
 func (r *Rotator) now() time.Time {
@@ -184,6 +194,7 @@ func (r *Rotator) Plan(cas []string, phase Phase) (*RotationPlan, error) {
 		return nil, errors.New("--ca: name at least one of cluster, front-proxy, sa or all")
 	}
 	p := &RotationPlan{Dir: r.Dir, CAs: cas, Phase: phase, Before: st}
+	r.step(phase, "reading the tree for %s", strings.Join(cas, ", "))
 	next := st.Next()
 	switch {
 	case phase == next:
@@ -278,8 +289,13 @@ func (r *Rotator) Apply(p *RotationPlan) error {
 	if err := noLinkedDirs(p.Dir, p.Changes); err != nil {
 		return err
 	}
-	for _, c := range p.Changes {
+	for i, c := range p.Changes {
 		path := filepath.Join(p.Dir, filepath.FromSlash(c.Path))
+		verb := "writing"
+		if c.Remove {
+			verb = "removing"
+		}
+		r.step(p.Phase, "%s %s (%d/%d)", verb, c.Path, i+1, len(p.Changes))
 		if c.Remove {
 			err := remove(path)
 			if c.Path == RotationDir && errors.Is(err, syscall.ENOTEMPTY) {

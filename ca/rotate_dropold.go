@@ -33,6 +33,7 @@ func (r *Rotator) planDropOld(p *RotationPlan, st *RotationState) error {
 		}
 		// A reader must never be shown a certificate whose CA it no
 		// longer trusts.
+		r.step(p.Phase, "checking that nothing the old %s signed is left", m.label())
 		leaves, err := r.signedByOld(m)
 		if err != nil {
 			return err

@@ -56,6 +56,7 @@ func (r *Rotator) planKubeconfigs(p *RotationPlan, m *material, step kubeconfigS
 			return err
 		}
 		rel := filepath.Base(path)
+		r.step(p.Phase, "reading %s", rel)
 		clusters, users, err := r.Kubeconfigs.Certificates(data)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)

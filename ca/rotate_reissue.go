@@ -61,6 +61,7 @@ func (r *Rotator) planReissue(p *RotationPlan, st *RotationState) error {
 				return fmt.Errorf("%s is a symbolic link to %s, outside %s, signed by the old %s; a rotation does not write through links: re-issue %s with the new CA by hand or make %s a regular file, then run reissue again",
 					path, l.link, filepath.Join(r.Dir, PKIDir), m.label(), l.link, path)
 			}
+			r.step(p.Phase, "re-signing %s", l.rel)
 			iss, err := m.newCA.resign(l.cert)
 			if err != nil {
 				return fmt.Errorf("re-sign %s: %w", l.rel, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -573,5 +574,38 @@ func TestRotateResumesAfterAStoppedPhase_H6(t *testing.T) {
 			checkReaders(t, dir)
 		}
 		rotate(t, base, nil, phase)
+	}
+}
+
+// TestRotateTellsItsSteps_H6: each phase tells Progress what it does,
+// from minting the new CA to each file it writes, counted.
+func TestRotateTellsItsSteps_H6(t *testing.T) {
+	dir := rotationTree(t)
+	for _, tc := range []struct {
+		phase ca.Phase
+		want  []string
+	}{
+		{ca.PhaseTrustBoth, []string{"trust-both: reading the tree for cluster", "trust-both: minting the new cluster CA", "trust-both: writing pki/ca.crt ("}},
+		{ca.PhaseReissue, []string{"reissue: re-signing pki/apiserver.crt", "reissue: re-signing pki/users/jane.crt", "reissue: reading admin.conf"}},
+		{ca.PhaseDropOld, []string{"drop-old: checking that nothing the old cluster CA signed is left", "drop-old: removing pki/rotation/ca.key ("}},
+	} {
+		var steps []string
+		r := &ca.Rotator{Dir: dir, Kubeconfigs: kubeconfig.Editor{}, Force: true, Progress: func(s string) { steps = append(steps, s) }}
+		p, err := r.Plan([]string{ca.RotateCluster}, tc.phase)
+		if err != nil {
+			t.Fatalf("plan %s: %v", tc.phase, err)
+		}
+		if err := r.Apply(p); err != nil {
+			t.Fatalf("apply %s: %v", tc.phase, err)
+		}
+		for _, w := range tc.want {
+			if !slices.ContainsFunc(steps, func(s string) bool { return strings.HasPrefix(s, w) }) {
+				t.Errorf("%s: no step %q in %q", tc.phase, w, steps)
+			}
+		}
+		last := fmt.Sprintf("(%d/%d)", len(p.Changes), len(p.Changes))
+		if !strings.HasSuffix(steps[len(steps)-1], last) {
+			t.Errorf("%s: last step %q, want the last change %s", tc.phase, steps[len(steps)-1], last)
+		}
 	}
 }

@@ -65,6 +65,7 @@ func (r *Rotator) planTrustBoth(p *RotationPlan, st *RotationState) error {
 // mint makes the new CA (same CN, new key and serial) or the new sa key,
 // and adds the writes that keep it aside.
 func (r *Rotator) mint(p *RotationPlan, m *material, alg KeyAlgorithm, cn string) error {
+	r.step(p.Phase, "minting the new %s", m.label())
 	if m.target == RotateSA {
 		_, keyPEM, err := GenerateKey(alg)
 		if err != nil {

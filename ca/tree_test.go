@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -494,6 +496,21 @@ func TestRenewKeepsIdentity(t *testing.T) {
 	}
 	if got, want := len(all), 7+4; got != want {
 		t.Errorf("renew all = %d renewals, want %d (7 leaves, 4 kubeconfig-only certs)", got, want)
+	}
+	var told []string
+	progressed, err := PlanRenewProgress(dir, "all", emb, 0, later, func(done, total int, name string) {
+		told = append(told, fmt.Sprintf("%d/%d %s", done, total, name))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(told) < len(progressed)+1 || !strings.HasPrefix(told[0], "0/") || told[len(told)-1] != fmt.Sprintf("%d/%d ", len(told)-1, len(told)-1) {
+		t.Errorf("renew all told %q, want one line per certificate from 0/N, ending N/N", told)
+	}
+	for _, r := range progressed {
+		if !slices.ContainsFunc(told, func(s string) bool { return strings.HasSuffix(s, " "+r.Name) }) {
+			t.Errorf("renew all did not tell %s: %q", r.Name, told)
+		}
 	}
 	for _, bad := range []struct{ target, want string }{
 		{"ca", "is a CA"},
