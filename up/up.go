@@ -103,6 +103,17 @@ type Options struct {
 	Status io.Writer
 	// Logger receives the components' logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Progress, when not nil, is told each step of Start as it begins
+	// ("starting the API server"), and "" once the cluster is up, before
+	// Status is told so.
+	Progress func(step string)
+}
+
+// step tells o.Progress, if any, that step begins.
+func (o *Options) step(step string) {
+	if o.Progress != nil {
+		o.Progress(step)
+	}
 }
 
 // Validate names the first option that is wrong.
@@ -182,6 +193,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	serverURL := "https://" + net.JoinHostPort(host, strconv.Itoa(o.SecurePort))
 	pkiDir := filepath.Join(o.Dir, ca.PKIDir)
 	if _, err := os.Stat(pkiDir); errors.Is(err, fs.ErrNotExist) {
+		o.step("writing the PKI and kubeconfigs into " + o.Dir)
 		if err := o.InitPKI(o.Dir, serverURL); err != nil {
 			return nil, fmt.Errorf("pki init: %w", err)
 		}
@@ -236,11 +248,13 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	} else {
 		a.DataDir = o.Dir
 	}
+	o.step("starting the API server")
 	api, err := server.New(ctx, a, o.Logger.With("component", "apiserver"))
 	if err != nil {
 		return nil, err
 	}
 
+	o.step("starting the gateway on " + serverURL)
 	g := gateway.Defaults()
 	g.HTTP1FastPath = false // the API server is called in process
 	g.BindAddress, g.SecurePort = o.BindAddress, o.SecurePort
@@ -269,6 +283,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]
 	}
+	o.step("")
 	fmt.Fprintf(o.Status, `kubegate is up: the API is at %s (gateway), served by the API server on %s, state in %s
 next:
   export KUBECONFIG=%s

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/internal/fsutil"
+	"github.com/kubegate/kubegate/internal/progress"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -111,8 +112,13 @@ func runCARotate(o *caRotateOptions, s streams) error {
 		}
 		defer unlock()
 	}
-	r := &ca.Rotator{Dir: o.dir, Kubeconfigs: kubeconfig.Editor{}, MinTokenAge: o.minTokenAge, Force: o.force, Now: o.now}
+	// On a terminal, a spinner naming the phase's step; erased before
+	// anything else is printed.
+	spinner := progress.New(s.err)
+	defer spinner.Done()
+	r := &ca.Rotator{Dir: o.dir, Kubeconfigs: kubeconfig.Editor{}, MinTokenAge: o.minTokenAge, Force: o.force, Now: o.now, Progress: spinner.Spin}
 	plan, err := r.Plan(cas, phase)
+	spinner.Done()
 	if err != nil {
 		return err
 	}
@@ -131,7 +137,9 @@ func runCARotate(o *caRotateOptions, s streams) error {
 		if wait := st.Updated.Add(o.reloadWait).Sub(o.now()); wait > 0 {
 			fmt.Fprintf(s.err, "waiting %s for every reader to load what %s wrote (--reload-wait)\n", wait.Round(100*time.Millisecond), st.Done)
 			o.sleep(wait)
-			if plan, err = r.Plan(cas, phase); err != nil {
+			plan, err = r.Plan(cas, phase)
+			spinner.Done()
+			if err != nil {
 				return err
 			}
 		}
@@ -139,7 +147,9 @@ func runCARotate(o *caRotateOptions, s streams) error {
 	for _, w := range plan.Warnings {
 		fmt.Fprintf(s.err, "warning: %s\n", w)
 	}
-	if err := r.Apply(plan); err != nil {
+	err = r.Apply(plan)
+	spinner.Done()
+	if err != nil {
 		return fmt.Errorf("%s stopped midway: %w; run it again to finish", plan.Phase, err)
 	}
 	files := plan.Files()

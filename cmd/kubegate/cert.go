@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/internal/fsutil"
+	"github.com/kubegate/kubegate/internal/progress"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -186,8 +187,13 @@ func runCertIssueFile(o *certIssueOptions, alg ca.KeyAlgorithm, validity time.Du
 	if err := fsutil.CheckWritableDir(outDir); err != nil {
 		return err
 	}
+	// On a terminal, a counter while the certificates are signed.
+	bar := progress.New(s.err)
+	count := func(done, total int) { bar.Count("issuing certificates", done, total, "") }
 	start := time.Now()
-	if err := a.IssueFiles(context.Background(), reqs, prefixes, ca.BatchOptions{Workers: o.workers, Overwrite: o.force}); err != nil {
+	err = a.IssueFiles(context.Background(), reqs, prefixes, ca.BatchOptions{Workers: o.workers, Overwrite: o.force, Progress: count})
+	bar.Done()
+	if err != nil {
 		return err
 	}
 	took := time.Since(start)
@@ -401,14 +407,22 @@ func runCertRenew(o *certRenewOptions, target string, s streams) error {
 	if err != nil {
 		return err
 	}
-	renewals, err := ca.PlanRenew(o.dir, target, emb, validity, o.now)
+	// On a terminal, a counter naming the certificate being renewed; the
+	// lines printed meanwhile go above it.
+	bar := progress.New(s.err)
+	defer bar.Done()
+	status := bar.Writer(s.err)
+	renewals, err := ca.PlanRenewProgress(o.dir, target, emb, validity, o.now, func(done, total int, name string) {
+		bar.Count("renewing", done, total, name)
+	})
 	if err != nil {
 		return err
 	}
 	if err := fsutil.CheckWritableDir(o.dir); err != nil {
 		return err
 	}
-	for _, r := range renewals {
+	for i, r := range renewals {
+		bar.Count("writing", i, len(renewals), r.Name)
 		if err := ca.WriteFiles(o.dir, r.Files); err != nil {
 			return err
 		}
@@ -423,7 +437,7 @@ func runCertRenew(o *certRenewOptions, target string, s streams) error {
 		if len(confs) > 0 && len(r.Files) > 0 {
 			also = "; rewrote " + strings.Join(confs, ", ")
 		}
-		fmt.Fprintf(s.err, "renewed %s (expires %s)%s\n", r.Name, r.NotAfter.Format(time.DateOnly), also)
+		fmt.Fprintf(status, "renewed %s (expires %s)%s\n", r.Name, r.NotAfter.Format(time.DateOnly), also)
 	}
 	return nil
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/internal/fsutil"
+	"github.com/kubegate/kubegate/internal/progress"
 	"github.com/kubegate/kubegate/kubeconfig"
 )
 
@@ -210,7 +211,10 @@ func runCertRequest(ctx context.Context, o *certRequestOptions, s streams) (err 
 	}
 	fmt.Fprintf(s.err, "waiting for approval: kubectl certificate approve %s\n", name)
 
-	certPEM, err := waitForCertificate(ctx, client, created, o.wait)
+	// On a terminal, a spinner with the time waited and what for.
+	spinner := progress.New(s.err)
+	certPEM, err := waitForCertificate(ctx, client, created, o.wait, spinner.Spin)
+	spinner.Done()
 	if err != nil {
 		return interrupted(err)
 	}
@@ -345,11 +349,14 @@ func requestName(cn string) string {
 }
 
 // waitForCertificate watches the request until it is issued, denied or
-// failed, or limit has passed.
-func waitForCertificate(ctx context.Context, client kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, limit time.Duration) ([]byte, error) {
+// failed, or limit has passed, telling waiting what it waits for: the
+// approval, then the signer.
+func waitForCertificate(ctx context.Context, client kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, limit time.Duration,
+	waiting func(what string)) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	name := csr.Name
+	waiting(fmt.Sprintf("waiting for approval of %s", name))
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
@@ -372,6 +379,10 @@ func waitForCertificate(ctx context.Context, client kubernetes.Interface, csr *c
 		}
 		for _, cond := range c.Status.Conditions {
 			switch cond.Type {
+			case certificatesv1.CertificateApproved:
+				if len(c.Status.Certificate) == 0 {
+					waiting(fmt.Sprintf("%s is approved; waiting for %s to sign it", name, c.Spec.SignerName))
+				}
 			case certificatesv1.CertificateDenied:
 				return false, fmt.Errorf("certificate request %s was denied: %s: %s", name, cond.Reason, cond.Message)
 			case certificatesv1.CertificateFailed:

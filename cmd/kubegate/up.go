@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubegate/kubegate/apiserver"
 	"github.com/kubegate/kubegate/controllers/csrsigning"
+	"github.com/kubegate/kubegate/internal/progress"
 	"github.com/kubegate/kubegate/nodesim/metrics"
 	"github.com/kubegate/kubegate/up"
 )
@@ -49,6 +50,18 @@ loopback port, over DIR/state.db, behind the gateway on --secure-port, which
 DIR/admin.conf points at. Ctrl-C stops everything; the next run keeps all state.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// On a terminal, a spinner naming the step of the start, with
+			// what is printed meanwhile above it; erased once up.
+			spinner := progress.New(s.err)
+			defer spinner.Done()
+			o.Progress = func(step string) {
+				if step == "" {
+					spinner.Done()
+					return
+				}
+				spinner.Spin(step)
+			}
+			s := streams{in: s.in, out: s.out, err: spinner.Writer(s.err)}
 			o.Logger = s.logger(o.verbose)
 			o.Status = s.err
 			o.InitPKI = func(dir, server string) error { return initPKIForUp(dir, server, o.ServiceCIDR, s) }

@@ -90,8 +90,9 @@ func (r *Reporter) Enabled() bool { return r != nil && r.w != nil }
 
 // Count shows a counter: label, done of total, the rate and the time
 // left, and item (the one being worked on; "" for none). It is redrawn at
-// most once an interval, except when done reaches total, which is always
-// drawn. The rate counts from the first Count with this label.
+// most once an interval, except for a new label and when done reaches
+// total, which are always drawn. The rate counts from the first Count
+// with this label.
 func (r *Reporter) Count(label string, done, total int, item string) {
 	if !r.Enabled() {
 		return
@@ -99,11 +100,12 @@ func (r *Reporter) Count(label string, done, total int, item string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	if !r.counting || r.label != label {
+	changed := !r.counting || r.label != label
+	if changed {
 		r.counting, r.label, r.countStarted = true, label, now
 	}
 	r.done, r.total, r.item = done, total, item
-	if done >= total || now.Sub(r.lastDraw) >= r.interval {
+	if changed || done >= total || now.Sub(r.lastDraw) >= r.interval {
 		r.drawLocked(now)
 	}
 }

@@ -235,3 +235,12 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("got %d lines through Writer, want 200", got)
 	}
 }
+
+func TestCounterDrawsANewLabelAtOnce(t *testing.T) {
+	r, s, _ := newTestReporter(200)
+	r.Count("renewing", 11, 11, "")
+	r.Count("writing", 0, 11, "apiserver")
+	if got, want := s.String(), Erase+"renewing 11/11 (100%)"+Erase+"writing 0/11 (0%) apiserver"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
