@@ -433,6 +433,7 @@ func runCertRenew(o *certRenewOptions, target string, s streams) error {
 			}
 			confs = append(confs, k.Kubeconfig)
 		}
+		bar.Count("writing", i+1, len(renewals), "")
 		also := ""
 		if len(confs) > 0 && len(r.Files) > 0 {
 			also = "; rewrote " + strings.Join(confs, ", ")

@@ -110,9 +110,10 @@ func (r *Reporter) Count(label string, done, total int, item string) {
 	}
 }
 
-// Spin shows a spinner before label, with the time since this label was
-// first given, turning every interval until Done or Count. Calling it
-// again with another label keeps the spinner and changes the label.
+// Spin shows a spinner before label, with the time since the spinner
+// started, turning every interval until Done or Count. Calling it again
+// changes the label, drawn at once unless the line was drawn less than an
+// interval ago (the next turn draws it then).
 func (r *Reporter) Spin(label string) {
 	if !r.Enabled() {
 		return
@@ -120,16 +121,16 @@ func (r *Reporter) Spin(label string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	r.counting = false
-	if !r.spinning || r.spinLabel != label {
-		r.spinLabel, r.spinStarted = label, now
-	}
+	started := !r.spinning || r.counting
+	r.counting, r.spinLabel = false, label
 	if !r.spinning {
-		r.spinning = true
+		r.spinning, r.spinStarted = true, now
 		r.stopTicker, r.tickerExited = make(chan struct{}), make(chan struct{})
 		go r.tick(r.stopTicker, r.tickerExited)
 	}
-	r.drawLocked(now)
+	if started || now.Sub(r.lastDraw) >= r.interval {
+		r.drawLocked(now)
+	}
 }
 
 // tick turns the spinner until stop is closed.

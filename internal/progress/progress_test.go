@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -108,16 +109,35 @@ func TestSpinnerTurnsShowsElapsedTimeAndStopsOnDone(t *testing.T) {
 		return len(frames) >= 4 && frames[1][:1] != frames[3][:1], fmt.Sprintf("%q", frames)
 	})
 	r.Spin("starting the gateway")
+	newLabel := regexp.MustCompile(`[-|/\\] starting the gateway \([0-9]+s\)`)
+	testwait.For(t, 10*time.Second, "the new label to be drawn", func() (bool, string) {
+		return newLabel.MatchString(s.String()), fmt.Sprintf("%q", s.String())
+	})
 	r.Done()
 	out := s.String()
-	if !strings.Contains(out, Erase+"| waiting for approval of jane-x7k2p (0s)") {
-		t.Errorf("no first frame with the label and elapsed time in %q", out)
-	}
-	if !strings.Contains(out, "starting the gateway (0s)") {
-		t.Errorf("the new label was not drawn: %q", out)
+	if !strings.HasPrefix(out, Erase+"| waiting for approval of jane-x7k2p (0s)") {
+		t.Errorf("no first frame at once with the label and elapsed time in %q", out)
 	}
 	if !strings.HasSuffix(out, Erase) {
 		t.Errorf("the line is not erased after Done: %q", out)
+	}
+}
+
+func TestSpinnerShowsTimeSinceItStartedAndThrottlesNewLabels(t *testing.T) {
+	// The spinner does not turn within the test: only Spin draws.
+	s, c := &testwait.Buffer{}, &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	r := newReporter(s, 200, time.Hour, c.now)
+	defer r.Done()
+	r.Spin("trust-both: reading the tree")
+	c.add(2*time.Hour + 500*time.Millisecond)
+	r.Spin("trust-both: minting the new cluster CA")
+	r.Spin("trust-both: writing pki/ca.crt (1/9)") // within the interval: drawn by the next turn
+	out := s.String()
+	if want := Erase + "| trust-both: minting the new cluster CA (2h0m0s)"; !strings.Contains(out, want) {
+		t.Errorf("got %q, want %q: the time since the spinner started", out, want)
+	}
+	if strings.Contains(out, Erase+"| trust-both: writing") {
+		t.Errorf("a label given within the interval of the last draw was drawn at once: %q", out)
 	}
 }
 
