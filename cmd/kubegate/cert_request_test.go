@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -591,5 +592,77 @@ func TestCertRequestNamesAStoppedRequestsKey_H3(t *testing.T) {
 	sameFiles(t, prefix, set)
 	if _, err := e.s.Client.CertificatesV1().CertificateSigningRequests().Get(context.Background(), "jane-5", metav1.GetOptions{}); err == nil {
 		t.Error("the request was sent")
+	}
+}
+
+// While it waits, cert request says what for: the approval, then the
+// signer (H.3); on a terminal a spinner shows it.
+func TestCertRequestTellsWhatItWaitsFor_H3(t *testing.T) {
+	s := apiservertest.Start(t) // no signer: the test signs
+	authority, _, err := ca.CreateAuthority("ca", "kubegate-test-ca", ca.ECDSAP256, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := ca.GenerateKey(ca.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, err := ca.EncodeSubject("jane", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{RawSubject: subject}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrs := s.Client.CertificatesV1().CertificateSigningRequests()
+	created, err := csrs.Create(context.Background(), &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: "jane-waits"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName, Usages: usagesFor(certificatesv1.KubeAPIServerClientSignerName)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var told testwait.Buffer
+	done := make(chan error, 1)
+	go func() {
+		_, err := waitForCertificate(context.Background(), s.Client, created, time.Minute, func(what string) { fmt.Fprintln(&told, what) })
+		done <- err
+	}()
+	saw := func(want string) {
+		t.Helper()
+		testwait.For(t, 30*time.Second, "cert request to tell "+want, func() (bool, string) {
+			return strings.Contains(told.String(), want+"\n"), fmt.Sprintf("%q", told.String())
+		})
+	}
+	saw("waiting for approval of jane-waits")
+	approved := created.DeepCopy()
+	approved.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved,
+		Status: corev1.ConditionTrue, Reason: "KubectlApprove", Message: "approved by a test"}}
+	approved, err = csrs.UpdateApproval(context.Background(), "jane-waits", approved, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saw("jane-waits is approved; waiting for kubernetes.io/kube-apiserver-client to sign it")
+	req, err := x509.ParseCertificateRequest(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iss, err := authority.SignCSR(req, ca.ProfileClient, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approved.Status.Certificate = iss.CertPEM
+	if _, err := csrs.UpdateStatus(context.Background(), approved, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("waitForCertificate: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("waitForCertificate did not return once the certificate was issued")
 	}
 }
