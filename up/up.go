@@ -174,7 +174,20 @@ func (o *Options) apiServerAddress() (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, fmt.Errorf("--apiserver-address %q: %q is not a port number (0 for a free one)", o.APIServerAddress, p)
 	}
+	if port == o.SecurePort && overlap(host, o.BindAddress) {
+		return "", 0, fmt.Errorf("--apiserver-address %q: the gateway listens there (--secure-port %d)", o.APIServerAddress, o.SecurePort)
+	}
 	return host, port, nil
+}
+
+// overlap reports whether listeners on hosts a and b ("" is every address)
+// can take the same address.
+func overlap(a, b string) bool {
+	every := func(h string) bool { ip := net.ParseIP(h); return h == "" || (ip != nil && ip.IsUnspecified()) }
+	if every(a) || every(b) {
+		return true
+	}
+	return net.ParseIP(a).Equal(net.ParseIP(b))
 }
 
 // Cluster is a running local cluster.
@@ -201,8 +214,8 @@ type Cluster struct {
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
-// on Options.APIServerAddress (a free loopback port by default) over DIR/state.db (or etcd), trusting the
-// front-proxy CA for request-header identities (front-proxy-client only),
+// on Options.APIServerAddress (a free loopback port by default) over
+// DIR/state.db (or etcd), trusting the front-proxy CA for request-header identities (front-proxy-client only),
 // the cluster CA for client certificates and sa.pub for service-account
 // tokens, and the gateway on the secure port in front of it. Everything
 // stops when ctx is done; Serve waits for that.

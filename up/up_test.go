@@ -247,7 +247,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"API server address without a port", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "127.0.0.1", InitPKI: noop}, `--apiserver-address "127.0.0.1" is not HOST:PORT`},
 		{"API server address of a name", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "localhost:1", InitPKI: noop}, `--apiserver-address "localhost:1": "localhost" is not an IP address`},
 		{"API server address of a bad port", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "[::1]:x", InitPKI: noop}, `--apiserver-address "[::1]:x": "x" is not a port number (0 for a free one)`},
+		{"API server address on the gateway's", Options{Dir: "d", SecurePort: 6443, BindAddress: "0.0.0.0", APIServerAddress: "127.0.0.1:6443", InitPKI: noop},
+			`--apiserver-address "127.0.0.1:6443": the gateway listens there (--secure-port 6443)`},
 		{"ok", Options{Dir: "d", SecurePort: 6443, Nodes: 3, APIServerAddress: "[::1]:0", InitPKI: noop}, ""},
+		{"ok on the gateway's port of another address", Options{Dir: "d", SecurePort: 6443, BindAddress: "127.0.0.1", APIServerAddress: "127.0.0.2:6443", InitPKI: noop}, ""},
 		{"ok with node bootstrap", Options{Dir: "d", SecurePort: 6443, Nodes: 3, NodeBootstrap: true, SigningDuration: time.Hour, InitPKI: noop}, ""},
 	}
 	for _, tt := range tests {
