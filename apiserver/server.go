@@ -306,6 +306,7 @@ func (s *Server) buildHandler() http.Handler {
 		mux.Get(p+"/*", s.health)
 	}
 	mux.Get("/version", s.version)
+	mux.Get("/version/", s.version) // kube-apiserver serves both, and RBAC's system:public-info-viewer names both
 	mux.Get("/api", s.apiVersions)
 	mux.Get("/api/", s.apiVersions)
 	mux.Get("/apis", s.apiGroups)

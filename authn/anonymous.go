@@ -1,6 +1,9 @@
 package authn
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // AnonymousName is the Response.Authenticator of the anonymous user.
 const AnonymousName = "anonymous"
@@ -32,6 +35,46 @@ func NewAnonymousOnPaths(paths []string) Request {
 		}
 		return anonymousResponse(), true, nil
 	})
+}
+
+// HealthPaths returns the paths on which a server whose anonymous
+// authentication is neither turned on nor off answers requests without
+// credentials as the anonymous user, with the paths under them
+// (NewAnonymousUnder; docs/kubernetes-behaviour.md, A.5): the health
+// checks and the version, which kube's bootstrap policy lets
+// system:unauthenticated read (system:public-info-viewer).
+func HealthPaths() []string {
+	return []string{"/healthz", "/livez", "/readyz", "/version"}
+}
+
+// NewAnonymousUnder is NewAnonymous limited to requests whose URL path is
+// one of paths or lies under one ("/readyz" and "/readyz/etcd" for
+// "/readyz", but not "/readyzz"); on other paths a request without
+// credentials is not authenticated. No paths means every path.
+func NewAnonymousUnder(paths []string) Request {
+	if len(paths) == 0 {
+		return NewAnonymous()
+	}
+	trees := make([]string, len(paths))
+	for i, p := range paths {
+		trees[i] = strings.TrimSuffix(p, "/")
+	}
+	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
+		if !under(r.URL.Path, trees) {
+			return nil, false, nil
+		}
+		return anonymousResponse(), true, nil
+	})
+}
+
+// under reports whether path is one of trees or below one.
+func under(path string, trees []string) bool {
+	for _, t := range trees {
+		if rest, ok := strings.CutPrefix(path, t); ok && (rest == "" || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
 }
 
 // anonymousResponse returns a fresh response for the anonymous user, the

@@ -28,8 +28,12 @@ type Config struct {
 	// A request with a bad credential is refused all the same.
 	Anonymous bool
 	// AnonymousPaths, when set, limit Anonymous to requests for these
-	// paths exactly.
+	// paths exactly, as an authentication configuration's conditions do.
 	AnonymousPaths []string
+	// AnonymousTrees, when set and AnonymousPaths are not, limit
+	// Anonymous to requests for these paths and the paths under them
+	// (NewAnonymousUnder).
+	AnonymousTrees []string
 }
 
 // New assembles kube-apiserver's authenticator from c, composing the
@@ -64,7 +68,11 @@ func New(c Config) Request {
 	a := WithAuthenticatedGroup(Union(rs...))
 	if c.Anonymous {
 		// A bad credential is refused, never anonymous.
-		a = FailOnError(a, NewAnonymousOnPaths(c.AnonymousPaths))
+		anon := NewAnonymousOnPaths(c.AnonymousPaths)
+		if len(c.AnonymousPaths) == 0 && len(c.AnonymousTrees) > 0 {
+			anon = NewAnonymousUnder(c.AnonymousTrees)
+		}
+		a = FailOnError(a, anon)
 	}
 	if len(c.APIAudiences) > 0 {
 		a = WithAPIAudiences(a, c.APIAudiences)

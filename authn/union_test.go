@@ -396,3 +396,26 @@ func TestIsStandardIdentityHeader(t *testing.T) {
 		})
 	}
 }
+
+// A.5: the anonymous user on paths and the paths under them, never on a
+// path that merely starts with the same letters.
+func TestAnonymousUnder_A5(t *testing.T) {
+	t.Parallel()
+	a := authn.NewAnonymousUnder(authn.HealthPaths())
+	for path, want := range map[string]bool{
+		"/healthz": true, "/healthz/poststarthook/x": true, "/livez": true, "/livez/ping": true,
+		"/readyz": true, "/readyz/etcd": true, "/version": true, "/version/": true,
+		"/": false, "/api": false, "/readyzz": false, "/versions": false, "/apis/readyz": false, "/metrics": false,
+	} {
+		resp, ok, err := a.AuthenticateRequest(httptest.NewRequest("GET", path, nil))
+		if err != nil || ok != want || (ok && resp.User.Name != authn.Anonymous) {
+			t.Errorf("GET %s: got (%v, %v, %v), want authenticated %v", path, resp, ok, err, want)
+		}
+	}
+	// Exact paths stay exact, as an authentication configuration's
+	// conditions are.
+	exact := authn.New(authn.Config{Anonymous: true, AnonymousPaths: []string{"/readyz"}, AnonymousTrees: authn.HealthPaths()})
+	if _, ok, _ := exact.AuthenticateRequest(httptest.NewRequest("GET", "/readyz/etcd", nil)); ok {
+		t.Error("GET /readyz/etcd with exact paths: anonymous, want not authenticated")
+	}
+}

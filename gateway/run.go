@@ -68,7 +68,7 @@ func Defaults() Options {
 	return Options{
 		BindAddress:      "0.0.0.0",
 		SecurePort:       6443,
-		Flags:            fileconfig.DefaultFlags(),
+		Flags:            gatewayAuthnFlags(),
 		UpstreamIdentity: RequestHeaderIdentity,
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
@@ -80,6 +80,15 @@ func Defaults() Options {
 			Fall:     DefaultHealthCheckFall,
 		},
 	}
+}
+
+// gatewayAuthnFlags are kube-apiserver's authentication defaults, but
+// for anonymous requests, which are answered on the health and version
+// paths only unless --anonymous-auth says otherwise (A.5).
+func gatewayAuthnFlags() fileconfig.Flags {
+	f := fileconfig.DefaultFlags()
+	f.HealthAnonymous = true
+	return f
 }
 
 // upstreams returns the upstream URLs as given, Upstream or Upstreams.

@@ -37,6 +37,10 @@ type lifecycle struct {
 func (p *podSync) lifecycle(pod *corev1.Pod) lifecycle {
 	o := p.s.opts
 	lc := lifecycle{readyAfter: o.ReadyAfter, complete: o.CompleteAfter > 0, completeAfter: o.CompleteAfter, exitCode: o.ExitCode}
+	if !lc.complete && o.PodRunTime > 0 && pod.Spec.RestartPolicy != corev1.RestartPolicyAlways && pod.Spec.RestartPolicy != "" {
+		// A pod meant to finish (a Job's, a test's) does after its run time.
+		lc.complete, lc.completeAfter = true, o.PodRunTime
+	}
 	if v, ok := pod.Annotations[AnnotationReadyAfter]; ok {
 		if d, err := parseDelay(v); err != nil {
 			p.warnOnce(pod, AnnotationReadyAfter, v, err)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/kubegate/kubegate/internal/testwait"
@@ -286,4 +287,60 @@ func TestStepWhileTheNextWakeIsWorkedOut_G13(t *testing.T) {
 	if tm := p.Status.ContainerStatuses[0].State.Terminated; tm == nil || !tm.FinishedAt.Time.Equal(clk.Now()) {
 		t.Errorf("container app: %+v, want terminated at %v", p.Status.ContainerStatuses[0].State, clk.Now())
 	}
+}
+
+func TestPodRunTime_G13(t *testing.T) {
+	t.Parallel()
+	c := newFakeCluster()
+	s, clk := start(t, c, Options{Count: 1, PodRunTime: 2 * time.Second})
+	for _, tc := range []struct {
+		name   string
+		policy corev1.RestartPolicy
+		ann    map[string]string
+		wake   time.Duration // 0: none
+	}{
+		{"job", corev1.RestartPolicyNever, nil, 2 * time.Second},
+		{"onfailure", corev1.RestartPolicyOnFailure, nil, 2 * time.Second},
+		{"failing", corev1.RestartPolicyNever, map[string]string{AnnotationExitCode: "4"}, 2 * time.Second},
+		{"annotated", corev1.RestartPolicyNever, map[string]string{AnnotationCompleteAfter: "10s"}, 10 * time.Second},
+		{"always", corev1.RestartPolicyAlways, nil, 0},
+		{"always-exit-code", corev1.RestartPolicyAlways, map[string]string{AnnotationExitCode: "4"}, 0},
+	} {
+		createPod(t, c, tc.name, tc.policy, tc.ann)
+		if tc.wake > 0 {
+			waitWoken(t, s, tc.name, epoch.Add(tc.wake))
+		} else {
+			waitPod(t, c, tc.name, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+		}
+	}
+	clk.Step(2 * time.Second)
+	finished := func(name string, phase corev1.PodPhase, code int32, reason string) {
+		t.Helper()
+		p := waitPod(t, c, name, string(phase), func(p *corev1.Pod) bool { return p.Status.Phase == phase })
+		for _, cs := range p.Status.ContainerStatuses {
+			if tm := cs.State.Terminated; tm == nil || tm.ExitCode != code || tm.Reason != reason {
+				t.Errorf("%s container %s: %+v, want terminated %d %s", name, cs.Name, cs.State, code, reason)
+			}
+		}
+	}
+	finished("job", corev1.PodSucceeded, 0, "Completed")
+	finished("onfailure", corev1.PodSucceeded, 0, "Completed")
+	finished("failing", corev1.PodFailed, 4, "Error")
+	// The annotation wins over the run time; pods that restart Always run
+	// on, exit code or not.
+	clk.Step(5 * time.Second)
+	for _, name := range []string{"annotated", "always", "always-exit-code"} {
+		if p := getPod(t, c, name); p.Status.Phase != corev1.PodRunning || p.Status.ContainerStatuses[0].RestartCount != 0 {
+			t.Errorf("%s after 7 s: phase %s, restarts %d; want Running, never restarted", name, p.Status.Phase, p.Status.ContainerStatuses[0].RestartCount)
+		}
+	}
+	s.pods.mu.Lock()
+	for _, name := range []string{"always", "always-exit-code"} {
+		if w := s.pods.wake[types.UID("uid-"+name)]; !w.IsZero() {
+			t.Errorf("%s has a wake-up at %v, want none", name, w)
+		}
+	}
+	s.pods.mu.Unlock()
+	clk.Step(3 * time.Second)
+	finished("annotated", corev1.PodSucceeded, 0, "Completed")
 }

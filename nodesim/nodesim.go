@@ -19,9 +19,10 @@
 // AnnotationExitCode) or else the node's Options (ReadyAfter,
 // CompleteAfter, ExitCode): Ready that long after they start, and exited
 // that long after they start with that code, then restarted or finished
-// (Succeeded or Failed) as the pod's restartPolicy says. Without either a
-// pod stays Running until it is deleted (docs/kubernetes-behaviour.md,
-// G.13). A pod being deleted (deletionTimestamp set) has its containers
+// (Succeeded or Failed) as the pod's restartPolicy says. Without either,
+// a pod whose restartPolicy is Never or OnFailure exits after
+// Options.PodRunTime, and any other pod stays Running until it is deleted
+// (docs/kubernetes-behaviour.md, G.13). A pod being deleted (deletionTimestamp set) has its containers
 // reported terminated (exit code 0, phase Succeeded; a finished pod keeps
 // its status) and is then deleted
 // with grace period 0 and a UID precondition, at once: simulated
@@ -60,6 +61,12 @@ const (
 	DefaultStatusInterval    = time.Minute
 	DefaultRunningDelay      = time.Second // what the command line uses; the zero Options value means at once
 	DefaultWorkers           = 8
+	// DefaultPodRunTime is what the command line uses for
+	// Options.PodRunTime (the zero value means such pods run until
+	// deleted): long enough to see a Job's pod Running, short enough
+	// that `kubectl wait --for=condition=complete` and `helm test` do
+	// not wait on it.
+	DefaultPodRunTime = 2 * time.Second
 
 	// MaxCount is how many nodes one simulator can give distinct pod CIDRs
 	// (/24s inside 10.0.0.0/8 that avoid the node addresses).
@@ -116,6 +123,13 @@ type Options struct {
 	// ExitCode is the code they exit with, for pods without the
 	// AnnotationExitCode annotation: 0 to 255.
 	ExitCode int32
+	// PodRunTime is how long after they start the containers of a pod
+	// whose restartPolicy is Never or OnFailure exit, when neither
+	// CompleteAfter nor the pod's AnnotationCompleteAfter says otherwise,
+	// so that Jobs and test pods finish (docs/kubernetes-behaviour.md,
+	// G.13); zero means such pods run until deleted. Pods that restart
+	// Always are not affected.
+	PodRunTime time.Duration
 	// HeartbeatInterval is how often leases are renewed; zero means
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -200,6 +214,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("complete after %v: must not be negative", o.CompleteAfter)
 	case o.ExitCode < 0 || o.ExitCode > 255:
 		return o, fmt.Errorf("exit code %d: want 0 to 255", o.ExitCode)
+	case o.PodRunTime < 0:
+		return o, fmt.Errorf("pod run time %v: must not be negative", o.PodRunTime)
 	case o.HeartbeatInterval < 0:
 		return o, fmt.Errorf("heartbeat interval %v: must not be negative", o.HeartbeatInterval)
 	case o.StatusInterval < 0:

@@ -28,6 +28,7 @@ func TestNewRejectsOptions(t *testing.T) {
 		{"bad label", Options{Count: 1, Labels: map[string]string{"a b": "c"}}, `label key "a b"`},
 		{"bad taint", Options{Count: 1, Taints: []corev1.Taint{{Key: "k", Effect: "Never"}}}, `taint k effect "Never"`},
 		{"negative delay", Options{Count: 1, RunningDelay: -time.Second}, "running delay -1s"},
+		{"negative run time", Options{Count: 1, PodRunTime: -time.Second}, "pod run time -1s: must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(fake.NewClientset(), tc.o)

@@ -139,7 +139,7 @@ func (c *Cluster) runComponentsOnce(ctx context.Context, logger *slog.Logger) er
 		if err != nil {
 			return err
 		}
-		so := nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay, Logger: logger.With("component", "nodes")}
+		so := nodesim.Options{Count: c.Nodes, RunningDelay: nodesim.DefaultRunningDelay, PodRunTime: c.PodRunTime, Logger: logger.With("component", "nodes")}
 		if c.NodeBootstrap {
 			// Each node's own identity, system:node:NAME, serves its
 			// certificate requests; its node, lease and pod writes still

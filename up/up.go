@@ -2,8 +2,8 @@
 // PKI if the directory has none, the API server (package
 // apiserver/server) on loopback, the gateway in front of it, calling it in
 // process, the controllers (controllers/manager: the garbage collector,
-// the namespace controller, the node lifecycle taint pass, ...), and, with
-// --nodes, the scheduler and simulated nodes.
+// the namespace controller, the node lifecycle taint pass, ...), and, unless
+// --nodes is 0, the scheduler and simulated nodes.
 package up
 
 import (
@@ -46,9 +46,21 @@ type Options struct {
 	// TLS are the cipher suites and minimum TLS version both the gateway
 	// and the API server serve.
 	TLS serving.TLSFlags
+	// APIServerAddress is HOST:PORT where the API server behind the
+	// gateway listens; "" means 127.0.0.1:0, a free loopback port.
+	APIServerAddress string
 	// Nodes is how many simulated nodes the cluster runs (nodesim), with
 	// the scheduler; 0 means neither runs (the controllers always do).
+	// The command line's default is DefaultNodes.
 	Nodes int
+	// PodRunTime is how long the simulated containers of pods with
+	// restartPolicy Never or OnFailure run before they exit
+	// (nodesim.Options.PodRunTime); 0 means until deleted.
+	PodRunTime time.Duration
+	// AnonymousAuth is the gateway's --anonymous-auth when
+	// AnonymousAuthSet; unset, a request without credentials is anonymous
+	// on the health and version paths only (A.5).
+	AnonymousAuth, AnonymousAuthSet bool
 	// NodeBootstrap makes the simulated nodes start as kubelets joining
 	// with a bootstrap token do (H.5): up creates a bootstrap token each
 	// run and writes DIR/bootstrap-kubelet.conf with it, and each node
@@ -127,6 +139,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--nodes %d is negative", o.Nodes)
 	case o.NodeBootstrap && o.Nodes == 0:
 		return errors.New("--node-bootstrap needs simulated nodes (--nodes N)")
+	case o.PodRunTime < 0:
+		return fmt.Errorf("--pod-run-time %s is negative", o.PodRunTime)
 	case o.UsagePercent < 0:
 		return fmt.Errorf("--usage-percent %d is negative", o.UsagePercent)
 	case o.RequestTimeout < 0:
@@ -136,6 +150,9 @@ func (o *Options) Validate() error {
 	case o.InitPKI == nil:
 		return errors.New("up: InitPKI is required")
 	}
+	if _, _, err := o.apiServerAddress(); err != nil {
+		return err
+	}
 	if _, err := manager.Select(o.Controllers); err != nil {
 		return err
 	}
@@ -143,6 +160,45 @@ func (o *Options) Validate() error {
 		return err
 	}
 	return o.TLS.Validate()
+}
+
+// DefaultNodes is the command line's --nodes: the fewest nodes on which
+// topology spreading, anti-affinity and a rolling update across nodes
+// show, and on which a Deployment's default 3 replicas land on distinct
+// nodes.
+const DefaultNodes = 3
+
+// apiServerAddress splits APIServerAddress, naming the flag when it is
+// wrong.
+func (o *Options) apiServerAddress() (string, int, error) {
+	if o.APIServerAddress == "" {
+		return "127.0.0.1", 0, nil
+	}
+	host, p, err := net.SplitHostPort(o.APIServerAddress)
+	if err != nil {
+		return "", 0, fmt.Errorf("--apiserver-address %q is not HOST:PORT", o.APIServerAddress)
+	}
+	if net.ParseIP(host) == nil {
+		return "", 0, fmt.Errorf("--apiserver-address %q: %q is not an IP address", o.APIServerAddress, host)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("--apiserver-address %q: %q is not a port number (0 for a free one)", o.APIServerAddress, p)
+	}
+	if port == o.SecurePort && overlap(host, o.BindAddress) {
+		return "", 0, fmt.Errorf("--apiserver-address %q: the gateway listens there (--secure-port %d)", o.APIServerAddress, o.SecurePort)
+	}
+	return host, port, nil
+}
+
+// overlap reports whether listeners on hosts a and b ("" is every address)
+// can take the same address.
+func overlap(a, b string) bool {
+	every := func(h string) bool { ip := net.ParseIP(h); return h == "" || (ip != nil && ip.IsUnspecified()) }
+	if every(a) || every(b) {
+		return true
+	}
+	return net.ParseIP(a).Equal(net.ParseIP(b))
 }
 
 // Cluster is a running local cluster.
@@ -155,8 +211,9 @@ type Cluster struct {
 	// NodeBootstrap and SigningDuration are Options'.
 	NodeBootstrap   bool
 	SigningDuration time.Duration
-	// UsagePercent is Options'.
+	// UsagePercent and PodRunTime are Options'.
 	UsagePercent int
+	PodRunTime   time.Duration
 	// Controllers is Options.Controllers.
 	Controllers []string
 	APIServer   *server.Server
@@ -168,8 +225,8 @@ type Cluster struct {
 }
 
 // Start brings the cluster up: the PKI if DIR/pki is missing, the API server
-// on a free loopback port over DIR/state.db (or etcd), trusting the
-// front-proxy CA for request-header identities (front-proxy-client only),
+// on Options.APIServerAddress (a free loopback port by default) over
+// DIR/state.db (or etcd), trusting the front-proxy CA for request-header identities (front-proxy-client only),
 // the cluster CA for client certificates and sa.pub for service-account
 // tokens, and the gateway on the secure port in front of it. Everything
 // stops when ctx is done; Serve waits for that.
@@ -210,7 +267,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	pki := func(name string) string { return filepath.Join(pkiDir, name) }
 
 	a := server.Defaults()
-	a.BindAddress, a.SecurePort = "127.0.0.1", 0
+	a.BindAddress, a.SecurePort, _ = o.apiServerAddress() // checked in Validate
 	a.TLSCertFile, a.TLSKeyFile = pki("apiserver.crt"), pki("apiserver.key")
 	a.TLS = o.TLS
 	a.ClientCAFile = pki("ca.crt")
@@ -268,7 +325,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	g.AuthenticationConfigFile = o.AuthenticationConfigFile
 	g.AuditLogPath = o.AuditLogPath
 	g.EnableBootstrapTokenAuth = true
-	g.Upstream = api.URL()
+	g.AnonymousAuth, g.AnonymousAuthSet = o.AnonymousAuth, o.AnonymousAuthSet
+	g.Upstream = apiServerURL(api)
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {
 		api.Close()
 		return nil, err
@@ -278,7 +336,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		api.Close()
 		return nil, err
 	}
-	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, UsagePercent: o.UsagePercent, Controllers: o.Controllers, HPA: o.HPA, APIServer: api, Gateway: gw, logger: o.Logger}
+	c := &Cluster{Dir: o.Dir, Server: serverURL, Nodes: o.Nodes, NodeBootstrap: o.NodeBootstrap, SigningDuration: o.SigningDuration, UsagePercent: o.UsagePercent, PodRunTime: o.PodRunTime, Controllers: o.Controllers, HPA: o.HPA, APIServer: api, Gateway: gw, logger: o.Logger}
 	state := filepath.Join(o.Dir, server.StateFile)
 	if len(o.EtcdServers) > 0 {
 		state = "etcd at " + o.EtcdServers[0]
@@ -389,6 +447,15 @@ func gatewayTransport(ctx context.Context, api *server.Server, pki func(string) 
 		return nil, err
 	}
 	return api.InProcessTransport(frontProxy, fallback), nil
+}
+
+// apiServerURL is where the gateway reaches the API server: its
+// listener's address, or loopback when it listens on every address.
+func apiServerURL(api *server.Server) string {
+	if a, ok := api.Listener.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port))
+	}
+	return api.URL()
 }
 
 func fileExists(path string) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/kubegate/kubegate/internal/serving"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testtool"
+	"io"
 	"k8s.io/client-go/rest"
 	"log/slog"
 	"net/http"
@@ -242,7 +243,14 @@ func TestOptionsValidate(t *testing.T) {
 		{"negative nodes", Options{Dir: "d", SecurePort: 6443, Nodes: -1, InitPKI: noop}, "--nodes -1 is negative"},
 		{"node bootstrap without nodes", Options{Dir: "d", SecurePort: 6443, NodeBootstrap: true, InitPKI: noop}, "--node-bootstrap needs simulated nodes (--nodes N)"},
 		{"negative signing duration", Options{Dir: "d", SecurePort: 6443, SigningDuration: -time.Minute, InitPKI: noop}, "--cluster-signing-duration -1m0s is negative"},
-		{"ok", Options{Dir: "d", SecurePort: 6443, Nodes: 3, InitPKI: noop}, ""},
+		{"negative run time", Options{Dir: "d", SecurePort: 6443, PodRunTime: -time.Second, InitPKI: noop}, "--pod-run-time -1s is negative"},
+		{"API server address without a port", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "127.0.0.1", InitPKI: noop}, `--apiserver-address "127.0.0.1" is not HOST:PORT`},
+		{"API server address of a name", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "localhost:1", InitPKI: noop}, `--apiserver-address "localhost:1": "localhost" is not an IP address`},
+		{"API server address of a bad port", Options{Dir: "d", SecurePort: 6443, APIServerAddress: "[::1]:x", InitPKI: noop}, `--apiserver-address "[::1]:x": "x" is not a port number (0 for a free one)`},
+		{"API server address on the gateway's", Options{Dir: "d", SecurePort: 6443, BindAddress: "0.0.0.0", APIServerAddress: "127.0.0.1:6443", InitPKI: noop},
+			`--apiserver-address "127.0.0.1:6443": the gateway listens there (--secure-port 6443)`},
+		{"ok", Options{Dir: "d", SecurePort: 6443, Nodes: 3, APIServerAddress: "[::1]:0", InitPKI: noop}, ""},
+		{"ok on the gateway's port of another address", Options{Dir: "d", SecurePort: 6443, BindAddress: "127.0.0.1", APIServerAddress: "127.0.0.2:6443", InitPKI: noop}, ""},
 		{"ok with node bootstrap", Options{Dir: "d", SecurePort: 6443, Nodes: 3, NodeBootstrap: true, SigningDuration: time.Hour, InitPKI: noop}, ""},
 	}
 	for _, tt := range tests {
@@ -350,3 +358,52 @@ func TestGatewayInProcessIdentity(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAPIServerAddressAndAnonymousHealth_A5 runs up with the API server on
+// a port chosen here, and checks that it listens there, and that the
+// gateway answers a request without credentials on the health and version
+// paths (RBAC's system:public-info-viewer decides: a sub-path it does not
+// list is 403) and refuses it elsewhere with 401 (docs/kubernetes-behaviour.md,
+// A.5).
+func TestAPIServerAddressAndAnonymousHealth_A5(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	apiPort, port := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := Start(ctx, Options{Dir: dir, SecurePort: port, APIServerAddress: fmt.Sprintf("127.0.0.1:%d", apiPort), InitPKI: initPKI, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	if got, want := c.APIServer.Listener.Addr().String(), fmt.Sprintf("127.0.0.1:%d", apiPort); got != want {
+		t.Errorf("the API server listens on %s, want %s", got, want)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec G402 -- a test of the status codes only
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := client.Get(c.Server + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	testwait.For(t, 30*time.Second, "/readyz without credentials", func() (bool, string) {
+		code, body := get("/readyz")
+		return code == http.StatusOK && body == "ok", fmt.Sprintf("%d %q", code, body)
+	})
+	for path, want := range map[string]int{"/livez": 200, "/healthz": 200, "/version": 200, "/version/": 200, "/readyz/etcd": 403, "/api": 401, "/apis": 401, "/metrics": 401} {
+		if code, body := get(path); code != want {
+			t.Errorf("GET %s without credentials: %d %q, want %d", path, code, body, want)
+		}
+	}
+}

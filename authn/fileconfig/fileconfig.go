@@ -75,6 +75,10 @@ func Load(ctx context.Context, o Options, logger *slog.Logger) (_ authn.Config, 
 		interval = filewatch.DefaultInterval
 	}
 	ac := authn.Config{Anonymous: o.AnonymousAuth, TokenCache: authn.DefaultCacheOptions(), APIAudiences: o.Audiences()}
+	if o.HealthAnonymous && !o.AnonymousAuthSet {
+		// An anonymous section of --authentication-config replaces this.
+		ac.Anonymous, ac.AnonymousTrees = true, authn.HealthPaths()
+	}
 	watch := func(flag, path string, load filewatch.LoadFunc) error {
 		if err := filewatch.Watch(ctx, path, interval, load, logger); err != nil {
 			return fmt.Errorf("%s: %w", flag, err)

@@ -37,6 +37,12 @@ type Flags struct {
 	// AnonymousAuthSet records that --anonymous-auth was given, which an
 	// authentication configuration with an anonymous section forbids.
 	AnonymousAuthSet bool
+	// HealthAnonymous, when --anonymous-auth is not given and no
+	// authentication configuration has an anonymous section, makes a
+	// request without credentials anonymous on authn.HealthPaths and the
+	// paths under them only (docs/kubernetes-behaviour.md, A.5). The
+	// gateway's default; kube-apiserver's is anonymous everywhere.
+	HealthAnonymous bool
 
 	// AuthenticationConfigFile is --authentication-config: JWT
 	// authenticators and anonymous settings, reloaded when it changes.

@@ -34,7 +34,7 @@ func loadJWT(ctx context.Context, o Options, interval time.Duration, logger *slo
 			return fmt.Errorf("--authentication-config: %w", err) // the error names the file
 		}
 		if f.anonymous != nil {
-			ac.Anonymous = f.anonymous.Enabled
+			ac.Anonymous, ac.AnonymousTrees = f.anonymous.Enabled, nil
 			for _, c := range f.anonymous.Conditions {
 				ac.AnonymousPaths = append(ac.AnonymousPaths, c.Path)
 			}

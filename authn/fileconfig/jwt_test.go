@@ -314,3 +314,42 @@ func TestPendingReloadDroppedWhenTheFileChanges_A8(t *testing.T) {
 		})
 	}
 }
+
+// With HealthAnonymous and --anonymous-auth not given, a request without
+// credentials is anonymous on the health and version paths only; the
+// flag given either way, or an anonymous section in the file, decides
+// instead (A.5).
+func TestHealthAnonymous_A5(t *testing.T) {
+	iss := jwttest.NewIssuer(t, jwttest.NewKey(t, "a", "RS256"))
+	withSection := filepath.Join(t.TempDir(), "auth.yaml")
+	write(t, withSection, []byte(authConfig("anonymous:\n  enabled: true\n  conditions:\n  - path: /livez\n", iss)))
+	without := filepath.Join(t.TempDir(), "auth.yaml")
+	write(t, without, []byte(authConfig("", iss)))
+	for name, c := range map[string]struct {
+		f    Flags
+		want map[string]string
+	}{
+		"not given": {Flags{HealthAnonymous: true},
+			map[string]string{"/readyz": authn.Anonymous, "/readyz/etcd": authn.Anonymous, "/livez/ping": authn.Anonymous, "/healthz": authn.Anonymous, "/version/": authn.Anonymous, "/api": "none", "/metrics": "none"}},
+		"not given, a file without a section": {Flags{HealthAnonymous: true, AuthenticationConfigFile: without},
+			map[string]string{"/readyz": authn.Anonymous, "/api": "none"}},
+		"true": {Flags{HealthAnonymous: true, AnonymousAuth: true, AnonymousAuthSet: true},
+			map[string]string{"/readyz": authn.Anonymous, "/api": authn.Anonymous}},
+		"false": {Flags{HealthAnonymous: true, AnonymousAuthSet: true},
+			map[string]string{"/readyz": "none", "/version": "none", "/api": "none"}},
+		"a file's section": {Flags{HealthAnonymous: true, AuthenticationConfigFile: withSection},
+			map[string]string{"/livez": authn.Anonymous, "/livez/ping": "none", "/readyz": "none", "/api": "none"}},
+		"kube-apiserver's default, off": {Flags{},
+			map[string]string{"/readyz": "none"}},
+	} {
+		a, err := loadJWTConfig(t, c.f)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for path, want := range c.want {
+			if got := bearerUser(a, path, ""); got != want {
+				t.Errorf("%s: GET %s without credentials: %s, want %s", name, path, got, want)
+			}
+		}
+	}
+}

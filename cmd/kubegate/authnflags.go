@@ -26,7 +26,11 @@ func addAuthnFlags(fs *pflag.FlagSet, f *fileconfig.Flags, saKeyUsage, saLookupU
 	fs.StringSliceVar(&f.RequestHeaderUIDHeaders, "requestheader-uid-headers", f.RequestHeaderUIDHeaders, "headers carrying the UID")
 	fs.StringSliceVar(&f.RequestHeaderGroupHeaders, "requestheader-group-headers", f.RequestHeaderGroupHeaders, "headers carrying groups")
 	fs.StringSliceVar(&f.RequestHeaderExtraPrefixes, "requestheader-extra-headers-prefix", f.RequestHeaderExtraPrefixes, "header prefixes carrying extra")
-	fs.BoolVar(&f.AnonymousAuth, "anonymous-auth", f.AnonymousAuth, "treat requests without credentials as system:anonymous")
+	anonUsage := "treat requests without credentials as system:anonymous"
+	if f.HealthAnonymous {
+		anonUsage = "true: requests without credentials are system:anonymous on every path, RBAC decides (kube-apiserver's meaning); false: nowhere; not given: only on /healthz, /livez, /readyz, /version and their sub-paths"
+	}
+	fs.BoolVar(&f.AnonymousAuth, "anonymous-auth", f.AnonymousAuth, anonUsage)
 	track(fs, "anonymous-auth", &f.AnonymousAuthSet)
 	fs.StringVar(&f.AuthenticationConfigFile, "authentication-config", "", "AuthenticationConfiguration file (apiserver.config.k8s.io/v1): JWT issuers with claim mappings and validation rules, and anonymous paths; reloaded when it changes")
 	addOIDCFlags(fs, &f.OIDC)

@@ -23,6 +23,7 @@ type nodesSimulateOptions struct {
 	count                              int
 	runningDelay, heartbeat, status    time.Duration
 	readyAfter, completeAfter          time.Duration
+	podRunTime                         time.Duration
 	exitCode                           int32
 }
 
@@ -41,15 +42,23 @@ func (o *nodesSimulateOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.readyAfter, "ready-after", 0, "how long after its containers start a pod becomes Ready, unless annotated "+nodesim.AnnotationReadyAfter)
 	fs.DurationVar(&o.completeAfter, "complete-after", 0, "how long after they start a pod's containers exit, unless annotated "+nodesim.AnnotationCompleteAfter+" (0: they never do)")
 	fs.Int32Var(&o.exitCode, "exit-code", 0, "the code they exit with (0 to 255), unless annotated "+nodesim.AnnotationExitCode)
+	addPodRunTimeFlag(fs, &o.podRunTime)
 	fs.DurationVar(&o.heartbeat, "heartbeat-interval", nodesim.DefaultHeartbeatInterval, "how often each node's lease is renewed")
 	fs.DurationVar(&o.status, "status-interval", nodesim.DefaultStatusInterval, "how often each node's condition heartbeats are written")
+}
+
+// addPodRunTimeFlag registers --pod-run-time, which `kubegate nodes
+// simulate` and `kubegate up` share (docs/kubernetes-behaviour.md, G.13).
+func addPodRunTimeFlag(fs *pflag.FlagSet, d *time.Duration) {
+	fs.DurationVar(d, "pod-run-time", nodesim.DefaultPodRunTime, "how long after they start the containers of a pod with restartPolicy Never or OnFailure exit (code 0, or that of the "+
+		nodesim.AnnotationExitCode+" annotation), unless --complete-after or the "+nodesim.AnnotationCompleteAfter+" annotation says otherwise, so that Jobs and test pods finish; pods with restartPolicy Always run until deleted (0: these too)")
 }
 
 // simOptions parses and checks the flags as nodesim.Options.
 func (o *nodesSimulateOptions) simOptions() (nodesim.Options, error) {
 	so := nodesim.Options{Count: o.count, Prefix: o.prefix, RunningDelay: o.runningDelay,
 		HeartbeatInterval: o.heartbeat, StatusInterval: o.status,
-		ReadyAfter: o.readyAfter, CompleteAfter: o.completeAfter, ExitCode: o.exitCode}
+		ReadyAfter: o.readyAfter, CompleteAfter: o.completeAfter, ExitCode: o.exitCode, PodRunTime: o.podRunTime}
 	if o.count < 1 {
 		return so, fmt.Errorf("--count %d: want 1 to %d nodes", o.count, nodesim.MaxCount)
 	}
@@ -58,6 +67,9 @@ func (o *nodesSimulateOptions) simOptions() (nodesim.Options, error) {
 	}
 	if o.readyAfter < 0 || o.completeAfter < 0 {
 		return so, errors.New("--ready-after and --complete-after must not be negative")
+	}
+	if o.podRunTime < 0 {
+		return so, fmt.Errorf("--pod-run-time %v: must not be negative", o.podRunTime)
 	}
 	if o.exitCode < 0 || o.exitCode > 255 {
 		return so, fmt.Errorf("--exit-code %d: want 0 to 255", o.exitCode)

@@ -12,7 +12,7 @@ cp "$EXAMPLES/walkthrough/app.json" .
 
 step "start the cluster: PKI, API server, gateway, scheduler and three nodes"
 PORT=$(free_port)
-background up.log kubegate up --dir cluster --nodes 3 --secure-port "$PORT"
+background up.log kubegate up --dir cluster --secure-port "$PORT"
 wait_for_log up.log "kubegate is up" 30
 export KUBECONFIG=$PWD/cluster/admin.conf
 

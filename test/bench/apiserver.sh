@@ -190,7 +190,7 @@ launch() {
 	kubegate-up | kubegate-up-base)
 		local kg=$KG
 		[[ $sys == kubegate-up-base ]] && kg=$KUBEGATE_BASE_BIN
-		start "$dir/kubegate.log" "$kg" up --dir "$dir/cluster" --secure-port "$port"
+		start "$dir/kubegate.log" "$kg" up --dir "$dir/cluster" --secure-port "$port" --nodes 0
 		MEASURED=$LAST_PID
 		KUBECONFIG_FILE=$dir/cluster/admin.conf
 		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1

@@ -137,7 +137,7 @@ launch() {
 		;;
 	kubegate-up)
 		port=$(free_port)
-		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
+		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port" --nodes 0
 		MEASURED=$LAST_PID
 		KUBECONFIG_FILE=$dir/cluster/admin.conf
 		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1

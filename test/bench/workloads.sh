@@ -202,7 +202,7 @@ launch() {
 		KUBECONFIG_FILE=$dir/admin.conf
 		;;
 	kubegate-split)
-		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port"
+		start "$dir/kubegate.log" "$KG" up --dir "$dir/cluster" --secure-port "$port" --nodes 0
 		MEASURED=kubegate=$LAST_PID
 		KUBECONFIG_FILE=$dir/cluster/admin.conf
 		wait_port "$port" "$LAST_PID" "$dir/kubegate.log" || return 1

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,9 +90,14 @@ func (s *server) kubectl(t *testing.T, stdin string, args ...string) (int, strin
 }
 
 // startKubegate runs `kubegate up` in a new directory, with args added to
-// its command line.
+// its command line; without --nodes in args it runs no nodes and no
+// scheduler (--nodes 0), as the kube-apiserver it is compared with has
+// none.
 func startKubegate(t *testing.T, args ...string) *server {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return a == "--nodes" || strings.HasPrefix(a, "--nodes=") }) {
+		args = append([]string{"--nodes", "0"}, args...)
+	}
 	dir := t.TempDir()
 	port := testtool.FreePort(t)
 	log := filepath.Join(dir, "kubegate.log")

@@ -3,11 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,17 +27,18 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// runExample runs examples/NAME/run.sh with the test's kubegate binary and
-// returns everything it printed (stdout and stderr interleaved) and its
-// exit code. The script's work directory goes under a test directory that
-// must be empty again afterwards: every example cleans up after itself.
-func runExample(t *testing.T, name string) (string, int) {
+// runExample runs examples/NAME/run.sh with the test's kubegate binary,
+// with env added to its environment, and returns everything it printed
+// (stdout and stderr interleaved) and its exit code. The script's work
+// directory goes under a test directory that must be empty again
+// afterwards: every example cleans up after itself.
+func runExample(t *testing.T, name string, env []string) (string, int) {
 	t.Helper()
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot(t), "examples", name, "run.sh"))
-	cmd.Env = append(kubectlEnv(t), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp)
+	cmd.Env = append(append(kubectlEnv(t), "KUBEGATE="+kubegateBin, "TMPDIR="+tmp), env...)
 	// On timeout, SIGTERM lets the script's trap stop what it started.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 15 * time.Second
@@ -68,8 +71,10 @@ func TestExamples(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		require func(t *testing.T) // what else the example needs; nil: nothing
-		want    []string           // regular expressions, matched against the whole output in order
+		example string                      // examples/EXAMPLE/run.sh; "": name
+		env     func(t *testing.T) []string // what else the script's environment holds; nil: nothing
+		require func(t *testing.T)          // what else the example needs; nil: nothing
+		want    []string                    // regular expressions, matched against the whole output in order
 		check   func(t *testing.T, out string)
 	}{
 		{
@@ -133,26 +138,15 @@ func TestExamples(t *testing.T) {
 		},
 		{
 			name: "front-proxy",
-			want: []string{
-				`kubegate apiserver serving on https://127\.0\.0\.1:\d+`,
-				`gateway serving on`,
-				`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\]`,
-				`GET namespaces: HTTP 200`,
-				`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
-				`GET pods: HTTP 200`,
-				`POST pod: HTTP 403`,
-				`Username +alice\n`,
-				`No resources found in default namespace`,
-				`(?m)^no\n\(exit code 1, as expected\)`,
-				// A client's X-Remote-User: mallory changes nothing.
-				`X-Remote-User: mallory' -H 'X-Remote-Group: system:masters'\n"userInfo":\{"username":"kubernetes-admin"`,
-				`X-Remote-User: mallory'\n"userInfo":\{"username":"alice"`,
-				`clusterrole\.rbac\.authorization\.k8s\.io/kubegate-gateway created`,
-				`impersonating gateway serving on`,
-				`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
-				`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\],"extra":\{"authentication\.kubernetes\.io/credential-id":\["X509SHA256=`,
-				`No resources found in default namespace`,
-			},
+			want: frontProxyWant(`kubegate apiserver serving on https://127\.0\.0\.1:\d+`),
+		},
+		{
+			// The same against a real kube-apiserver, which grants the
+			// gateway's own identity nothing but what rbac.yaml binds.
+			name:    "front-proxy-kube-apiserver",
+			example: "front-proxy",
+			env:     func(t *testing.T) []string { return []string{"KUBE_BIN=" + kubeBinaries(t)} },
+			want:    frontProxyWant(`kube-apiserver serving on https://127\.0\.0\.1:\d+`),
 		},
 		{
 			name: "tokens",
@@ -222,9 +216,17 @@ func TestExamples(t *testing.T) {
 			if tc.require != nil {
 				tc.require(t)
 			}
-			out, code := runExample(t, tc.name)
+			var env []string
+			if tc.env != nil {
+				env = tc.env(t)
+			}
+			example := tc.example
+			if example == "" {
+				example = tc.name
+			}
+			out, code := runExample(t, example, env)
 			if code != 0 {
-				t.Fatalf("examples/%s/run.sh exited %d, want 0; output:\n%s", tc.name, code, out)
+				t.Fatalf("examples/%s/run.sh exited %d, want 0; output:\n%s", example, code, out)
 			}
 			rest := out
 			for _, w := range tc.want {
@@ -242,6 +244,71 @@ func TestExamples(t *testing.T) {
 			}
 		})
 	}
+}
+
+// frontProxyWant is what examples/front-proxy prints, in order, after the
+// line that says its API server serves: rbac.yaml applied for the
+// gateway's own identity, then a client certificate, a static token and a
+// service-account token through the gateway in request-header mode and in
+// impersonate mode.
+func frontProxyWant(serving string) []string {
+	return []string{
+		serving,
+		`clusterrole\.rbac\.authorization\.k8s\.io/kubegate-gateway created`,
+		`clusterrolebinding\.rbac\.authorization\.k8s\.io/kubegate-gateway created`,
+		`role\.rbac\.authorization\.k8s\.io/kubegate-gateway created`,
+		`gateway serving on`,
+		`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\]`,
+		`GET namespaces: HTTP 200`,
+		`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
+		`GET pods: HTTP 200`,
+		`POST pod: HTTP 403`,
+		`Username +alice\n`,
+		`No resources found in default namespace`,
+		`(?m)^no\n\(exit code 1, as expected\)`,
+		// The gateway looked the service account up as itself.
+		`"userInfo":\{"username":"system:serviceaccount:default:builder","uid":"[0-9a-f-]{36}","groups":\["system:serviceaccounts","system:serviceaccounts:default","system:authenticated"\]`,
+		// A client's X-Remote-User: mallory changes nothing.
+		`X-Remote-User: mallory' -H 'X-Remote-Group: system:masters'\n"userInfo":\{"username":"kubernetes-admin"`,
+		`X-Remote-User: mallory'\n"userInfo":\{"username":"alice"`,
+		`impersonating gateway serving on`,
+		`"userInfo":\{"username":"alice","uid":"alice-uid","groups":\["devs","system:authenticated"\]\}`,
+		`"userInfo":\{"username":"kubernetes-admin","groups":\["kubeadm:cluster-admins","system:authenticated"\],"extra":\{"authentication\.kubernetes\.io/credential-id":\["X509SHA256=`,
+		`"userInfo":\{"username":"system:serviceaccount:default:builder"`,
+		`No resources found in default namespace`,
+	}
+}
+
+var (
+	kubeOnce sync.Once
+	kubeDir  string
+	kubeErr  error
+)
+
+// kubeBinaries returns the directory of the kube-apiserver and etcd that
+// test/conformance/kube/build.sh builds from the module proxy, once per
+// machine. When they cannot be built the test is skipped, or fails when
+// CI=true, as for any tool a test needs.
+func kubeBinaries(t *testing.T) string {
+	t.Helper()
+	requireTool(t, "go") // build.sh builds with it
+	kubeOnce.Do(func() {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(filepath.Join(repoRoot(t), "test", "conformance", "kube", "build.sh"))
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			kubeErr = fmt.Errorf("test/conformance/kube/build.sh: %v\n%s", err, errb.String())
+			return
+		}
+		kubeDir = strings.TrimSpace(out.String())
+	})
+	if kubeErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("kube-apiserver is required in CI: %v", kubeErr)
+		}
+		t.Skipf("no kube-apiserver: %v", kubeErr)
+	}
+	return kubeDir
 }
 
 // podHash matches a pod-template-hash: kube's safe encoding of a 32-bit

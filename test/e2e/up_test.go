@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,14 +28,26 @@ type upCluster struct {
 }
 
 // startUp runs `kubegate up --dir dir [extra...]` on a free port (or port,
-// if not 0) and waits until it says it is up.
+// if not 0) and waits until it says it is up. Without --nodes in extra it
+// runs no nodes and no scheduler (--nodes 0): the tests that want them,
+// or run their own, say so.
 func startUp(t *testing.T, dir string, port int, extra ...string) *upCluster {
 	t.Helper()
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--nodes" || strings.HasPrefix(a, "--nodes=") }) {
+		extra = append([]string{"--nodes", "0"}, extra...)
+	}
 	if port == 0 {
 		port = freePort(t)
 	}
+	return startUpArgs(t, dir, port, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, extra...))
+}
+
+// startUpArgs runs kubegate with args, a `kubegate up` of dir serving on
+// port, and waits until it says it is up.
+func startUpArgs(t *testing.T, dir string, port int, args []string) *upCluster {
+	t.Helper()
 	c := &upCluster{dir: dir, port: port, server: fmt.Sprintf("https://127.0.0.1:%d", port), stderr: &testwait.Buffer{}}
-	c.cmd = exec.Command(kubegateBin, append([]string{"up", "--dir", dir, "--secure-port", strconv.Itoa(port)}, extra...)...)
+	c.cmd = exec.Command(kubegateBin, args...)
 	c.cmd.Stderr = c.stderr
 	begin := time.Now()
 	if err := c.cmd.Start(); err != nil {
