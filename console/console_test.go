@@ -264,6 +264,14 @@ func TestPKI_K4(t *testing.T) {
 	if w := get(t, c, APIPrefix+"pki", "viewer"); w.Code != 403 || !strings.Contains(w.Body.String(), `cannot get path \"/kubegate/ui/pki\"`) {
 		t.Errorf("viewer: %d %s, want 403 naming the path", w.Code, w.Body)
 	}
+	// A kubeconfig that cannot be read is named, never quoted.
+	secret := "s3cret-in-a-broken-kubeconfig"
+	if err := os.WriteFile(filepath.Join(dir, "broken.conf"), []byte("users:\n- name: x\n  user: {token: "+secret+"\n  ]["), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if w := get(t, c, APIPrefix+"pki", "admin"); w.Code != 500 || strings.Contains(w.Body.String(), secret) || !strings.Contains(w.Body.String(), "broken.conf") {
+		t.Errorf("broken kubeconfig: %d %s, want 500 naming broken.conf without its content", w.Code, w.Body)
+	}
 	// No directory: not configured.
 	c = newConsole(t, Config{})
 	if w := get(t, c, APIPrefix+"pki", "admin"); w.Code != 200 || !strings.Contains(w.Body.String(), `"configured":false`) {

@@ -126,9 +126,20 @@ func LoadPKI(dir string, now time.Time) (*PKI, error) {
 	}
 	p := &PKI{Configured: true, Dir: abs, Authorities: []Authority{}, Certificates: []Certificate{},
 		ServiceAccountKeys: []ServiceAccountKey{}, Kubeconfigs: []Kubeconfig{}}
-	emb, err := kubeconfig.ScanDir(dir)
+	// A kubeconfig's parse error may quote the file, and the file holds
+	// keys and tokens: the error names the file only.
+	confs, err := filepath.Glob(filepath.Join(dir, "*.conf"))
 	if err != nil {
 		return nil, err
+	}
+	for _, p := range confs {
+		if _, err := kubeconfig.Load(p); err != nil {
+			return nil, fmt.Errorf("%s is not a kubeconfig that can be read", filepath.Base(p))
+		}
+	}
+	emb, err := kubeconfig.ScanDir(dir)
+	if err != nil {
+		return nil, errors.New("the kubeconfigs' client certificates could not be read")
 	}
 	for i := range emb {
 		emb[i].KeyPEM = nil // never parsed, never kept
@@ -315,7 +326,7 @@ func kubeconfigs(dir string, found []*ca.Found) ([]Kubeconfig, error) {
 	for _, p := range paths {
 		cfg, err := kubeconfig.Load(p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s is not a kubeconfig that can be read", filepath.Base(p))
 		}
 		k := Kubeconfig{File: filepath.Base(p), Context: cfg.CurrentContext, Groups: []string{}, Credential: "none"}
 		ctx := cfg.Contexts[cfg.CurrentContext]

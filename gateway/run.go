@@ -316,6 +316,11 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 		return nil, err
 	}
 	s.HTTP = serving.NewHTTPServer(s.Gateway, tc, logger)
+	if s.Gateway.feed != nil {
+		// The console's request streams end when shutdown begins,
+		// rather than hold it up as long as their readers stay.
+		s.HTTP.RegisterOnShutdown(s.Gateway.feed.Close)
+	}
 	addr := net.JoinHostPort(o.BindAddress, fmt.Sprint(o.SecurePort))
 	if s.Listener, err = net.Listen("tcp", addr); err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
