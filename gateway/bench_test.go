@@ -17,6 +17,8 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
+	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/console"
 	"github.com/kubegate/kubegate/gateway/internal/h1"
 	"github.com/kubegate/kubegate/internal/benchcpu"
 	"github.com/kubegate/kubegate/internal/testpki"
@@ -137,28 +139,62 @@ func benchKeepAlive(b *testing.B, lean, h2, fastH2 bool) {
 // reads b.N request heads from memory, authenticates each by its client
 // certificate and relays a canned answer from an upstream connection in
 // memory. Its ns/op and allocs/op are the gateway's alone.
-func BenchmarkLeanServe(b *testing.B) {
+func BenchmarkLeanServe(b *testing.B) { benchLeanServe(b, nil) }
+
+// BenchmarkLeanServeConsole is BenchmarkLeanServe with the web console's
+// feed (docs/kubernetes-behaviour.md K.3): feed=idle with nobody reading
+// it, which costs the ring alone, and feed=read with one request stream
+// turning every record into its line.
+func BenchmarkLeanServeConsole(b *testing.B) {
+	b.Run("feed=idle", func(b *testing.B) {
+		c, _ := console.New(console.Config{Feed: console.NewFeed(0)})
+		benchLeanServe(b, c)
+	})
+	b.Run("feed=read", func(b *testing.B) {
+		c, _ := console.New(console.Config{Feed: console.NewFeed(0), Authorizer: authz.AuthorizerFunc(
+			func(context.Context, authz.Attributes) (authz.Decision, string, error) { return authz.Allow, "", nil })})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c.ServeAPI(w, r, console.Identity{User: authn.User{Name: "reader"}})
+		}))
+		defer srv.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+console.RequestsPath, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		go func() { _, _ = io.Copy(io.Discard, resp.Body) }()
+		benchLeanServe(b, c)
+	})
+}
+
+func benchLeanServe(b *testing.B, c *console.Console) {
 	ca := testpki.NewCA(b, "ca")
 	x, err := authx509.New(ca.CertPEM, authx509.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	up, _ := url.Parse("http://backend:8080")
+	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\n" +
+		"Content-Length: " + strconv.Itoa(len(benchPod)) + "\r\n\r\n" + benchPod
+	upstream := &memConn{msg: []byte(answer), n: -1}
+	pool := h1.NewUpstream(func(context.Context) (net.Conn, error) { return upstream, nil }, 1, 1)
 	g, err := New(Config{
+		FastPath:      &FastPath{up: pool, host: up.Host, pools: map[string]*h1.Upstream{up.Host: pool}},
 		Upstream:      up,
 		Authenticator: authn.New(authn.Config{X509: x}),
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Console:       c,
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	user := ca.Issue(b, testpki.Options{CN: "bench-user", Orgs: []string{"devs", "devops"}})
-	answer := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nDate: Thu, 01 Jan 2026 00:00:00 GMT\r\n" +
-		"Content-Length: " + strconv.Itoa(len(benchPod)) + "\r\n\r\n" + benchPod
-	upstream := &memConn{msg: []byte(answer), n: -1}
 	fs := h1.NewServer(h1.Options{
 		Handler:      g.serveFast,
-		Upstream:     h1.NewUpstream(func(context.Context) (net.Conn, error) { return upstream, nil }, 1, 1),
+		Upstream:     pool,
 		UpstreamHost: up.Host,
 		HTTP:         &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute},
 	}, &net.TCPAddr{})

@@ -27,6 +27,7 @@ import (
 	"github.com/kubegate/kubegate/authn/tokenfile"
 	authx509 "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/console"
 	"github.com/kubegate/kubegate/internal/fsutil"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
@@ -86,6 +87,7 @@ type envOptions struct {
 	identity      UpstreamIdentity
 	impersonation authz.Authorizer
 	metricsAuthz  authz.Authorizer
+	console       *console.Console
 	maxBodyBytes  int64
 	bodyTimeout   time.Duration
 	// headerTimeout and idleTimeout replace the server's, when set.
@@ -212,6 +214,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		IdentityHeaders:      []authn.IdentityHeaders{authn.IdentityHeaderNames([]string{"X-Custom-User", "X-Custom-Group"}, []string{"X-Custom-Extra-"})},
 		Impersonation:        o.impersonation,
 		MetricsAuthorization: o.metricsAuthz,
+		Console:              o.console,
 		Revoked:              e.revoked,
 		AuditLog:             e.audit,
 		MaxBodyBytes:         o.maxBodyBytes,

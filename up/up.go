@@ -324,6 +324,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	g.SAKeyFiles = []string{pki("sa.pub")}
 	g.AuthenticationConfigFile = o.AuthenticationConfigFile
 	g.AuditLogPath = o.AuditLogPath
+	g.ConsolePKIDir = o.Dir // the console's PKI view shows the cluster's tree
 	g.EnableBootstrapTokenAuth = true
 	g.AnonymousAuth, g.AnonymousAuthSet = o.AnonymousAuth, o.AnonymousAuthSet
 	g.Upstream = apiServerURL(api)

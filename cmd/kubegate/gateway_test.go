@@ -93,3 +93,43 @@ func TestGatewaySeveralUpstreams_J5(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayConsoleFlags_K1 parses --console and --console-pki-dir: the
+// console is on by default with no PKI view, and a PKI directory that is
+// not one, or without the console, is refused with one line naming the
+// flag.
+func TestGatewayConsoleFlags_K1(t *testing.T) {
+	required := []string{"--tls-cert-file", "c", "--tls-private-key-file", "k", "--client-ca-file", "ca", "--upstream", "https://127.0.0.1:6444"}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args         []string
+		wantConsole  bool
+		wantDir      string
+		wantValidate string
+	}{
+		{nil, true, "", ""},
+		{[]string{"--console=false"}, false, "", ""},
+		{[]string{"--console-pki-dir", dir}, true, dir, ""},
+		{[]string{"--console-pki-dir", dir + "/missing"}, true, dir + "/missing", `--console-pki-dir "` + dir + `/missing" is not a directory`},
+		{[]string{"--console=false", "--console-pki-dir", dir}, false, dir, "--console-pki-dir needs --console"},
+	} {
+		t.Run(strings.Join(append([]string{"flags"}, tc.args...), " "), func(t *testing.T) {
+			o := &gatewayOptions{Options: gateway.Defaults()}
+			fs := pflag.NewFlagSet("gateway", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append(append([]string(nil), required...), tc.args...)); err != nil {
+				t.Fatal(err)
+			}
+			if o.Console != tc.wantConsole || o.ConsolePKIDir != tc.wantDir {
+				t.Errorf("Console %v, ConsolePKIDir %q; want %v, %q", o.Console, o.ConsolePKIDir, tc.wantConsole, tc.wantDir)
+			}
+			got := ""
+			if err := o.Validate(); err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantValidate {
+				t.Errorf("Validate: %q, want %q", got, tc.wantValidate)
+			}
+		})
+	}
+}
