@@ -48,17 +48,26 @@ export function init(el, c) {
 }
 
 export async function show() {
-  if (started) return;
-  started = true;
-  mayListAll = await canI('list', 'pods');
-  nsInput.placeholder = mayListAll ? 'all namespaces' : 'namespace (required)';
+  if (!started) {
+    started = true;
+    mayListAll = await canI('list', 'pods');
+    nsInput.placeholder = mayListAll ? 'all namespaces' : 'namespace (required)';
+  }
   restart();
+}
+
+// hide stops the watches: a browser keeps only six HTTP/1.1 connections
+// per origin, and each watch holds one.
+export function hide() {
+  if (watches) watches.abort();
+  watches = null;
 }
 
 function restart() {
   if (watches) watches.abort();
   watches = new AbortController();
-  ctx.signal.addEventListener('abort', () => watches.abort(), { once: true });
+  const w = watches;
+  ctx.signal.addEventListener('abort', () => w.abort(), { once: true });
   state = {};
   const ns = nsInput.value.trim();
   if (!ns && !mayListAll) {

@@ -143,7 +143,7 @@ function timeline(certs) {
   });
   const nx = x(now);
   svg.appendChild(s('line', { x1: nx, x2: nx, y1: top - 6, y2: height, class: 'now' }));
-  svg.appendChild(s('text', { x: nx + 3, y: top - 8, class: 'now-label' }, 'now'));
+  svg.appendChild(s('text', { x: nx - 3, y: height - 4, 'text-anchor': 'end', class: 'now-label' }, 'now'));
   return h('div', { class: 'timeline-wrap' }, svg);
 }
 

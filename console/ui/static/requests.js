@@ -16,7 +16,8 @@ let status;
 let panel;
 let userFilter;
 let decisionFilter;
-let started = false;
+// The stream runs while the view is shown; rows stay when it is hidden.
+let stream = null;
 // Rows already shown, by request ID and time: a reconnected stream starts
 // again with the gateway's recent requests.
 const seen = new Set();
@@ -24,7 +25,7 @@ const seen = new Set();
 export function init(el, c) {
   root = el;
   ctx = c;
-  started = false;
+  stream = null;
   seen.clear();
   const own = ctx.session.views && ctx.session.views.requests !== 'all';
   userFilter = h('input', { type: 'search', id: 'filter-user', placeholder: 'user contains…', oninput: applyFilters });
@@ -47,16 +48,25 @@ export function init(el, c) {
 }
 
 export function show() {
-  if (started) return;
-  started = true;
+  if (stream) return;
+  stream = new AbortController();
+  ctx.signal.addEventListener('abort', () => stream && stream.abort(), { once: true });
   follow('/kubegate/ui/api/requests', add, {
-    signal: ctx.signal,
+    signal: stream.signal,
     onState: (st) => {
       if (typeof st === 'string') status.textContent = st === 'live' ? '● live' : 'reconnecting…';
       else status.textContent = 'Not allowed: ' + st.message;
       status.classList.toggle('live', st === 'live');
     },
   });
+}
+
+// hide ends the stream; showing the view again resumes it, and the
+// gateway's recent requests it starts with fill the gap.
+export function hide() {
+  if (stream) stream.abort();
+  stream = null;
+  status.textContent = 'paused';
 }
 
 function add(line) {

@@ -131,13 +131,17 @@ function filters(e) {
       if (!byPlugin.has(r.plugin)) byPlugin.set(r.plugin, []);
       byPlugin.get(r.plugin).push(r);
     }
+    const rows = [];
+    for (const [plugin, rs] of byPlugin) {
+      rs.forEach((r, i) => rows.push(h('tr', { 'data-node': r.node, 'data-plugin': plugin },
+        i === 0 ? h('td', { rowspan: rs.length, class: 'plugin' }, plugin) : null,
+        h('td', {}, r.node === '*' ? 'every node (PreFilter)' : r.node),
+        h('td', { class: 'small' }, (r.reasons || []).join(', ')))));
+    }
     out.push(h('h2', {}, 'Filtered out'),
       h('table', { class: 'grid rejected' },
         h('thead', {}, h('tr', {}, h('th', {}, 'Filter plugin'), h('th', {}, 'Node'), h('th', {}, 'Reasons'))),
-        h('tbody', {}, [...byPlugin].map(([plugin, rs]) => rs.map((r, i) => h('tr', { 'data-node': r.node, 'data-plugin': plugin },
-          i === 0 ? h('td', { rowspan: rs.length, class: 'plugin' }, plugin) : null,
-          h('td', {}, r.node === '*' ? 'every node (PreFilter)' : r.node),
-          h('td', { class: 'small' }, (r.reasons || []).join(', ')))))));
+        h('tbody', {}, rows)));
   }
   const counts = Object.entries(e.rejectedCounts || {}).sort((a, b) => (b[1] - a[1]) || a[0].localeCompare(b[0]));
   if (counts.length) {
