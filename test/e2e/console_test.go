@@ -61,13 +61,20 @@ func TestConsole_K(t *testing.T) {
 			t.Fatalf("kubectl %v: %+v", args, res)
 		}
 	}
+	huge := strings.Replace(strings.Replace(appPodYAML, "name: app\n", "name: huge\n", 1),
+		"    ports:\n", "    resources:\n      requests:\n        cpu: \"1000\"\n    ports:\n", 1)
+	must(t, c.kubectl(t, []byte(huge), "create", "-n", "a", "-f", "-"), "pod/huge created")
 	adminToken := createToken(t, c, "default", "console-admin")
 	viewerToken := createToken(t, c, "a", "viewer")
 	webPods := boundPods(t, c, "a", "app=web", 2)
 	boundPods(t, c, "b", "app=hidden-b-app", 1)
+	testwait.For(t, 30*time.Second, "huge Unschedulable", func() (bool, string) {
+		res := c.kubectl(t, nil, "get", "pod", "huge", "-n", "a", "-o", `jsonpath={.status.conditions[?(@.type=="PodScheduled")].reason}`)
+		return res.stdout == "Unschedulable", res.stdout + res.stderr
+	})
 
-	alloc := newChromium(t, chromium)
-	admin := newTab(t, alloc, c.server, shots)
+	browser := newChromium(t, chromium)
+	admin := newTab(t, browser, c.server, shots)
 
 	t.Run("token login shows the user in the top bar K1", func(t *testing.T) {
 		admin.login(t, adminToken)
@@ -141,14 +148,20 @@ func TestConsole_K(t *testing.T) {
 		evalJS[bool](t, admin, "("+row+").click(), true")
 		admin.waitFor(t, "the identity panel", `(() => { const p = document.querySelector('#view-requests aside.detail');
 			return p && !p.hidden && p.textContent.includes('serviceaccount') && p.textContent.includes('system:serviceaccounts:a'); })()`)
+		admin.shot(t, "console-requests")
 		// The decision filter hides every other decision.
 		evalJS[bool](t, admin, `(() => { const s = document.getElementById('filter-decision'); s.value = 'forbidden';
 			s.dispatchEvent(new Event('change')); return true; })()`)
-		if n := evalJS[int](t, admin, `[...document.querySelectorAll('#view-requests tr.request')].filter(r =>
-			!r.hidden && r.dataset.decision !== 'forbidden').length`); n != 0 {
-			t.Errorf("with the forbidden filter, %d other rows show", n)
+		shown := evalJS[map[string]int](t, admin, `[...document.querySelectorAll('#view-requests tr.request')].reduce((m, r) =>
+			(m[(r.hidden ? 'hidden ' : 'shown ') + r.dataset.decision] = (m[(r.hidden ? 'hidden ' : 'shown ') + r.dataset.decision] || 0) + 1, m), {})`)
+		for k, n := range shown {
+			if strings.HasPrefix(k, "shown ") && k != "shown forbidden" {
+				t.Errorf("with the forbidden filter, %d rows %s", n, k)
+			}
 		}
-		admin.shot(t, "console-requests")
+		if shown["shown forbidden"] == 0 || shown["hidden allowed"] == 0 {
+			t.Errorf("with the forbidden filter: %v; want forbidden rows shown and allowed ones hidden", shown)
+		}
 	})
 
 	t.Run("the scheduling view shows the scores scheduler explain prints K4", func(t *testing.T) {
@@ -194,6 +207,9 @@ func TestConsole_K(t *testing.T) {
 				}
 			}
 		}
+		// The pod no node can take is listed with its condition.
+		admin.waitFor(t, "huge among the pending pods", `(() => { const r = document.querySelector('#view-scheduling tr.pending-pod[data-pod="a/huge"]');
+			return r && r.textContent.includes('Unschedulable') && r.textContent.includes('Insufficient cpu'); })()`)
 		admin.shot(t, "console-scheduling")
 	})
 
@@ -210,7 +226,7 @@ func TestConsole_K(t *testing.T) {
 	})
 
 	t.Run("a namespace viewer sees its namespace only K5", func(t *testing.T) {
-		viewer := newTab(t, alloc, c.server, shots)
+		viewer := newTab(t, browser, c.server, shots)
 		viewer.login(t, viewerToken)
 		viewer.waitFor(t, "the viewer's name", `document.getElementById('whoami').textContent === 'system:serviceaccount:a:viewer'`)
 		viewer.open(t, "cluster")
@@ -224,7 +240,7 @@ func TestConsole_K(t *testing.T) {
 	})
 
 	t.Run("a namespace viewer sees neither the PKI nor other users' requests K1", func(t *testing.T) {
-		viewer := newTab(t, alloc, c.server, shots)
+		viewer := newTab(t, browser, c.server, shots)
 		viewer.login(t, viewerToken)
 		viewer.open(t, "pki")
 		viewer.waitFor(t, "the PKI refusal", `document.querySelector('#view-pki .not-allowed') !== null`)
@@ -373,8 +389,8 @@ func jsString(s string) string {
 }
 
 // newChromium starts headless Chromium for the test, with a profile of
-// its own, no network but the cluster's, and no sandbox (tests run as
-// root in CI).
+// its own and no sandbox (tests run as root in CI), and returns the
+// browser's context, on which newTab opens tabs.
 func newChromium(t *testing.T, path string) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -391,8 +407,16 @@ func newChromium(t *testing.T, path string) context.Context {
 		chromedp.Flag("ignore-certificate-errors", true),
 		chromedp.WindowSize(1280, 800),
 	)
-	ctx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	// The first context made on the allocator is the browser's; tabs are
+	// its children (a second one on the allocator would start a second
+	// browser on the same profile).
+	ctx, cancel := chromedp.NewContext(alloc)
 	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	return ctx
 }
 
@@ -404,10 +428,15 @@ type consoleTab struct {
 	shots string
 }
 
-func newTab(t *testing.T, alloc context.Context, server, shots string) *consoleTab {
+func newTab(t *testing.T, browser context.Context, server, shots string) *consoleTab {
 	t.Helper()
-	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancel := chromedp.NewContext(browser)
 	t.Cleanup(cancel)
+	// The first action opens the tab, bound to the context it is given:
+	// ctx itself, not a deadline derived from it.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
 	tab := &consoleTab{ctx: ctx, base: server + "/kubegate/ui/", shots: shots}
 	tab.do(t, "open the console", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(tab.base))
 	return tab

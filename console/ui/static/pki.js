@@ -123,7 +123,7 @@ function timeline(certs) {
   const width = 1100;
   const row = 18;
   const top = 22;
-  const height = top + sorted.length * row + 6;
+  const height = top + sorted.length * row + 16;
   const x = (t) => label + ((t - t0) / Math.max(1, t1 - t0)) * (width - label - 10);
   const svg = s('svg', { class: 'timeline', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'certificate expiry timeline' });
   // Year ticks.
@@ -135,7 +135,9 @@ function timeline(certs) {
   sorted.forEach((c, i) => {
     const y = top + i * row;
     const name = c.kubeconfigUser ? c.file + ' (' + c.kubeconfigUser + ')' : c.file;
-    svg.appendChild(s('text', { x: 0, y: y + 12, class: 'bar-label' }, name));
+    // The label is the file alone, which fits beside the bars; the
+    // tooltip names the kubeconfig's user too.
+    svg.appendChild(s('text', { x: 0, y: y + 12, class: 'bar-label' }, c.file.length > 44 ? c.file.slice(0, 43) + '…' : c.file));
     const x0 = x(Date.parse(c.notBefore));
     const x1 = x(Date.parse(c.notAfter));
     svg.appendChild(s('rect', { x: x0, y: y + 2, width: Math.max(2, x1 - x0), height: row - 6, rx: 3, class: 'bar ' + expiryClass(c.expiresInSeconds) },

@@ -40,11 +40,10 @@ export function init(el, c) {
     h('div', { class: 'filters' },
       h('label', {}, 'User ', userFilter),
       h('label', {}, 'Decision ', decisionFilter)),
-    h('div', { class: 'split' },
-      h('table', { class: 'grid requests' },
-        h('thead', {}, h('tr', {}, ['Time', 'User', 'Groups', 'Authenticator', 'Verb', 'Path', 'Decision', 'Reason'].map((t) => h('th', {}, t)))),
-        tbody),
-      panel));
+    h('table', { class: 'grid requests' },
+      h('thead', {}, h('tr', {}, ['Time', 'User', 'Groups', 'Authenticator', 'Verb', 'Path', 'Decision', 'Reason'].map((t) => h('th', {}, t)))),
+      tbody),
+    panel);
 }
 
 export function show() {
