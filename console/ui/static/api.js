@@ -5,8 +5,8 @@
 
 const TOKEN_KEY = 'kubegate.token';
 
-// The bearer token lives in sessionStorage only: never in a URL, in
-// localStorage, in a cookie or in a log line.
+// The bearer token lives in sessionStorage only: never in a URL, in the
+// persistent local storage, in a cookie or in a log line.
 export function token() {
   return sessionStorage.getItem(TOKEN_KEY) || '';
 }
@@ -98,16 +98,24 @@ export async function readLines(resp, onObject) {
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
   let buf = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += decoder.decode(value, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).trim();
-      buf = buf.slice(nl + 1);
-      if (line) onObject(JSON.parse(line));
+  let done = false;
+  try {
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      buf += decoder.decode(chunk.value, { stream: true });
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (line) onObject(JSON.parse(line));
+      }
     }
+    done = true;
+  } finally {
+    // onObject may end the stream early by throwing: close the
+    // connection rather than leave it open until it is collected.
+    if (!done) reader.cancel().catch(() => {});
   }
   const rest = (buf + decoder.decode()).trim();
   if (rest) onObject(JSON.parse(rest));
