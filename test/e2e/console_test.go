@@ -4,16 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/kubegate/kubegate/console/ui"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
 
@@ -525,4 +531,121 @@ func (b *consoleTab) shot(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", path)
+}
+
+// TestConsoleStreamsRecover_K3_K5 serves the console's files with a fake
+// API whose first pod watch answers 410 Gone and whose first request
+// stream ends early: the cluster view lists again and follows the new
+// watch (K.5), a refused list shows "Not allowed" (K.5), and the request
+// stream reconnects without showing a row twice (K.3).
+func TestConsoleStreamsRecover_K3_K5(t *testing.T) {
+	chromium := requireTool(t, "chromium")
+	var mu sync.Mutex
+	lists, feeds := 0, 0
+	stop := make(chan struct{})
+	// hold keeps a stream open until the client leaves or the test ends.
+	hold := func(r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-stop:
+		}
+	}
+	pod := func(name, node string) string {
+		return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"default","resourceVersion":"1"},"spec":{"nodeName":%q},"status":{"phase":"Running"}}`, name, node)
+	}
+	line := func(id string) string {
+		return fmt.Sprintf(`{"time":"2026-01-02T03:04:05Z","requestID":%q,"user":"u","groups":["g"],"verb":"get","method":"GET","path":"/api","decision":"allowed","status":200}`+"\n", id)
+	}
+	static, err := fs.Sub(ui.Static, "static")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := http.StripPrefix("/kubegate/ui/", http.FileServerFS(static))
+	mux := http.NewServeMux()
+	mux.Handle("/kubegate/ui/", files)
+	mux.HandleFunc("/kubegate/ui/api/session", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"user":{"username":"u","groups":["g"]},"authenticator":"x509","views":{"pki":false,"requests":"all"}}`)
+	})
+	mux.HandleFunc("/kubegate/ui/api/requests", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		feeds++
+		n := feeds
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, line("r1"))
+		if n == 1 {
+			return // the stream ends: the page reconnects
+		}
+		io.WriteString(w, line("r2"))
+		w.(http.Flusher).Flush()
+		hold(r)
+	})
+	mux.HandleFunc("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"status":{"allowed":true}}`)
+	})
+	mux.HandleFunc("/api/v1/pods", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("watch") == "" {
+			mu.Lock()
+			lists++
+			n := lists
+			mu.Unlock()
+			if n == 1 {
+				fmt.Fprintf(w, `{"metadata":{"resourceVersion":"10"},"items":[%s]}`, pod("p1", "n1"))
+				return
+			}
+			fmt.Fprintf(w, `{"metadata":{"resourceVersion":"20"},"items":[%s,%s]}`, pod("p1", "n1"), pod("p2", "n2"))
+			return
+		}
+		if q.Get("resourceVersion") == "10" {
+			fmt.Fprint(w, `{"type":"ERROR","object":{"kind":"Status","status":"Failure","reason":"Expired","code":410,"message":"too old resource version: 10 (15)"}}`+"\n")
+			return
+		}
+		fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", pod("p3", "n1"))
+		w.(http.Flusher).Flush()
+		hold(r)
+	})
+	mux.HandleFunc("/api/v1/nodes", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("watch") != "" {
+			hold(r)
+			return
+		}
+		fmt.Fprint(w, `{"metadata":{"resourceVersion":"5"},"items":[]}`)
+	})
+	forbidden := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"kind":"Status","status":"Failure","reason":"Forbidden","code":403,"message":"deployments.apps is forbidden: User \"u\" cannot list resource \"deployments\""}`)
+	}
+	mux.HandleFunc("/apis/apps/v1/", forbidden)
+	srv := httptest.NewServer(mux)
+	// Cleanups run last first: the browser closes, then the streams
+	// still open end, then the server.
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(stop) })
+
+	browser := newChromium(t, chromium)
+	tab := newTab(t, browser, srv.URL, t.TempDir())
+	tab.waitFor(t, "the top bar", `document.getElementById('whoami').textContent === 'u'`)
+
+	// Without the PKI view, the cluster view is the first shown; it is
+	// not opened again, so a second list can only follow the 410.
+	tab.waitFor(t, "the cluster view", `!document.getElementById('view-cluster').hidden`)
+	tab.waitFor(t, "p1, p2 and p3 after the relist", `['default/p1', 'default/p2', 'default/p3'].every(p =>
+		document.querySelectorAll('#view-cluster li.pod[data-pod="' + p + '"]').length === 1)`)
+	mu.Lock()
+	if lists != 2 {
+		t.Errorf("the pods were listed %d times, want 2 (once more after the 410)", lists)
+	}
+	mu.Unlock()
+	tab.waitFor(t, "deployments not allowed", `[...document.querySelectorAll('#view-cluster .not-allowed')].some(p =>
+		p.textContent.includes('listing deployments') && p.textContent.includes('deployments.apps is forbidden'))`)
+
+	tab.open(t, "requests")
+	tab.waitFor(t, "r1 and r2 once each", `['r1', 'r2'].every(id =>
+		document.querySelectorAll('#view-requests tr.request[data-request-id="' + id + '"]').length === 1)`)
+	mu.Lock()
+	if feeds < 2 {
+		t.Errorf("the request stream was opened %d times, want a reconnection", feeds)
+	}
+	mu.Unlock()
 }

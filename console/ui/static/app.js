@@ -75,6 +75,9 @@ function route() {
   let name = slash < 0 ? hash : hash.slice(0, slash);
   const arg = slash < 0 ? '' : hash.slice(slash + 1);
   if (!views[name]) name = session.views && session.views.pki ? 'pki' : 'cluster';
+  // The address of the view already shown (#cluster after the default
+  // view): nothing to do, rather than list everything again.
+  if (name === current && !arg && !$('view-' + name).hidden) return;
   for (const a of document.querySelectorAll('#tabs a')) {
     a.classList.toggle('active', a.dataset.view === name);
   }
