@@ -48,6 +48,18 @@ type Found struct {
 // (pki/ itself, pki/etcd/, …) is an error naming it, rather than a
 // directory whose certificates are left out (fsutil.NoLinkedDirs).
 func Scan(dir string, embedded []Embedded) ([]*Found, error) {
+	return scan(dir, embedded, true)
+}
+
+// ScanCertificates finds what Scan finds, the same files with the same
+// issuers, without reading a private key: every Found has a nil Key,
+// and embedded KeyPEM is ignored. It is for readers that show the tree,
+// such as the web console, which have no use for keys.
+func ScanCertificates(dir string, embedded []Embedded) ([]*Found, error) {
+	return scan(dir, embedded, false)
+}
+
+func scan(dir string, embedded []Embedded, withKeys bool) ([]*Found, error) {
 	var found []*Found
 	root := filepath.Join(dir, PKIDir)
 	var linked error
@@ -80,6 +92,10 @@ func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 			f.Kind = KindCA
 		}
 		keyPath := strings.TrimSuffix(path, ".crt") + ".key"
+		if !withKeys {
+			found = append(found, f)
+			return nil
+		}
 		if data, err := os.ReadFile(keyPath); err == nil {
 			key, err := ParseKeyPEM(keyPath, data)
 			if err != nil {
@@ -103,7 +119,7 @@ func Scan(dir string, embedded []Embedded) ([]*Found, error) {
 			return nil, err
 		}
 		f := &Found{Name: name, Path: e.File, User: e.User, Kind: KindKubeconfig, Cert: cert}
-		if len(e.KeyPEM) > 0 {
+		if withKeys && len(e.KeyPEM) > 0 {
 			key, err := ParseKeyPEM(name+" client-key-data", e.KeyPEM)
 			if err != nil {
 				return nil, err

@@ -150,6 +150,9 @@ func (g *Gateway) serveFast(x *h1.Exchange) {
 		st.upstreamStatus = res.UpstreamStatus
 		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)
 	}
+	if res.Refusal != nil {
+		st.reason = statusMessage(res.Refusal)
+	}
 	code := res.Status
 	if res.Err != nil {
 		st.err = res.Err
@@ -175,6 +178,9 @@ func (g *Gateway) forwardFast(w http.ResponseWriter, r *http.Request, st *reqSta
 	if res.UpstreamStatus != 0 {
 		st.upstreamStatus = res.UpstreamStatus
 		g.metrics.observeUpstream(res.UpstreamStatus, res.UpstreamWait)
+	}
+	if res.Refusal != nil {
+		st.reason = statusMessage(res.Refusal)
 	}
 	switch {
 	case res.Err == nil:

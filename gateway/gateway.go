@@ -46,6 +46,7 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/console"
 	"github.com/kubegate/kubegate/gateway/internal/h1"
 )
 
@@ -108,6 +109,10 @@ type Config struct {
 	// who may get the non-resource path /metrics, as on kube-apiserver.
 	// Nil refuses everyone with 403.
 	MetricsAuthorization authz.Authorizer
+	// Console serves the web console at /kubegate/ui/ and gets every
+	// finished request in its feed (docs/architecture.md, "The web
+	// console"); nil serves no console.
+	Console *console.Console
 	// Revoked lists refused client certificates; nil refuses none.
 	Revoked *Revocation
 	// Registry receives the gateway's metrics, served at
@@ -143,7 +148,8 @@ type Gateway struct {
 	ridBase string
 	ridSeq  atomic.Uint64
 	ups     *upstreamSet
-	stop    func() // stops the health checks
+	stop    func()        // stops the health checks
+	feed    *console.Feed // the console's, or nil
 
 	// metricsHandler serves the registry once authorized.
 	metricsHandler http.Handler
@@ -202,6 +208,9 @@ func New(c Config) (*Gateway, error) {
 	if c.AuditLog != nil {
 		g.audit = newAuditLog(c.AuditLog)
 	}
+	if c.Console != nil {
+		g.feed = c.Console.Feed()
+	}
 	g.ups = c.set
 	if g.ups == nil {
 		var err error
@@ -234,6 +243,9 @@ func New(c Config) (*Gateway, error) {
 	r.Get("/kubegate/readyz", g.serveReadyz)
 	r.Get("/kubegate/metrics", g.authenticated(g.serveMetrics))
 	r.Get("/kubegate/whoami", g.authenticated(g.serveWhoami))
+	if c.Console != nil {
+		g.routeConsole(r)
+	}
 	r.NotFound(g.authenticated(g.forward))
 	r.MethodNotAllowed(g.authenticated(g.forward))
 	g.router = r
@@ -243,7 +255,12 @@ func New(c Config) (*Gateway, error) {
 
 // Close stops checking the upstreams' health. The Gateway serves on,
 // with the upstreams as they were last judged.
-func (g *Gateway) Close() { g.stop() }
+func (g *Gateway) Close() {
+	g.stop()
+	if g.feed != nil {
+		g.feed.Close()
+	}
+}
 
 // ServeHTTP routes r.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.router.ServeHTTP(w, r) }
@@ -283,6 +300,11 @@ type reqState struct {
 	err            error
 	refusal        *refusal // set when the request is answered, not forwarded
 	certSerial     string   // an x509 user's certificate serial, for the audit line only
+
+	// For the console's feed only, set when there is one:
+	query  string // the URL's raw query
+	issuer string // a JWT's issuer
+	reason string // why it was refused: a 401's authentication error, a 403's Status message
 }
 
 type stateKey struct{}
@@ -359,6 +381,9 @@ func (g *Gateway) record(code int, method, path string, st *reqState) {
 	}
 	g.metrics.countRequest(code, method, st.authenticator())
 	g.auditRequest(code, method, path, st)
+	if g.feed != nil {
+		g.publish(code, method, path, st)
+	}
 }
 
 // authenticator names the authenticator that matched, if any.
@@ -488,6 +513,9 @@ func (g *Gateway) upstreamResponded(resp *http.Response) error {
 	if st := stateFrom(resp.Request.Context()); st != nil {
 		st.upstreamStatus = resp.StatusCode
 		g.metrics.observeUpstream(resp.StatusCode, time.Since(st.upstreamStart))
+		if g.feed != nil {
+			keepRefusal(resp, st)
+		}
 	}
 	return nil
 }

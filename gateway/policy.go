@@ -45,6 +45,10 @@ type refusal struct {
 // client may act as.
 func (g *Gateway) admit(r *http.Request) *reqState {
 	st := &reqState{start: time.Now(), id: g.newRequestID(), clientID: clientRequestID(first(r.Header, "X-Request-Id"))}
+	var authorization string
+	if g.feed != nil {
+		authorization = first(r.Header, "Authorization") // authentication deletes it
+	}
 	resp, ok, err := g.authenticate(r, st.start)
 	g.metrics.authnLatency.Observe(time.Since(st.start).Seconds())
 	if !ok {
@@ -53,6 +57,9 @@ func (g *Gateway) admit(r *http.Request) *reqState {
 			g.log.Info("request not authenticated", "requestID", st.id, "remote", r.RemoteAddr, "error", err)
 		}
 		st.refusal = &refusal{http.StatusUnauthorized, unauthorizedBody}
+		if g.feed != nil {
+			g.noteAdmission(r, authorization, st, err)
+		}
 		return st
 	}
 	st.resp, st.target = resp, &resp.User
@@ -61,6 +68,9 @@ func (g *Gateway) admit(r *http.Request) *reqState {
 	}
 	if g.cfg.Identity == ImpersonateIdentity {
 		g.impersonate(r, st)
+	}
+	if g.feed != nil {
+		g.noteAdmission(r, authorization, st, nil)
 	}
 	return st
 }
@@ -104,8 +114,10 @@ func (st *reqState) refuseWith(err error, code int) {
 	if errors.As(err, &se) {
 		s := se.Status()
 		st.refusal = &refusal{int(s.Code), statusBody(s.Code, s.Reason, s.Message)}
+		st.reason = s.Message
 		return
 	}
+	st.reason = err.Error()
 	reason := metav1.StatusReasonBadRequest
 	if code == http.StatusForbidden {
 		reason = metav1.StatusReasonForbidden

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubegate/kubegate/authn"
 	"github.com/kubegate/kubegate/authn/fileconfig"
+	"github.com/kubegate/kubegate/console"
 	"github.com/kubegate/kubegate/internal/filewatch"
 )
 
@@ -61,6 +62,12 @@ type Options struct {
 	// HTTP1FastPath. Off by default: Go's HTTP/2 server is the one that
 	// gets Go's HTTP/2 fixes, so the gateway's own is opt-in.
 	HTTP2FastPath bool
+	// Console serves the web console at /kubegate/ui/ (package
+	// console); default true.
+	Console bool
+	// ConsolePKIDir is the cluster directory the console's PKI view
+	// shows, in kubeadm's layout; "" shows none.
+	ConsolePKIDir string
 }
 
 // Defaults returns the options' defaults.
@@ -73,6 +80,7 @@ func Defaults() Options {
 		MaxBodyBytes:     DefaultMaxBodyBytes,
 		ReloadInterval:   filewatch.DefaultInterval,
 		HTTP1FastPath:    true,
+		Console:          true,
 		HealthCheck: HealthCheck{
 			Interval: DefaultHealthCheckInterval,
 			Timeout:  DefaultHealthCheckTimeout,
@@ -143,6 +151,14 @@ func (o *Options) Validate() error {
 	}
 	if o.HTTP2FastPath && !o.HTTP1FastPath {
 		return errors.New("--http2-fast-path needs --http1-fast-path")
+	}
+	if o.ConsolePKIDir != "" {
+		if !o.Console {
+			return errors.New("--console-pki-dir needs --console")
+		}
+		if fi, err := os.Stat(o.ConsolePKIDir); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--console-pki-dir %q is not a directory", o.ConsolePKIDir)
+		}
 	}
 	if o.UpstreamIdentity != RequestHeaderIdentity && o.UpstreamIdentity != ImpersonateIdentity {
 		return fmt.Errorf("--upstream-identity %q is not one of requestheader, impersonate", o.UpstreamIdentity)
@@ -280,6 +296,15 @@ func NewServer(ctx context.Context, o Options, logger *slog.Logger) (*Server, er
 	cfg.MetricsAuthorization = sar
 	if o.UpstreamIdentity == ImpersonateIdentity {
 		cfg.Impersonation = sar
+	}
+	if o.Console {
+		// The console's views are decided by the same reviews as
+		// /kubegate/metrics (docs/architecture.md, "The web console").
+		if cfg.Console, err = console.New(console.Config{
+			Authorizer: sar, PKIDir: o.ConsolePKIDir, Feed: console.NewFeed(0), Logger: logger,
+		}); err != nil {
+			return nil, err
+		}
 	}
 	if s.Gateway, err = New(cfg); err != nil {
 		return nil, err

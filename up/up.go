@@ -253,6 +253,7 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	g.SAKeyFiles = []string{pki("sa.pub")}
 	g.AuthenticationConfigFile = o.AuthenticationConfigFile
 	g.AuditLogPath = o.AuditLogPath
+	g.ConsolePKIDir = o.Dir // the console's PKI view shows the cluster's tree
 	g.EnableBootstrapTokenAuth = true
 	g.Upstream = api.URL()
 	if g.Transport, err = gatewayTransport(ctx, api, pki, o.Logger); err != nil {

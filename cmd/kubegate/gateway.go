@@ -43,6 +43,8 @@ func (o *gatewayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RevokedCertsFile, "revoked-certs", "", "refused client certificates: a CRL, or hex serials and sha256:<fingerprint> lines (reloaded on change)")
 	fs.StringVar(&o.AuditLogPath, "audit-log-path", "", "write one JSON line per request here (- for standard output)")
 	fs.Int64Var(&o.MaxBodyBytes, "max-request-body-bytes", o.MaxBodyBytes, "largest request body accepted, except for streams")
+	fs.BoolVar(&o.Console, "console", o.Console, "serve the web console at /kubegate/ui/: its files to anyone, its data to authenticated users as RBAC allows")
+	fs.StringVar(&o.ConsolePKIDir, "console-pki-dir", "", "cluster directory in kubeadm's layout (DIR/pki, DIR/*.conf) that the console's PKI view shows; default none")
 	fs.BoolVarP(&o.verbose, "verbose", "v", false, "log every refused request")
 }
 

@@ -40,6 +40,10 @@ type Result struct {
 	// upstream gave none.
 	UpstreamStatus int
 	UpstreamWait   time.Duration
+	// Refusal is a copy of the body of an upstream's 403 answer framed
+	// by a Content-Length of at most MaxRefusalBody bytes, for the
+	// handler to report why; nil otherwise.
+	Refusal []byte
 	// Err is why the exchange failed, if it did. When Status is not 0,
 	// the answer broke off and the connection closes.
 	Err error
@@ -74,7 +78,7 @@ func (x *Exchange) ForwardTo(t *Upstream, host string, header http.Header, id st
 	code, upstream, err := x.c.relay(t, host, header, id, start)
 	res := Result{Status: code, Err: err}
 	if upstream != nil {
-		res.UpstreamStatus, res.UpstreamWait = upstream.status, upstream.wait
+		res.UpstreamStatus, res.UpstreamWait, res.Refusal = upstream.status, upstream.wait, upstream.refusal
 	}
 	if err != nil && code != 0 {
 		x.keep = false
@@ -203,8 +207,25 @@ func noStop() bool { return true }
 
 // upstreamAnswer describes the upstream's final answer.
 type upstreamAnswer struct {
-	status int
-	wait   time.Duration // until its first head
+	status  int
+	wait    time.Duration // until its first head
+	refusal []byte        // a 403's body (Result.Refusal)
+}
+
+// MaxRefusalBody bounds the 403 bodies Result.Refusal copies: a
+// Status is a few hundred bytes.
+const MaxRefusalBody = 4 << 10
+
+// keepRefusal copies the body of a 403 answer whose head resp holds and
+// has been consumed from br, without consuming the body, which is
+// relayed as it is. Other answers cost nothing.
+func keepRefusal(resp *response, br *bufio.Reader, ans *upstreamAnswer) {
+	if resp.status != http.StatusForbidden || resp.chunked || resp.contentLength <= 0 || resp.contentLength > MaxRefusalBody {
+		return
+	}
+	if b, err := br.Peek(int(resp.contentLength)); err == nil {
+		ans.refusal = bytes.Clone(b)
+	}
 }
 
 // validHeader refuses a header set that net/http's Transport would not
@@ -334,6 +355,7 @@ func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (
 	}
 	w.WriteString("\r\n")
 	_, _ = uc.br.Discard(len(resp.head))
+	keepRefusal(resp, uc.br, ans)
 	status := resp.status
 	var err error
 	switch {

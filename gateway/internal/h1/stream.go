@@ -49,7 +49,7 @@ func (t *Upstream) ForwardStream(w http.ResponseWriter, r *http.Request, host st
 	})
 	res := Result{Status: code, Err: err}
 	if ans != nil {
-		res.UpstreamStatus, res.UpstreamWait = ans.status, ans.wait
+		res.UpstreamStatus, res.UpstreamWait, res.Refusal = ans.status, ans.wait, ans.refusal
 	}
 	return res
 }
@@ -94,6 +94,7 @@ func relayToWriter(w http.ResponseWriter, uc *upstreamConn, resp *response, meth
 	}
 	w.WriteHeader(resp.status)
 	_, _ = uc.br.Discard(len(resp.head))
+	keepRefusal(resp, uc.br, ans)
 	var err error
 	switch {
 	case !hasBody:
