@@ -444,6 +444,30 @@ func newTab(t *testing.T, browser context.Context, server, shots string) *consol
 		t.Fatalf("open a tab: %v", err)
 	}
 	tab := &consoleTab{ctx: ctx, base: server + "/kubegate/ui/", shots: shots}
+	// A script error or anything the Content-Security-Policy blocked
+	// fails the test when the tab closes.
+	var mu sync.Mutex
+	var problems []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleException || strings.Contains(m.Text, "Content Security Policy") {
+				mu.Lock()
+				problems = append(problems, string(m.Type)+": "+m.Text)
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("the console page logged %s", p)
+		}
+	})
 	tab.do(t, "open the console", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(tab.base))
 	return tab
 }

@@ -8,8 +8,10 @@ const SVG_NS = 'http://www.w3.org/2000/svg';
 function build(el, attrs, children) {
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith('on') && typeof value === 'function') {
-      el.addEventListener(name.slice(2), value);
+    if (name.startsWith('on')) {
+      // Handlers are functions only: an on* attribute is never set from
+      // a string.
+      if (typeof value === 'function') el.addEventListener(name.slice(2), value);
     } else if (name === 'class') {
       el.setAttribute('class', Array.isArray(value) ? value.filter(Boolean).join(' ') : value);
     } else {
