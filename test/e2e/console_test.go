@@ -240,7 +240,8 @@ func TestConsole_K(t *testing.T) {
 		viewer.waitFor(t, "not allowed in b", `[...document.querySelectorAll('#view-cluster .not-allowed')].some(p => p.textContent.includes('listing pods in namespace b'))`)
 		viewer.showNamespace(t, "a")
 		viewer.waitFor(t, "a's two web pods", `[...document.querySelectorAll('#view-cluster li.pod')].filter(li => li.dataset.pod.startsWith('a/web-')).length === 2`)
-		if text := evalJS[string](t, viewer, `document.body.innerText`); strings.Contains(text, "hidden-b-app") {
+		// textContent: hidden views included.
+		if text := evalJS[string](t, viewer, `document.body.textContent`); strings.Contains(text, "hidden-b-app") {
 			t.Errorf("the viewer's page names b's pods:\n%s", text)
 		}
 	})
