@@ -52,7 +52,7 @@ func get(t *testing.T, c *Console, path, user string) *httptest.ResponseRecorder
 	return w
 }
 
-func TestSessionViews_K2(t *testing.T) {
+func TestSessionViews_K1(t *testing.T) {
 	c := newConsole(t, Config{})
 	for _, tc := range []struct {
 		user string
@@ -169,7 +169,7 @@ func writeTree(t *testing.T) (dir, token string) {
 	return dir, token
 }
 
-func TestPKI_K4(t *testing.T) {
+func TestPKI_K2(t *testing.T) {
 	dir, token := writeTree(t)
 	c := newConsole(t, Config{PKIDir: dir})
 	w := get(t, c, APIPrefix+"pki", "admin")
