@@ -2,6 +2,7 @@ package authn
 
 import (
 	"net/http"
+	pathpkg "path"
 	"strings"
 )
 
@@ -60,15 +61,22 @@ func NewAnonymousUnder(paths []string) Request {
 		trees[i] = strings.TrimSuffix(p, "/")
 	}
 	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
-		if !under(r.URL.Path, trees) {
+		if r.URL.RawPath != "" || !under(r.URL.Path, trees) {
 			return nil, false, nil
 		}
 		return anonymousResponse(), true, nil
 	})
 }
 
-// under reports whether path is one of trees or below one.
+// under reports whether path is one of trees or below one. A path that
+// is not in its plain form (dot segments, doubled slashes; an escaped
+// slash or dot is refused by the caller from the raw path) is under
+// none: an upstream that cleans paths before it routes would otherwise
+// serve "/readyz/../api" as "/api".
 func under(path string, trees []string) bool {
+	if c := pathpkg.Clean(path); c != path && c+"/" != path {
+		return false
+	}
 	for _, t := range trees {
 		if rest, ok := strings.CutPrefix(path, t); ok && (rest == "" || rest[0] == '/') {
 			return true

@@ -406,6 +406,10 @@ func TestAnonymousUnder_A5(t *testing.T) {
 		"/healthz": true, "/healthz/poststarthook/x": true, "/livez": true, "/livez/ping": true,
 		"/readyz": true, "/readyz/etcd": true, "/version": true, "/version/": true,
 		"/": false, "/api": false, "/readyzz": false, "/versions": false, "/apis/readyz": false, "/metrics": false,
+		// Paths not in their plain form are under no health path, as an
+		// upstream that cleans them would serve something else.
+		"/readyz/../api": false, "/readyz/./etcd": false, "//readyz": false, "/readyz//etcd": false,
+		"/readyz/%2e%2e/api": false, "/readyz%2f..%2fapi": false, "/readyz%2fetcd": false, "/version/..": false,
 	} {
 		resp, ok, err := a.AuthenticateRequest(httptest.NewRequest("GET", path, nil))
 		if err != nil || ok != want || (ok && resp.User.Name != authn.Anonymous) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -284,7 +285,7 @@ func TestFeedRing_K3(t *testing.T) {
 	for i := range 5 {
 		f.Publish(&Record{RequestID: string(rune('a' + i))})
 	}
-	recent, s, _ := f.subscribe()
+	recent, s, _, _ := f.subscribe("admin", "")
 	var ids []string
 	for _, r := range recent {
 		ids = append(ids, r.RequestID)
@@ -310,8 +311,51 @@ func TestFeedRing_K3(t *testing.T) {
 	}
 	f.unsubscribe(s)
 	f.Close()
-	if _, _, ok := f.subscribe(); ok {
+	if _, _, ok, _ := f.subscribe("admin", ""); ok {
 		t.Error("a closed feed took a subscriber")
+	}
+}
+
+func TestFeedBoundsItsStreams_K3(t *testing.T) {
+	f := NewFeed(0)
+	var open []*subscription
+	for range MaxStreamsPerUser {
+		_, s, _, err := f.subscribe("mallory", "mallory")
+		if err != nil {
+			t.Fatalf("stream %d of mallory refused: %v", len(open)+1, err)
+		}
+		open = append(open, s)
+	}
+	if _, _, _, err := f.subscribe("mallory", "mallory"); err != errTooManyStreams {
+		t.Fatalf("stream %d of one user: err %v, want errTooManyStreams", MaxStreamsPerUser+1, err)
+	}
+	// Another user's streams are not counted against mallory's, but all
+	// of them against the feed's.
+	for i := MaxStreamsPerUser; i < MaxStreams; i++ {
+		name := fmt.Sprintf("u%d", i)
+		if _, s, _, err := f.subscribe(name, name); err != nil {
+			t.Fatalf("stream %d in all refused: %v", i+1, err)
+		} else {
+			open = append(open, s)
+		}
+	}
+	if _, _, _, err := f.subscribe("new", "new"); err != errTooManyStreams {
+		t.Fatalf("stream %d in all: err %v, want errTooManyStreams", MaxStreams+1, err)
+	}
+	// A stream that ends frees its place.
+	f.unsubscribe(open[0])
+	if _, _, _, err := f.subscribe("mallory", "mallory"); err != nil {
+		t.Fatalf("after one stream ended: %v", err)
+	}
+	// A user's own stream is given only that user's records.
+	f.Publish(&Record{RequestID: "a", User: &authn.User{Name: "admin"}})
+	f.Publish(&Record{RequestID: "m", User: &authn.User{Name: "mallory"}})
+	f.Publish(&Record{RequestID: "x"})
+	if got := len(open[1].ch); got != 1 {
+		t.Errorf("mallory's own stream was given %d records, want her 1", got)
+	}
+	if r := <-open[1].ch; r.RequestID != "m" {
+		t.Errorf("mallory's own stream got %q", r.RequestID)
 	}
 }
 

@@ -2,11 +2,13 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
@@ -20,6 +22,22 @@ const DefaultFeedSize = 500
 // subscriberBuffer is how many lines wait for a slow stream before the
 // feed drops that stream's next lines, rather than slow requests down.
 const subscriberBuffer = 256
+
+// Bounds on the live streams (K.3): in all, and per user name, so that
+// no user can make every request pay for streams nobody reads. A
+// stream beyond them is refused with 429.
+const (
+	MaxStreams        = 64
+	MaxStreamsPerUser = 4
+)
+
+// How long a stream lives, and how often one showing everyone's
+// requests asks again whether its user still may (K.3). A stream that
+// ends is opened again by the page, authenticated anew.
+const (
+	StreamLifetime = 30 * time.Minute
+	StreamRecheck  = time.Minute
+)
 
 // Record is one finished request, as the gateway publishes it. It holds
 // no credential. Publishing copies it; what its pointers and slices
@@ -53,11 +71,15 @@ type Feed struct {
 	next   int // where the next record goes
 	full   bool
 	subs   map[*subscription]struct{}
+	users  map[string]int // open streams per user name
 	closed bool
 }
 
 type subscription struct {
 	ch chan Record
+	// user is the stream's user name; own, when set, the only user whose
+	// records it is given, which Publish checks before it copies one.
+	user, own string
 }
 
 // NewFeed returns a Feed keeping the last size records; size <= 0 means
@@ -66,7 +88,7 @@ func NewFeed(size int) *Feed {
 	if size <= 0 {
 		size = DefaultFeedSize
 	}
-	return &Feed{ring: make([]Record, size), subs: map[*subscription]struct{}{}}
+	return &Feed{ring: make([]Record, size), subs: map[*subscription]struct{}{}, users: map[string]int{}}
 }
 
 // Publish records a finished request. It never blocks: a stream whose
@@ -79,6 +101,9 @@ func (f *Feed) Publish(r *Record) {
 		f.next, f.full = 0, true
 	}
 	for s := range f.subs {
+		if s.own != "" && (r.User == nil || r.User.Name != s.own) {
+			continue
+		}
 		select {
 		case s.ch <- *r:
 		default:
@@ -87,31 +112,49 @@ func (f *Feed) Publish(r *Record) {
 	f.mu.Unlock()
 }
 
+// errTooManyStreams refuses a stream beyond MaxStreams or
+// MaxStreamsPerUser.
+var errTooManyStreams = errors.New("too many request streams are open; close one and try again")
+
 // subscribe returns the records kept, oldest first, and a subscription
-// to every later one, with nothing missed or repeated between the two.
-// ok is false once the feed is closed.
-func (f *Feed) subscribe() (recent []Record, s *subscription, ok bool) {
+// for user to every later one (only own's when own is set), with nothing
+// missed or repeated between the two. ok is false once the feed is
+// closed; err is errTooManyStreams beyond the bounds.
+func (f *Feed) subscribe(user, own string) (recent []Record, s *subscription, ok bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
+	if len(f.subs) >= MaxStreams || f.users[user] >= MaxStreamsPerUser {
+		return nil, nil, true, errTooManyStreams
+	}
+	f.users[user]++
 	if f.full {
 		recent = append(recent, f.ring[f.next:]...)
 	}
 	recent = append(recent, f.ring[:f.next]...)
-	s = &subscription{ch: make(chan Record, subscriberBuffer)}
+	s = &subscription{ch: make(chan Record, subscriberBuffer), user: user, own: own}
 	f.subs[s] = struct{}{}
-	return recent, s, true
+	return recent, s, true, nil
 }
 
 func (f *Feed) unsubscribe(s *subscription) {
 	f.mu.Lock()
-	if _, ok := f.subs[s]; ok {
-		delete(f.subs, s)
-		close(s.ch)
-	}
+	f.drop(s)
 	f.mu.Unlock()
+}
+
+// drop ends s, if it is still open; f.mu is held.
+func (f *Feed) drop(s *subscription) {
+	if _, ok := f.subs[s]; !ok {
+		return
+	}
+	delete(f.subs, s)
+	close(s.ch)
+	if f.users[s.user]--; f.users[s.user] <= 0 {
+		delete(f.users, s.user)
+	}
 }
 
 // Close ends every stream and refuses new ones; Publish still fills the
@@ -120,8 +163,7 @@ func (f *Feed) Close() {
 	f.mu.Lock()
 	f.closed = true
 	for s := range f.subs {
-		delete(f.subs, s)
-		close(s.ch)
+		f.drop(s)
 	}
 	f.mu.Unlock()
 }
@@ -230,22 +272,23 @@ func (lf *lineFilter) keep(r *Record) bool {
 func (c *Console) serveRequests(w http.ResponseWriter, r *http.Request, id Identity) string {
 	q := r.URL.Query()
 	lf := lineFilter{user: q.Get("user"), decision: q.Get("decision")}
-	if c.views(r, id).Requests != AllRequests {
+	all := c.views(r, id).Requests == AllRequests
+	if !all {
 		lf.own = id.User.Name
 		if lf.own == "" {
 			lf.own = "\x00" // a user without a name sees nothing
 		}
 	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/x-ndjson"}
-	h["X-Accel-Buffering"] = []string{"no"}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
 	if c.cfg.Feed == nil || r.Method == http.MethodHead {
-		_ = rc.Flush()
+		writeStreamHead(w)
 		return ""
 	}
-	recent, s, ok := c.cfg.Feed.subscribe()
+	recent, s, ok, err := c.cfg.Feed.subscribe(id.User.Name, lf.own)
+	if err != nil {
+		writeStatus(w, http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, err.Error())
+		return err.Error()
+	}
+	rc := writeStreamHead(w)
 	if !ok {
 		return ""
 	}
@@ -261,10 +304,22 @@ func (c *Console) serveRequests(w http.ResponseWriter, r *http.Request, id Ident
 	if rc.Flush() != nil {
 		return ""
 	}
+	lifetime := time.NewTimer(StreamLifetime)
+	defer lifetime.Stop()
+	recheck := time.NewTicker(StreamRecheck)
+	defer recheck.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return ""
+		case <-lifetime.C:
+			return ""
+		case <-recheck.C:
+			// A user who may no longer see everyone's requests loses
+			// the stream; the page opens their own.
+			if all && c.views(r, id).Requests != AllRequests {
+				return ""
+			}
 		case rec, open := <-s.ch:
 			if !open {
 				return ""
@@ -277,4 +332,15 @@ func (c *Console) serveRequests(w http.ResponseWriter, r *http.Request, id Ident
 			}
 		}
 	}
+}
+
+// writeStreamHead starts a request stream's answer and flushes it.
+func writeStreamHead(w http.ResponseWriter) *http.ResponseController {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/x-ndjson"}
+	h["X-Accel-Buffering"] = []string{"no"}
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	return rc
 }

@@ -115,6 +115,19 @@ func testConsoleRequestStream(t *testing.T, proto string) {
 	if resp.StatusCode != http.StatusForbidden || string(body) != forbiddenPods {
 		t.Fatalf("alice's list: %d %s, want the upstream's 403 unchanged", resp.StatusCode, body)
 	}
+	// A HEAD answered 403 has a Content-Length and no body: its answer
+	// must come back at once, not wait for body bytes that never come.
+	head := e.client(alice)
+	head.Timeout = 10 * time.Second
+	hreq, _ := http.NewRequest("HEAD", e.gw.URL+"/api/v1/namespaces/b/pods", nil)
+	hresp, err := head.Do(hreq)
+	if err != nil {
+		t.Fatalf("HEAD refused by the upstream: %v", err)
+	}
+	hresp.Body.Close()
+	if hresp.StatusCode != http.StatusForbidden {
+		t.Fatalf("HEAD: %d, want 403", hresp.StatusCode)
+	}
 	const token = "not-a-known-token-0123456789"
 	resp, _ = e.do(t, e.client(nil), "GET", "/api/v1/pods", http.Header{"Authorization": {"Bearer " + token}})
 	if resp.StatusCode != http.StatusUnauthorized {

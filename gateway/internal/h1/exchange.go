@@ -218,7 +218,9 @@ const MaxRefusalBody = 4 << 10
 
 // keepRefusal copies the body of a 403 answer whose head resp holds and
 // has been consumed from br, without consuming the body, which is
-// relayed as it is. Other answers cost nothing.
+// relayed as it is. Other answers cost nothing. It must not be called
+// for an answer without a body (to HEAD, say), whose Content-Length
+// announces bytes that never come.
 func keepRefusal(resp *response, br *bufio.Reader, ans *upstreamAnswer) {
 	if resp.status != http.StatusForbidden || resp.chunked || resp.contentLength <= 0 || resp.contentLength > MaxRefusalBody {
 		return
@@ -355,7 +357,9 @@ func (c *conn) relayResponse(uc *upstreamConn, id string, ans *upstreamAnswer) (
 	}
 	w.WriteString("\r\n")
 	_, _ = uc.br.Discard(len(resp.head))
-	keepRefusal(resp, uc.br, ans)
+	if hasBody {
+		keepRefusal(resp, uc.br, ans)
+	}
 	status := resp.status
 	var err error
 	switch {

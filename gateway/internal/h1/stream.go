@@ -94,7 +94,9 @@ func relayToWriter(w http.ResponseWriter, uc *upstreamConn, resp *response, meth
 	}
 	w.WriteHeader(resp.status)
 	_, _ = uc.br.Discard(len(resp.head))
-	keepRefusal(resp, uc.br, ans)
+	if hasBody {
+		keepRefusal(resp, uc.br, ans)
+	}
 	var err error
 	switch {
 	case !hasBody:
