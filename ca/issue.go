@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -449,6 +450,24 @@ func (a *Authority) resign(old *x509.Certificate) (*Issued, error) {
 		return nil, err
 	}
 	return issued(a.signWindow(tmpl, old.PublicKey))
+}
+
+// SerialHex formats a certificate's serial number as openssl x509
+// -serial does: upper-case hexadecimal, two digits per byte, a minus sign
+// before a negative one.
+func SerialHex(c *x509.Certificate) string {
+	if c.SerialNumber == nil {
+		return ""
+	}
+	b := c.SerialNumber.Bytes()
+	if len(b) == 0 {
+		return "00"
+	}
+	s := strings.ToUpper(hex.EncodeToString(b))
+	if c.SerialNumber.Sign() < 0 {
+		s = "-" + s
+	}
+	return s
 }
 
 // SubjectString formats a DER subject in its encoded order, the way

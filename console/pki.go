@@ -6,7 +6,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -199,7 +198,7 @@ func certificate(f *ca.Found, now time.Time) Certificate {
 	out := Certificate{
 		File: file, KubeconfigUser: f.User, Authority: auth, IsCA: c.IsCA,
 		Subject: ca.SubjectString(c.RawSubject), User: c.Subject.CommonName, Groups: nonNil(c.Subject.Organization),
-		Issuer: ca.SubjectString(c.RawIssuer), Serial: serialHex(c),
+		Issuer: ca.SubjectString(c.RawIssuer), Serial: ca.SerialHex(c),
 		DNSNames: nonNil(c.DNSNames), IPAddresses: []string{}, URIs: []string{}, Usages: usages(c),
 		KeyType: keyType(c.PublicKey), NotBefore: c.NotBefore.UTC(), NotAfter: c.NotAfter.UTC(),
 		ExpiresInSeconds: int64(c.NotAfter.Sub(now) / time.Second),
@@ -216,22 +215,6 @@ func certificate(f *ca.Found, now time.Time) Certificate {
 func nonNil(s []string) []string {
 	if s == nil {
 		return []string{}
-	}
-	return s
-}
-
-// serialHex formats a serial number as openssl x509 -serial prints it.
-func serialHex(c *x509.Certificate) string {
-	if c.SerialNumber == nil {
-		return ""
-	}
-	b := c.SerialNumber.Bytes()
-	if len(b) == 0 {
-		return "00"
-	}
-	s := strings.ToUpper(hex.EncodeToString(b))
-	if c.SerialNumber.Sign() < 0 {
-		s = "-" + s
 	}
 	return s
 }

@@ -2,11 +2,8 @@ package gateway
 
 import (
 	"bufio"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"io"
-	"strings"
 	"sync"
 	"time"
 )
@@ -65,22 +62,4 @@ func (a *auditLog) flush() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.w.Flush()
-}
-
-// serialHex formats a certificate's serial number as openssl x509 -serial
-// does: upper-case hexadecimal, two digits per byte, a minus sign before a
-// negative one.
-func serialHex(c *x509.Certificate) string {
-	if c.SerialNumber == nil {
-		return ""
-	}
-	b := c.SerialNumber.Bytes()
-	if len(b) == 0 {
-		return "00"
-	}
-	s := strings.ToUpper(hex.EncodeToString(b))
-	if c.SerialNumber.Sign() < 0 {
-		s = "-" + s
-	}
-	return s
 }

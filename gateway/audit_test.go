@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubegate/kubegate/ca"
 	"github.com/kubegate/kubegate/internal/testpki"
 	"github.com/kubegate/kubegate/internal/testwait"
 )
@@ -72,7 +73,7 @@ func testAuditLineNamesTheCertificateSerial(t *testing.T, proto string) {
 	if events[0].Authenticator != "x509" {
 		events[0], events[1] = events[1], events[0]
 	}
-	want := serialHex(alice.Cert)
+	want := ca.SerialHex(alice.Cert)
 	if ev := events[0]; ev.User != "alice" || ev.Authenticator != "x509" || ev.CertSerial != want || !strings.HasPrefix(ev.CredentialID, "X509SHA256=") {
 		t.Errorf("the certificate's audit line: %+v, want alice by x509 with serial %s", ev, want)
 	}
@@ -85,7 +86,7 @@ func testAuditLineNamesTheCertificateSerial(t *testing.T, proto string) {
 // x509 -serial prints a serial (a leading zero kept, zero as "00").
 func TestSerialHexIsOpenSSLs(t *testing.T) {
 	for serial, want := range map[int64]string{0: "00", 0xabc: "0ABC", 0x1234: "1234", 0x0f00000001: "0F00000001", -0xabc: "-0ABC"} {
-		if got := serialHex(&x509.Certificate{SerialNumber: big.NewInt(serial)}); got != want {
+		if got := ca.SerialHex(&x509.Certificate{SerialNumber: big.NewInt(serial)}); got != want {
 			t.Errorf("serial %#x: %q, want %q", serial, got, want)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	x509authn "github.com/kubegate/kubegate/authn/x509"
 	"github.com/kubegate/kubegate/authz"
+	"github.com/kubegate/kubegate/ca"
 )
 
 // The request policy. Every serving path (net/http with
@@ -64,7 +65,7 @@ func (g *Gateway) admit(r *http.Request) *reqState {
 	}
 	st.resp, st.target = resp, &resp.User
 	if g.audit != nil && resp.Authenticator == x509authn.Name && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		st.certSerial = serialHex(r.TLS.PeerCertificates[0])
+		st.certSerial = ca.SerialHex(r.TLS.PeerCertificates[0])
 	}
 	if g.cfg.Identity == ImpersonateIdentity {
 		g.impersonate(r, st)
