@@ -17,7 +17,7 @@ GOVULNCHECK_VERSION ?= v1.9.0
 VULNDB_VERSION ?= v0.0.0-20261105234957-e22db6528018
 VULNDB ?= $(CURDIR)/.cache/vulndb-$(VULNDB_VERSION)
 # Packages with concurrency run again under the race detector.
-RACE_PKGS ?= ./authn/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
+RACE_PKGS ?= ./authn/... ./console/... ./authz/... ./internal/... ./ca/... ./gateway/... ./kubeconfig/... ./store/... ./test/bench/... ./scheduler/... ./apiserver/... ./up/... ./nodesim/... ./controllers/...
 
 .PHONY: test lint vuln unit race build oracle oidcprovider helm operator
 
