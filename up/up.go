@@ -164,8 +164,8 @@ func (o *Options) Validate() error {
 
 // DefaultNodes is the command line's --nodes: the fewest nodes on which
 // topology spreading, anti-affinity and a rolling update across nodes
-// show, and on which a Deployment's default 3 replicas land on distinct
-// nodes.
+// show, and on which a Deployment of 3 replicas puts one pod on each
+// node.
 const DefaultNodes = 3
 
 // apiServerAddress splits APIServerAddress, naming the flag when it is

@@ -26,7 +26,7 @@ func (o *upOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the API (gateway) serves HTTPS on")
 	fs.StringVar(&o.APIServerAddress, "apiserver-address", "127.0.0.1:0", "HOST:PORT the API server behind the gateway listens on (port 0: a free one)")
 	addTLSFlags(fs, &o.TLS)
-	fs.IntVar(&o.Nodes, "nodes", up.DefaultNodes, "number of simulated nodes, with the scheduler (0: neither); 3 is the fewest on which spreading, anti-affinity and a rolling update across nodes show and a Deployment's default 3 replicas land on distinct nodes")
+	fs.IntVar(&o.Nodes, "nodes", up.DefaultNodes, "number of simulated nodes, with the scheduler (0: neither); 3 is the fewest on which spreading, anti-affinity and a rolling update across nodes show and a Deployment of 3 replicas puts one pod on each node")
 	addPodRunTimeFlag(fs, &o.PodRunTime)
 	fs.IntVar(&o.UsagePercent, "usage-percent", metrics.DefaultUsagePercent, "what the simulated pods' containers use, as a percentage of their requests, unless a pod's nodesim.kubegate.io/cpu-usage or memory-usage annotation says otherwise (metrics.k8s.io, kubectl top)")
 	fs.BoolVar(&o.NodeBootstrap, "node-bootstrap", false, "the simulated nodes start from a bootstrap token (DIR/"+up.BootstrapKubeconfig+", new each run), get their client certificates through the CSR API and renew them, as kubelets joining with kubeadm do")
