@@ -134,7 +134,7 @@ func testConsoleRequestStream(t *testing.T, proto string) {
 		t.Fatalf("bad token: %d, want 401", resp.StatusCode)
 	}
 
-	l, _ := waitLine(t, lines, "alice's 403", func(l console.Line) bool { return l.User == "alice" && l.Status == 403 })
+	l, _ := waitLine(t, lines, "alice's 403", func(l console.Line) bool { return l.User == "alice" && l.Status == 403 && l.Method == "GET" })
 	want := "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"b\""
 	if l.Decision != console.DecisionForbidden || l.Reason != want || l.Verb != "list" || l.Resource != "pods" ||
 		l.Namespace != "b" || l.Authenticator != "x509" || !strings.Contains(strings.Join(l.Groups, ","), "devs") {
