@@ -562,8 +562,12 @@ func (h *haTopology) faultAPIServer(t *testing.T, l *haLoad) {
 	h.checkEndpoints(t, "once apiserver-1 was ready again", h.addresses, haEndpointsJoinBound)
 	h.settle(t, l, "after an API server was killed")
 	t.Logf("kill -9 of apiserver-1, until its endpoint left: %s", f)
-	if f.attempts == 0 || float64(f.failures) > 0.01*float64(f.attempts) {
-		t.Errorf("with one API server killed, %d of %d requests failed; want at most 1%% (both gateways have both upstreams)", f.failures, f.attempts)
+	// Each writer has one request in flight; only one sent to the killed
+	// server may fail (a write the gateway cannot tell was applied, J.5):
+	// the next goes to the other server. A share of all requests would
+	// depend on how long the endpoint took to leave.
+	if f.attempts == 0 || f.failures > haWriters {
+		t.Errorf("with one API server killed, %d of %d requests failed; want at most %d, one per writer (both gateways have both upstreams)", f.failures, f.attempts, haWriters)
 	}
 }
 
@@ -596,11 +600,15 @@ func (h *haTopology) faultLeader(t *testing.T, l *haLoad, lease, prefix string) 
 		t.Errorf("Lease kube-system/%s: holder %q %v; the %s processes run without leader election: no takeover to time", lease, holder, err, prefix)
 		return
 	}
+	// The standby's log names the holder too ("leader elected"): the
+	// holder is the process whose log says it became leader as holder.
 	name := ""
 	for _, n := range []string{prefix + "-1", prefix + "-2"} {
 		data, _ := os.ReadFile(filepath.Join(h.dir, "logs", n+".log"))
-		if bytes.Contains(data, []byte(holder)) {
-			name = n
+		for line := range bytes.Lines(data) {
+			if bytes.Contains(line, []byte("became leader")) && bytes.Contains(line, []byte(holder)) {
+				name = n
+			}
 		}
 	}
 	if name == "" {
