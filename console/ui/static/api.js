@@ -19,10 +19,10 @@ export function clearSession() {
   sessionStorage.clear();
 }
 
-// ApiError is a refused or failed answer: status is the HTTP status (0
+// StatusError is a refused or failed answer: status is the HTTP status (0
 // when the network failed), message the kube Status message when there is
 // one.
-export class ApiError extends Error {
+export class StatusError extends Error {
   constructor(status, message) {
     super(message);
     this.status = status;
@@ -42,7 +42,7 @@ function headers(extra) {
   return h;
 }
 
-// request sends one request and returns the Response, or throws ApiError
+// request sends one request and returns the Response, or throws StatusError
 // for any status of 400 or more, carrying the Status message.
 export async function request(path, { method = 'GET', body, signal, accept } = {}) {
   const init = { method, headers: headers(), signal, credentials: 'same-origin', cache: 'no-store' };
@@ -56,7 +56,7 @@ export async function request(path, { method = 'GET', body, signal, accept } = {
     resp = await fetch(path, init);
   } catch (e) {
     if (e.name === 'AbortError') throw e;
-    throw new ApiError(0, 'cannot reach the gateway: ' + e.message);
+    throw new StatusError(0, 'cannot reach the gateway: ' + e.message);
   }
   if (resp.status >= 400) {
     let message = resp.status + ' ' + resp.statusText;
@@ -64,7 +64,7 @@ export async function request(path, { method = 'GET', body, signal, accept } = {
       const st = await resp.json();
       if (st && st.message) message = st.message;
     } catch (_) { /* not a Status */ }
-    throw new ApiError(resp.status, message);
+    throw new StatusError(resp.status, message);
   }
   return resp;
 }
@@ -87,7 +87,7 @@ export async function canI(verb, resource, { group = '', namespace = '' } = {}) 
     const got = await resp.json();
     return Boolean(got.status && got.status.allowed);
   } catch (e) {
-    if (e instanceof ApiError) return false;
+    if (e instanceof StatusError) return false;
     throw e;
   }
 }
@@ -137,7 +137,7 @@ export class Backoff {
 
 // follow streams an NDJSON endpoint until signal aborts, reconnecting with
 // back-off when the stream ends or fails. onState receives 'live',
-// 'reconnecting' or an ApiError that ends the stream (a refusal).
+// 'reconnecting' or an StatusError that ends the stream (a refusal).
 export async function follow(path, onObject, { signal, onState = () => {} } = {}) {
   const backoff = new Backoff();
   while (!signal.aborted) {
@@ -148,7 +148,7 @@ export async function follow(path, onObject, { signal, onState = () => {} } = {}
       await readLines(resp, onObject);
     } catch (e) {
       if (signal.aborted) return;
-      if (e instanceof ApiError && e.notAllowed) {
+      if (e instanceof StatusError && e.notAllowed) {
         onState(e);
         return;
       }
@@ -174,7 +174,7 @@ function key(obj) {
 // a broken watch from the last version seen, and list again when the
 // server answers 410 Gone (the version was compacted). onChange receives
 // the Map of objects by namespace/name after every change; onError an
-// ApiError when the list itself is refused or fails (a refusal ends the
+// StatusError when the list itself is refused or fails (a refusal ends the
 // loop).
 export async function watchList(path, { signal, onChange, onError = () => {} }) {
   const backoff = new Backoff();
@@ -191,8 +191,8 @@ export async function watchList(path, { signal, onChange, onError = () => {} }) 
         onChange(objects);
       } catch (e) {
         if (signal.aborted) return;
-        if (e instanceof ApiError) onError(e);
-        if (e instanceof ApiError && e.notAllowed) return;
+        if (e instanceof StatusError) onError(e);
+        if (e instanceof StatusError && e.notAllowed) return;
         await backoff.wait(signal);
         continue;
       }
@@ -215,7 +215,7 @@ export async function watchList(path, { signal, onChange, onError = () => {} }) 
           case 'ERROR':
             // A Status; 410 means the version is gone: list again.
             if (obj.code === 410) rv = '';
-            throw new ApiError(obj.code || 500, obj.message || 'watch error');
+            throw new StatusError(obj.code || 500, obj.message || 'watch error');
           default:
             return;
         }
@@ -224,8 +224,8 @@ export async function watchList(path, { signal, onChange, onError = () => {} }) 
       });
     } catch (e) {
       if (signal.aborted) return;
-      if (e instanceof ApiError && e.status === 410) rv = '';
-      else if (e instanceof ApiError && e.notAllowed) { onError(e); return; }
+      if (e instanceof StatusError && e.status === 410) rv = '';
+      else if (e instanceof StatusError && e.notAllowed) { onError(e); return; }
     }
     if (signal.aborted) return;
     await backoff.wait(signal);

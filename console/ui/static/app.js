@@ -3,7 +3,7 @@
 // with the identity and the four tabs, and switching between the views
 // (docs/kubernetes-behaviour.md, K.1).
 
-import { ApiError, clearSession, getJSON, setToken, token } from './api.js';
+import { StatusError, clearSession, getJSON, setToken, token } from './api.js';
 import { replace } from './dom.js';
 import * as pki from './pki.js';
 import * as requests from './requests.js';
@@ -24,13 +24,13 @@ async function start() {
   try {
     session = await getJSON('/kubegate/ui/api/session');
   } catch (e) {
-    if (e instanceof ApiError && e.status === 401 && token()) {
+    if (e instanceof StatusError && e.status === 401 && token()) {
       // A stored token that stopped working: drop it, and try the
       // browser's client certificate, if any, before asking.
       clearSession();
       return start();
     }
-    showLogin(e instanceof ApiError && e.status === 401 ? '' : (e.message || String(e)));
+    showLogin(e instanceof StatusError && e.status === 401 ? '' : (e.message || String(e)));
     return;
   }
   loggedIn();
@@ -99,7 +99,7 @@ $('login-form').addEventListener('submit', async (ev) => {
     session = await getJSON('/kubegate/ui/api/session');
   } catch (e) {
     clearSession();
-    showLogin(e instanceof ApiError && e.status === 401 ? 'The token was not accepted.' : (e.message || String(e)));
+    showLogin(e instanceof StatusError && e.status === 401 ? 'The token was not accepted.' : (e.message || String(e)));
     return;
   }
   loggedIn();

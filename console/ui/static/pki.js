@@ -4,7 +4,7 @@
 // certificates, the rotation phase, the service-account keys and each
 // kubeconfig with its identity, from GET /kubegate/ui/api/pki.
 
-import { ApiError, getJSON } from './api.js';
+import { StatusError, getJSON } from './api.js';
 import { age, failure, h, notAllowed, replace, s } from './dom.js';
 
 let root;
@@ -31,7 +31,7 @@ async function load() {
     pki = await getJSON('/kubegate/ui/api/pki', { signal: ctx.signal });
   } catch (e) {
     if (ctx.signal.aborted) return;
-    replace(root, h('h1', {}, 'PKI'), e instanceof ApiError && e.notAllowed ? notAllowed('the PKI view', e) : failure('Cannot read the PKI', e));
+    replace(root, h('h1', {}, 'PKI'), e instanceof StatusError && e.notAllowed ? notAllowed('the PKI view', e) : failure('Cannot read the PKI', e));
     return;
   }
   if (!pki.configured) {

@@ -6,7 +6,7 @@
 // and the pick: the numbers `kubegate scheduler explain POD` prints. It
 // also lists pending pods with their PodScheduled condition.
 
-import { ApiError, canI, getJSON } from './api.js';
+import { StatusError, canI, getJSON } from './api.js';
 import { failure, h, notAllowed, replace } from './dom.js';
 import { namespace as currentNamespace } from './cluster.js';
 
@@ -82,7 +82,7 @@ async function explain(ns, name) {
     pod = await getJSON(podPath(ns, name), { signal: ctx.signal });
   } catch (e) {
     if (ctx.signal.aborted) return;
-    replace(result, e instanceof ApiError && e.notAllowed ? notAllowed('reading pod ' + ns + '/' + name, e) : failure('Cannot read pod ' + ns + '/' + name, e));
+    replace(result, e instanceof StatusError && e.notAllowed ? notAllowed('reading pod ' + ns + '/' + name, e) : failure('Cannot read pod ' + ns + '/' + name, e));
     return;
   }
   const raw = (pod.metadata.annotations || {})[ANNOTATION];
@@ -214,7 +214,7 @@ async function refreshPending() {
     list = await getJSON(path, { signal: ctx.signal });
   } catch (e) {
     if (ctx.signal.aborted) return;
-    replace(pending, e instanceof ApiError && e.notAllowed ? notAllowed('listing pods in ' + (all ? 'all namespaces' : ns), e) : failure('Cannot list pods', e));
+    replace(pending, e instanceof StatusError && e.notAllowed ? notAllowed('listing pods in ' + (all ? 'all namespaces' : ns), e) : failure('Cannot list pods', e));
     return;
   }
   const pods = (list.items || []).filter((p) => !p.spec.nodeName);
